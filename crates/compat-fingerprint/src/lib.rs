@@ -1,0 +1,5 @@
+//! Pure projection encoding and fingerprints.
+//!
+//! Stability: pre-1.0, the API may change in any release.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]

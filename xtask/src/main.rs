@@ -1,0 +1,2 @@
+//! Repository automation, run as `cargo xtask <command>`.
+fn main() {}
