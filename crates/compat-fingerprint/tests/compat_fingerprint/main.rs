@@ -1,0 +1,6 @@
+//! Integration tests for `compat-fingerprint`: golden vectors and properties.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod breakdown;
+mod golden;
+mod properties;
