@@ -1,0 +1,1 @@
+//! Provider conformance kit (feature `conformance`).

@@ -1,0 +1,102 @@
+//! The trait a run-service provider implements.
+
+use std::fmt;
+
+use crate::RunAttachment;
+
+/// The id of one run, unique per invocation. Providers may use it for ephemeral resources;
+/// it must never reach a resume identity.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct RunId(String);
+
+impl RunId {
+    /// Wraps an id.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A provider's failure to attach or detach.
+///
+/// Its message is provider text: the agent passes it through a secret redactor before showing
+/// it, but providers should still never put a credential in it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("run-service provider failed: {message}")]
+pub struct ProviderError {
+    message: String,
+}
+
+impl ProviderError {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// Host-trusted code that attaches services to every run of an agent.
+///
+/// `attach_run` is called once per run before the driver launches, in provider order;
+/// `detach_run` is called once for every successful attach, in reverse order, when the run
+/// ends (also when a later provider or validation fails).
+///
+/// ```
+/// use run_service::{
+///     async_trait, EnvBinding, McpServer, ProviderError, RunAttachment, RunId,
+///     RunServiceCompatibility, RunServiceProvider, SemanticFingerprint, ServiceRef, TransportKind,
+/// };
+///
+/// struct AgentUi;
+///
+/// #[async_trait]
+/// impl RunServiceProvider for AgentUi {
+///     async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+///         let (url, token) = ("http://127.0.0.1:4101/mcp", "fresh-token"); // allocated per run
+///         let service = ServiceRef::new("agent-ui", "Agent UI")
+///             .with_url(url)
+///             .with_reuse_key(format!("run/{run}"))
+///             .with_mcp(McpServer::streamable_http("agent-ui", url).with_bearer_token_env("AGENT_UI_TOKEN"))
+///             .with_secret_env(EnvBinding::new("AGENT_UI_TOKEN", token));
+///         let semantic = SemanticFingerprint::new()
+///             .service_role("agent-ui")
+///             .mcp_server("agent-ui", TransportKind::StreamableHttp, false)
+///             .authorization("bearer", "ui:ask")
+///             .protocol_revision("2025-06-18")
+///             .finish();
+///         Ok(RunAttachment::new([service])
+///             .with_resume_compatibility(RunServiceCompatibility::new("com.example.agent-ui", semantic)))
+///     }
+///
+///     async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+///         Ok(())
+///     }
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait RunServiceProvider: Send + Sync {
+    /// Allocates (or reuses) this provider's services for one run.
+    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError>;
+
+    /// Releases what [`attach_run`](Self::attach_run) allocated for this run.
+    async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError>;
+}

@@ -1,0 +1,422 @@
+//! Validation of one effective run's attachments, before anything launches.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use compat_fingerprint::ShortDigest;
+
+use crate::{McpServer, McpTransport, RunAttachment, ServiceRef};
+
+/// The documented size limits, in bytes.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Limits;
+
+impl Limits {
+    /// Longest compatibility id.
+    pub const COMPATIBILITY_ID: usize = 128;
+    /// Longest compatibility fingerprint.
+    pub const COMPATIBILITY_FINGERPRINT: usize = 256;
+    /// Longest service id, service name or MCP server key.
+    pub const IDENTIFIER: usize = 128;
+    /// Longest environment variable name.
+    pub const ENV_NAME: usize = 128;
+    /// Longest URL, command, argument, working directory, reuse key, header or metadata entry.
+    pub const TEXT: usize = 4096;
+}
+
+/// Which field failed validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Field {
+    /// [`RunServiceCompatibility::id`](crate::RunServiceCompatibility::id).
+    CompatibilityId,
+    /// [`RunServiceCompatibility::fingerprint`](crate::RunServiceCompatibility::fingerprint).
+    CompatibilityFingerprint,
+    /// [`ServiceRef::id`].
+    ServiceId,
+    /// [`ServiceRef::name`].
+    ServiceName,
+    /// A URL (service or MCP).
+    Url,
+    /// A command or one of its arguments (service or stdio MCP).
+    Command,
+    /// [`ServiceRef::cwd`].
+    Cwd,
+    /// [`ServiceRef::reuse_key`].
+    ReuseKey,
+    /// A metadata key or value.
+    Metadata,
+    /// A secret env binding name.
+    SecretEnvName,
+    /// A stdio MCP environment variable name or value.
+    McpEnv,
+    /// An MCP server key.
+    McpKey,
+    /// An MCP HTTP header name or value.
+    McpHeader,
+    /// An MCP bearer-token env-var name.
+    BearerTokenEnvVar,
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::CompatibilityId => "compatibility id",
+            Self::CompatibilityFingerprint => "compatibility fingerprint",
+            Self::ServiceId => "service id",
+            Self::ServiceName => "service name",
+            Self::Url => "url",
+            Self::Command => "command",
+            Self::Cwd => "cwd",
+            Self::ReuseKey => "reuse key",
+            Self::Metadata => "metadata",
+            Self::SecretEnvName => "secret env name",
+            Self::McpEnv => "mcp env",
+            Self::McpKey => "mcp server key",
+            Self::McpHeader => "mcp header",
+            Self::BearerTokenEnvVar => "bearer-token env var",
+        })
+    }
+}
+
+/// Why a field failed validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The value is empty.
+    Empty,
+    /// The value is only whitespace.
+    WhitespaceOnly,
+    /// The value is longer than its [`Limits`] entry.
+    TooLong,
+    /// The value contains a control character (including NUL).
+    ControlCharacter,
+    /// A compatibility tuple lacks this part (both `id` and `fingerprint` are required).
+    MissingPart,
+    /// Two attachments of one run claim the same compatibility id.
+    DuplicateCompatibilityId,
+    /// Two services of one run share an id.
+    DuplicateServiceId,
+    /// Not a valid environment variable name (`[A-Za-z_][A-Za-z0-9_]*`).
+    InvalidEnvName,
+    /// The same secret env name is bound twice in one run.
+    DuplicateSecretEnv,
+    /// Two MCP servers of one run share a key.
+    DuplicateMcpKey,
+    /// A credential-carrying header (`Authorization`, `Proxy-Authorization`, `Cookie`,
+    /// `X-Api-Key`) was given inline; name a bearer-token env var instead.
+    CredentialInHeader,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Empty => "is empty",
+            Self::WhitespaceOnly => "is whitespace only",
+            Self::TooLong => "is too long",
+            Self::ControlCharacter => "contains a control character",
+            Self::MissingPart => "is missing (a compatibility tuple needs both id and fingerprint)",
+            Self::DuplicateCompatibilityId => "is claimed by two attachments of one run",
+            Self::DuplicateServiceId => "is used by two services of one run",
+            Self::InvalidEnvName => "is not a valid environment variable name",
+            Self::DuplicateSecretEnv => "is bound twice in one run",
+            Self::DuplicateMcpKey => "is declared by two MCP servers of one run",
+            Self::CredentialInHeader => "carries a credential inline; use a bearer-token env var",
+        })
+    }
+}
+
+/// Where in the run a failing field sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Location {
+    Attachment { attachment: usize },
+    Service { attachment: usize, service: usize },
+    HostMcp { server: usize },
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Attachment { attachment } => write!(f, "attachment {attachment}"),
+            Self::Service {
+                attachment,
+                service,
+            } => write!(f, "attachment {attachment}, service {service}"),
+            Self::HostMcp { server } => write!(f, "host MCP server {server}"),
+        }
+    }
+}
+
+/// A run's attachments are invalid. Nothing was launched.
+///
+/// The message names the position, the field, the reason, the value's length and a short
+/// digest of it: it never reproduces the value, which may be a secret or a provider string.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {field} {reason} ({len} bytes, digest {digest})")]
+pub struct ValidationError {
+    location: Location,
+    field: Field,
+    reason: Reason,
+    len: usize,
+    digest: ShortDigest,
+}
+
+impl ValidationError {
+    fn new(location: Location, field: Field, reason: Reason, value: &str) -> Self {
+        Self {
+            location,
+            field,
+            reason,
+            len: value.len(),
+            digest: ShortDigest::of_str(value),
+        }
+    }
+
+    /// The field that failed.
+    pub fn field(&self) -> Field {
+        self.field
+    }
+
+    /// Why it failed.
+    pub fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// The length in bytes of the offending value.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the offending value was empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A short digest of the offending value, to correlate without revealing it.
+    pub fn digest(&self) -> ShortDigest {
+        self.digest
+    }
+
+    /// The index of the attachment, if the field belongs to one.
+    pub fn attachment(&self) -> Option<usize> {
+        match self.location {
+            Location::Attachment { attachment } | Location::Service { attachment, .. } => {
+                Some(attachment)
+            }
+            Location::HostMcp { .. } => None,
+        }
+    }
+}
+
+fn check_text(
+    at: Location,
+    field: Field,
+    value: &str,
+    max: usize,
+    required: bool,
+) -> Result<(), ValidationError> {
+    let fail = |reason| Err(ValidationError::new(at, field, reason, value));
+    if value.is_empty() {
+        return if required {
+            fail(Reason::Empty)
+        } else {
+            Ok(())
+        };
+    }
+    if value.len() > max {
+        return fail(Reason::TooLong);
+    }
+    if value.chars().any(char::is_control) {
+        return fail(Reason::ControlCharacter);
+    }
+    if required && value.trim().is_empty() {
+        return fail(Reason::WhitespaceOnly);
+    }
+    Ok(())
+}
+
+fn check_env_name(at: Location, field: Field, name: &str) -> Result<(), ValidationError> {
+    let mut bytes = name.bytes();
+    let valid = name.len() <= Limits::ENV_NAME
+        && bytes
+            .next()
+            .is_some_and(|b| b == b'_' || b.is_ascii_alphabetic())
+        && bytes.all(|b| b == b'_' || b.is_ascii_alphanumeric());
+    if valid {
+        Ok(())
+    } else {
+        Err(ValidationError::new(
+            at,
+            field,
+            Reason::InvalidEnvName,
+            name,
+        ))
+    }
+}
+
+const CREDENTIAL_HEADERS: [&str; 4] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-api-key",
+];
+
+/// Validates every attachment of one effective run plus the host's own MCP servers, before
+/// anything launches.
+///
+/// Checks, in order: compatibility tuples (both parts present, not whitespace-only, within
+/// [`Limits`], no control characters, ids unique across the run); service ids (non-empty,
+/// unique across the run) and every text field (within limits, no control characters); secret
+/// env names (valid, unique across the run); MCP declarations (keys unique across attachments
+/// and host servers, valid env-var names, no inline credential headers).
+pub fn validate_run(
+    attachments: &[RunAttachment],
+    host_mcp: &[McpServer],
+) -> Result<(), ValidationError> {
+    let mut compat_ids = HashSet::new();
+    let mut service_ids = HashSet::new();
+    let mut secret_names = HashSet::new();
+    let mut mcp_keys = HashSet::new();
+    for (a, attachment) in attachments.iter().enumerate() {
+        let at = Location::Attachment { attachment: a };
+        if let Some(compat) = &attachment.resume_compatibility {
+            for (field, value, max) in [
+                (Field::CompatibilityId, &compat.id, Limits::COMPATIBILITY_ID),
+                (
+                    Field::CompatibilityFingerprint,
+                    &compat.fingerprint,
+                    Limits::COMPATIBILITY_FINGERPRINT,
+                ),
+            ] {
+                if value.is_empty() {
+                    return Err(ValidationError::new(at, field, Reason::MissingPart, value));
+                }
+                check_text(at, field, value, max, true)?;
+            }
+            if !compat_ids.insert(compat.id.as_str()) {
+                return Err(ValidationError::new(
+                    at,
+                    Field::CompatibilityId,
+                    Reason::DuplicateCompatibilityId,
+                    &compat.id,
+                ));
+            }
+        }
+        for (s, service) in attachment.services.iter().enumerate() {
+            let at = Location::Service {
+                attachment: a,
+                service: s,
+            };
+            check_service(at, service)?;
+            if !service_ids.insert(service.id.as_str()) {
+                return Err(ValidationError::new(
+                    at,
+                    Field::ServiceId,
+                    Reason::DuplicateServiceId,
+                    &service.id,
+                ));
+            }
+            for binding in &service.secret_env {
+                check_env_name(at, Field::SecretEnvName, binding.name())?;
+                if !secret_names.insert(binding.name()) {
+                    return Err(ValidationError::new(
+                        at,
+                        Field::SecretEnvName,
+                        Reason::DuplicateSecretEnv,
+                        binding.name(),
+                    ));
+                }
+            }
+            if let Some(mcp) = &service.mcp {
+                check_mcp(at, mcp, &mut mcp_keys)?;
+            }
+        }
+    }
+    for (m, mcp) in host_mcp.iter().enumerate() {
+        check_mcp(Location::HostMcp { server: m }, mcp, &mut mcp_keys)?;
+    }
+    Ok(())
+}
+
+fn check_service(at: Location, s: &ServiceRef) -> Result<(), ValidationError> {
+    check_text(at, Field::ServiceId, &s.id, Limits::IDENTIFIER, true)?;
+    check_text(at, Field::ServiceName, &s.name, Limits::IDENTIFIER, false)?;
+    for (field, value) in [
+        (Field::Url, &s.url),
+        (Field::Command, &s.command),
+        (Field::Cwd, &s.cwd),
+        (Field::ReuseKey, &s.reuse_key),
+    ] {
+        if let Some(v) = value {
+            check_text(at, field, v, Limits::TEXT, true)?;
+        }
+    }
+    for arg in &s.args {
+        check_text(at, Field::Command, arg, Limits::TEXT, false)?;
+    }
+    for (k, v) in &s.metadata {
+        check_text(at, Field::Metadata, k, Limits::IDENTIFIER, true)?;
+        check_text(at, Field::Metadata, v, Limits::TEXT, false)?;
+    }
+    Ok(())
+}
+
+fn check_mcp<'a>(
+    at: Location,
+    mcp: &'a McpServer,
+    keys: &mut HashSet<&'a str>,
+) -> Result<(), ValidationError> {
+    check_text(at, Field::McpKey, &mcp.name, Limits::IDENTIFIER, true)?;
+    if !keys.insert(mcp.name.as_str()) {
+        return Err(ValidationError::new(
+            at,
+            Field::McpKey,
+            Reason::DuplicateMcpKey,
+            &mcp.name,
+        ));
+    }
+    match &mcp.transport {
+        McpTransport::Stdio { command, args, env } => {
+            check_text(at, Field::Command, command, Limits::TEXT, true)?;
+            for arg in args {
+                check_text(at, Field::Command, arg, Limits::TEXT, false)?;
+            }
+            for (name, value) in env {
+                check_env_name(at, Field::McpEnv, name)?;
+                check_text(at, Field::McpEnv, value, Limits::TEXT, false)?;
+            }
+        }
+        McpTransport::StreamableHttp {
+            url,
+            headers,
+            bearer_token_env_var,
+        }
+        | McpTransport::Sse {
+            url,
+            headers,
+            bearer_token_env_var,
+        } => {
+            check_text(at, Field::Url, url, Limits::TEXT, true)?;
+            for (name, value) in headers {
+                check_text(at, Field::McpHeader, name, Limits::IDENTIFIER, true)?;
+                if CREDENTIAL_HEADERS
+                    .iter()
+                    .any(|h| name.eq_ignore_ascii_case(h))
+                {
+                    return Err(ValidationError::new(
+                        at,
+                        Field::McpHeader,
+                        Reason::CredentialInHeader,
+                        value,
+                    ));
+                }
+                check_text(at, Field::McpHeader, value, Limits::TEXT, false)?;
+            }
+            if let Some(var) = bearer_token_env_var {
+                check_env_name(at, Field::BearerTokenEnvVar, var)?;
+            }
+        }
+    }
+    Ok(())
+}
