@@ -148,6 +148,13 @@ pub(crate) fn serialize_env_names<S: serde::Serializer>(
 ///
 /// The value is a [`SecretString`]: `Debug` shows `[REDACTED]`, it cannot be serialized, and
 /// it is read only through [`secrecy::ExposeSecret`] where a child process or request needs it.
+///
+/// `EnvBinding` does not implement `Serialize`:
+///
+/// ```compile_fail
+/// fn needs_serialize<T: serde::Serialize>() {}
+/// needs_serialize::<run_service::EnvBinding>();
+/// ```
 #[derive(Clone)]
 pub struct EnvBinding {
     name: String,

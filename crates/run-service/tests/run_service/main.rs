@@ -1,0 +1,9 @@
+//! Integration tests for `run-service`: views, validation, secrets and the semantic builder.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod properties;
+mod secrets;
+mod semantic;
+mod support;
+mod validation;
+mod views;

@@ -1,0 +1,211 @@
+//! Every validation case has a typed error, and no message echoes the value.
+
+use run_service::{
+    EnvBinding, Field, Limits, McpServer, Reason, RunAttachment, RunServiceCompatibility,
+    ServiceRef, ValidationError, validate_run,
+};
+
+use crate::support::{A, B, opted_in};
+
+const CANARY: &str = "CANARY-7f3a";
+
+fn tuple(id: &str, fingerprint: &str) -> RunAttachment {
+    RunAttachment::new([ServiceRef::new("svc", "svc")])
+        .with_resume_compatibility(RunServiceCompatibility::new(id, fingerprint))
+}
+
+fn err(attachments: &[RunAttachment], host: &[McpServer]) -> ValidationError {
+    let e = validate_run(attachments, host).unwrap_err();
+    let text = format!("{e} {e:?}");
+    assert!(!text.contains(CANARY), "error echoes a value: {text}");
+    e
+}
+
+fn assert_case(e: &ValidationError, field: Field, reason: Reason) {
+    assert_eq!((e.field(), e.reason()), (field, reason), "{e}");
+}
+
+#[test]
+fn compatibility_parts_are_required() {
+    let e = err(&[tuple("", &format!("b3:{CANARY}"))], &[]);
+    assert_case(&e, Field::CompatibilityId, Reason::MissingPart);
+    let e = err(&[tuple(&format!("com.example.{CANARY}"), "")], &[]);
+    assert_case(&e, Field::CompatibilityFingerprint, Reason::MissingPart);
+    assert_eq!(e.attachment(), Some(0));
+}
+
+#[test]
+fn whitespace_only_parts_are_rejected() {
+    assert_case(
+        &err(&[tuple("   ", "fp")], &[]),
+        Field::CompatibilityId,
+        Reason::WhitespaceOnly,
+    );
+    assert_case(
+        &err(&[tuple("id", "  ")], &[]),
+        Field::CompatibilityFingerprint,
+        Reason::WhitespaceOnly,
+    );
+}
+
+#[test]
+fn oversized_parts_are_rejected_with_their_length() {
+    let long_id = format!("{CANARY}{}", "x".repeat(Limits::COMPATIBILITY_ID));
+    let e = err(&[tuple(&long_id, "fp")], &[]);
+    assert_case(&e, Field::CompatibilityId, Reason::TooLong);
+    assert_eq!(e.len(), long_id.len());
+    let long_fp = "f".repeat(Limits::COMPATIBILITY_FINGERPRINT + 1);
+    assert_case(
+        &err(&[tuple("id", &long_fp)], &[]),
+        Field::CompatibilityFingerprint,
+        Reason::TooLong,
+    );
+    // Exactly at the limit is fine.
+    validate_run(
+        &[tuple(
+            &"i".repeat(Limits::COMPATIBILITY_ID),
+            &"f".repeat(Limits::COMPATIBILITY_FINGERPRINT),
+        )],
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn control_characters_are_rejected() {
+    assert_case(
+        &err(&[tuple("com.example\0ui", "fp")], &[]),
+        Field::CompatibilityId,
+        Reason::ControlCharacter,
+    );
+    assert_case(
+        &err(&[tuple("id", "fp\n")], &[]),
+        Field::CompatibilityFingerprint,
+        Reason::ControlCharacter,
+    );
+    let svc = RunAttachment::new([
+        ServiceRef::new("svc", "svc").with_url(format!("http://x/{CANARY}\r\n"))
+    ]);
+    assert_case(&err(&[svc], &[]), Field::Url, Reason::ControlCharacter);
+}
+
+#[test]
+fn duplicate_compatibility_ids_in_one_run_are_rejected() {
+    let first = opted_in(&A, "fp-1");
+    let mut second = RunAttachment::new([ServiceRef::new("other", "other")]);
+    second.resume_compatibility =
+        Some(RunServiceCompatibility::new("com.example.agent-ui", "fp-2"));
+    let e = err(&[first, second], &[]);
+    assert_case(&e, Field::CompatibilityId, Reason::DuplicateCompatibilityId);
+    assert_eq!(e.attachment(), Some(1));
+}
+
+#[test]
+fn invalid_env_var_names_are_rejected() {
+    for bad in ["", "1ABC", "A-B", "A B", "Ä", "A=B"] {
+        let svc = ServiceRef::new("svc", "svc").with_secret_env(EnvBinding::new(bad, CANARY));
+        assert_case(
+            &err(&[RunAttachment::new([svc])], &[]),
+            Field::SecretEnvName,
+            Reason::InvalidEnvName,
+        );
+    }
+    let bearer = ServiceRef::new("svc", "svc").with_mcp(
+        McpServer::streamable_http("svc", "http://127.0.0.1:1/mcp")
+            .with_bearer_token_env("BAD-NAME"),
+    );
+    assert_case(
+        &err(&[RunAttachment::new([bearer])], &[]),
+        Field::BearerTokenEnvVar,
+        Reason::InvalidEnvName,
+    );
+    let stdio = McpServer::stdio("tool", "tool-bin").with_env("9X", "v");
+    assert_case(&err(&[], &[stdio]), Field::McpEnv, Reason::InvalidEnvName);
+}
+
+#[test]
+fn the_same_secret_env_name_bound_twice_is_rejected() {
+    // Twice within one service, and across attachments.
+    let svc = ServiceRef::new("svc", "svc")
+        .with_secret_env(EnvBinding::new("TOKEN", CANARY))
+        .with_secret_env(EnvBinding::new("TOKEN", CANARY));
+    assert_case(
+        &err(&[RunAttachment::new([svc])], &[]),
+        Field::SecretEnvName,
+        Reason::DuplicateSecretEnv,
+    );
+    let one = RunAttachment::new([
+        ServiceRef::new("a", "a").with_secret_env(EnvBinding::new("TOKEN", "x"))
+    ]);
+    let two = RunAttachment::new([
+        ServiceRef::new("b", "b").with_secret_env(EnvBinding::new("TOKEN", "y"))
+    ]);
+    assert_case(
+        &err(&[one, two], &[]),
+        Field::SecretEnvName,
+        Reason::DuplicateSecretEnv,
+    );
+}
+
+#[test]
+fn mcp_key_collisions_are_rejected() {
+    // Between two attachments.
+    let one =
+        RunAttachment::new([ServiceRef::new("a", "a").with_mcp(McpServer::stdio("tools", "x"))]);
+    let two =
+        RunAttachment::new([ServiceRef::new("b", "b").with_mcp(McpServer::stdio("tools", "y"))]);
+    assert_case(
+        &err(&[one, two], &[]),
+        Field::McpKey,
+        Reason::DuplicateMcpKey,
+    );
+    // Between an attachment and a host-declared server.
+    let e = err(
+        &[crate::support::exact(&B)],
+        &[McpServer::stdio("agent-ui", "z")],
+    );
+    assert_case(&e, Field::McpKey, Reason::DuplicateMcpKey);
+    assert_eq!(e.attachment(), None);
+}
+
+#[test]
+fn service_ids_are_required_and_unique() {
+    assert_case(
+        &err(&[RunAttachment::new([ServiceRef::new("", "x")])], &[]),
+        Field::ServiceId,
+        Reason::Empty,
+    );
+    let dup = RunAttachment::new([ServiceRef::new("svc", "a"), ServiceRef::new("svc", "b")]);
+    assert_case(
+        &err(&[dup], &[]),
+        Field::ServiceId,
+        Reason::DuplicateServiceId,
+    );
+}
+
+#[test]
+fn inline_credential_headers_are_rejected_without_echo() {
+    let server = McpServer::streamable_http("svc", "http://127.0.0.1:1/mcp")
+        .with_header("Authorization", format!("Bearer {CANARY}"));
+    let e = err(&[], &[server]);
+    assert_case(&e, Field::McpHeader, Reason::CredentialInHeader);
+}
+
+#[test]
+fn messages_name_field_reason_length_and_digest() {
+    let e = err(&[tuple("  ", "fp")], &[]);
+    let msg = e.to_string();
+    assert!(msg.contains("attachment 0"), "{msg}");
+    assert!(msg.contains("compatibility id"), "{msg}");
+    assert!(msg.contains("2 bytes"), "{msg}");
+    assert!(msg.contains(&e.digest().to_string()), "{msg}");
+}
+
+#[test]
+fn valid_runs_pass() {
+    validate_run(
+        &[opted_in(&A, "fp"), crate::support::search(1)],
+        &[McpServer::stdio("local", "bin")],
+    )
+    .unwrap();
+}
