@@ -4,24 +4,24 @@ use run_service::{EnvBinding, McpServer, RunAttachment, RunServiceCompatibility,
 
 /// Allocation-only details a provider picks per run.
 #[derive(Debug, Clone)]
-pub struct Alloc {
-    pub port: u16,
-    pub env_name: &'static str,
-    pub token: &'static str,
+pub(crate) struct Alloc {
+    pub(crate) port: u16,
+    pub(crate) env_name: &'static str,
+    pub(crate) token: &'static str,
 }
 
-pub const A: Alloc = Alloc {
+pub(crate) const A: Alloc = Alloc {
     port: 4101,
     env_name: "UI_TOKEN_A",
     token: "secret-a-CANARY-0001",
 };
-pub const B: Alloc = Alloc {
+pub(crate) const B: Alloc = Alloc {
     port: 4202,
     env_name: "UI_TOKEN_B",
     token: "secret-b-CANARY-0002",
 };
 
-pub fn ui_service(alloc: &Alloc) -> ServiceRef {
+pub(crate) fn ui_service(alloc: &Alloc) -> ServiceRef {
     let url = format!("http://127.0.0.1:{}/mcp", alloc.port);
     ServiceRef::new("agent-ui", "Agent UI")
         .with_url(&url)
@@ -34,19 +34,19 @@ pub fn ui_service(alloc: &Alloc) -> ServiceRef {
         .with_secret_env(EnvBinding::new(alloc.env_name, alloc.token))
 }
 
-pub fn opted_in(alloc: &Alloc, fingerprint: &str) -> RunAttachment {
+pub(crate) fn opted_in(alloc: &Alloc, fingerprint: &str) -> RunAttachment {
     RunAttachment::new([ui_service(alloc)]).with_resume_compatibility(RunServiceCompatibility::new(
         "com.example.agent-ui",
         fingerprint,
     ))
 }
 
-pub fn exact(alloc: &Alloc) -> RunAttachment {
+pub(crate) fn exact(alloc: &Alloc) -> RunAttachment {
     RunAttachment::new([ui_service(alloc)])
 }
 
 /// A second, exact attachment with its own service and MCP server.
-pub fn search(port: u16) -> RunAttachment {
+pub(crate) fn search(port: u16) -> RunAttachment {
     let url = format!("http://127.0.0.1:{port}/search");
     RunAttachment::new([ServiceRef::new("search", "Search")
         .with_url(&url)
