@@ -122,7 +122,7 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
             }
             continue;
         }
-        match compare(&golden, &rendered)? {
+        match compare(&golden, &relative, &rendered)? {
             None => println!("public-api  {:<20} ok", krate.package),
             Some(diff) => {
                 println!("public-api  {:<20} MISMATCH ({relative})", krate.package);
@@ -156,17 +156,16 @@ fn normalize_newlines(text: &str) -> String {
 }
 
 /// Compare the golden file with the expected text. `None` when equal, else a printable diff.
-fn compare(golden: &Path, expected: &str) -> anyhow::Result<Option<String>> {
+fn compare(golden: &Path, shown: &str, expected: &str) -> anyhow::Result<Option<String>> {
     let actual = match fs::read_to_string(golden) {
         Ok(text) => normalize_newlines(&text),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Some(format!(
-                "golden file {} does not exist; create it with:\n    {BLESS_COMMAND}",
-                golden.display()
+                "golden file {shown} does not exist; create it with:\n    {BLESS_COMMAND}"
             )));
         }
         Err(err) => {
-            return Err(err).with_context(|| format!("could not read {}", golden.display()));
+            return Err(err).with_context(|| format!("could not read {shown}"));
         }
     };
     if actual == expected {
