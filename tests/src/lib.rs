@@ -1,1 +1,9 @@
-//! Cross-crate tests live in `tests/`; this library only anchors the package.
+//! Shared helpers for the workspace-level tests in `tests/tests/`.
+//!
+//! The cross-crate tests themselves live in `tests/tests/*.rs`; this library holds logic that
+//! they share, such as the repository hygiene ("tidy") checker.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod tidy;

@@ -1,2 +1,67 @@
 //! Repository automation, run as `cargo xtask <command>`.
-fn main() {}
+//!
+//! Commands:
+//!
+//! - `public-api [--bless] [CRATE...]`: check (or rewrite) the public-API golden files
+//!   `crates/<crate>/public-api.txt`.
+//! - `conformance`: run every registered conformance suite implementation by exact test name.
+//! - `tidy`: run the repository hygiene checks (the `tidy` test of `workspace-tests`).
+//! - `ci`: everything CI runs, in order, stopping at the first failing step.
+//!
+//! The xtask only uses `std::process::Command` to drive cargo; it keeps its own dependencies
+//! few (see `xtask/Cargo.toml`).
+
+mod ci;
+mod conformance;
+mod public_api;
+mod util;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  public-api [--bless] [CRATE...]  check the public-API golden files (--bless rewrites them)
+  conformance                      run every registered conformance suite implementation
+  tidy                             run the repository hygiene checks
+  ci                               run everything CI runs, in order
+  help                             print this message";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let outcome = match command.as_str() {
+        "public-api" => match public_api::Options::parse(rest) {
+            Ok(options) => public_api::run(&options),
+            Err(err) => {
+                eprintln!("error: {err}\n\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        },
+        "conformance" if rest.is_empty() => conformance::run(),
+        "tidy" if rest.is_empty() => util::tidy(),
+        "ci" if rest.is_empty() => ci::run(),
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => {
+            eprintln!(
+                "error: unknown command or arguments: {}\n\n{USAGE}",
+                args.join(" ")
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Repository hygiene as an ordinary test, so plain `cargo test` catches it.
+//!
+//! The first test checks this checkout; the others feed the checker bad examples to prove it
+//! can fail.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use workspace_tests::tidy::{
+    REQUIRED_LIB_ATTRIBUTES, check_library_root, check_module_doc, check_workspace,
+};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits directly under the workspace root")
+        .to_path_buf()
+}
+
+#[test]
+fn workspace_is_tidy() {
+    let report = check_workspace(&workspace_root()).unwrap();
+    // Guard against a walk that silently finds nothing and so "passes".
+    assert!(
+        report.files_checked >= 8,
+        "only {} .rs files found",
+        report.files_checked
+    );
+    assert!(
+        report.library_roots_checked >= 1,
+        "no crates/*/src/lib.rs found"
+    );
+    let listing: Vec<String> = report.violations.iter().map(ToString::to_string).collect();
+    assert!(
+        listing.is_empty(),
+        "tidy found {} problem(s):\n{}",
+        listing.len(),
+        listing.join("\n")
+    );
+}
+
+#[test]
+fn module_doc_rule_rejects_bad_files() {
+    let path = Path::new("crates/demo/src/bad.rs");
+    for bad in [
+        "",
+        "use std::fmt;\n",
+        "// a plain comment\n//! doc too late\n",
+        "/// an item doc, not a module doc\nfn f() {}\n",
+        "\n//! doc after a blank line\n",
+        "/*! block doc */\n",
+    ] {
+        let violation = check_module_doc(path, bad);
+        assert!(violation.is_some(), "accepted {bad:?}");
+        assert_eq!(violation.unwrap().path, path);
+    }
+    assert_eq!(
+        check_module_doc(path, "//! Says what it is for.\nfn f() {}\n"),
+        None
+    );
+    assert_eq!(
+        check_module_doc(path, "\u{feff}//! With a byte-order mark.\n"),
+        None
+    );
+}
+
+#[test]
+fn library_root_rule_rejects_missing_or_commented_attributes() {
+    let path = Path::new("crates/demo/src/lib.rs");
+    let good = "//! Demo.\n#![forbid(unsafe_code)]\n#![deny(missing_docs)]\n";
+    assert!(check_library_root(path, good).is_empty());
+
+    let missing_both = "//! Demo.\n";
+    assert_eq!(check_library_root(path, missing_both).len(), 2);
+
+    let only_forbid = "//! Demo.\n#![forbid(unsafe_code)]\n";
+    let violations = check_library_root(path, only_forbid);
+    assert_eq!(violations.len(), 1);
+    assert!(violations[0].message.contains(REQUIRED_LIB_ATTRIBUTES[1]));
+
+    let commented = "//! Demo.\n// #![forbid(unsafe_code)]\n#![deny(missing_docs)]\n";
+    let violations = check_library_root(path, commented);
+    assert_eq!(violations.len(), 1);
+    assert!(violations[0].message.contains(REQUIRED_LIB_ATTRIBUTES[0]));
+
+    let weaker = "//! Demo.\n#![deny(unsafe_code)]\n#![warn(missing_docs)]\n";
+    assert_eq!(check_library_root(path, weaker).len(), 2);
+}
+
+#[test]
+fn workspace_walk_finds_bad_files_and_skips_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let write = |relative: &str, text: &str| {
+        let path = root.join(relative);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    };
+    write(
+        "crates/good/src/lib.rs",
+        "//! Good.\n#![forbid(unsafe_code)]\n#![deny(missing_docs)]\n",
+    );
+    write("crates/bad/src/lib.rs", "//! Bad: no attributes.\n");
+    write("crates/bad/src/undocumented.rs", "fn f() {}\n");
+    write("xtask/src/main.rs", "fn main() {}\n");
+    write("tests/tests/it.rs", "//! Fine.\n");
+    // Never checked: build output, hidden directories, and directories outside the list.
+    write("target/debug/build/out.rs", "fn generated() {}\n");
+    write("crates/good/target/x.rs", "fn generated() {}\n");
+    write("crates/.hidden/y.rs", "fn hidden() {}\n");
+    write("docs/example.rs", "fn outside() {}\n");
+
+    let report = check_workspace(root).unwrap();
+    assert_eq!(report.files_checked, 5);
+    assert_eq!(report.library_roots_checked, 2);
+    let mut bad: Vec<String> = report
+        .violations
+        .iter()
+        .map(|v| v.path.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    bad.sort();
+    assert_eq!(
+        bad,
+        [
+            "crates/bad/src/lib.rs",
+            "crates/bad/src/lib.rs",
+            "crates/bad/src/undocumented.rs",
+            "xtask/src/main.rs",
+        ]
+    );
+}

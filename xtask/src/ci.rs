@@ -1,0 +1,142 @@
+//! `cargo xtask ci`: every CI step in order, with headers and timings, stopping at the first
+//! failure.
+//!
+//! Steps: rustfmt check, clippy with `-D warnings`, the workspace tests (PostgreSQL tests are
+//! skipped, visibly, when `THREAD_STORE_POSTGRES_URL` is unset), the public-API golden check,
+//! the conformance suites, and `cargo deny` (licenses, bans, sources) when it is installed.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+
+use crate::util::{cargo, display, env_is_set, run_inherited};
+
+/// The variable that points the PostgreSQL tests at a server.
+const POSTGRES_URL_VAR: &str = "THREAD_STORE_POSTGRES_URL";
+
+/// What a step does.
+enum Action {
+    /// Run a command with inherited output.
+    Command(Command),
+    /// Run an in-process xtask command.
+    Function(fn() -> anyhow::Result<()>),
+    /// Report a visible skip (the step is not run).
+    Skip(String),
+}
+
+struct Step {
+    name: &'static str,
+    /// A line printed right after the step header (e.g. which tests are skipped).
+    note: Option<String>,
+    action: Action,
+}
+
+/// Run all steps.
+pub(crate) fn run() -> anyhow::Result<()> {
+    let steps = steps();
+    let total = steps.len();
+    let started = Instant::now();
+    for (index, step) in steps.into_iter().enumerate() {
+        let header = match &step.action {
+            Action::Command(cmd) => display(cmd),
+            Action::Function(_) => format!("cargo xtask {}", step.name),
+            Action::Skip(_) => "skipped".to_owned(),
+        };
+        println!("\n==> [{}/{total}] {}: {header}", index + 1, step.name);
+        if let Some(note) = &step.note {
+            println!("{note}");
+        }
+        let step_started = Instant::now();
+        let result = match step.action {
+            Action::Command(mut cmd) => run_inherited(&mut cmd),
+            Action::Function(f) => f(),
+            Action::Skip(why) => {
+                println!("SKIPPED: {why}");
+                Ok(())
+            }
+        };
+        let elapsed = seconds(step_started.elapsed());
+        if let Err(err) = result {
+            println!("<== {} FAILED after {elapsed}", step.name);
+            bail!("ci step `{}` failed: {err:#}", step.name);
+        }
+        println!("<== {} ok ({elapsed})", step.name);
+    }
+    println!(
+        "\nci: all {total} steps passed in {}",
+        seconds(started.elapsed())
+    );
+    Ok(())
+}
+
+fn seconds(duration: Duration) -> String {
+    format!("{:.1}s", duration.as_secs_f64())
+}
+
+fn steps() -> Vec<Step> {
+    let mut test = cargo(["test", "--workspace", "--all-features", "--locked"]);
+    let postgres = env_is_set(POSTGRES_URL_VAR);
+    if !postgres {
+        test.args(["--", "--skip", "postgres"]);
+    }
+    let mut steps = vec![
+        Step {
+            name: "fmt",
+            note: None,
+            action: Action::Command(cargo(["fmt", "--all", "--check"])),
+        },
+        Step {
+            name: "clippy",
+            note: None,
+            action: Action::Command(cargo([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--all-features",
+                "--locked",
+                "--",
+                "-D",
+                "warnings",
+            ])),
+        },
+    ];
+    steps.push(Step {
+        name: "test",
+        note: (!postgres)
+            .then(|| format!("SKIPPED: PostgreSQL tests ({POSTGRES_URL_VAR} not set)")),
+        action: Action::Command(test),
+    });
+    steps.push(Step {
+        name: "public-api",
+        note: None,
+        action: Action::Function(|| {
+            crate::public_api::run(&crate::public_api::Options::parse(&[])?)
+        }),
+    });
+    steps.push(Step {
+        name: "conformance",
+        note: None,
+        action: Action::Function(crate::conformance::run),
+    });
+    steps.push(Step {
+        name: "deny",
+        note: None,
+        action: if cargo_deny_installed() {
+            Action::Command(cargo([
+                "deny", "--locked", "check", "licenses", "bans", "sources",
+            ]))
+        } else {
+            Action::Skip("cargo-deny not installed".to_owned())
+        },
+    });
+    steps
+}
+
+fn cargo_deny_installed() -> bool {
+    cargo(["deny", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
