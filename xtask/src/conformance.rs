@@ -52,15 +52,15 @@ pub(crate) struct Suite {
 /// },
 /// ```
 pub(crate) const SUITES: &[Suite] = &[
+    Suite {
+        name: "run-service",
+        package: "run-service",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[("example_provider", None)],
+    },
     // ---- Examples: uncomment when the suite exists on your branch. ----
     //
-    // Suite {
-    //     name: "run-service",
-    //     package: "run-service",
-    //     feature: "conformance",
-    //     test_target: "conformance",
-    //     implementations: &[("example_provider", None)],
-    // },
     // Suite {
     //     name: "thread-store",
     //     package: "thread-store",

@@ -22,6 +22,8 @@
 //! the encoding is injective. Sets and maps are multisets: duplicates are kept, and rejecting
 //! them is the caller's validation job.
 
+pub(crate) const SET_TAG: u8 = tag::SET;
+
 /// Tags of the byte format. Changing one is a breaking change of every fingerprint.
 mod tag {
     pub(super) const STR: u8 = 0x01;
@@ -56,6 +58,11 @@ impl Encoder {
     /// The bytes written so far.
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf
+    }
+
+    /// Forgets everything written, keeping the allocation for reuse.
+    pub fn clear(&mut self) {
+        self.buf.clear();
     }
 
     /// Consumes the encoder, returning its bytes.

@@ -29,8 +29,33 @@ impl Kind {
 
     /// A hasher for this kind, for callers that stream bytes themselves.
     pub fn hasher(&self) -> FingerprintHasher {
-        FingerprintHasher(blake3::Hasher::new_derive_key(self.context))
+        FingerprintHasher(prepared(self.context))
     }
+}
+
+/// Deriving a context key costs a blake3 compression; projections hash many small values under
+/// a handful of kinds, so each thread keeps the prepared hashers of the kinds it used.
+fn prepared(context: &'static str) -> blake3::Hasher {
+    use std::cell::RefCell;
+    /// Kinds are code constants, so this stays small; the cap guards against leaked strings.
+    const CAP: usize = 64;
+    thread_local! {
+        static PREPARED: RefCell<Vec<(&'static str, blake3::Hasher)>> = const { RefCell::new(Vec::new()) };
+    }
+    PREPARED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some((_, hasher)) = cache
+            .iter()
+            .find(|(c, _)| std::ptr::eq(*c, context) || *c == context)
+        {
+            return hasher.clone();
+        }
+        let hasher = blake3::Hasher::new_derive_key(context);
+        if cache.len() < CAP {
+            cache.push((context, hasher.clone()));
+        }
+        hasher
+    })
 }
 
 /// A streaming hasher for one [`Kind`]; most callers want [`Fingerprint::of`].
@@ -70,6 +95,19 @@ impl Fingerprint {
     pub fn of_encoded(kind: Kind, encoded: &Encoder) -> Self {
         let mut hasher = kind.hasher();
         hasher.update(encoded.as_bytes());
+        hasher.finish()
+    }
+
+    /// Hashes a set of already encoded values under `kind`, without copying them: the same
+    /// fingerprint as [`Encoder::set`] over [`Encoder::encoded`] items. Sorts `items` in place.
+    pub fn of_encoded_set(kind: Kind, items: &mut [&[u8]]) -> Self {
+        items.sort_unstable();
+        let mut hasher = kind.hasher();
+        hasher.update(&[crate::encoder::SET_TAG]);
+        hasher.update(&(items.len() as u64).to_le_bytes());
+        for item in items.iter() {
+            hasher.update(item);
+        }
         hasher.finish()
     }
 

@@ -1,6 +1,6 @@
 //! Validation of one effective run's attachments, before anything launches.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::fmt;
 
 use compat_fingerprint::ShortDigest;
@@ -227,13 +227,26 @@ fn check_text(
     if value.len() > max {
         return fail(Reason::TooLong);
     }
-    if value.chars().any(char::is_control) {
+    if has_control(value) {
         return fail(Reason::ControlCharacter);
     }
-    if required && value.trim().is_empty() {
+    if required && value.starts_with(char::is_whitespace) && value.trim().is_empty() {
         return fail(Reason::WhitespaceOnly);
     }
     Ok(())
+}
+
+/// Whether `value` has a control character (`char::is_control`): one byte scan, decoding
+/// chars only when a non-ASCII byte shows up (C1 controls are two UTF-8 bytes).
+fn has_control(value: &str) -> bool {
+    let mut non_ascii = false;
+    for b in value.bytes() {
+        if b < 0x20 || b == 0x7f {
+            return true;
+        }
+        non_ascii |= b >= 0x80;
+    }
+    non_ascii && value.chars().any(char::is_control)
 }
 
 fn check_env_name(at: Location, field: Field, name: &str) -> Result<(), ValidationError> {
@@ -274,10 +287,10 @@ pub fn validate_run(
     attachments: &[RunAttachment],
     host_mcp: &[McpServer],
 ) -> Result<(), ValidationError> {
-    let mut compat_ids = HashSet::new();
-    let mut service_ids = HashSet::new();
-    let mut secret_names = HashSet::new();
-    let mut mcp_keys = HashSet::new();
+    let mut compat_ids = BTreeSet::new();
+    let mut service_ids = BTreeSet::new();
+    let mut secret_names = BTreeSet::new();
+    let mut mcp_keys = BTreeSet::new();
     for (a, attachment) in attachments.iter().enumerate() {
         let at = Location::Attachment { attachment: a };
         if let Some(compat) = &attachment.resume_compatibility {
@@ -365,7 +378,7 @@ fn check_service(at: Location, s: &ServiceRef) -> Result<(), ValidationError> {
 fn check_mcp<'a>(
     at: Location,
     mcp: &'a McpServer,
-    keys: &mut HashSet<&'a str>,
+    keys: &mut BTreeSet<&'a str>,
 ) -> Result<(), ValidationError> {
     check_text(at, Field::McpKey, &mcp.name, Limits::IDENTIFIER, true)?;
     if !keys.insert(mcp.name.as_str()) {

@@ -27,6 +27,7 @@ const SESSION_MCP: Kind = Kind::new("agent-sdk 2026-11-30 run-service session-mc
 const EXACT_ATTACHMENT: Kind = Kind::new("agent-sdk 2026-11-30 run-service exact-attachment v1");
 const SEMANTIC_ATTACHMENT: Kind =
     Kind::new("agent-sdk 2026-11-30 run-service semantic-attachment v1");
+const ATTACHMENT_MCP: Kind = Kind::new("agent-sdk 2026-11-30 run-service attachment-mcp v1");
 const EXACT_MCP_SERVER: Kind = Kind::new("agent-sdk 2026-11-30 run-service exact-mcp-server v1");
 
 /// One projection of a run: digests of its services and of its MCP servers, one digest per
@@ -87,66 +88,104 @@ pub fn build_views(
 ) -> Result<RunViews, ValidationError> {
     validate_run(attachments, host_mcp)?;
 
-    let mut concrete_services = Vec::new();
-    let mut concrete_mcp = Vec::new();
-    let mut session_services = Vec::new();
-    let mut session_mcp = Vec::new();
+    // Each attachment is hashed once as a set of its services (and once as a set of its MCP
+    // servers), keeping attachment boundaries; the views are sets of those digests.
+    let mut arena = Encoder::new();
+    let mut spans: Vec<Span> = Vec::new();
+    let mut concrete_services = Vec::with_capacity(attachments.len());
+    let mut concrete_mcp = Vec::with_capacity(attachments.len() + host_mcp.len());
+    let mut session_services = Vec::with_capacity(attachments.len());
+    let mut session_mcp = Vec::with_capacity(attachments.len() + host_mcp.len());
     let mut concrete_components = Breakdown::new();
     let mut session_components = Breakdown::new();
 
     for attachment in attachments {
-        let exact = ExactAttachment::encode(&attachment.services);
-        concrete_services.extend(exact.services.iter().cloned());
-        concrete_mcp.extend(exact.mcp.iter().cloned());
-        if let Some(name) = exact.component_name(&attachment.services) {
-            concrete_components.insert_or_replace(name, exact.digest);
+        if attachment.services.is_empty() && attachment.resume_compatibility.is_none() {
+            continue; // contributes nothing
+        }
+        arena.clear();
+        spans.clear();
+        for service in &attachment.services {
+            spans.push(encode_into(&mut arena, |e| encode_service(e, service)));
+        }
+        let services = encoded_set(EXACT_ATTACHMENT, &arena, &spans);
+        spans.clear();
+        for server in attachment.services.iter().filter_map(|s| s.mcp.as_ref()) {
+            spans.push(encode_into(&mut arena, |e| encode_mcp(e, server)));
+        }
+        let mcp = (!spans.is_empty()).then(|| encoded_set(ATTACHMENT_MCP, &arena, &spans));
+
+        concrete_services.push(services);
+        concrete_mcp.extend(mcp);
+        let exact = exact_component(&attachment.services);
+        if let Some(name) = &exact {
+            concrete_components.insert_or_replace(name.clone(), services);
         }
         match &attachment.resume_compatibility {
-            None => {
-                session_services.extend(exact.services.iter().cloned());
-                session_mcp.extend(exact.mcp.iter().cloned());
-                if let Some(name) = exact.component_name(&attachment.services) {
-                    session_components.insert_or_replace(name, exact.digest);
-                }
-            }
             Some(compat) => {
-                let tuple = encode_tuple(compat);
-                let digest = Fingerprint::of_encoded(SEMANTIC_ATTACHMENT, &tuple);
+                let tuple = Fingerprint::of(SEMANTIC_ATTACHMENT, |e| encode_tuple(e, compat));
                 // The tuple stands for the whole logical attachment: its services and, when
                 // it owns any, its MCP declarations.
-                if !exact.mcp.is_empty() {
-                    session_mcp.push(tuple.clone());
-                }
                 session_services.push(tuple);
-                session_components.insert_or_replace(semantic_name(compat), digest);
+                if mcp.is_some() {
+                    session_mcp.push(tuple);
+                }
+                session_components.insert_or_replace(semantic_name(compat), tuple);
+            }
+            None => {
+                session_services.push(services);
+                session_mcp.extend(mcp);
+                if let Some(name) = exact {
+                    session_components.insert_or_replace(name, services);
+                }
             }
         }
     }
     for server in host_mcp {
-        let mut enc = Encoder::new();
-        encode_mcp(&mut enc, server);
-        let digest = Fingerprint::of_encoded(EXACT_MCP_SERVER, &enc);
+        let digest = Fingerprint::of(EXACT_MCP_SERVER, |e| encode_mcp(e, server));
         let name = component_name("mcp", ShortDigest::of_str(&server.name));
         concrete_components.insert_or_replace(name.clone(), digest);
         session_components.insert_or_replace(name, digest);
-        concrete_mcp.push(enc.clone());
-        session_mcp.push(enc);
+        concrete_mcp.push(digest);
+        session_mcp.push(digest);
     }
 
     Ok(RunViews {
         concrete: view(
             CONCRETE_ROOT,
-            set_digest(CONCRETE_SERVICES, &concrete_services),
-            set_digest(CONCRETE_MCP, &concrete_mcp),
+            digest_set(CONCRETE_SERVICES, &concrete_services),
+            digest_set(CONCRETE_MCP, &concrete_mcp),
             concrete_components,
         ),
         session: view(
             SESSION_ROOT,
-            set_digest(SESSION_SERVICES, &session_services),
-            set_digest(SESSION_MCP, &session_mcp),
+            digest_set(SESSION_SERVICES, &session_services),
+            digest_set(SESSION_MCP, &session_mcp),
             session_components,
         ),
     })
+}
+
+/// A byte range of an arena encoder.
+type Span = (usize, usize);
+
+fn encode_into(arena: &mut Encoder, encode: impl FnOnce(&mut Encoder)) -> Span {
+    let start = arena.as_bytes().len();
+    encode(arena);
+    (start, arena.as_bytes().len())
+}
+
+/// The digest of the set of encoded values at `spans` of `arena`.
+fn encoded_set(kind: Kind, arena: &Encoder, spans: &[Span]) -> Fingerprint {
+    let bytes = arena.as_bytes();
+    let mut items: Vec<&[u8]> = spans.iter().map(|&(a, b)| &bytes[a..b]).collect();
+    Fingerprint::of_encoded_set(kind, &mut items)
+}
+
+/// The digest of a set of digests (order-free).
+fn digest_set(kind: Kind, digests: &[Fingerprint]) -> Fingerprint {
+    let mut items: Vec<&[u8]> = digests.iter().map(|d| d.as_bytes().as_slice()).collect();
+    Fingerprint::of_encoded_set(kind, &mut items)
 }
 
 fn view(root: Kind, services: Fingerprint, mcp: Fingerprint, components: Breakdown) -> View {
@@ -166,10 +205,6 @@ fn view(root: Kind, services: Fingerprint, mcp: Fingerprint, components: Breakdo
     }
 }
 
-fn set_digest(kind: Kind, items: &[Encoder]) -> Fingerprint {
-    Fingerprint::of(kind, |e| e.set(items, |e, item| e.encoded(item)))
-}
-
 fn component_name(prefix: &str, digest: ShortDigest) -> ComponentName {
     ComponentName::with_digest(prefix, digest)
         .expect("a fixed lowercase prefix plus 12 hex digits is a valid component name")
@@ -179,57 +214,23 @@ fn semantic_name(compat: &RunServiceCompatibility) -> ComponentName {
     component_name("attachment.semantic", ShortDigest::of_str(&compat.id))
 }
 
-fn encode_tuple(compat: &RunServiceCompatibility) -> Encoder {
-    let mut enc = Encoder::new();
-    enc.record(|r| {
+/// `attachment.exact:<digest of the sorted service ids>`; none for an empty attachment, which
+/// contributes nothing. Service ids are unique across a validated run, so names are too.
+fn exact_component(services: &[ServiceRef]) -> Option<ComponentName> {
+    if services.is_empty() {
+        return None;
+    }
+    let mut ids: Vec<&str> = services.iter().map(|s| s.id.as_str()).collect();
+    ids.sort_unstable();
+    let d = Fingerprint::of(EXACT_ATTACHMENT, |e| e.list(ids, |e, id| e.str(id))).short();
+    Some(component_name("attachment.exact", d))
+}
+
+fn encode_tuple(e: &mut Encoder, compat: &RunServiceCompatibility) {
+    e.record(|r| {
         r.field(1, |e| e.str(&compat.id));
         r.field(2, |e| e.str(&compat.fingerprint));
     });
-    enc
-}
-
-/// The exact projection of one attachment's services, encoded once and shared by both views.
-struct ExactAttachment {
-    services: Vec<Encoder>,
-    mcp: Vec<Encoder>,
-    digest: Fingerprint,
-}
-
-impl ExactAttachment {
-    fn encode(services: &[ServiceRef]) -> Self {
-        let mut encoded = Vec::with_capacity(services.len());
-        let mut mcp = Vec::new();
-        for service in services {
-            let mut enc = Encoder::new();
-            encode_service(&mut enc, service);
-            encoded.push(enc);
-            if let Some(server) = &service.mcp {
-                let mut enc = Encoder::new();
-                encode_mcp(&mut enc, server);
-                mcp.push(enc);
-            }
-        }
-        let digest = set_digest(EXACT_ATTACHMENT, &encoded);
-        Self {
-            services: encoded,
-            mcp,
-            digest,
-        }
-    }
-
-    /// `attachment.exact:<digest of the sorted service ids>`; none for an empty attachment,
-    /// which contributes nothing. Service ids are unique across a validated run, so names are.
-    fn component_name(&self, services: &[ServiceRef]) -> Option<ComponentName> {
-        if services.is_empty() {
-            return None;
-        }
-        let mut ids: Vec<&str> = services.iter().map(|s| s.id.as_str()).collect();
-        ids.sort_unstable();
-        let mut enc = Encoder::new();
-        enc.list(ids, |e, id| e.str(id));
-        let d = Fingerprint::of_encoded(EXACT_ATTACHMENT, &enc).short();
-        Some(component_name("attachment.exact", d))
-    }
 }
 
 fn encode_opt_str(e: &mut Encoder, value: Option<&String>) {

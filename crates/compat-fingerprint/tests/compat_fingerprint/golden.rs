@@ -181,3 +181,27 @@ fn display_parses_back_and_rejects_bad_text() {
     assert_eq!(fp.short().to_string().len(), 12);
     assert!(fp.to_string().starts_with(&format!("b3:{}", fp.short())));
 }
+
+#[test]
+fn encoded_set_matches_the_encoder() {
+    let items = ["b", "a", "ccc", "a"];
+    let encoded: Vec<Encoder> = items
+        .iter()
+        .map(|s| {
+            let mut e = Encoder::new();
+            e.str(s);
+            e
+        })
+        .collect();
+    let via_encoder = Fingerprint::of(GOLDEN, |e| e.set(&encoded, |e, item| e.encoded(item)));
+    let mut slices: Vec<&[u8]> = encoded.iter().map(Encoder::as_bytes).collect();
+    assert_eq!(
+        Fingerprint::of_encoded_set(GOLDEN, &mut slices),
+        via_encoder
+    );
+    let mut reversed: Vec<&[u8]> = encoded.iter().rev().map(Encoder::as_bytes).collect();
+    assert_eq!(
+        Fingerprint::of_encoded_set(GOLDEN, &mut reversed),
+        via_encoder
+    );
+}
