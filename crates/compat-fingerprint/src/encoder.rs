@@ -1,28 +1,4 @@
 //! The canonical, tagged, length-prefixed encoder that every projection is written with.
-//!
-//! # Byte format (version 1)
-//!
-//! Every value starts with a one-byte tag. Lengths and counts are `u64` little-endian.
-//!
-//! | value            | bytes                                                          |
-//! |------------------|----------------------------------------------------------------|
-//! | string           | `0x01` · len · UTF-8 bytes                                     |
-//! | bytes            | `0x02` · len · bytes                                           |
-//! | unsigned integer | `0x03` · 8 bytes LE                                            |
-//! | signed integer   | `0x04` · 8 bytes LE (two's complement)                         |
-//! | `false` / `true` | `0x05` / `0x06`                                                |
-//! | `None`           | `0x07`                                                         |
-//! | `Some(v)`        | `0x08` · v                                                     |
-//! | list             | `0x09` · count · items in the given order                      |
-//! | set              | `0x0A` · count · items sorted by their encoded bytes           |
-//! | map              | `0x0B` · count · (key · value) pairs sorted by encoded key, then value |
-//! | record           | `0x0C` · count · (`u16` LE field tag · value) in the order written |
-//!
-//! Each encoded value is self-delimiting (prefix-free), so concatenations are unambiguous and
-//! the encoding is injective. Sets and maps are multisets: duplicates are kept, and rejecting
-//! them is the caller's validation job.
-
-pub(crate) const SET_TAG: u8 = tag::SET;
 
 /// Tags of the byte format. Changing one is a breaking change of every fingerprint.
 mod tag {
@@ -40,7 +16,31 @@ mod tag {
     pub(super) const RECORD: u8 = 0x0C;
 }
 
-/// Writes projection values in the canonical byte format described in the [module docs](self).
+/// Writes projection values in the canonical byte format below.
+///
+/// # Byte format (version 1)
+///
+/// Every value starts with a one-byte tag. Lengths and counts are `u64` little-endian.
+///
+/// | value            | bytes                                                          |
+/// |------------------|----------------------------------------------------------------|
+/// | string           | `0x01` · len · UTF-8 bytes                                     |
+/// | bytes            | `0x02` · len · bytes                                           |
+/// | unsigned integer | `0x03` · 8 bytes LE                                            |
+/// | signed integer   | `0x04` · 8 bytes LE (two's complement)                         |
+/// | `false` / `true` | `0x05` / `0x06`                                                |
+/// | `None`           | `0x07`                                                         |
+/// | `Some(v)`        | `0x08` · v                                                     |
+/// | list             | `0x09` · count · items in the given order                      |
+/// | set              | `0x0A` · count · items sorted by their encoded bytes           |
+/// | map              | `0x0B` · count · (key · value) pairs sorted by encoded key, then value |
+/// | record           | `0x0C` · count · (`u16` LE field tag · value) in the order written |
+///
+/// Each encoded value is self-delimiting (prefix-free), so concatenations are unambiguous and
+/// the encoding is injective. Sets and maps are multisets: duplicates are kept, and rejecting
+/// them is the caller's validation job.
+///
+///(crate) const SET_TAG: u8 = tag::SET;
 ///
 /// Build one with [`Encoder::new`], or let [`Fingerprint::of`](crate::Fingerprint::of) hand
 /// you one.

@@ -4,7 +4,7 @@
 //!
 //! | id | clause |
 //! |---|---|
-//! | `RS-01` | every attachment validates ([`validate_run`](crate::validate_run)) |
+//! | `RS-01` | every attachment validates ([`validate_run`](crate::validate_run())) |
 //! | `RS-02` | attaching twice, as across a restart, gives the same compatibility tuple and the same session view, while the concrete endpoint may differ |
 //! | `RS-03` | no secret value (the provider's own secret env values, or a caller canary) appears in the compatibility id or fingerprint, or in any `Debug` output |
 //! | `RS-04` | no allocation detail (run id, concrete URL) appears in the compatibility id or fingerprint |
