@@ -1,5 +1,7 @@
 //! The canonical, tagged, length-prefixed encoder that every projection is written with.
 
+pub(crate) const SET_TAG: u8 = tag::SET;
+
 /// Tags of the byte format. Changing one is a breaking change of every fingerprint.
 mod tag {
     pub(super) const STR: u8 = 0x01;
