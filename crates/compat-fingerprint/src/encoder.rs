@@ -1,48 +1,51 @@
-//! The canonical, tagged, length-prefixed encoder that every projection is written with.
-
-pub(crate) const SET_TAG: u8 = tag::SET;
+//! The canonical, tagged, self-delimiting encoder that every projection is written with.
 
 /// Tags of the byte format. Changing one is a breaking change of every fingerprint.
 mod tag {
-    pub(super) const STR: u8 = 0x01;
-    pub(super) const BYTES: u8 = 0x02;
-    pub(super) const U64: u8 = 0x03;
-    pub(super) const I64: u8 = 0x04;
-    pub(super) const FALSE: u8 = 0x05;
-    pub(super) const TRUE: u8 = 0x06;
-    pub(super) const NONE: u8 = 0x07;
-    pub(super) const SOME: u8 = 0x08;
-    pub(super) const LIST: u8 = 0x09;
-    pub(super) const SET: u8 = 0x0A;
-    pub(super) const MAP: u8 = 0x0B;
-    pub(super) const RECORD: u8 = 0x0C;
+    pub(crate) const STR: u8 = 0x01;
+    pub(crate) const BYTES: u8 = 0x02;
+    pub(crate) const U64: u8 = 0x03;
+    pub(crate) const I64: u8 = 0x04;
+    pub(crate) const FALSE: u8 = 0x05;
+    pub(crate) const TRUE: u8 = 0x06;
+    pub(crate) const NONE: u8 = 0x07;
+    pub(crate) const SOME: u8 = 0x08;
+    pub(crate) const LIST: u8 = 0x09;
+    pub(crate) const SET: u8 = 0x0A;
+    pub(crate) const MAP: u8 = 0x0B;
+    pub(crate) const RECORD: u8 = 0x0C;
+    /// Precedes every element of a list, set or map.
+    pub(crate) const ITEM: u8 = 0x01;
+    /// Ends a list, set or map.
+    pub(crate) const END: u8 = 0x00;
 }
+
+pub(crate) use tag::{END as END_TAG, ITEM as ITEM_TAG, SET as SET_TAG};
 
 /// Writes projection values in the canonical byte format below.
 ///
 /// # Byte format (version 1)
 ///
-/// Every value starts with a one-byte tag. Lengths and counts are `u64` little-endian.
+/// Every value starts with a one-byte tag. `len` is the unsigned LEB128 length in bytes.
 ///
-/// | value            | bytes                                                          |
-/// |------------------|----------------------------------------------------------------|
-/// | string           | `0x01` · len · UTF-8 bytes                                     |
-/// | bytes            | `0x02` · len · bytes                                           |
-/// | unsigned integer | `0x03` · 8 bytes LE                                            |
-/// | signed integer   | `0x04` · 8 bytes LE (two's complement)                         |
-/// | `false` / `true` | `0x05` / `0x06`                                                |
-/// | `None`           | `0x07`                                                         |
-/// | `Some(v)`        | `0x08` · v                                                     |
-/// | list             | `0x09` · count · items in the given order                      |
-/// | set              | `0x0A` · count · items sorted by their encoded bytes           |
-/// | map              | `0x0B` · count · (key · value) pairs sorted by encoded key, then value |
-/// | record           | `0x0C` · count · (`u16` LE field tag · value) in the order written |
+/// | value            | bytes                                                              |
+/// |------------------|--------------------------------------------------------------------|
+/// | string           | `0x01` · len · UTF-8 bytes                                         |
+/// | bytes            | `0x02` · len · bytes                                               |
+/// | unsigned integer | `0x03` · 8 bytes LE                                                |
+/// | signed integer   | `0x04` · 8 bytes LE (two's complement)                             |
+/// | `false` / `true` | `0x05` / `0x06`                                                    |
+/// | `None`           | `0x07`                                                             |
+/// | `Some(v)`        | `0x08` · v                                                         |
+/// | list             | `0x09` · (`0x01` · item)* in the given order · `0x00`              |
+/// | set              | `0x0A` · (`0x01` · item)* sorted by item bytes · `0x00`            |
+/// | map              | `0x0B` · (`0x01` · key · value)* sorted by key, then value · `0x00` |
+/// | record           | `0x0C` · (`u16` LE field tag ≥ 1 · value)* in written order · `0x0000` |
 ///
 /// Each encoded value is self-delimiting (prefix-free), so concatenations are unambiguous and
 /// the encoding is injective. Sets and maps are multisets: duplicates are kept, and rejecting
-/// them is the caller's validation job.
-///
-///(crate) const SET_TAG: u8 = tag::SET;
+/// them is the caller's validation job. Record field tags are code constants starting at 1
+/// (tag 0 ends a record).
 ///
 /// Build one with [`Encoder::new`], or let [`Fingerprint::of`](crate::Fingerprint::of) hand
 /// you one.
@@ -58,11 +61,13 @@ impl Encoder {
     }
 
     /// The bytes written so far.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf
     }
 
     /// Forgets everything written, keeping the allocation for reuse.
+    #[inline]
     pub fn clear(&mut self) {
         self.buf.clear();
     }
@@ -72,21 +77,30 @@ impl Encoder {
         self.buf
     }
 
+    #[inline]
     fn len_prefix(&mut self, len: usize) {
         // usize -> u64 is lossless on every platform Rust supports (usize is at most 64 bits).
-        self.buf.extend_from_slice(&(len as u64).to_le_bytes());
+        let mut n = len as u64;
+        while n >= 0x80 {
+            self.buf.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        self.buf.push(n as u8);
     }
 
     /// Writes a UTF-8 string.
+    #[inline]
     pub fn str(&mut self, value: &str) {
-        self.bytes_tagged(tag::STR, value.as_bytes())
+        self.bytes_tagged(tag::STR, value.as_bytes());
     }
 
     /// Writes a byte string.
+    #[inline]
     pub fn bytes(&mut self, value: &[u8]) {
-        self.bytes_tagged(tag::BYTES, value)
+        self.bytes_tagged(tag::BYTES, value);
     }
 
+    #[inline]
     fn bytes_tagged(&mut self, tag: u8, value: &[u8]) {
         self.buf.push(tag);
         self.len_prefix(value.len());
@@ -94,23 +108,27 @@ impl Encoder {
     }
 
     /// Writes an unsigned integer.
+    #[inline]
     pub fn u64(&mut self, value: u64) {
         self.buf.push(tag::U64);
         self.buf.extend_from_slice(&value.to_le_bytes());
     }
 
     /// Writes a signed integer.
+    #[inline]
     pub fn i64(&mut self, value: i64) {
         self.buf.push(tag::I64);
         self.buf.extend_from_slice(&value.to_le_bytes());
     }
 
     /// Writes a boolean.
+    #[inline]
     pub fn bool(&mut self, value: bool) {
         self.buf.push(if value { tag::TRUE } else { tag::FALSE });
     }
 
     /// Writes `None`, or `Some` followed by the value written by `some`.
+    #[inline]
     pub fn option<T>(&mut self, value: Option<T>, some: impl FnOnce(&mut Self, T)) {
         match value {
             None => self.buf.push(tag::NONE),
@@ -124,28 +142,26 @@ impl Encoder {
     /// Writes an ordered list: each item is written by `item`, in iteration order.
     pub fn list<I: IntoIterator>(&mut self, items: I, mut item: impl FnMut(&mut Self, I::Item)) {
         self.buf.push(tag::LIST);
-        let count_at = self.reserve_count();
-        let mut count = 0usize;
         for i in items {
+            self.buf.push(tag::ITEM);
             item(self, i);
-            count += 1;
         }
-        self.patch_count(count_at, count);
+        self.buf.push(tag::END);
     }
 
     /// Writes a set: the order of `items` does not matter, because the encoded items are
     /// sorted by their bytes. Duplicates are kept (it is a multiset).
     pub fn set<I: IntoIterator>(&mut self, items: I, mut item: impl FnMut(&mut Self, I::Item)) {
         self.buf.push(tag::SET);
-        let count_at = self.reserve_count();
         let body = self.buf.len();
         let mut ends = Vec::new();
         for i in items {
+            self.buf.push(tag::ITEM);
             item(self, i);
             ends.push(self.buf.len());
         }
-        self.patch_count(count_at, ends.len());
         self.sort_segments(body, &ends);
+        self.buf.push(tag::END);
     }
 
     /// Writes a map: entries are sorted by their encoded key, then their encoded value, so the
@@ -157,49 +173,37 @@ impl Encoder {
         mut value: impl FnMut(&mut Self, V),
     ) {
         self.buf.push(tag::MAP);
-        let count_at = self.reserve_count();
         let body = self.buf.len();
         let mut ends = Vec::new();
         for (k, v) in entries {
             // Key and value form one segment; sorting whole segments sorts by key first, and
             // since keys are prefix-free, a key never compares against part of a value.
+            self.buf.push(tag::ITEM);
             key(self, k);
             value(self, v);
             ends.push(self.buf.len());
         }
-        self.patch_count(count_at, ends.len());
         self.sort_segments(body, &ends);
+        self.buf.push(tag::END);
     }
 
     /// Writes a record. Fields are written with [`RecordEncoder::field`], each with a fixed,
-    /// hand-assigned tag; by convention tags increase in the order fields are written.
+    /// hand-assigned tag (1 or more); by convention tags increase in the order fields are written.
     pub fn record(&mut self, fields: impl FnOnce(&mut RecordEncoder<'_>)) {
         self.buf.push(tag::RECORD);
-        let count_at = self.reserve_count();
         let mut record = RecordEncoder {
             enc: self,
-            count: 0,
-            last_tag: None,
+            last_tag: 0,
         };
         fields(&mut record);
-        let count = record.count;
-        self.patch_count(count_at, count);
+        self.buf.extend_from_slice(&0u16.to_le_bytes());
     }
 
     /// Appends bytes that are already a complete encoded value (for example a nested
     /// projection encoded earlier). The caller guarantees they came from an [`Encoder`].
+    #[inline]
     pub fn encoded(&mut self, value: &Encoder) {
         self.buf.extend_from_slice(&value.buf);
-    }
-
-    fn reserve_count(&mut self) -> usize {
-        let at = self.buf.len();
-        self.buf.extend_from_slice(&[0u8; 8]);
-        at
-    }
-
-    fn patch_count(&mut self, at: usize, count: usize) {
-        self.buf[at..at + 8].copy_from_slice(&(count as u64).to_le_bytes());
     }
 
     /// Sorts the consecutive segments `body..ends[0]`, `ends[0]..ends[1]`, … in place.
@@ -231,22 +235,22 @@ impl Encoder {
 #[derive(Debug)]
 pub struct RecordEncoder<'a> {
     enc: &'a mut Encoder,
-    count: usize,
-    last_tag: Option<u16>,
+    last_tag: u16,
 }
 
 impl RecordEncoder<'_> {
     /// Writes one field: its tag, then the value written by `value`.
-    pub fn field(&mut self, tag: u16, value: impl FnOnce(&mut Encoder)) {
-        // Tags are code constants, not input: an out-of-order tag is a programming error in a
-        // projection, caught in debug builds. The encoding stays injective either way.
+    #[inline]
+    pub fn field(&mut self, tag: u16, value: impl FnOnce(&mut Encoder)) -> &mut Self {
+        // Tags are code constants, not input: tag 0 or an out-of-order tag is a programming
+        // error in a projection, caught in debug builds.
         debug_assert!(
-            self.last_tag.is_none_or(|last| last < tag),
-            "record field tags must strictly increase"
+            tag > self.last_tag,
+            "record field tags must be >= 1 and strictly increase"
         );
-        self.last_tag = Some(tag);
+        self.last_tag = tag;
         self.enc.buf.extend_from_slice(&tag.to_le_bytes());
         value(self.enc);
-        self.count += 1;
+        self
     }
 }

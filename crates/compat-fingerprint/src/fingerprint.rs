@@ -29,13 +29,14 @@ impl Kind {
 
     /// A hasher for this kind, for callers that stream bytes themselves.
     pub fn hasher(&self) -> FingerprintHasher {
-        FingerprintHasher(prepared(self.context))
+        FingerprintHasher(with_prepared(self.context, |h| h.clone()))
     }
 }
 
-/// Deriving a context key costs a blake3 compression; projections hash many small values under
-/// a handful of kinds, so each thread keeps the prepared hashers of the kinds it used.
-fn prepared(context: &'static str) -> blake3::Hasher {
+/// Deriving a context key costs a blake3 compression, and a `blake3::Hasher` is a ~2 KiB value
+/// that is expensive to copy. Projections hash many small values under a handful of kinds, so
+/// each thread keeps one prepared hasher per kind and resets it between uses.
+fn with_prepared<R>(context: &'static str, f: impl FnOnce(&mut blake3::Hasher) -> R) -> R {
     use std::cell::RefCell;
     /// Kinds are code constants, so this stays small; the cap guards against leaked strings.
     const CAP: usize = 64;
@@ -43,18 +44,27 @@ fn prepared(context: &'static str) -> blake3::Hasher {
         static PREPARED: RefCell<Vec<(&'static str, blake3::Hasher)>> = const { RefCell::new(Vec::new()) };
     }
     PREPARED.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if let Some((_, hasher)) = cache
+        let Ok(mut cache) = cache.try_borrow_mut() else {
+            // Re-entered from inside `f`: fall back to a fresh hasher.
+            return f(&mut blake3::Hasher::new_derive_key(context));
+        };
+        let index = match cache
             .iter()
-            .find(|(c, _)| std::ptr::eq(*c, context) || *c == context)
+            .position(|(c, _)| std::ptr::eq(*c, context) || *c == context)
         {
-            return hasher.clone();
-        }
-        let hasher = blake3::Hasher::new_derive_key(context);
-        if cache.len() < CAP {
-            cache.push((context, hasher.clone()));
-        }
-        hasher
+            Some(i) => i,
+            None if cache.len() < CAP => {
+                cache.push((context, blake3::Hasher::new_derive_key(context)));
+                cache.len() - 1
+            }
+            None => {
+                drop(cache);
+                return f(&mut blake3::Hasher::new_derive_key(context));
+            }
+        };
+        let hasher = &mut cache[index].1;
+        hasher.reset();
+        f(hasher)
     })
 }
 
@@ -93,22 +103,25 @@ impl Fingerprint {
 
     /// Hashes an already encoded projection under `kind`.
     pub fn of_encoded(kind: Kind, encoded: &Encoder) -> Self {
-        let mut hasher = kind.hasher();
-        hasher.update(encoded.as_bytes());
-        hasher.finish()
+        with_prepared(kind.context, |h| {
+            Self(*h.update(encoded.as_bytes()).finalize().as_bytes())
+        })
     }
 
     /// Hashes a set of already encoded values under `kind`, without copying them: the same
     /// fingerprint as [`Encoder::set`] over [`Encoder::encoded`] items. Sorts `items` in place.
     pub fn of_encoded_set(kind: Kind, items: &mut [&[u8]]) -> Self {
+        use crate::encoder::{END_TAG, ITEM_TAG, SET_TAG};
         items.sort_unstable();
-        let mut hasher = kind.hasher();
-        hasher.update(&[crate::encoder::SET_TAG]);
-        hasher.update(&(items.len() as u64).to_le_bytes());
-        for item in items.iter() {
-            hasher.update(item);
-        }
-        hasher.finish()
+        with_prepared(kind.context, |h| {
+            h.update(&[SET_TAG]);
+            for item in items.iter() {
+                h.update(&[ITEM_TAG]);
+                h.update(item);
+            }
+            h.update(&[END_TAG]);
+            Self(*h.finalize().as_bytes())
+        })
     }
 
     /// The fingerprint with these raw digest bytes.

@@ -122,12 +122,12 @@ impl SemanticFingerprint {
 }
 
 /// Canonical encoding of a JSON value: objects as maps (key order irrelevant), arrays as lists,
-/// numbers by their JSON text. Each JSON type is a distinct record tag, so `"1"` ≠ `1`.
+/// numbers by their JSON text, null as an empty field 6. Each JSON type is a distinct record tag, so `"1"` ≠ `1`.
 pub(crate) fn encode_json(e: &mut Encoder, value: &serde_json::Value) {
     use serde_json::Value;
     e.record(|r| match value {
         Value::Null => {
-            r.field(0, |_| {});
+            r.field(6, |_| {});
         }
         Value::Bool(b) => {
             r.field(1, |e| e.bool(*b));

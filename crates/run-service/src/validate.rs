@@ -1,6 +1,5 @@
 //! Validation of one effective run's attachments, before anything launches.
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use compat_fingerprint::ShortDigest;
@@ -135,6 +134,20 @@ enum Location {
     HostMcp { server: usize },
 }
 
+impl Location {
+    /// Position in run order: attachments and their services first, host servers last.
+    fn order(&self) -> (usize, usize, usize) {
+        match *self {
+            Self::Attachment { attachment } => (0, attachment, 0),
+            Self::Service {
+                attachment,
+                service,
+            } => (0, attachment, service + 1),
+            Self::HostMcp { server } => (1, server, 0),
+        }
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -239,14 +252,12 @@ fn check_text(
 /// Whether `value` has a control character (`char::is_control`): one byte scan, decoding
 /// chars only when a non-ASCII byte shows up (C1 controls are two UTF-8 bytes).
 fn has_control(value: &str) -> bool {
-    let mut non_ascii = false;
-    for b in value.bytes() {
-        if b < 0x20 || b == 0x7f {
-            return true;
-        }
-        non_ascii |= b >= 0x80;
-    }
-    non_ascii && value.chars().any(char::is_control)
+    // Branch-free folds so the common short ASCII case vectorizes.
+    let ascii_control = value
+        .bytes()
+        .fold(false, |acc, b| acc | (b < 0x20) | (b == 0x7f));
+    let non_ascii = value.bytes().fold(false, |acc, b| acc | (b >= 0x80));
+    ascii_control || (non_ascii && value.chars().any(char::is_control))
 }
 
 fn check_env_name(at: Location, field: Field, name: &str) -> Result<(), ValidationError> {
@@ -287,10 +298,12 @@ pub fn validate_run(
     attachments: &[RunAttachment],
     host_mcp: &[McpServer],
 ) -> Result<(), ValidationError> {
-    let mut compat_ids = BTreeSet::new();
-    let mut service_ids = BTreeSet::new();
-    let mut secret_names = BTreeSet::new();
-    let mut mcp_keys = BTreeSet::new();
+    // Uniqueness is checked after the per-field checks, by sorting: cheaper than hashing for
+    // the few dozen names a run has, and the reported duplicate is still the later one.
+    let mut compat_ids = Vec::new();
+    let mut service_ids = Vec::new();
+    let mut secret_names = Vec::new();
+    let mut mcp_keys = Vec::new();
     for (a, attachment) in attachments.iter().enumerate() {
         let at = Location::Attachment { attachment: a };
         if let Some(compat) = &attachment.resume_compatibility {
@@ -307,14 +320,7 @@ pub fn validate_run(
                 }
                 check_text(at, field, value, max, true)?;
             }
-            if !compat_ids.insert(compat.id.as_str()) {
-                return Err(ValidationError::new(
-                    at,
-                    Field::CompatibilityId,
-                    Reason::DuplicateCompatibilityId,
-                    &compat.id,
-                ));
-            }
+            compat_ids.push((compat.id.as_str(), at));
         }
         for (s, service) in attachment.services.iter().enumerate() {
             let at = Location::Service {
@@ -322,34 +328,56 @@ pub fn validate_run(
                 service: s,
             };
             check_service(at, service)?;
-            if !service_ids.insert(service.id.as_str()) {
-                return Err(ValidationError::new(
-                    at,
-                    Field::ServiceId,
-                    Reason::DuplicateServiceId,
-                    &service.id,
-                ));
-            }
+            service_ids.push((service.id.as_str(), at));
             for binding in &service.secret_env {
                 check_env_name(at, Field::SecretEnvName, binding.name())?;
-                if !secret_names.insert(binding.name()) {
-                    return Err(ValidationError::new(
-                        at,
-                        Field::SecretEnvName,
-                        Reason::DuplicateSecretEnv,
-                        binding.name(),
-                    ));
-                }
+                secret_names.push((binding.name(), at));
             }
             if let Some(mcp) = &service.mcp {
-                check_mcp(at, mcp, &mut mcp_keys)?;
+                check_mcp(at, mcp)?;
+                mcp_keys.push((mcp.name.as_str(), at));
             }
         }
     }
     for (m, mcp) in host_mcp.iter().enumerate() {
-        check_mcp(Location::HostMcp { server: m }, mcp, &mut mcp_keys)?;
+        let at = Location::HostMcp { server: m };
+        check_mcp(at, mcp)?;
+        mcp_keys.push((mcp.name.as_str(), at));
+    }
+    for (names, field, reason) in [
+        (
+            &mut compat_ids,
+            Field::CompatibilityId,
+            Reason::DuplicateCompatibilityId,
+        ),
+        (
+            &mut service_ids,
+            Field::ServiceId,
+            Reason::DuplicateServiceId,
+        ),
+        (
+            &mut secret_names,
+            Field::SecretEnvName,
+            Reason::DuplicateSecretEnv,
+        ),
+        (&mut mcp_keys, Field::McpKey, Reason::DuplicateMcpKey),
+    ] {
+        if let Some((name, at)) = first_duplicate(names) {
+            return Err(ValidationError::new(at, field, reason, name));
+        }
     }
     Ok(())
+}
+
+/// The earliest-positioned repeat of a name: entries are pushed in run order, and a stable
+/// sort keeps that order among equal names.
+fn first_duplicate<'a>(names: &mut [(&'a str, Location)]) -> Option<(&'a str, Location)> {
+    names.sort_by(|x, y| x.0.cmp(y.0));
+    names
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .map(|w| w[1])
+        .min_by_key(|(_, at)| at.order())
 }
 
 fn check_service(at: Location, s: &ServiceRef) -> Result<(), ValidationError> {
@@ -375,20 +403,8 @@ fn check_service(at: Location, s: &ServiceRef) -> Result<(), ValidationError> {
     Ok(())
 }
 
-fn check_mcp<'a>(
-    at: Location,
-    mcp: &'a McpServer,
-    keys: &mut BTreeSet<&'a str>,
-) -> Result<(), ValidationError> {
+fn check_mcp(at: Location, mcp: &McpServer) -> Result<(), ValidationError> {
     check_text(at, Field::McpKey, &mcp.name, Limits::IDENTIFIER, true)?;
-    if !keys.insert(mcp.name.as_str()) {
-        return Err(ValidationError::new(
-            at,
-            Field::McpKey,
-            Reason::DuplicateMcpKey,
-            &mcp.name,
-        ));
-    }
     match &mcp.transport {
         McpTransport::Stdio { command, args, env } => {
             check_text(at, Field::Command, command, Limits::TEXT, true)?;
