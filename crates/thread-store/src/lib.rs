@@ -102,9 +102,15 @@
 mod clock;
 mod error;
 mod record;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod row;
 mod store;
 
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StoreError;
@@ -113,6 +119,6 @@ pub use record::{
     ThreadRecord, Timestamp,
 };
 pub use store::{
-    FinalizeRequest, Lease, ListPage, ListQuery, Lookup, MAX_LEASE_TTL, MAX_PAGE_LIMIT,
-    PageCursor, Query, ThreadStore,
+    FinalizeRequest, Lease, ListPage, ListQuery, Lookup, MAX_LEASE_TTL, MAX_PAGE_LIMIT, PageCursor,
+    Query, ThreadStore,
 };

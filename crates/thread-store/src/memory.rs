@@ -77,7 +77,9 @@ impl Inner {
 
     fn check_lease(&self, lease: &Lease, now: Timestamp) -> Result<(), StoreError> {
         match self.leases.get(&lease.target) {
-            Some(row) if row.owner == lease.owner && row.token == lease.token && row.expires_at > now => {
+            Some(row)
+                if row.owner == lease.owner && row.token == lease.token && row.expires_at > now =>
+            {
                 Ok(())
             }
             _ => Err(StoreError::lease_lost(&lease.target)),
@@ -108,7 +110,9 @@ impl ThreadStore for MemoryStore {
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         query.validate()?;
         let inner = self.lock();
-        let fetch = usize::try_from(query.limit).unwrap_or(usize::MAX).saturating_add(1);
+        let fetch = usize::try_from(query.limit)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
         let from_prefix = (query.prefix.clone(), RecordId::min());
         let start = match &query.after {
             Some(c) if (&c.key, &c.id) >= (&from_prefix.0, &from_prefix.1) => {

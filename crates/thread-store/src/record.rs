@@ -56,9 +56,7 @@ impl Timestamp {
 
 /// The unique id of one record. Fresh ids are UUIDv7 strings: unique across hosts without
 /// coordination, and ordered by creation time.
-#[derive(
-    Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct RecordId(String);
 
