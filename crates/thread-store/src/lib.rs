@@ -100,6 +100,8 @@
 #![deny(missing_docs)]
 
 mod clock;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod error;
 mod record;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -668,6 +668,12 @@ async fn finalize_once(
 #[async_trait::async_trait]
 impl ThreadStore for PostgresStore {
     async fn resolve(&self, query: &Query) -> Result<Option<ThreadRecord>, StoreError> {
+        if let Lookup::Key(key) = &query.lookup {
+            if key.contains('\0') {
+                // PostgreSQL text cannot hold NUL, so no such key was ever stored.
+                return Ok(None);
+            }
+        }
         let row: Option<StoredRow> = retrying!(self, |conn| async {
             let row = match &query.lookup {
                 Lookup::Id(id) => {
@@ -767,6 +773,9 @@ impl ThreadStore for PostgresStore {
         let Ok(token) = i64::try_from(lease.token) else {
             return Ok(());
         };
+        if lease.target.contains('\0') || lease.owner.contains('\0') {
+            return Ok(());
+        }
         retrying!(self, |conn| {
             conn.client
                 .execute(&conn.st.release, &[&lease.target, &lease.owner, &token])
@@ -777,6 +786,9 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        if key.contains('\0') {
+            return Ok(0);
+        }
         retrying!(self, |conn| async {
             let tx = conn.client.transaction().await?;
             tx.execute(&conn.st.delete_bindings, &[&key]).await?;

@@ -67,7 +67,7 @@ impl RecordId {
     }
 
     /// An id from a string the caller already holds (for example one read back from a log).
-    /// It must be 1 to [`MAX_NAME_LEN`] bytes long.
+    /// It must be 1 to [`MAX_NAME_LEN`] bytes long, without NUL characters.
     pub fn new(id: impl Into<String>) -> Result<Self, StoreError> {
         let id = id.into();
         check_name("record id", &id)?;
@@ -216,19 +216,31 @@ impl ThreadRecord {
     }
 }
 
-/// Checks a caller-supplied name (key, target, owner, id): 1 to [`MAX_NAME_LEN`] bytes.
+/// Checks a caller-supplied name (key, target, owner, id): 1 to [`MAX_NAME_LEN`] bytes, no NUL.
 pub(crate) fn check_name(what: &'static str, value: &str) -> Result<(), StoreError> {
     if value.is_empty() {
         return Err(StoreError::InvalidInput {
             reason: format!("{what} is empty"),
         });
     }
+    check_text(what, value)?;
     if value.len() > MAX_NAME_LEN {
         return Err(StoreError::InvalidInput {
             reason: format!(
                 "{what} is {} bytes long; the limit is {MAX_NAME_LEN}",
                 value.len()
             ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that a caller-supplied string can be stored by every adapter: PostgreSQL text cannot
+/// hold a NUL character.
+pub(crate) fn check_text(what: &'static str, value: &str) -> Result<(), StoreError> {
+    if value.contains('\0') {
+        return Err(StoreError::InvalidInput {
+            reason: format!("{what} contains a NUL character"),
         });
     }
     Ok(())

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::record::check_name;
+use crate::record::{check_name, check_text};
 use crate::{RecordId, RecordStatus, StoreError, ThreadRecord};
 
 /// The longest lease TTL the stores accept.
@@ -123,6 +123,7 @@ impl ListQuery {
     }
 
     pub(crate) fn validate(&self) -> Result<(), StoreError> {
+        check_text("list prefix", &self.prefix)?;
         if self.limit == 0 || self.limit > MAX_PAGE_LIMIT {
             return Err(StoreError::invalid(format!(
                 "list limit {} is outside 1..={MAX_PAGE_LIMIT}",
@@ -227,6 +228,9 @@ impl FinalizeRequest {
     /// Checks the request's shape; every adapter calls this before touching storage.
     pub(crate) fn validate(&self) -> Result<(), StoreError> {
         check_name("record key", &self.record.key)?;
+        check_text("driver type", &self.record.driver_type)?;
+        check_text("agent", &self.record.agent)?;
+        check_text("session codec", &self.record.session_codec)?;
         if self.archive_previous.as_ref() == Some(&self.record.id) {
             return Err(StoreError::invalid(
                 "archive_previous names the record being saved",
