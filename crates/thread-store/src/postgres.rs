@@ -1,0 +1,801 @@
+//! The multi-host store: PostgreSQL through tokio-postgres, for hosts that outgrow one machine.
+//!
+//! - All tables live in one schema named in the [`PostgresConfig`], so several stores (or
+//!   test runs) share a database without colliding.
+//! - Migrations are numbered (`schema_migrations`) and applied inside one transaction that
+//!   first takes `pg_advisory_xact_lock` on a key derived from the schema name, so any number of
+//!   hosts can start at once and the schema is migrated exactly once.
+//! - Lease expiry uses the server clock (`now()`), never the host clock, so hosts with skewed
+//!   clocks agree. Fencing tokens come from one sequence, so they strictly increase.
+//! - `finalize` runs one `READ COMMITTED` transaction that locks every held lease row with
+//!   `SELECT … FOR UPDATE` (in target order, so two finalizers cannot deadlock on each other),
+//!   compares owner and token and checks `expires_at > now()`, then writes. While those rows are
+//!   locked no other host can take the leases over, so the check holds until commit.
+//! - Only serialization failures (`40001`) and deadlocks (`40P01`) are retried, by replaying
+//!   the whole transaction; a failed lease check is an answer, never retried.
+//! - A small built-in pool keeps up to `pool_size` connections, each with its statements
+//!   prepared once. The connection tasks are spawned on the current Tokio runtime.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls, Row, Statement};
+
+use crate::row::{COLUMNS, StoredRow, decode_all};
+use crate::store::check_lease_args;
+use crate::{
+    FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordStatus, StoreError,
+    ThreadRecord, ThreadStore,
+};
+
+/// The newest schema version this build knows.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How many times a transaction that hit a serialization failure or deadlock is replayed.
+const MAX_ATTEMPTS: u32 = 8;
+
+/// How to connect a [`PostgresStore`].
+#[derive(Debug, Clone)]
+pub struct PostgresConfig {
+    pg: tokio_postgres::Config,
+    schema: String,
+    pool_size: usize,
+}
+
+impl PostgresConfig {
+    /// A store in `schema` of the database `pg` points to, with a pool of 4 connections.
+    ///
+    /// The schema name must be 1 to 63 characters of `a-z`, `0-9` and `_`, starting with a
+    /// letter or `_`; it is created if missing.
+    pub fn new(pg: tokio_postgres::Config, schema: &str) -> Result<Self, StoreError> {
+        let valid = !schema.is_empty()
+            && schema.len() <= 63
+            && schema
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && !schema.as_bytes()[0].is_ascii_digit();
+        if !valid {
+            return Err(StoreError::invalid(
+                "the schema name must be 1 to 63 characters of [a-z0-9_], not starting with a digit",
+            ));
+        }
+        Ok(Self {
+            pg,
+            schema: schema.to_owned(),
+            pool_size: 4,
+        })
+    }
+
+    /// Parses a connection URL or key-value string (`postgresql://user@host:5432/db`). The
+    /// message of a parse failure never repeats the string, which may hold a password.
+    pub fn from_url(url: &str, schema: &str) -> Result<Self, StoreError> {
+        let pg = url
+            .parse::<tokio_postgres::Config>()
+            .map_err(|_| StoreError::invalid("the PostgreSQL connection string does not parse"))?;
+        Self::new(pg, schema)
+    }
+
+    /// Sets how many connections the store keeps (at least 1).
+    pub fn pool_size(mut self, pool_size: usize) -> Self {
+        self.pool_size = pool_size.max(1);
+        self
+    }
+}
+
+/// A [`ThreadStore`] in a PostgreSQL schema.
+#[derive(Debug)]
+pub struct PostgresStore {
+    pool: Pool,
+    schema: String,
+}
+
+impl PostgresStore {
+    /// Connects, creates the schema if needed and applies pending migrations.
+    pub async fn connect(config: PostgresConfig) -> Result<Self, StoreError> {
+        let (mut client, _) = open_client(&config.pg).await?;
+        migrate(&mut client, &config.schema).await?;
+        let sql = Arc::new(Sql::new(&config.schema));
+        let first = Conn::prepare(client, &sql).await?;
+        let pool = Pool {
+            pg: config.pg,
+            sql,
+            idle: Mutex::new(vec![first]),
+            permits: Semaphore::new(config.pool_size),
+        };
+        Ok(Self {
+            pool,
+            schema: config.schema,
+        })
+    }
+
+    /// The schema this store lives in.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+}
+
+/// Opens one connection and spawns its driver task.
+async fn open_client(pg: &tokio_postgres::Config) -> Result<(Client, ()), StoreError> {
+    let (client, connection) = pg.connect(NoTls).await.map_err(|e| map_pg(&e))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %map_pg(&e), "thread-store PostgreSQL connection ended");
+        }
+    });
+    Ok((client, ()))
+}
+
+/// The advisory-lock key of a schema's migrations: stable across builds and hosts.
+fn migration_lock_key(schema: &str) -> i64 {
+    let digest = compat_fingerprint::Fingerprint::of(
+        compat_fingerprint::Kind::new("agent-sdk 2026-11-30 thread-store pg-migration-lock v1"),
+        |e| {
+            e.str(schema);
+        },
+    );
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&digest.as_bytes()[..8]);
+    i64::from_be_bytes(bytes)
+}
+
+fn migrations(schema: &str) -> Vec<String> {
+    vec![format!(
+        "CREATE TABLE {s}.threads (
+            id TEXT COLLATE \"C\" PRIMARY KEY,
+            key TEXT COLLATE \"C\" NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
+            format BIGINT NOT NULL,
+            driver_type TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            scheme_version BIGINT NOT NULL,
+            components TEXT NOT NULL,
+            codec TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL
+        );
+        CREATE INDEX threads_by_key ON {s}.threads (key, id);
+        CREATE TABLE {s}.bindings (
+            key TEXT COLLATE \"C\" PRIMARY KEY,
+            record_id TEXT NOT NULL
+        );
+        CREATE TABLE {s}.leases (
+            target TEXT COLLATE \"C\" PRIMARY KEY,
+            owner TEXT NOT NULL,
+            token BIGINT NOT NULL,
+            expires_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE SEQUENCE {s}.lease_tokens AS BIGINT MINVALUE 1;",
+        s = quote_ident(schema)
+    )]
+}
+
+fn quote_ident(schema: &str) -> String {
+    // The schema name is validated to [a-z0-9_]; quoting keeps keywords usable.
+    format!("\"{schema}\"")
+}
+
+async fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreError> {
+    let s = quote_ident(schema);
+    let tx = client.transaction().await.map_err(|e| map_pg(&e))?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&migration_lock_key(schema)],
+    )
+    .await
+    .map_err(|e| map_pg(&e))?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {s};
+         CREATE TABLE IF NOT EXISTS {s}.schema_migrations (
+             version BIGINT PRIMARY KEY,
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         );"
+    ))
+    .await
+    .map_err(|e| map_pg(&e))?;
+    let row = tx
+        .query_one(
+            &format!("SELECT COALESCE(MAX(version), 0)::BIGINT FROM {s}.schema_migrations"),
+            &[],
+        )
+        .await
+        .map_err(|e| map_pg(&e))?;
+    let current: i64 = row.try_get(0).map_err(|_| {
+        StoreError::corrupt("the schema_migrations table does not hold integer versions")
+    })?;
+    if current > SCHEMA_VERSION {
+        return Err(StoreError::corrupt(format!(
+            "the PostgreSQL schema is at version {current}, newer than this build supports ({SCHEMA_VERSION})"
+        )));
+    }
+    if current < 0 {
+        return Err(StoreError::corrupt(format!(
+            "the PostgreSQL schema version {current} is not a valid version"
+        )));
+    }
+    for (index, sql) in migrations(schema).iter().enumerate() {
+        let version = i64::try_from(index).unwrap_or(i64::MAX).saturating_add(1);
+        if version <= current {
+            continue;
+        }
+        tx.batch_execute(sql).await.map_err(|e| map_pg(&e))?;
+        tx.execute(
+            &format!("INSERT INTO {s}.schema_migrations (version) VALUES ($1)"),
+            &[&version],
+        )
+        .await
+        .map_err(|e| map_pg(&e))?;
+    }
+    tx.commit().await.map_err(|e| map_pg(&e))
+}
+
+/// The SQL text of every statement, with the schema filled in.
+#[derive(Debug)]
+struct Sql {
+    acquire: String,
+    renew: String,
+    release: String,
+    lock_leases: String,
+    binding_exists: String,
+    archive: String,
+    upsert: String,
+    bind: String,
+    bind_new: String,
+    release_many: String,
+    by_id: String,
+    by_key: String,
+    page: String,
+    delete_bindings: String,
+    delete_threads: String,
+}
+
+impl Sql {
+    fn new(schema: &str) -> Self {
+        let s = quote_ident(schema);
+        let t_columns = COLUMNS
+            .split(", ")
+            .map(|c| format!("t.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Self {
+            acquire: format!(
+                "INSERT INTO {s}.leases AS l (target, owner, token, expires_at) \
+                 VALUES ($1, $2, nextval('{s}.lease_tokens'), now() + $3::float8 * interval '1 millisecond') \
+                 ON CONFLICT (target) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, \
+                 expires_at = EXCLUDED.expires_at \
+                 WHERE l.expires_at <= now() OR l.owner = EXCLUDED.owner \
+                 RETURNING token"
+            ),
+            renew: format!(
+                "UPDATE {s}.leases SET expires_at = now() + $4::float8 * interval '1 millisecond' \
+                 WHERE target = $1 AND owner = $2 AND token = $3 AND expires_at > now()"
+            ),
+            release: format!(
+                "DELETE FROM {s}.leases WHERE target = $1 AND owner = $2 AND token = $3"
+            ),
+            lock_leases: format!(
+                "SELECT target, owner, token, expires_at > now() FROM {s}.leases \
+                 WHERE target = ANY($1::text[]) ORDER BY target FOR UPDATE"
+            ),
+            binding_exists: format!("SELECT 1 FROM {s}.bindings WHERE key = $1 FOR UPDATE"),
+            archive: format!("UPDATE {s}.threads SET status = 'archived' WHERE id = $1"),
+            upsert: format!(
+                "INSERT INTO {s}.threads AS t ({COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+                 ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, format = EXCLUDED.format, \
+                 driver_type = EXCLUDED.driver_type, agent = EXCLUDED.agent, \
+                 fingerprint = EXCLUDED.fingerprint, scheme_version = EXCLUDED.scheme_version, \
+                 components = EXCLUDED.components, codec = EXCLUDED.codec, state = EXCLUDED.state, \
+                 created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at \
+                 WHERE t.key = EXCLUDED.key \
+                 RETURNING 1"
+            ),
+            bind: format!(
+                "INSERT INTO {s}.bindings (key, record_id) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET record_id = EXCLUDED.record_id"
+            ),
+            bind_new: format!("INSERT INTO {s}.bindings (key, record_id) VALUES ($1, $2)"),
+            release_many: format!(
+                "DELETE FROM {s}.leases l \
+                 USING unnest($1::text[], $2::text[], $3::bigint[]) AS h(target, owner, token) \
+                 WHERE l.target = h.target AND l.owner = h.owner AND l.token = h.token"
+            ),
+            by_id: format!("SELECT {COLUMNS} FROM {s}.threads WHERE id = $1"),
+            by_key: format!(
+                "SELECT {t_columns} FROM {s}.bindings b JOIN {s}.threads t ON t.id = b.record_id \
+                 WHERE b.key = $1"
+            ),
+            page: format!(
+                "SELECT {COLUMNS} FROM {s}.threads \
+                 WHERE key >= $1 AND starts_with(key, $1) AND (key, id) > ($2, $3) \
+                 AND ($4 OR status = 'active') ORDER BY key, id LIMIT $5"
+            ),
+            delete_bindings: format!("DELETE FROM {s}.bindings WHERE key = $1"),
+            delete_threads: format!("DELETE FROM {s}.threads WHERE key = $1"),
+        }
+    }
+}
+
+/// One connection with its prepared statements.
+struct Conn {
+    client: Client,
+    st: Statements,
+}
+
+struct Statements {
+    acquire: Statement,
+    renew: Statement,
+    release: Statement,
+    lock_leases: Statement,
+    binding_exists: Statement,
+    archive: Statement,
+    upsert: Statement,
+    bind: Statement,
+    bind_new: Statement,
+    release_many: Statement,
+    by_id: Statement,
+    by_key: Statement,
+    page: Statement,
+    delete_bindings: Statement,
+    delete_threads: Statement,
+}
+
+impl Conn {
+    async fn prepare(client: Client, sql: &Sql) -> Result<Self, StoreError> {
+        let p = |text: &str| {
+            let client = &client;
+            let text = text.to_owned();
+            async move { client.prepare(&text).await.map_err(|e| map_pg(&e)) }
+        };
+        let st = Statements {
+            acquire: p(&sql.acquire).await?,
+            renew: p(&sql.renew).await?,
+            release: p(&sql.release).await?,
+            lock_leases: p(&sql.lock_leases).await?,
+            binding_exists: p(&sql.binding_exists).await?,
+            archive: p(&sql.archive).await?,
+            upsert: p(&sql.upsert).await?,
+            bind: p(&sql.bind).await?,
+            bind_new: p(&sql.bind_new).await?,
+            release_many: p(&sql.release_many).await?,
+            by_id: p(&sql.by_id).await?,
+            by_key: p(&sql.by_key).await?,
+            page: p(&sql.page).await?,
+            delete_bindings: p(&sql.delete_bindings).await?,
+            delete_threads: p(&sql.delete_threads).await?,
+        };
+        Ok(Self { client, st })
+    }
+}
+
+/// A fixed-size pool of prepared connections.
+struct Pool {
+    pg: tokio_postgres::Config,
+    sql: Arc<Sql>,
+    idle: Mutex<Vec<Conn>>,
+    permits: Semaphore,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // tokio_postgres::Config's Debug redacts the password.
+        f.debug_struct("Pool")
+            .field("pg", &self.pg)
+            .field("available", &self.permits.available_permits())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Pooled<'a> {
+    conn: Option<Conn>,
+    pool: &'a Pool,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Pool {
+    async fn get(&self) -> Result<Pooled<'_>, StoreError> {
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| StoreError::unavailable("the connection pool is closed"))?;
+        let idle = {
+            let mut idle = self
+                .idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut found = None;
+            while let Some(conn) = idle.pop() {
+                if !conn.client.is_closed() {
+                    found = Some(conn);
+                    break;
+                }
+            }
+            found
+        };
+        let conn = match idle {
+            Some(conn) => conn,
+            None => {
+                let (client, ()) = open_client(&self.pg).await?;
+                Conn::prepare(client, &self.sql).await?
+            }
+        };
+        Ok(Pooled {
+            conn: Some(conn),
+            pool: self,
+            _permit: permit,
+        })
+    }
+}
+
+impl Pooled<'_> {
+    fn conn(&mut self) -> &mut Conn {
+        self.conn
+            .as_mut()
+            .expect("a pooled connection is present until it is dropped")
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            if !conn.client.is_closed() {
+                self.pool
+                    .idle
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(conn);
+            }
+        }
+    }
+}
+
+/// A failure inside a transaction attempt: a store answer, or a database error that may be
+/// retryable.
+enum Fail {
+    Store(StoreError),
+    Pg(tokio_postgres::Error),
+}
+
+impl From<tokio_postgres::Error> for Fail {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Self::Pg(e)
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+fn is_retryable(e: &tokio_postgres::Error) -> bool {
+    matches!(
+        e.code(),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+    )
+}
+
+/// Maps a tokio-postgres error. Server messages name relations and constraints; the detail
+/// and hint fields, which can quote row values, are left out.
+fn map_pg(e: &tokio_postgres::Error) -> StoreError {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        let text = format!("PostgreSQL error {}: {}", code.code(), db.message());
+        if *code == SqlState::DATA_CORRUPTED || *code == SqlState::INDEX_CORRUPTED {
+            return StoreError::corrupt(text);
+        }
+        return StoreError::unavailable(text);
+    }
+    if e.is_closed() {
+        return StoreError::unavailable("the PostgreSQL connection is closed");
+    }
+    StoreError::unavailable(format!("PostgreSQL client error: {e}"))
+}
+
+fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    index: usize,
+) -> Result<T, StoreError> {
+    row.try_get(index).map_err(|_| {
+        StoreError::corrupt(format!(
+            "column {index} does not hold the type this build stores"
+        ))
+    })
+}
+
+fn read_row(row: &Row) -> Result<StoredRow, StoreError> {
+    Ok(StoredRow {
+        id: column(row, 0)?,
+        key: column(row, 1)?,
+        status: column(row, 2)?,
+        format: column(row, 3)?,
+        driver_type: column(row, 4)?,
+        agent: column(row, 5)?,
+        fingerprint: column(row, 6)?,
+        scheme_version: column(row, 7)?,
+        components: column(row, 8)?,
+        codec: column(row, 9)?,
+        state: column(row, 10)?,
+        created_at: column(row, 11)?,
+        updated_at: column(row, 12)?,
+    })
+}
+
+fn token_to_sql(token: u64) -> Result<i64, StoreError> {
+    i64::try_from(token).map_err(|_| StoreError::invalid("lease token is out of range"))
+}
+
+fn token_from_sql(token: i64) -> Result<u64, StoreError> {
+    u64::try_from(token).map_err(|_| StoreError::corrupt("a stored lease token is negative"))
+}
+
+fn ttl_millis(ttl: Duration) -> f64 {
+    // TTLs are at most MAX_LEASE_TTL, so the conversion is exact.
+    ttl.as_millis() as f64
+}
+
+/// Runs `$body` (an expression using `$conn: &mut Conn` and returning `Result<T, Fail>`) on a
+/// pooled connection, replaying it from the start after a serialization failure or deadlock.
+/// A store answer or any other error ends the loop.
+macro_rules! retrying {
+    ($store:expr, |$conn:ident| $body:expr) => {{
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let mut pooled = $store.pool.get().await?;
+            let $conn: &mut Conn = pooled.conn();
+            let result: Result<_, Fail> = $body;
+            match result {
+                Ok(v) => break Ok(v),
+                Err(Fail::Store(e)) => break Err(e),
+                Err(Fail::Pg(e)) if is_retryable(&e) && attempt < MAX_ATTEMPTS => {
+                    drop(pooled);
+                    tracing::debug!(attempt, "thread-store PostgreSQL transaction retried");
+                    tokio::time::sleep(Duration::from_millis(u64::from(attempt) * 2)).await;
+                }
+                Err(Fail::Pg(e)) => break Err(map_pg(&e)),
+            }
+        }
+    }};
+}
+
+async fn finalize_once(
+    conn: &mut Conn,
+    request: &FinalizeRequest,
+    row: &StoredRow,
+) -> Result<(), Fail> {
+    let st = &conn.st;
+    let tx = conn.client.transaction().await?;
+    if !request.held_leases.is_empty() {
+        let mut targets: Vec<&str> = request
+            .held_leases
+            .iter()
+            .map(|l| l.target.as_str())
+            .collect();
+        targets.sort_unstable();
+        let locked = tx.query(&st.lock_leases, &[&targets]).await?;
+        for lease in &request.held_leases {
+            let current = locked.iter().any(|r| {
+                r.try_get::<_, &str>(0).is_ok_and(|t| t == lease.target)
+                    && r.try_get::<_, &str>(1).is_ok_and(|o| o == lease.owner)
+                    && r.try_get::<_, i64>(2)
+                        .is_ok_and(|t| i64::try_from(lease.token) == Ok(t))
+                    && r.try_get::<_, bool>(3).unwrap_or(false)
+            });
+            if !current {
+                return Err(StoreError::lease_lost(&lease.target).into());
+            }
+        }
+    }
+    if request.require_key_absent
+        && tx
+            .query_opt(&st.binding_exists, &[&row.key])
+            .await?
+            .is_some()
+    {
+        return Err(StoreError::already_exists(&row.key).into());
+    }
+    if let Some(previous) = &request.archive_previous {
+        if tx.execute(&st.archive, &[&previous.as_str()]).await? == 0 {
+            return Err(StoreError::not_found(previous.as_str()).into());
+        }
+    }
+    let saved = tx
+        .query_opt(
+            &st.upsert,
+            &[
+                &row.id,
+                &row.key,
+                &row.status,
+                &row.format,
+                &row.driver_type,
+                &row.agent,
+                &row.fingerprint,
+                &row.scheme_version,
+                &row.components,
+                &row.codec,
+                &row.state,
+                &row.created_at,
+                &row.updated_at,
+            ],
+        )
+        .await?;
+    if saved.is_none() {
+        return Err(StoreError::invalid("the record id already belongs to another key").into());
+    }
+    if request.rebind_key {
+        let bind = if request.require_key_absent {
+            &st.bind_new
+        } else {
+            &st.bind
+        };
+        match tx.execute(bind, &[&row.key, &row.id]).await {
+            Ok(_) => {}
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                // A concurrent finalize bound the key after our check: the key is not absent.
+                return Err(StoreError::already_exists(&row.key).into());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if request.release_leases && !request.held_leases.is_empty() {
+        let targets: Vec<&str> = request
+            .held_leases
+            .iter()
+            .map(|l| l.target.as_str())
+            .collect();
+        let owners: Vec<&str> = request
+            .held_leases
+            .iter()
+            .map(|l| l.owner.as_str())
+            .collect();
+        let tokens = request
+            .held_leases
+            .iter()
+            .map(|l| token_to_sql(l.token))
+            .collect::<Result<Vec<i64>, _>>()?;
+        tx.execute(&st.release_many, &[&targets, &owners, &tokens])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+#[async_trait::async_trait]
+impl ThreadStore for PostgresStore {
+    async fn resolve(&self, query: &Query) -> Result<Option<ThreadRecord>, StoreError> {
+        if let Lookup::Key(key) = &query.lookup {
+            if key.contains('\0') {
+                // PostgreSQL text cannot hold NUL, so no such key was ever stored.
+                return Ok(None);
+            }
+        }
+        let row: Option<StoredRow> = retrying!(self, |conn| async {
+            let row = match &query.lookup {
+                Lookup::Id(id) => {
+                    conn.client
+                        .query_opt(&conn.st.by_id, &[&id.as_str()])
+                        .await?
+                }
+                Lookup::Key(key) => conn.client.query_opt(&conn.st.by_key, &[key]).await?,
+            };
+            Ok(row.map(|r| read_row(&r)).transpose()?)
+        }
+        .await)?;
+        match row {
+            Some(row) => {
+                let record = row.decode()?;
+                let visible = query.include_archived || record.status == RecordStatus::Active;
+                Ok(visible.then_some(record))
+            }
+            None => Ok(None),
+        }
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        query.validate()?;
+        let (after_key, after_id) = match &query.after {
+            Some(c) => (c.key.as_str(), c.id.as_str()),
+            None => ("", ""),
+        };
+        let limit = i64::from(query.limit) + 1;
+        let rows: Vec<StoredRow> = retrying!(self, |conn| async {
+            let rows = conn
+                .client
+                .query(
+                    &conn.st.page,
+                    &[
+                        &query.prefix,
+                        &after_key,
+                        &after_id,
+                        &query.include_archived,
+                        &limit,
+                    ],
+                )
+                .await?;
+            Ok(rows.iter().map(read_row).collect::<Result<Vec<_>, _>>()?)
+        }
+        .await)?;
+        Ok(ListPage::from_fetched(decode_all(rows)?, query.limit))
+    }
+
+    async fn finalize(&self, request: &FinalizeRequest) -> Result<(), StoreError> {
+        request.validate()?;
+        let row = StoredRow::encode(&request.record)?;
+        retrying!(self, |conn| finalize_once(conn, request, &row).await)
+    }
+
+    async fn acquire_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        check_lease_args(target, owner, ttl)?;
+        let ttl = ttl_millis(ttl);
+        let row = retrying!(self, |conn| {
+            conn.client
+                .query_opt(&conn.st.acquire, &[&target, &owner, &ttl])
+                .await
+                .map_err(Fail::from)
+        })?;
+        match row {
+            Some(row) => Ok(Lease {
+                target: target.to_owned(),
+                owner: owner.to_owned(),
+                token: token_from_sql(column(&row, 0)?)?,
+            }),
+            None => Err(StoreError::busy(target)),
+        }
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        check_lease_args(&lease.target, &lease.owner, ttl)?;
+        let ttl = ttl_millis(ttl);
+        let token = token_to_sql(lease.token)?;
+        let changed = retrying!(self, |conn| {
+            conn.client
+                .execute(&conn.st.renew, &[&lease.target, &lease.owner, &token, &ttl])
+                .await
+                .map_err(Fail::from)
+        })?;
+        if changed == 0 {
+            return Err(StoreError::lease_lost(&lease.target));
+        }
+        Ok(lease.clone())
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let Ok(token) = i64::try_from(lease.token) else {
+            return Ok(());
+        };
+        if lease.target.contains('\0') || lease.owner.contains('\0') {
+            return Ok(());
+        }
+        retrying!(self, |conn| {
+            conn.client
+                .execute(&conn.st.release, &[&lease.target, &lease.owner, &token])
+                .await
+                .map(drop)
+                .map_err(Fail::from)
+        })
+    }
+
+    async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        if key.contains('\0') {
+            return Ok(0);
+        }
+        retrying!(self, |conn| async {
+            let tx = conn.client.transaction().await?;
+            tx.execute(&conn.st.delete_bindings, &[&key]).await?;
+            let removed = tx.execute(&conn.st.delete_threads, &[&key]).await?;
+            tx.commit().await?;
+            Ok(removed)
+        }
+        .await)
+    }
+}

@@ -1,0 +1,668 @@
+//! The embedded default store: one SQLite file, safe for several processes on one host.
+//!
+//! - The file is created with mode `0600` (SQLite gives its `-wal` and `-shm` files the same
+//!   mode), opened in WAL mode with a busy timeout, and migrated through a numbered
+//!   `schema_migrations` table inside a `BEGIN IMMEDIATE` transaction, so concurrent starters
+//!   migrate once.
+//! - Every write is one `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock up front:
+//!   a lease check and the write it guards can never interleave with another process's write.
+//! - rusqlite is blocking, so every call runs on Tokio's blocking pool (`spawn_blocking`), never
+//!   on an async worker. A Tokio runtime must be running. A future dropped mid-call lets the
+//!   blocking call finish its transaction, so a write is either wholly committed or not at all.
+//! - Lease expiry follows the store's [`Clock`] (the host clock by default), which all processes
+//!   on one host share. Do not put the file on a network file system.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+
+use crate::row::{COLUMNS, StoredRow, decode_all};
+use crate::store::check_lease_args;
+use crate::{
+    Clock, FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordStatus, StoreError,
+    SystemClock, ThreadRecord, ThreadStore,
+};
+
+/// SQLite's `synchronous` setting: how hard each commit pushes data to the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// `NORMAL`: in WAL mode a commit survives a process crash; a power loss may roll back the
+    /// last commits, but never corrupts the file. The default.
+    #[default]
+    Normal,
+    /// `FULL`: every commit is synced to the disk before it returns.
+    Full,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Self::Normal => "NORMAL",
+            Self::Full => "FULL",
+        }
+    }
+}
+
+/// How to open a [`SqliteStore`].
+#[derive(Debug, Clone)]
+pub struct SqliteConfig {
+    path: PathBuf,
+    synchronous: Synchronous,
+    busy_timeout: Duration,
+    clock: Arc<dyn Clock>,
+}
+
+impl SqliteConfig {
+    /// The database at `path` (created if missing), `synchronous=NORMAL`, a 5 s busy timeout,
+    /// and the system clock.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            synchronous: Synchronous::Normal,
+            busy_timeout: Duration::from_secs(5),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Sets the durability of each commit.
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Sets how long a write waits for another connection's write lock before failing with
+    /// [`StoreError::Unavailable`].
+    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
+        self.busy_timeout = busy_timeout;
+        self
+    }
+
+    /// Sets the clock that lease expiry follows.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+}
+
+/// A [`ThreadStore`] in one SQLite file. Cheap to share: clones of the `Arc` share one
+/// connection; other processes (or other `SqliteStore`s) open their own.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    clock: Arc<dyn Clock>,
+    path: PathBuf,
+}
+
+/// The newest schema version this build knows; see [`MIGRATIONS`].
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Numbered migrations: entry `n` brings the schema from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: records, key bindings, leases and the fencing-token counter.
+    "CREATE TABLE threads (
+        id TEXT PRIMARY KEY NOT NULL,
+        key TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
+        format INTEGER NOT NULL,
+        driver_type TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        scheme_version INTEGER NOT NULL,
+        components TEXT NOT NULL,
+        codec TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE INDEX threads_by_key ON threads (key, id);
+    CREATE TABLE bindings (
+        key TEXT PRIMARY KEY NOT NULL,
+        record_id TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE leases (
+        target TEXT PRIMARY KEY NOT NULL,
+        owner TEXT NOT NULL,
+        token INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE lease_tokens (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        last INTEGER NOT NULL
+    );
+    INSERT INTO lease_tokens (id, last) VALUES (1, 0);",
+];
+
+impl SqliteStore {
+    /// Opens (creating and migrating if needed) the database, on Tokio's blocking pool.
+    pub async fn open(config: SqliteConfig) -> Result<Self, StoreError> {
+        tokio::task::spawn_blocking(move || Self::open_blocking(config))
+            .await
+            .map_err(|_| StoreError::unavailable("the SQLite open task did not complete"))?
+    }
+
+    /// Opens (creating and migrating if needed) the database on the calling thread.
+    pub fn open_blocking(config: SqliteConfig) -> Result<Self, StoreError> {
+        create_private_file(&config.path)?;
+        let mut conn = Connection::open(&config.path).map_err(map_err)?;
+        conn.busy_timeout(config.busy_timeout).map_err(map_err)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(map_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::unavailable(
+                "the SQLite file could not be switched to WAL mode",
+            ));
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF;",
+            config.synchronous.pragma()
+        ))
+        .map_err(map_err)?;
+        migrate(&mut conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            clock: config.clock,
+            path: config.path,
+        })
+    }
+
+    /// The database file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` with the connection on the blocking pool.
+    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &dyn Clock) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        let clock = Arc::clone(&self.clock);
+        tokio::task::spawn_blocking(move || {
+            // A panic inside `f` rolls its transaction back (the Transaction guard drops), so
+            // a poisoned connection is still consistent.
+            let mut conn = conn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            f(&mut conn, clock.as_ref())
+        })
+        .await
+        .map_err(|_| StoreError::unavailable("the SQLite task did not complete"))?
+    }
+}
+
+/// Creates the database file with mode 0600 if it does not exist yet.
+fn create_private_file(path: &Path) -> Result<(), StoreError> {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::unavailable(format!(
+            "cannot create the SQLite file: {}",
+            e.kind()
+        ))),
+    }
+}
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(map_err)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY NOT NULL,
+            applied_at INTEGER NOT NULL
+        )",
+    )
+    .map_err(map_err)?;
+    let current: i64 = tx
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(map_err)?;
+    if current > SCHEMA_VERSION {
+        return Err(StoreError::corrupt(format!(
+            "the SQLite schema is at version {current}, newer than this build supports ({SCHEMA_VERSION})"
+        )));
+    }
+    if current < 0 {
+        return Err(StoreError::corrupt(format!(
+            "the SQLite schema version {current} is not a valid version"
+        )));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = index as i64 + 1;
+        tx.execute_batch(sql).map_err(map_err)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+            params![version, crate::Timestamp::now().as_millis()],
+        )
+        .map_err(map_err)?;
+    }
+    tx.commit().map_err(map_err)
+}
+
+/// Maps a rusqlite error to the store's classes. SQLite's messages name tables, columns and
+/// constraints, never bound values.
+fn map_err(err: rusqlite::Error) -> StoreError {
+    use rusqlite::Error as E;
+    match err {
+        E::SqliteFailure(e, _)
+            if matches!(e.code, ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) =>
+        {
+            StoreError::corrupt(format!("the SQLite file is damaged: {e}"))
+        }
+        E::SqliteFailure(e, _)
+            if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) =>
+        {
+            StoreError::unavailable(
+                "the SQLite database stayed locked longer than the busy timeout",
+            )
+        }
+        E::SqliteFailure(e, msg) => StoreError::unavailable(match msg {
+            Some(msg) => format!("SQLite error: {e}: {msg}"),
+            None => format!("SQLite error: {e}"),
+        }),
+        E::InvalidColumnType(index, _, ty) => StoreError::corrupt(format!(
+            "column {index} holds a value of type {ty}, not the type this build stores"
+        )),
+        E::IntegralValueOutOfRange(index, _) => {
+            StoreError::corrupt(format!("column {index} holds an integer out of range"))
+        }
+        E::FromSqlConversionFailure(index, ty, _) => StoreError::corrupt(format!(
+            "column {index} (type {ty}) does not convert to the type this build stores"
+        )),
+        E::Utf8Error(..) => StoreError::corrupt("a text column is not valid UTF-8"),
+        other => StoreError::unavailable(format!("SQLite call failed: {}", kind_of(&other))),
+    }
+}
+
+/// A value-free description of a rusqlite error.
+fn kind_of(err: &rusqlite::Error) -> &'static str {
+    use rusqlite::Error as E;
+    match err {
+        E::QueryReturnedNoRows => "no rows",
+        E::InvalidParameterCount(..) => "wrong parameter count",
+        E::InvalidPath(_) => "invalid path",
+        E::NulError(_) => "a string holds a NUL byte",
+        E::ToSqlConversionFailure(_) => "a value does not convert to SQL",
+        _ => "unexpected error",
+    }
+}
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
+    Ok(StoredRow {
+        id: r.get(0)?,
+        key: r.get(1)?,
+        status: r.get(2)?,
+        format: r.get(3)?,
+        driver_type: r.get(4)?,
+        agent: r.get(5)?,
+        fingerprint: r.get(6)?,
+        scheme_version: r.get(7)?,
+        components: r.get(8)?,
+        codec: r.get(9)?,
+        state: r.get(10)?,
+        created_at: r.get(11)?,
+        updated_at: r.get(12)?,
+    })
+}
+
+fn token_to_sql(token: u64) -> Result<i64, StoreError> {
+    i64::try_from(token).map_err(|_| StoreError::invalid("lease token is out of range"))
+}
+
+fn token_from_sql(token: i64) -> Result<u64, StoreError> {
+    u64::try_from(token).map_err(|_| StoreError::corrupt("a stored lease token is negative"))
+}
+
+/// Whether the stored lease is exactly `lease` and not expired at `now`.
+fn lease_is_current(
+    tx: &rusqlite::Transaction<'_>,
+    lease: &Lease,
+    now: i64,
+) -> Result<bool, StoreError> {
+    let token = token_to_sql(lease.token)?;
+    let found: Option<i64> = tx
+        .prepare_cached(
+            "SELECT 1 FROM leases WHERE target = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?4",
+        )
+        .map_err(map_err)?
+        .query_row(params![lease.target, lease.owner, token, now], |r| r.get(0))
+        .optional()
+        .map_err(map_err)?;
+    Ok(found.is_some())
+}
+
+fn finalize_blocking(
+    conn: &mut Connection,
+    clock: &dyn Clock,
+    request: &FinalizeRequest,
+) -> Result<(), StoreError> {
+    let row = StoredRow::encode(&request.record)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(map_err)?;
+    // The write lock is held from here to commit: the clock is read after taking it.
+    let now = clock.now().as_millis();
+    for lease in &request.held_leases {
+        if !lease_is_current(&tx, lease, now)? {
+            return Err(StoreError::lease_lost(&lease.target));
+        }
+    }
+    if request.require_key_absent {
+        let bound: Option<i64> = tx
+            .prepare_cached("SELECT 1 FROM bindings WHERE key = ?1")
+            .map_err(map_err)?
+            .query_row(params![row.key], |r| r.get(0))
+            .optional()
+            .map_err(map_err)?;
+        if bound.is_some() {
+            return Err(StoreError::already_exists(&row.key));
+        }
+    }
+    let existing_key: Option<String> = tx
+        .prepare_cached("SELECT key FROM threads WHERE id = ?1")
+        .map_err(map_err)?
+        .query_row(params![row.id], |r| r.get(0))
+        .optional()
+        .map_err(map_err)?;
+    if existing_key.is_some_and(|k| k != row.key) {
+        return Err(StoreError::invalid(
+            "the record id already belongs to another key",
+        ));
+    }
+    if let Some(previous) = &request.archive_previous {
+        let changed = tx
+            .prepare_cached("UPDATE threads SET status = 'archived' WHERE id = ?1")
+            .map_err(map_err)?
+            .execute(params![previous.as_str()])
+            .map_err(map_err)?;
+        if changed == 0 {
+            return Err(StoreError::not_found(previous.as_str()));
+        }
+    }
+    tx.prepare_cached(
+        "INSERT INTO threads (id, key, status, format, driver_type, agent, fingerprint, \
+         scheme_version, components, codec, state, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+         ON CONFLICT (id) DO UPDATE SET status = excluded.status, format = excluded.format, \
+         driver_type = excluded.driver_type, agent = excluded.agent, \
+         fingerprint = excluded.fingerprint, scheme_version = excluded.scheme_version, \
+         components = excluded.components, codec = excluded.codec, state = excluded.state, \
+         created_at = excluded.created_at, updated_at = excluded.updated_at",
+    )
+    .map_err(map_err)?
+    .execute(params![
+        row.id,
+        row.key,
+        row.status,
+        row.format,
+        row.driver_type,
+        row.agent,
+        row.fingerprint,
+        row.scheme_version,
+        row.components,
+        row.codec,
+        row.state,
+        row.created_at,
+        row.updated_at
+    ])
+    .map_err(map_err)?;
+    if request.rebind_key {
+        tx.prepare_cached(
+            "INSERT INTO bindings (key, record_id) VALUES (?1, ?2) \
+             ON CONFLICT (key) DO UPDATE SET record_id = excluded.record_id",
+        )
+        .map_err(map_err)?
+        .execute(params![row.key, row.id])
+        .map_err(map_err)?;
+    }
+    if request.release_leases {
+        let mut delete = tx
+            .prepare_cached("DELETE FROM leases WHERE target = ?1 AND owner = ?2 AND token = ?3")
+            .map_err(map_err)?;
+        for lease in &request.held_leases {
+            delete
+                .execute(params![
+                    lease.target,
+                    lease.owner,
+                    token_to_sql(lease.token)?
+                ])
+                .map_err(map_err)?;
+        }
+    }
+    tx.commit().map_err(map_err)
+}
+
+fn acquire_blocking(
+    conn: &mut Connection,
+    clock: &dyn Clock,
+    target: &str,
+    owner: &str,
+    ttl: Duration,
+) -> Result<Lease, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(map_err)?;
+    let now = clock.now();
+    let holder: Option<(String, i64)> = tx
+        .prepare_cached("SELECT owner, expires_at FROM leases WHERE target = ?1")
+        .map_err(map_err)?
+        .query_row(params![target], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(map_err)?;
+    if let Some((holder, expires_at)) = holder {
+        if holder != owner && expires_at > now.as_millis() {
+            return Err(StoreError::busy(target));
+        }
+    }
+    let token: i64 = tx
+        .prepare_cached("UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last")
+        .map_err(map_err)?
+        .query_row([], |r| r.get(0))
+        .optional()
+        .map_err(map_err)?
+        .ok_or_else(|| StoreError::corrupt("the lease token counter row is missing"))?;
+    tx.prepare_cached(
+        "INSERT INTO leases (target, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, token = excluded.token, \
+         expires_at = excluded.expires_at",
+    )
+    .map_err(map_err)?
+    .execute(params![
+        target,
+        owner,
+        token,
+        now.saturating_add(ttl).as_millis()
+    ])
+    .map_err(map_err)?;
+    tx.commit().map_err(map_err)?;
+    Ok(Lease {
+        target: target.to_owned(),
+        owner: owner.to_owned(),
+        token: token_from_sql(token)?,
+    })
+}
+
+#[async_trait::async_trait]
+impl ThreadStore for SqliteStore {
+    async fn resolve(&self, query: &Query) -> Result<Option<ThreadRecord>, StoreError> {
+        let query = query.clone();
+        self.run(move |conn, _| {
+            let row = match &query.lookup {
+                Lookup::Id(id) => conn
+                    .prepare_cached(&SELECT_BY_ID)
+                    .map_err(map_err)?
+                    .query_row(params![id.as_str()], read_row),
+                Lookup::Key(key) => conn
+                    .prepare_cached(&SELECT_BY_KEY)
+                    .map_err(map_err)?
+                    .query_row(params![key], read_row),
+            }
+            .optional()
+            .map_err(map_err)?;
+            match row {
+                Some(row) => {
+                    let record = row.decode()?;
+                    let visible = query.include_archived || record.status == RecordStatus::Active;
+                    Ok(visible.then_some(record))
+                }
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        query.validate()?;
+        let query = query.clone();
+        self.run(move |conn, _| {
+            let (after_key, after_id) = match &query.after {
+                Some(c) => (c.key.clone(), c.id.as_str().to_owned()),
+                None => (String::new(), String::new()),
+            };
+            let mut stmt = conn.prepare_cached(&SELECT_PAGE).map_err(map_err)?;
+            let rows = stmt
+                .query_map(
+                    params![
+                        query.prefix,
+                        after_key,
+                        after_id,
+                        query.include_archived,
+                        i64::from(query.limit) + 1
+                    ],
+                    read_row,
+                )
+                .map_err(map_err)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(map_err)?;
+            Ok(ListPage::from_fetched(decode_all(rows)?, query.limit))
+        })
+        .await
+    }
+
+    async fn finalize(&self, request: &FinalizeRequest) -> Result<(), StoreError> {
+        request.validate()?;
+        let request = request.clone();
+        self.run(move |conn, clock| finalize_blocking(conn, clock, &request))
+            .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        check_lease_args(target, owner, ttl)?;
+        let (target, owner) = (target.to_owned(), owner.to_owned());
+        self.run(move |conn, clock| acquire_blocking(conn, clock, &target, &owner, ttl))
+            .await
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        check_lease_args(&lease.target, &lease.owner, ttl)?;
+        let lease = lease.clone();
+        self.run(move |conn, clock| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(map_err)?;
+            let now = clock.now();
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE leases SET expires_at = ?1 \
+                     WHERE target = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5",
+                )
+                .map_err(map_err)?
+                .execute(params![
+                    now.saturating_add(ttl).as_millis(),
+                    lease.target,
+                    lease.owner,
+                    token_to_sql(lease.token)?,
+                    now.as_millis()
+                ])
+                .map_err(map_err)?;
+            if changed == 0 {
+                return Err(StoreError::lease_lost(&lease.target));
+            }
+            tx.commit().map_err(map_err)?;
+            Ok(lease)
+        })
+        .await
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let Ok(token) = i64::try_from(lease.token) else {
+            // No stored lease has such a token: nothing to release.
+            return Ok(());
+        };
+        let lease = lease.clone();
+        self.run(move |conn, _| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(map_err)?;
+            tx.prepare_cached("DELETE FROM leases WHERE target = ?1 AND owner = ?2 AND token = ?3")
+                .map_err(map_err)?
+                .execute(params![lease.target, lease.owner, token])
+                .map_err(map_err)?;
+            tx.commit().map_err(map_err)
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        let key = key.to_owned();
+        self.run(move |conn, _| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(map_err)?;
+            tx.prepare_cached("DELETE FROM bindings WHERE key = ?1")
+                .map_err(map_err)?
+                .execute(params![key])
+                .map_err(map_err)?;
+            let removed = tx
+                .prepare_cached("DELETE FROM threads WHERE key = ?1")
+                .map_err(map_err)?
+                .execute(params![key])
+                .map_err(map_err)?;
+            tx.commit().map_err(map_err)?;
+            Ok(u64::try_from(removed).unwrap_or(u64::MAX))
+        })
+        .await
+    }
+}
+
+static SELECT_BY_ID: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {COLUMNS} FROM threads WHERE id = ?1"));
+
+static SELECT_BY_KEY: LazyLock<String> = LazyLock::new(|| {
+    let columns = COLUMNS
+        .split(", ")
+        .map(|c| format!("t.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT {columns} FROM bindings b JOIN threads t ON t.id = b.record_id WHERE b.key = ?1"
+    )
+});
+
+static SELECT_PAGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {COLUMNS} FROM threads \
+         WHERE key >= ?1 AND substr(key, 1, length(?1)) = ?1 \
+         AND (key, id) > (?2, ?3) AND (?4 OR status = 'active') \
+         ORDER BY key, id LIMIT ?5"
+    )
+});

@@ -1,0 +1,307 @@
+//! The [`ThreadStore`] trait and the request and response types of its operations.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::record::{check_name, check_text};
+use crate::{RecordId, RecordStatus, StoreError, ThreadRecord};
+
+/// The longest lease TTL the stores accept.
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// The largest page [`ThreadStore::list`] returns.
+pub const MAX_PAGE_LIMIT: u32 = 1000;
+
+/// A held lease: proof that `owner` had exclusive use of `target` when it acquired `token`.
+///
+/// The token is a fencing token: every fresh acquisition of any target gets a token greater
+/// than every token the store handed out before, so a write that carries an older token can be
+/// recognised and refused after the lease changed hands.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Lease {
+    /// What is leased (a thread key, a record id, or any caller-chosen name).
+    pub target: String,
+    /// Who holds it.
+    pub owner: String,
+    /// The fencing token of this acquisition.
+    pub token: u64,
+}
+
+/// How [`ThreadStore::resolve`] finds a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The record with this id.
+    Id(RecordId),
+    /// The record the key is bound to.
+    Key(String),
+}
+
+/// A [`ThreadStore::resolve`] query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Query {
+    /// Which record.
+    pub lookup: Lookup,
+    /// Whether an archived record may be returned. When false, an archived record is reported
+    /// as missing.
+    pub include_archived: bool,
+}
+
+impl Query {
+    /// The active record with this id.
+    pub fn id(id: RecordId) -> Self {
+        Self {
+            lookup: Lookup::Id(id),
+            include_archived: false,
+        }
+    }
+
+    /// The active record bound to this key.
+    pub fn key(key: impl Into<String>) -> Self {
+        Self {
+            lookup: Lookup::Key(key.into()),
+            include_archived: false,
+        }
+    }
+
+    /// Also returns the record when it is archived.
+    pub fn including_archived(mut self) -> Self {
+        self.include_archived = true;
+        self
+    }
+}
+
+/// Where a [`ThreadStore::list`] page starts: just after this (key, id) position.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageCursor {
+    pub(crate) key: String,
+    pub(crate) id: RecordId,
+}
+
+/// A [`ThreadStore::list`] query: records whose key starts with `prefix`, sorted by key (byte
+/// order) and then id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListQuery {
+    /// The key prefix; empty lists every key.
+    pub prefix: String,
+    /// Whether archived records are listed too.
+    pub include_archived: bool,
+    /// At most this many records per page (1 to [`MAX_PAGE_LIMIT`]).
+    pub limit: u32,
+    /// The cursor from the previous page, or `None` for the first page.
+    pub after: Option<PageCursor>,
+}
+
+impl ListQuery {
+    /// The first page of active records under `prefix`, 100 records per page.
+    pub fn prefix(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            include_archived: false,
+            limit: 100,
+            after: None,
+        }
+    }
+
+    /// Lists archived records too.
+    pub fn including_archived(mut self) -> Self {
+        self.include_archived = true;
+        self
+    }
+
+    /// Sets the page size.
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Continues after a previous page.
+    pub fn after(mut self, cursor: PageCursor) -> Self {
+        self.after = Some(cursor);
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), StoreError> {
+        check_text("list prefix", &self.prefix)?;
+        if self.limit == 0 || self.limit > MAX_PAGE_LIMIT {
+            return Err(StoreError::invalid(format!(
+                "list limit {} is outside 1..={MAX_PAGE_LIMIT}",
+                self.limit
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One page of [`ThreadStore::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListPage {
+    /// The records, in (key, id) order.
+    pub records: Vec<ThreadRecord>,
+    /// Where the next page starts, or `None` when this page is the last.
+    pub next: Option<PageCursor>,
+}
+
+impl ListPage {
+    /// Builds a page from up to `limit + 1` fetched records: the extra one only signals that
+    /// another page exists.
+    pub(crate) fn from_fetched(mut records: Vec<ThreadRecord>, limit: u32) -> Self {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let next = if records.len() > limit {
+            records.truncate(limit);
+            records.last().map(|r| PageCursor {
+                key: r.key.clone(),
+                id: r.id.clone(),
+            })
+        } else {
+            None
+        };
+        Self { records, next }
+    }
+}
+
+/// The one write: save a record, and optionally archive, rebind, check and release, all in one
+/// atomic step that first validates every held lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FinalizeRequest {
+    /// The record to save (inserted, or replacing the record with the same id and key).
+    pub record: ThreadRecord,
+    /// Leases that must all be current (same owner and token, not expired) for the write to
+    /// happen.
+    pub held_leases: Vec<Lease>,
+    /// A previous record to mark archived.
+    pub archive_previous: Option<RecordId>,
+    /// Bind `record.key` to `record.id`, so key lookups find the new record.
+    pub rebind_key: bool,
+    /// Refuse with [`StoreError::AlreadyExists`] if `record.key` is already bound (fork).
+    pub require_key_absent: bool,
+    /// Release every lease in `held_leases` in the same commit.
+    pub release_leases: bool,
+}
+
+impl FinalizeRequest {
+    /// Saves `record`, with no lease check and no other effect.
+    pub fn new(record: ThreadRecord) -> Self {
+        Self {
+            record,
+            held_leases: Vec::new(),
+            archive_previous: None,
+            rebind_key: false,
+            require_key_absent: false,
+            release_leases: false,
+        }
+    }
+
+    /// Adds a lease that must still be current.
+    pub fn holding(mut self, lease: Lease) -> Self {
+        self.held_leases.push(lease);
+        self
+    }
+
+    /// Archives `previous` in the same commit.
+    pub fn archive_previous(mut self, previous: RecordId) -> Self {
+        self.archive_previous = Some(previous);
+        self
+    }
+
+    /// Binds the record's key to it in the same commit.
+    pub fn rebind_key(mut self) -> Self {
+        self.rebind_key = true;
+        self
+    }
+
+    /// Requires that the record's key is not bound yet.
+    pub fn require_key_absent(mut self) -> Self {
+        self.require_key_absent = true;
+        self
+    }
+
+    /// Releases the held leases in the same commit.
+    pub fn release_leases(mut self) -> Self {
+        self.release_leases = true;
+        self
+    }
+
+    /// Checks the request's shape; every adapter calls this before touching storage.
+    pub(crate) fn validate(&self) -> Result<(), StoreError> {
+        check_name("record key", &self.record.key)?;
+        check_text("driver type", &self.record.driver_type)?;
+        check_text("agent", &self.record.agent)?;
+        check_text("session codec", &self.record.session_codec)?;
+        if self.archive_previous.as_ref() == Some(&self.record.id) {
+            return Err(StoreError::invalid(
+                "archive_previous names the record being saved",
+            ));
+        }
+        if self.rebind_key && self.record.status != RecordStatus::Active {
+            return Err(StoreError::invalid(
+                "rebind_key requires the saved record to be active",
+            ));
+        }
+        let mut targets = BTreeSet::new();
+        for lease in &self.held_leases {
+            check_name("lease target", &lease.target)?;
+            check_name("lease owner", &lease.owner)?;
+            if !targets.insert(lease.target.as_str()) {
+                return Err(StoreError::invalid(
+                    "held_leases names the same target twice",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks the arguments of an acquire or renew call.
+pub(crate) fn check_lease_args(target: &str, owner: &str, ttl: Duration) -> Result<(), StoreError> {
+    check_name("lease target", target)?;
+    check_name("lease owner", owner)?;
+    if ttl < Duration::from_millis(1) || ttl > MAX_LEASE_TTL {
+        return Err(StoreError::invalid(format!(
+            "lease TTL {ttl:?} is outside 1 ms..={MAX_LEASE_TTL:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// Where a Thread's durable state lives: records, key bindings and leases.
+///
+/// Object safe: hosts hold an `Arc<dyn ThreadStore>`. Every implementation must pass the
+/// conformance kit (`thread_store::conformance`, feature `conformance`).
+#[async_trait::async_trait]
+pub trait ThreadStore: Send + Sync + std::fmt::Debug {
+    /// Finds one record. A missing record (or an archived one, unless the query includes
+    /// archived records) is `Ok(None)`.
+    async fn resolve(&self, query: &Query) -> Result<Option<ThreadRecord>, StoreError>;
+
+    /// Lists records by key prefix, one page at a time.
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
+
+    /// The only write. Validates every held lease, then in one transaction saves the record
+    /// and applies the requested options. Any failed condition writes nothing.
+    async fn finalize(&self, request: &FinalizeRequest) -> Result<(), StoreError>;
+
+    /// Takes the lease on `target` for `ttl`, with a fresh, strictly greater fencing token.
+    /// Succeeds when the target is free, expired, or already held by `owner`; otherwise
+    /// [`StoreError::Busy`].
+    async fn acquire_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError>;
+
+    /// Extends a held lease to `ttl` from now, keeping its token. A lease that was released,
+    /// expired or taken over is [`StoreError::LeaseLost`].
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError>;
+
+    /// Gives a lease up. Idempotent: releasing a lease that is no longer current does nothing.
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError>;
+
+    /// Erases a thread key: its binding and every record (active or archived) with that key.
+    /// Returns how many records were removed. Leases are not touched.
+    async fn delete(&self, key: &str) -> Result<u64, StoreError>;
+}

@@ -1,0 +1,119 @@
+//! Runs the thread-store conformance kit against each adapter: `memory`, `sqlite`, `postgres`.
+//!
+//! `postgres` needs `THREAD_STORE_POSTGRES_URL` and fails, saying so, when it is unset. It
+//! works in its own freshly named schema and drops it at the end.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use thread_store::conformance::{self, Factory, Harness};
+use thread_store::memory::MemoryStore;
+use thread_store::postgres::{PostgresConfig, PostgresStore};
+use thread_store::sqlite::{SqliteConfig, SqliteStore};
+use thread_store::{ManualClock, StoreError};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a Tokio runtime")
+}
+
+struct Memory;
+
+#[async_trait::async_trait]
+impl Factory for Memory {
+    async fn create(&self) -> Result<Harness, StoreError> {
+        let clock = ManualClock::starting_now();
+        let store = MemoryStore::with_clock(Arc::new(clock.clone()));
+        Ok(Harness::manual(Arc::new(store), clock))
+    }
+}
+
+#[test]
+fn memory() {
+    let report = runtime().block_on(conformance::run(&Memory));
+    println!("{report}");
+    report.assert_all_passed();
+}
+
+struct Sqlite {
+    dir: tempfile::TempDir,
+    next: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Factory for Sqlite {
+    async fn create(&self) -> Result<Harness, StoreError> {
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let clock = ManualClock::starting_now();
+        let config = SqliteConfig::new(self.dir.path().join(format!("store-{n}.sqlite3")))
+            .clock(Arc::new(clock.clone()));
+        let store = SqliteStore::open(config).await?;
+        Ok(Harness::manual(Arc::new(store), clock))
+    }
+}
+
+#[test]
+fn sqlite() {
+    let factory = Sqlite {
+        dir: tempfile::tempdir().unwrap(),
+        next: AtomicUsize::new(0),
+    };
+    let report = runtime().block_on(conformance::run(&factory));
+    println!("{report}");
+    report.assert_all_passed();
+}
+
+struct Postgres {
+    url: String,
+    schema: String,
+}
+
+#[async_trait::async_trait]
+impl Factory for Postgres {
+    async fn create(&self) -> Result<Harness, StoreError> {
+        let config = PostgresConfig::from_url(&self.url, &self.schema)?;
+        let store = PostgresStore::connect(config).await?;
+        Ok(Harness::real_time(Arc::new(store)))
+    }
+}
+
+#[test]
+fn postgres() {
+    let url = std::env::var("THREAD_STORE_POSTGRES_URL").expect(
+        "THREAD_STORE_POSTGRES_URL is not set: the PostgreSQL conformance run needs a server \
+         (e.g. postgresql://postgres@127.0.0.1:5432/test); `cargo xtask conformance` skips it \
+         visibly when the URL is absent",
+    );
+    let schema = format!(
+        "ts_conf_{}",
+        thread_store::RecordId::generate()
+            .as_str()
+            .replace('-', "_")
+    );
+    let factory = Postgres {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let rt = runtime();
+    let report = rt.block_on(conformance::run(&factory));
+    rt.block_on(drop_schema(&url, &schema));
+    println!("{report}");
+    report.assert_all_passed();
+}
+
+async fn drop_schema(url: &str, schema: &str) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+    drop(client);
+    let _ = driver.await;
+}
