@@ -322,10 +322,10 @@ fn check_lifecycles(events: &[DriverEvent]) -> Result<(), SequenceError> {
             DriverEvent::TextDelta { delta } if delta.is_empty() => {
                 return Err(SequenceError::EmptyDelta { index });
             }
-            DriverEvent::ToolCallStarted { call_id, .. } => {
-                if call_id.is_empty() || calls.insert(call_id, Call::Open).is_some() {
-                    return Err(SequenceError::BadToolCallId { index });
-                }
+            DriverEvent::ToolCallStarted { call_id, .. }
+                if call_id.is_empty() || calls.insert(call_id, Call::Open).is_some() =>
+            {
+                return Err(SequenceError::BadToolCallId { index });
             }
             DriverEvent::ToolCallArguments { call_id, delta } => {
                 if calls.get(call_id.as_str()) != Some(&Call::Open) {

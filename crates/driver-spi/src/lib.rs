@@ -8,6 +8,7 @@ mod driver;
 mod error;
 mod event;
 mod process;
+pub mod reference;
 mod request;
 mod response;
 mod session;

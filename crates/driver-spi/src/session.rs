@@ -220,6 +220,10 @@ pub trait SessionCodec: Send + Sync {
     fn to_params(&self, state: Option<&SessionState>) -> Result<Option<SessionParams>, CodecError>;
 
     /// Rebuilds a state from stored params; `None` gives `Ok(None)`.
+    #[allow(
+        clippy::wrong_self_convention,
+        reason = "the codec converts params; `from_params` pairs with `to_params`"
+    )]
     fn from_params(
         &self,
         params: Option<&SessionParams>,
