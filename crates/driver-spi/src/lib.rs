@@ -1,14 +1,31 @@
 //! The driver service-provider interface.
-//!
-//! This crate will own the `Driver` trait, its optional capabilities (session codec, config
-//! fingerprinter, process lifecycle), the concrete `Request` and `Response`, the typed event
-//! stream, private process signatures, a reference driver and a driver conformance kit.
-//!
-//! Invariants: a driver always receives the concrete, current invocation; secrets reach it only
-//! as secret values.
-//!
-//! It deliberately does not spawn processes or store anything.
-//!
-//! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod config;
+mod descriptor;
+mod driver;
+mod error;
+mod event;
+mod process;
+pub mod reference;
+mod request;
+mod response;
+mod session;
+
+pub use async_trait::async_trait;
+
+pub use config::{ConfigFingerprintBuilder, ConfigFingerprinter};
+pub use descriptor::{Capabilities, Descriptor, Unsupported};
+pub use driver::Driver;
+pub use error::{ConfigError, DriverError, ResumeRejectReason};
+pub use event::{
+    CollectingSink, DriverEvent, EventSink, SequenceError, SequenceRule, check_sequence,
+};
+pub use process::{ProcessAction, ProcessLifecycle, ProcessSignature, ProcessSignatureBuilder};
+pub use request::{ProfilePayload, Redactor, Request, RuntimePayload};
+pub use response::{Checkpoint, ExitStatus, FailureKind, Response, RunFailure, Usage};
+pub use session::{
+    CodecError, SessionCodec, SessionContext, SessionGuard, SessionMode, SessionParams,
+    SessionState, guard_fingerprint,
+};

@@ -1,0 +1,155 @@
+//! What a driver is and what it can do: its [`Descriptor`] and [`Capabilities`].
+
+use std::collections::BTreeSet;
+
+use run_service::TransportKind;
+
+use crate::{Request, SessionMode};
+
+/// A driver's identity and declared capabilities.
+///
+/// The descriptor must be **non-empty** (a type and a display name without surrounding
+/// whitespace) and **deterministic**: every call, on every instance built from the same
+/// configuration, returns an equal value. It must also be **truthful**: a capability is
+/// declared if and only if the driver implements it (see [`Capabilities`]). The conformance kit
+/// checks all three.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Descriptor {
+    /// Stable machine name of the driver, for example `codex`. It is part of the Thread
+    /// fingerprint, so it never changes for a given driver.
+    pub driver_type: String,
+    /// Human-readable name, for example `Codex CLI`.
+    pub display_name: String,
+    /// What the driver supports.
+    pub capabilities: Capabilities,
+}
+
+impl Descriptor {
+    /// A descriptor with no capabilities.
+    pub fn new(driver_type: impl Into<String>, display_name: impl Into<String>) -> Self {
+        Self {
+            driver_type: driver_type.into(),
+            display_name: display_name.into(),
+            capabilities: Capabilities::none(),
+        }
+    }
+
+    /// Sets the capabilities.
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+}
+
+/// The capabilities a driver declares.
+///
+/// # Truthfulness (checked by the conformance kit)
+/// - [`resume`](Self::resume) is declared **if and only if** the driver returns a stable
+///   [`SessionCodec`](crate::SessionCodec) *and* a
+///   [`ConfigFingerprinter`](crate::ConfigFingerprinter).
+/// - [`fork`](Self::fork) implies [`resume`](Self::resume).
+/// - [`persistent_processes`](Self::persistent_processes) is declared **if and only if** the
+///   driver returns a [`ProcessLifecycle`](crate::ProcessLifecycle), so the core can close
+///   every process the driver owns.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Sessions can be continued from a stored checkpoint.
+    pub resume: bool,
+    /// Sessions can be forked into a new session with a new resume id.
+    pub fork: bool,
+    /// The MCP transports the driver can hand to its runtime.
+    pub mcp_transports: BTreeSet<TransportKind>,
+    /// Text and tool-call events are emitted while the run is in progress, not only at the end.
+    pub streaming: bool,
+    /// Provider processes are kept alive across turns.
+    pub persistent_processes: bool,
+}
+
+impl Capabilities {
+    /// No capabilities: stateless, no MCP, no streaming, one process per run.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Declares (or not) session resume.
+    pub fn with_resume(mut self, resume: bool) -> Self {
+        self.resume = resume;
+        self
+    }
+
+    /// Declares (or not) session fork.
+    pub fn with_fork(mut self, fork: bool) -> Self {
+        self.fork = fork;
+        self
+    }
+
+    /// Declares support for one MCP transport.
+    pub fn with_mcp_transport(mut self, transport: TransportKind) -> Self {
+        self.mcp_transports.insert(transport);
+        self
+    }
+
+    /// Declares (or not) streaming.
+    pub fn with_streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Declares (or not) persistent provider processes.
+    pub fn with_persistent_processes(mut self, persistent: bool) -> Self {
+        self.persistent_processes = persistent;
+        self
+    }
+
+    /// Whether an MCP transport is supported.
+    pub fn supports_mcp_transport(&self, transport: TransportKind) -> bool {
+        self.mcp_transports.contains(&transport)
+    }
+
+    /// Checks that a request asks for nothing these capabilities lack: resuming a stored
+    /// session, forking, or an MCP transport. The core calls this before launch; drivers may
+    /// call it again as the first step of [`Driver::run`](crate::Driver::run).
+    pub fn check(&self, request: &Request) -> Result<(), Unsupported> {
+        match request.session.mode {
+            SessionMode::Fork if !self.fork => return Err(Unsupported::Fork),
+            SessionMode::ContinueOnly if !self.resume => return Err(Unsupported::Resume),
+            SessionMode::ContinueOrStart if request.session.state.is_some() && !self.resume => {
+                return Err(Unsupported::Resume);
+            }
+            _ => {}
+        }
+        for server in &request.mcp {
+            let kind = server.transport.kind();
+            if !self.supports_mcp_transport(kind) {
+                return Err(Unsupported::McpTransport(kind));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A request needs something the driver does not declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unsupported {
+    /// Continuing a stored session.
+    #[error("session resume is not supported by this driver")]
+    Resume,
+    /// Forking a session.
+    #[error("session fork is not supported by this driver")]
+    Fork,
+    /// An MCP transport.
+    #[error("MCP transport {} is not supported by this driver", transport_name(*.0))]
+    McpTransport(TransportKind),
+}
+
+fn transport_name(kind: TransportKind) -> &'static str {
+    match kind {
+        TransportKind::Stdio => "stdio",
+        TransportKind::StreamableHttp => "streamable_http",
+        TransportKind::Sse => "sse",
+        _ => "unknown",
+    }
+}

@@ -1,0 +1,61 @@
+//! The [`Driver`] trait: one invocation request in, one run of an agent runtime out.
+
+use std::sync::Arc;
+
+use crate::{
+    ConfigError, ConfigFingerprinter, Descriptor, DriverError, EventSink, ProcessLifecycle,
+    Request, Response, SessionCodec,
+};
+
+/// A driver turns one [`Request`] into one run of an agent runtime (the Codex, Claude Code,
+/// Cursor or CodeBuddy CLI, or anything else), streaming [`DriverEvent`](crate::DriverEvent)s
+/// into a sink and returning a [`Response`].
+///
+/// Object-safe: the core holds an `Arc<dyn Driver>`.
+///
+/// # Contract
+/// - [`descriptor`](Self::descriptor) is non-empty, deterministic and truthful (see
+///   [`Capabilities`](crate::Capabilities)).
+/// - [`run`](Self::run) applies the **current** request on every turn, resumed or not (see
+///   [`Request`]), emits events in the order documented on
+///   [`DriverEvent`](crate::DriverEvent), and never assigns sequence numbers or timestamps.
+/// - A stored session that cannot continue is reported as
+///   [`DriverError::ResumeRejected`], before any event is emitted where possible.
+/// - A valid checkpoint needs a clean outcome and a resume id (see [`Response`]).
+/// - Cancellation is dropping the `run` future: the driver stops its provider (for example
+///   with kill-on-drop child processes) and emits nothing more.
+/// - Nothing a driver returns, emits or logs contains a secret value.
+///
+/// Optional capabilities are declared by returning `Some` from
+/// [`session_codec`](Self::session_codec), [`config_fingerprinter`](Self::config_fingerprinter)
+/// and [`process_lifecycle`](Self::process_lifecycle); the defaults return `None`.
+#[async_trait::async_trait]
+pub trait Driver: Send + Sync {
+    /// The driver's identity and capabilities.
+    fn descriptor(&self) -> Descriptor;
+
+    /// Validates the config the driver was built with.
+    fn validate_config(&self) -> Result<(), ConfigError>;
+
+    /// Runs one invocation.
+    async fn run(
+        &self,
+        request: Request,
+        sink: Arc<dyn EventSink>,
+    ) -> Result<Response, DriverError>;
+
+    /// The session codec, for a driver that can resume sessions.
+    fn session_codec(&self) -> Option<&dyn SessionCodec> {
+        None
+    }
+
+    /// The config fingerprinter, for a driver that can resume sessions.
+    fn config_fingerprinter(&self) -> Option<&dyn ConfigFingerprinter> {
+        None
+    }
+
+    /// The process lifecycle, for a driver that keeps provider processes alive.
+    fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
+        None
+    }
+}

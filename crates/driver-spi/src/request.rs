@@ -1,0 +1,292 @@
+//! The concrete invocation a driver receives: [`Request`] and its payloads.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use compat_fingerprint::Fingerprint;
+use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::SessionContext;
+
+/// One invocation of a driver: everything it needs, concrete and current.
+///
+/// # The current-request rule
+/// A driver materializes **this** request on every turn, resumed or not: the MCP URLs,
+/// bearer env-var names, secret env values, services, model, workspace and instructions it
+/// finds here. It never reuses values remembered from an earlier turn or held by a live
+/// provider process; a persistent process whose [`ProcessSignature`](crate::ProcessSignature)
+/// no longer matches is replaced before the prompt is sent. Whether the session may *continue*
+/// is a separate question, answered by the checkpoint's guard (see
+/// [`SessionGuard`](crate::SessionGuard)), which is built from the profile's
+/// session-compatibility fingerprint and so survives an endpoint or credential rotation.
+///
+/// # Secrets
+/// Secret values exist only as [`SecretString`]s inside [`EnvBinding`]s
+/// ([`RuntimePayload::secret_env`] and each service's `secret_env`). `Debug` redacts them and
+/// `Serialize` writes their names only; a driver reads a value with
+/// [`ExposeSecret::expose_secret`] only where it hands it to a child process.
+///
+/// The core builds requests with [`Request::new`] and the `with_*` methods:
+///
+/// ```
+/// use compat_fingerprint::{Fingerprint, Kind};
+/// use driver_spi::{ProfilePayload, Request, RuntimePayload, SessionContext};
+/// use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
+///
+/// const PROFILE: Kind = Kind::new("example 2026-11-30 profile v1");
+/// let exact = Fingerprint::of(PROFILE, |e| e.str("exact"));
+/// let session = Fingerprint::of(PROFILE, |e| e.str("session"));
+/// let url = "http://127.0.0.1:4101/mcp";
+/// let mcp = McpServer::streamable_http("agent-ui", url).with_bearer_token_env("UI_TOKEN");
+/// let service = ServiceRef::new("agent-ui", "Agent UI")
+///     .with_url(url)
+///     .with_mcp(mcp.clone())
+///     .with_secret_env(EnvBinding::new("UI_TOKEN", "canary-secret"));
+/// let request = Request::new(RunId::new("run-1"), "hello", ProfilePayload::new(exact, session))
+///     .with_session(SessionContext::start())
+///     .with_runtime(RuntimePayload::from_services([service]))
+///     .with_mcp([mcp])
+///     .with_model("gpt-test");
+/// assert!(!format!("{request:?}").contains("canary-secret"));
+/// assert_eq!(request.runtime.secret_env[0].name(), "UI_TOKEN");
+/// ```
+#[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
+pub struct Request {
+    /// The id of this run, unique per invocation.
+    pub run_id: RunId,
+    /// The user prompt for this turn.
+    pub prompt: String,
+    /// Which session to start, continue or fork.
+    pub session: SessionContext,
+    /// The run services, with their current URLs, and the secret env to inject.
+    pub runtime: RuntimePayload,
+    /// The effective MCP servers (host-declared and attachment-owned) with current URLs,
+    /// commands and bearer env-var names.
+    pub mcp: Vec<McpServer>,
+    /// The profile identity: exact and session-compatibility fingerprints.
+    pub profile: ProfilePayload,
+    /// Workspace directory the runtime works in (its cwd), if the core assigned one.
+    pub workspace: Option<String>,
+    /// Model override for this invocation.
+    pub model: Option<String>,
+    /// Extra system instructions.
+    pub instructions: Option<String>,
+    /// Free-form, non-secret metadata from the host.
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Request {
+    /// A request for a fresh session with no services, MCP servers, workspace, model,
+    /// instructions or metadata.
+    pub fn new(run_id: RunId, prompt: impl Into<String>, profile: ProfilePayload) -> Self {
+        Self {
+            run_id,
+            prompt: prompt.into(),
+            session: SessionContext::default(),
+            runtime: RuntimePayload::default(),
+            mcp: Vec::new(),
+            profile,
+            workspace: None,
+            model: None,
+            instructions: None,
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the session context.
+    pub fn with_session(mut self, session: SessionContext) -> Self {
+        self.session = session;
+        self
+    }
+
+    /// Sets the runtime payload.
+    pub fn with_runtime(mut self, runtime: RuntimePayload) -> Self {
+        self.runtime = runtime;
+        self
+    }
+
+    /// Sets the effective MCP servers.
+    pub fn with_mcp(mut self, servers: impl IntoIterator<Item = McpServer>) -> Self {
+        self.mcp = servers.into_iter().collect();
+        self
+    }
+
+    /// Sets the profile payload.
+    pub fn with_profile(mut self, profile: ProfilePayload) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Sets the workspace (cwd).
+    pub fn with_workspace(mut self, workspace: impl Into<String>) -> Self {
+        self.workspace = Some(workspace.into());
+        self
+    }
+
+    /// Sets the model override.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the instructions.
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Adds one metadata entry.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// A redactor for every secret value this request carries: the runtime secret env and
+    /// each service's secret env. Drivers pass provider text (stderr, error messages) through
+    /// it before putting it into a [`RunFailure`](crate::RunFailure).
+    pub fn redactor(&self) -> Redactor {
+        let services = self.runtime.services.iter().flat_map(|s| s.secret_env.iter());
+        Redactor::from_bindings(self.runtime.secret_env.iter().chain(services))
+    }
+}
+
+/// The run services of one invocation, and the secret env the runtime needs to reach them.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[non_exhaustive]
+pub struct RuntimePayload {
+    /// The concrete services, in provider order, with their current URLs. Serializing writes
+    /// their secret env names only.
+    pub services: Vec<ServiceRef>,
+    /// Every secret binding to inject into the runtime's environment, as secret values. This
+    /// is the authoritative list for the child environment. Serializing writes names only.
+    #[serde(serialize_with = "serialize_env_names")]
+    pub secret_env: Vec<EnvBinding>,
+}
+
+impl RuntimePayload {
+    /// A payload of these services whose [`secret_env`](Self::secret_env) is the union of
+    /// their secret bindings, in order.
+    pub fn from_services(services: impl IntoIterator<Item = ServiceRef>) -> Self {
+        let services: Vec<ServiceRef> = services.into_iter().collect();
+        let secret_env = services
+            .iter()
+            .flat_map(|s| s.secret_env.iter().cloned())
+            .collect();
+        Self {
+            services,
+            secret_env,
+        }
+    }
+
+    /// Adds a secret binding that belongs to no service (for example a host credential).
+    pub fn with_secret_env(mut self, binding: EnvBinding) -> Self {
+        self.secret_env.push(binding);
+        self
+    }
+
+    /// The secret binding with this name, if any (the last one wins, as in an environment).
+    pub fn secret(&self, name: &str) -> Option<&EnvBinding> {
+        self.secret_env.iter().rev().find(|b| b.name() == name)
+    }
+}
+
+fn serialize_env_names<S: serde::Serializer>(
+    bindings: &[EnvBinding],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(bindings.iter().map(EnvBinding::name))
+}
+
+/// The profile identity of one invocation, as two fingerprints.
+///
+/// - [`exact`](Self::exact) covers everything provider-visible, concrete MCP URLs and bearer
+///   env-var names included. It changes whenever anything is materialized differently.
+/// - [`session_compatibility`](Self::session_compatibility) is the same projection in which
+///   every attachment that declared a
+///   [`RunServiceCompatibility`](run_service::RunServiceCompatibility) is replaced by its
+///   `{id, fingerprint}` tuple. It survives an endpoint or credential rotation and changes on
+///   a real semantic change.
+///
+/// **Rule:** a session codec's guard is built from `session_compatibility`, never from
+/// `exact` (see [`SessionGuard`](crate::SessionGuard)). Process signatures and materialization
+/// use the exact, concrete values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ProfilePayload {
+    /// Exact fingerprint of the materialized profile.
+    pub exact: Fingerprint,
+    /// Session-compatibility fingerprint of the profile.
+    pub session_compatibility: Fingerprint,
+}
+
+impl ProfilePayload {
+    /// A profile payload.
+    pub fn new(exact: Fingerprint, session_compatibility: Fingerprint) -> Self {
+        Self {
+            exact,
+            session_compatibility,
+        }
+    }
+}
+
+const REDACTED: &str = "[REDACTED]";
+
+/// Replaces known secret values in text with `[REDACTED]`.
+///
+/// Every non-empty secret is replaced, longest first (so a secret that contains another is
+/// removed whole). `Debug` shows only how many secrets it holds.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    secrets: Vec<SecretString>,
+}
+
+impl Redactor {
+    /// A redactor for the values of these bindings.
+    pub fn from_bindings<'a>(bindings: impl IntoIterator<Item = &'a EnvBinding>) -> Self {
+        let mut secrets: Vec<SecretString> = bindings
+            .into_iter()
+            .filter(|b| !b.value().expose_secret().is_empty())
+            .map(|b| b.value().clone())
+            .collect();
+        secrets.sort_by(|a, b| {
+            b.expose_secret()
+                .len()
+                .cmp(&a.expose_secret().len())
+                .then_with(|| a.expose_secret().cmp(b.expose_secret()))
+        });
+        secrets.dedup_by(|a, b| a.expose_secret() == b.expose_secret());
+        Self { secrets }
+    }
+
+    /// The text with every secret value replaced.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for secret in &self.secrets {
+            let value = secret.expose_secret();
+            if out.contains(value) {
+                out = out.replace(value, REDACTED);
+            }
+        }
+        out
+    }
+
+    /// How many distinct secret values it redacts.
+    pub fn len(&self) -> usize {
+        self.secrets.len()
+    }
+
+    /// Whether it redacts nothing.
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor")
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
+}

@@ -1,0 +1,242 @@
+//! What a driver returns: [`Response`], its [`Checkpoint`], exit status, usage and typed
+//! [`RunFailure`].
+
+use std::fmt;
+
+use crate::SessionState;
+
+/// The result of a run that reached the provider.
+///
+/// A run that could not start (invalid config, rejected resume, cancelled) is a
+/// [`DriverError`](crate::DriverError) instead. A run that started and then failed may return
+/// either an error or a response whose [`failure`](Self::failure) is set, keeping the partial
+/// output and usage.
+///
+/// # Checkpoint rule (checked by the conformance kit)
+/// A checkpoint may be marked [`valid`](Checkpoint::valid) only when the outcome is clean
+/// ([`is_clean`](Self::is_clean): successful exit, no failure) and the state has a non-empty
+/// resume id that the driver's own codec accepts. On a fork, the resume id differs from the
+/// parent's. The core persists only [`persistable_checkpoint`](Self::persistable_checkpoint).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Response {
+    /// The final assistant text.
+    pub output: String,
+    /// How the provider run ended.
+    pub exit: ExitStatus,
+    /// Token usage, when the provider reports it.
+    pub usage: Option<Usage>,
+    /// The session checkpoint, when the run has a session.
+    pub checkpoint: Option<Checkpoint>,
+    /// A typed failure of a run that started.
+    pub failure: Option<RunFailure>,
+}
+
+impl Response {
+    /// A clean response with this output: successful exit, no usage, checkpoint or failure.
+    pub fn new(output: impl Into<String>) -> Self {
+        Self {
+            output: output.into(),
+            exit: ExitStatus::Success,
+            usage: None,
+            checkpoint: None,
+            failure: None,
+        }
+    }
+
+    /// Sets the exit status.
+    pub fn with_exit(mut self, exit: ExitStatus) -> Self {
+        self.exit = exit;
+        self
+    }
+
+    /// Sets the usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Sets the checkpoint.
+    pub fn with_checkpoint(mut self, checkpoint: Checkpoint) -> Self {
+        self.checkpoint = Some(checkpoint);
+        self
+    }
+
+    /// Sets the failure.
+    pub fn with_failure(mut self, failure: RunFailure) -> Self {
+        self.failure = Some(failure);
+        self
+    }
+
+    /// Whether the run ended cleanly: successful exit and no failure.
+    pub fn is_clean(&self) -> bool {
+        self.exit.is_success() && self.failure.is_none()
+    }
+
+    /// The checkpoint state the core may persist: present, marked valid, with a non-blank
+    /// resume id, and only after a clean outcome. A driver that breaks the checkpoint rule
+    /// gets `None` here rather than a stored session.
+    pub fn persistable_checkpoint(&self) -> Option<&SessionState> {
+        let checkpoint = self.checkpoint.as_ref()?;
+        (checkpoint.valid && self.is_clean() && !checkpoint.state.resume_id.trim().is_empty())
+            .then_some(&checkpoint.state)
+    }
+}
+
+/// A session checkpoint: the state to resume from, and whether it may be stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Checkpoint {
+    /// The state.
+    pub state: SessionState,
+    /// Whether the state may be persisted and resumed (see the rule on [`Response`]).
+    pub valid: bool,
+}
+
+impl Checkpoint {
+    /// A valid checkpoint.
+    pub fn valid(state: SessionState) -> Self {
+        Self { state, valid: true }
+    }
+
+    /// A checkpoint that must not be persisted (for example after a failed turn).
+    pub fn invalid(state: SessionState) -> Self {
+        Self {
+            state,
+            valid: false,
+        }
+    }
+}
+
+/// How the provider run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status", content = "value")]
+#[non_exhaustive]
+pub enum ExitStatus {
+    /// Success (exit code 0, or an in-process run that completed).
+    Success,
+    /// A non-zero exit code.
+    Code(i32),
+    /// Killed by a signal.
+    Signal(i32),
+    /// Stopped by the driver's timeout.
+    TimedOut,
+}
+
+impl ExitStatus {
+    /// Whether this is [`ExitStatus::Success`].
+    pub fn is_success(self) -> bool {
+        matches!(self, Self::Success)
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Success => f.write_str("success"),
+            Self::Code(code) => write!(f, "exit code {code}"),
+            Self::Signal(signal) => write!(f, "signal {signal}"),
+            Self::TimedOut => f.write_str("timed out"),
+        }
+    }
+}
+
+/// Token usage of one run.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Of which served from a cache.
+    pub cached_input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Usage with these input and output counts and no cached tokens.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            cached_input_tokens: 0,
+            output_tokens,
+        }
+    }
+
+    /// Sets the cached input tokens.
+    pub fn with_cached_input_tokens(mut self, cached: u64) -> Self {
+        self.cached_input_tokens = cached;
+        self
+    }
+}
+
+/// The class of a run failure, for callers that branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The provider reported an error (model error, refusal, internal error).
+    Provider,
+    /// The provider rejected the credentials.
+    Authentication,
+    /// The provider throttled the run.
+    RateLimited,
+    /// The provider process could not start or exited abnormally.
+    Process,
+    /// The provider's output could not be understood.
+    Protocol,
+    /// The run hit the driver's timeout.
+    Timeout,
+    /// The run hit a turn or budget limit.
+    Limit,
+    /// Anything else.
+    Other,
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Provider => "provider error",
+            Self::Authentication => "authentication failed",
+            Self::RateLimited => "rate limited",
+            Self::Process => "provider process failed",
+            Self::Protocol => "protocol error",
+            Self::Timeout => "timed out",
+            Self::Limit => "limit reached",
+            Self::Other => "failed",
+        })
+    }
+}
+
+/// A typed failure of a run that started.
+///
+/// [`Display`](fmt::Display) shows the [`kind`](Self::kind) only, so an error message can
+/// never carry provider text or a secret. The [`message`](Self::message) is provider detail
+/// for diagnostics: drivers pass it through [`Request::redactor`](crate::Request::redactor)
+/// before storing it here, and hosts decide whether to show it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct RunFailure {
+    /// The class.
+    pub kind: FailureKind,
+    /// Redacted provider detail; not part of `Display`.
+    pub message: String,
+}
+
+impl RunFailure {
+    /// A failure of this kind with a (redacted) detail message.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.kind, f)
+    }
+}
