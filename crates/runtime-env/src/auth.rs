@@ -213,13 +213,25 @@ mod tests {
     #[test]
     fn keyring_setting() {
         let key = "cli_auth_credentials_store";
-        assert!(selects_keyring("cli_auth_credentials_store = \"keyring\"\n", key));
-        assert!(selects_keyring("model='x'\ncli_auth_credentials_store='auto' # c\n", key));
-        assert!(!selects_keyring("cli_auth_credentials_store = \"file\"\n", key));
+        assert!(selects_keyring(
+            "cli_auth_credentials_store = \"keyring\"\n",
+            key
+        ));
+        assert!(selects_keyring(
+            "model='x'\ncli_auth_credentials_store='auto' # c\n",
+            key
+        ));
+        assert!(!selects_keyring(
+            "cli_auth_credentials_store = \"file\"\n",
+            key
+        ));
         assert!(!selects_keyring(
             "[profiles.x]\ncli_auth_credentials_store = \"keyring\"\n",
             key
         ));
-        assert!(!selects_keyring("cli_auth_credentials_store_x = \"keyring\"\n", key));
+        assert!(!selects_keyring(
+            "cli_auth_credentials_store_x = \"keyring\"\n",
+            key
+        ));
     }
 }

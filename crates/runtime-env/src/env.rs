@@ -282,7 +282,10 @@ mod tests {
         assert!(!is_allowed_host_var("CODEX_HOME"));
         assert!(!is_allowed_host_var("XDG_CONFIG_HOME"));
         assert!(!is_allowed_host_var("LD_PRELOAD"));
-        assert!(!is_allowed_host_var("LC_SECRET"), "credential-looking names lose");
+        assert!(
+            !is_allowed_host_var("LC_SECRET"),
+            "credential-looking names lose"
+        );
     }
 
     #[test]
@@ -298,7 +301,10 @@ mod tests {
     fn debug_prints_names_only() {
         let host = HostEnv::from_vars([("OPENAI_API_KEY", "canary-host-1")]);
         let dbg = format!("{host:?}");
-        assert!(dbg.contains("OPENAI_API_KEY") && !dbg.contains("canary"), "{dbg}");
+        assert!(
+            dbg.contains("OPENAI_API_KEY") && !dbg.contains("canary"),
+            "{dbg}"
+        );
 
         let mut child = ChildEnv::default();
         child.set("PATH", "/canary-path");

@@ -19,7 +19,8 @@ impl FileLock {
     /// Opens (creating 0600 if needed) `dir/name` and blocks until the exclusive lock is held.
     pub(crate) fn acquire(dir: &Path, name: &str) -> Result<Self, FsError> {
         let file = secure_fs::open_private_file(dir, name)?;
-        file.lock().map_err(secure_fs::io_err("lock", &dir.join(name)))?;
+        file.lock()
+            .map_err(secure_fs::io_err("lock", &dir.join(name)))?;
         Ok(Self { file })
     }
 
@@ -40,7 +41,6 @@ impl FileLock {
             Err(TryLockError::Error(e)) => Err(secure_fs::io_err("lock", path)(e)),
         }
     }
-
 }
 
 impl Drop for FileLock {

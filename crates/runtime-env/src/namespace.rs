@@ -441,7 +441,13 @@ mod tests {
 
     #[test]
     fn accepts_documented_examples() {
-        for s in ["default", "user:alice", "ci:job-42", "user:a.b@c+d", "k_1-x:ID"] {
+        for s in [
+            "default",
+            "user:alice",
+            "ci:job-42",
+            "user:a.b@c+d",
+            "k_1-x:ID",
+        ] {
             let ns = CredentialNamespace::new(s).expect("valid");
             assert_eq!(ns.as_str(), s);
         }

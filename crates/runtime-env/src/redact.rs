@@ -128,8 +128,11 @@ const SENSITIVE_KEYS: &[&[u8]] = &[
 /// Authorization schemes whose credential is redacted.
 const SCHEMES: &[&[u8]] = &[b"bearer", b"basic"];
 
-/// Token prefixes (case-sensitive), the minimum length after the prefix, and the body charset.
-const PREFIXED: &[(&[u8], usize, fn(u8) -> bool)] = &[
+/// A token prefix (case-sensitive), the minimum body length after it, and the body charset.
+type PrefixRule = (&'static [u8], usize, fn(u8) -> bool);
+
+/// Token shapes recognised by their prefix.
+const PREFIXED: &[PrefixRule] = &[
     (b"sk-", 10, is_key_byte),
     (b"github_pat_", 20, is_key_byte),
     (b"ghp_", 20, is_alnum),
@@ -284,12 +287,25 @@ fn match_key(bytes: &[u8], i: usize) -> Option<Hit> {
         j += 1;
     }
     let quote = *bytes.get(j)?;
+    let value_start = if quote == b'"' || quote == b'\'' {
+        j + 1
+    } else {
+        j
+    };
+    if bytes[value_start..].starts_with(REDACTED.as_bytes()) {
+        // Already redacted: keeps `redact` idempotent.
+        return None;
+    }
     if quote == b'"' || quote == b'\'' {
         let start = j + 1;
         let mut k = start;
         while k < bytes.len() && bytes[k] != quote {
             // JSON escapes: skip the escaped byte (an escaped quote does not end the string).
-            k += if bytes[k] == b'\\' && quote == b'"' { 2 } else { 1 };
+            k += if bytes[k] == b'\\' && quote == b'"' {
+                2
+            } else {
+                1
+            };
         }
         let end = k.min(bytes.len());
         if end == start {
@@ -329,10 +345,7 @@ mod tests {
             r#"{"access_token":"[REDACTED]"#
         );
         // A trailing backslash must not push the scan past the end.
-        assert_eq!(
-            redact(r#""id_token":"abc\"#),
-            r#""id_token":"[REDACTED]"#
-        );
+        assert_eq!(redact(r#""id_token":"abc\"#), r#""id_token":"[REDACTED]"#);
     }
 
     #[test]
@@ -358,7 +371,10 @@ mod tests {
             SecretString::from("abcd"),
             SecretString::from("abcdefgh"),
         ]);
-        assert_eq!(r.redact("x abcdefgh y abcd z ab"), "x [REDACTED] y [REDACTED] z ab");
+        assert_eq!(
+            r.redact("x abcdefgh y abcd z ab"),
+            "x [REDACTED] y [REDACTED] z ab"
+        );
         assert_eq!(format!("{r:?}"), "Redactor { secrets: 2 }");
     }
 }

@@ -366,7 +366,10 @@ mod tests {
             }
             assert!(!d.api_key_vars.is_empty());
             for v in d.api_key_vars {
-                assert!(crate::env::is_credential_var(v), "{v} not in the credential list");
+                assert!(
+                    crate::env::is_credential_var(v),
+                    "{v} not in the credential list"
+                );
             }
         }
         assert_eq!(RuntimeKind::Codex.descriptor().state_var, "CODEX_HOME");

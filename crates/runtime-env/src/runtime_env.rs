@@ -267,7 +267,10 @@ fn private_layout(
         let d = kind.descriptor();
         let state = secure_fs::ensure_dirs(
             &home,
-            d.state_subdir.split('/').filter(|c| !c.is_empty()).map(OsStr::new),
+            d.state_subdir
+                .split('/')
+                .filter(|c| !c.is_empty())
+                .map(OsStr::new),
             Strictness::Private,
         )?;
         for sub in d.private_subdirs {
@@ -584,7 +587,10 @@ impl RuntimeEnv {
     /// Placeholder anchors for summaries: `${CWD}`, `${ROOT}` (or `${HOME}` at the shared
     /// level) and `${BASE}`.
     pub(crate) fn summary_anchors(&self) -> Vec<(&'static str, &Path)> {
-        let mut a = vec![("${BASE}", self.base.as_path()), ("${CWD}", self.cwd.as_path())];
+        let mut a = vec![
+            ("${BASE}", self.base.as_path()),
+            ("${CWD}", self.cwd.as_path()),
+        ];
         match &self.root {
             Some(root) => a.push(("${ROOT}", root.as_path())),
             None => a.push(("${HOME}", self.home.as_path())),
@@ -610,7 +616,7 @@ pub struct ConfigLock<'e> {
 
 impl ConfigLock<'_> {
     /// Validates `relative` and returns its components; refuses credential files.
-    fn components<'r>(runtime: RuntimeKind, relative: &'r str) -> Result<Vec<&'r str>, Error> {
+    fn components(runtime: RuntimeKind, relative: &str) -> Result<Vec<&str>, Error> {
         let parts: Vec<&str> = relative.split('/').collect();
         if relative.len() > 1024
             || parts
@@ -620,11 +626,9 @@ impl ConfigLock<'_> {
             return Err(Error::InvalidRelativePath);
         }
         let d = runtime.descriptor();
-        let is_credential = d
-            .sources
-            .iter()
-            .chain(d.credential_files)
-            .any(|s| s.kind == SourceKind::Credential && s.anchor == Anchor::StateDir && s.path == relative);
+        let is_credential = d.sources.iter().chain(d.credential_files).any(|s| {
+            s.kind == SourceKind::Credential && s.anchor == Anchor::StateDir && s.path == relative
+        });
         if is_credential {
             return Err(Error::CredentialFile {
                 runtime,
@@ -797,7 +801,13 @@ pub fn sweep_ephemeral(base_dir: &Path, older_than: Duration) -> Result<SweepRep
             continue;
         };
         for entry in entries.flatten() {
-            sweep_one(&entry.path(), &entry.file_name(), now, older_than, &mut report);
+            sweep_one(
+                &entry.path(),
+                &entry.file_name(),
+                now,
+                older_than,
+                &mut report,
+            );
         }
     }
     Ok(report)

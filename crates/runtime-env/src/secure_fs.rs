@@ -424,7 +424,11 @@ pub(crate) fn open_existing_private_file(path: &Path) -> Result<Option<File>, Fs
 /// Atomically replaces `dir/name` with `contents`: a 0600 temporary file in `dir`, fsync,
 /// rename, fsync of `dir`. `dir` must already have been checked. An existing `name` that is a
 /// symlink is replaced, never followed.
-pub(crate) fn write_private_file(dir: &Path, name: &str, contents: &[u8]) -> Result<PathBuf, FsError> {
+pub(crate) fn write_private_file(
+    dir: &Path,
+    name: &str,
+    contents: &[u8],
+) -> Result<PathBuf, FsError> {
     let target = dir.join(name);
     if let Ok(meta) = fs::symlink_metadata(&target)
         && meta.is_dir()
@@ -580,6 +584,11 @@ mod tests {
         // Writing over a symlink replaces the link, never the target.
         write_private_file(&root, "s.lock", b"new").expect("replace link");
         assert_eq!(fs::read(root.join("c.toml")).expect("read"), b"two");
-        assert!(!fs::symlink_metadata(root.join("s.lock")).expect("stat").file_type().is_symlink());
+        assert!(
+            !fs::symlink_metadata(root.join("s.lock"))
+                .expect("stat")
+                .file_type()
+                .is_symlink()
+        );
     }
 }

@@ -233,12 +233,7 @@ fn hash_dir(root: &Path) -> Option<blake3::Hash> {
 }
 
 /// Collects entries below `dir` (relative paths `/`-joined); `None` on any limit or error.
-fn collect(
-    dir: &Path,
-    prefix: &[u8],
-    depth: usize,
-    out: &mut Vec<(Vec<u8>, Entry)>,
-) -> Option<()> {
+fn collect(dir: &Path, prefix: &[u8], depth: usize, out: &mut Vec<(Vec<u8>, Entry)>) -> Option<()> {
     if depth > MAX_DIR_DEPTH {
         return None;
     }

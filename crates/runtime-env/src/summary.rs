@@ -76,9 +76,9 @@ impl RuntimeEnvSummary {
             session: env.level().session().cloned(),
             mode: env.mode(),
             tenancy: env.tenancy(),
-            root: env.root().map(|r| {
-                paths::render(r, &[("${BASE}", env.base_dir())])
-            }),
+            root: env
+                .root()
+                .map(|r| paths::render(r, &[("${BASE}", env.base_dir())])),
             paths,
             env_names: child.names(),
             injected_secrets: child.secret_names().map(str::to_owned).collect(),
