@@ -1,0 +1,333 @@
+//! The host environment as an explicit input, and the allow-listed child environment.
+//!
+//! A [`ChildEnv`] is assembled in a fixed order:
+//!
+//! 1. it starts empty;
+//! 2. host variables on the allow-list ([`ALLOWED_HOST_VARS`], plus every `LC_*`) are copied;
+//! 3. caller-supplied plain variables are added;
+//! 4. the namespace variables (HOME, XDG_*, TMPDIR and each runtime's state variable) are set;
+//! 5. explicitly injected secrets are added.
+//!
+//! Credential variables ([`CREDENTIAL_VARS`] and names that look like credentials, see
+//! [`is_credential_var`]) are never copied from the host; the only way to pass one is to inject
+//! it as a [`SecretString`].
+//!
+//! Values of a `ChildEnv` leave it only through [`ChildEnv::apply_to`], which configures a
+//! [`std::process::Command`] (convert that into a `tokio::process::Command` with `From` when
+//! needed). `Debug` prints variable names only, and there is no `Serialize`.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::process::Command;
+
+use secrecy::{ExposeSecret, SecretString};
+
+/// Host variables copied into every child environment (besides `LC_*`).
+///
+/// Proxy variables may embed credentials (`http://user:pass@proxy`); they are copied because
+/// runtimes need them to reach their API, and like every value they never appear in a summary.
+pub const ALLOWED_HOST_VARS: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+];
+
+/// Prefixes of host variables copied into every child environment.
+pub const ALLOWED_HOST_PREFIXES: &[&str] = &["LC_"];
+
+/// Variables that carry credentials. Never copied from the host; pass them by injection.
+pub const CREDENTIAL_VARS: &[&str] = &[
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CURSOR_API_KEY",
+    "CURSOR_AUTH_TOKEN",
+    "CODEBUDDY_API_KEY",
+    "CODEBUDDY_AUTH_TOKEN",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+];
+
+/// Name suffixes that mark a variable as a credential.
+const CREDENTIAL_SUFFIXES: &[&str] = &[
+    "_API_KEY",
+    "_APIKEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_ACCESS_KEY",
+    "_PRIVATE_KEY",
+];
+
+/// The XDG search-path variables, set to the specification's defaults (never the host's, which
+/// may point into the host user's own directories).
+pub(crate) const XDG_SEARCH_DIRS: &[(&str, &str)] = &[
+    ("XDG_CONFIG_DIRS", "/etc/xdg"),
+    ("XDG_DATA_DIRS", "/usr/local/share:/usr/share"),
+];
+
+/// Whether `name` carries a credential: it is on [`CREDENTIAL_VARS`] or ends with `_API_KEY`,
+/// `_APIKEY`, `_TOKEN`, `_SECRET`, `_PASSWORD`, `_ACCESS_KEY` or `_PRIVATE_KEY` (ASCII case
+/// ignored).
+pub fn is_credential_var(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    CREDENTIAL_VARS.contains(&upper.as_str())
+        || CREDENTIAL_SUFFIXES.iter().any(|s| upper.ends_with(s))
+}
+
+/// Whether a host variable is copied into child environments.
+pub fn is_allowed_host_var(name: &str) -> bool {
+    !is_credential_var(name)
+        && (ALLOWED_HOST_VARS.contains(&name)
+            || ALLOWED_HOST_PREFIXES.iter().any(|p| name.starts_with(p)))
+}
+
+/// A variable name is `[A-Za-z_][A-Za-z0-9_]*`, at most 256 bytes.
+pub(crate) fn is_valid_var_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && name.len() <= 256
+}
+
+/// A snapshot of the host's environment, the only input from which child environments copy
+/// host variables.
+///
+/// Take one with [`HostEnv::capture`], or build one by hand in tests. `Debug` prints names only.
+#[derive(Clone, Default)]
+pub struct HostEnv {
+    vars: BTreeMap<OsString, OsString>,
+}
+
+impl HostEnv {
+    /// The current process environment (`std::env::vars_os`).
+    pub fn capture() -> Self {
+        Self::from_vars(std::env::vars_os())
+    }
+
+    /// An empty host environment: children get no host variable at all, not even PATH.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// A host environment made of the given pairs.
+    pub fn from_vars<I, K, V>(vars: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<OsString>,
+        V: Into<OsString>,
+    {
+        Self {
+            vars: vars
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// The variable names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &OsStr> {
+        self.vars.keys().map(OsString::as_os_str)
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&OsStr> {
+        self.vars.get(OsStr::new(name)).map(OsString::as_os_str)
+    }
+
+    /// An absolute, non-empty path value (the XDG rule: relative or empty values are ignored).
+    pub(crate) fn absolute_path(&self, name: &str) -> Option<std::path::PathBuf> {
+        let v = self.get(name)?;
+        let p = std::path::Path::new(v);
+        (!v.is_empty() && p.is_absolute()).then(|| p.to_owned())
+    }
+
+    pub(crate) fn allowed(&self) -> impl Iterator<Item = (&OsString, &OsString)> {
+        self.vars
+            .iter()
+            .filter(|(k, _)| k.to_str().is_some_and(is_allowed_host_var))
+    }
+}
+
+impl fmt::Debug for HostEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostEnv")
+            .field("names", &self.vars.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The environment of a child runtime process.
+///
+/// Built by [`RuntimeEnv`](crate::RuntimeEnv); see the [module documentation](self) for the
+/// order in which it is assembled.
+#[derive(Clone, Default)]
+pub struct ChildEnv {
+    vars: BTreeMap<OsString, OsString>,
+    secrets: BTreeMap<String, SecretString>,
+}
+
+impl ChildEnv {
+    pub(crate) fn set(&mut self, name: impl Into<OsString>, value: impl Into<OsString>) {
+        self.vars.insert(name.into(), value.into());
+    }
+
+    pub(crate) fn set_secret(&mut self, name: String, value: SecretString) {
+        self.vars.remove(OsStr::new(&name));
+        self.secrets.insert(name, value);
+    }
+
+    /// The value of a plain (non-secret) variable. Injected secrets are not readable.
+    pub fn get(&self, name: &str) -> Option<&OsStr> {
+        self.vars.get(OsStr::new(name)).map(OsString::as_os_str)
+    }
+
+    /// Whether the variable is set, plain or secret.
+    pub fn contains(&self, name: &str) -> bool {
+        self.vars.contains_key(OsStr::new(name)) || self.secrets.contains_key(name)
+    }
+
+    /// Every variable name, plain and secret, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .vars
+            .keys()
+            .map(|k| k.to_string_lossy().into_owned())
+            .chain(self.secrets.keys().cloned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Names of the injected secrets, sorted.
+    pub fn secret_names(&self) -> impl Iterator<Item = &str> {
+        self.secrets.keys().map(String::as_str)
+    }
+
+    pub(crate) fn secret_values(&self) -> impl Iterator<Item = &SecretString> {
+        self.secrets.values()
+    }
+
+    /// Replaces `cmd`'s environment with this one: `env_clear`, then every variable, secrets
+    /// included. This is the only way values leave a `ChildEnv`.
+    pub fn apply_to<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.env_clear();
+        cmd.envs(&self.vars);
+        for (name, value) in &self.secrets {
+            cmd.env(name, value.expose_secret());
+        }
+        cmd
+    }
+}
+
+impl fmt::Debug for ChildEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChildEnv")
+            .field("vars", &self.vars.keys().collect::<Vec<_>>())
+            .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_names() {
+        for n in CREDENTIAL_VARS {
+            assert!(is_credential_var(n), "{n}");
+            assert!(!is_allowed_host_var(n), "{n}");
+        }
+        assert!(is_credential_var("MY_MCP_TOKEN"));
+        assert!(is_credential_var("my_service_api_key"));
+        assert!(!is_credential_var("PATH"));
+        assert!(!is_credential_var("TOKENIZER_PARALLELISM"));
+    }
+
+    #[test]
+    fn allow_list() {
+        assert!(is_allowed_host_var("PATH"));
+        assert!(is_allowed_host_var("LC_ALL"));
+        assert!(is_allowed_host_var("https_proxy"));
+        assert!(!is_allowed_host_var("HOME"));
+        assert!(!is_allowed_host_var("CODEX_HOME"));
+        assert!(!is_allowed_host_var("XDG_CONFIG_HOME"));
+        assert!(!is_allowed_host_var("LD_PRELOAD"));
+        assert!(
+            !is_allowed_host_var("LC_SECRET"),
+            "credential-looking names lose"
+        );
+    }
+
+    #[test]
+    fn var_names() {
+        assert!(is_valid_var_name("A_1"));
+        assert!(is_valid_var_name("_x"));
+        for bad in ["", "1A", "A-B", "A=B", "A B", "Ä"] {
+            assert!(!is_valid_var_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn debug_prints_names_only() {
+        let host = HostEnv::from_vars([("OPENAI_API_KEY", "canary-host-1")]);
+        let dbg = format!("{host:?}");
+        assert!(
+            dbg.contains("OPENAI_API_KEY") && !dbg.contains("canary"),
+            "{dbg}"
+        );
+
+        let mut child = ChildEnv::default();
+        child.set("PATH", "/canary-path");
+        child.set_secret("TOK".into(), SecretString::from("canary-secret-2"));
+        let dbg = format!("{child:?}");
+        assert!(dbg.contains("PATH") && dbg.contains("TOK"), "{dbg}");
+        assert!(!dbg.contains("canary"), "{dbg}");
+        assert_eq!(child.get("TOK"), None);
+        assert!(child.contains("TOK"));
+        assert_eq!(child.names(), ["PATH", "TOK"]);
+    }
+
+    #[test]
+    fn apply_to_replaces_environment() {
+        let mut child = ChildEnv::default();
+        child.set("A", "1");
+        child.set_secret("S".into(), SecretString::from("v"));
+        let mut cmd = Command::new("true");
+        cmd.env("LEFTOVER", "x");
+        child.apply_to(&mut cmd);
+        let envs: Vec<_> = cmd.get_envs().collect();
+        assert!(envs.contains(&(OsStr::new("A"), Some(OsStr::new("1")))));
+        assert!(envs.contains(&(OsStr::new("S"), Some(OsStr::new("v")))));
+        assert!(!envs.iter().any(|(k, _)| *k == "LEFTOVER"));
+    }
+}

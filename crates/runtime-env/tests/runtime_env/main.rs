@@ -1,0 +1,15 @@
+//! Integration tests of runtime-env: one binary, one module per concern.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod auth;
+mod ephemeral;
+mod fake_cli;
+mod layout;
+mod locking;
+mod namespace_props;
+mod redaction;
+mod safety;
+mod secrets;
+mod snapshot;
+mod support;
+mod umask;

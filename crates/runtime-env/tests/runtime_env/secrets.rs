@@ -1,0 +1,171 @@
+//! The summary, `Debug` output and every error are free of canary secrets.
+
+use runtime_env::{CredentialNamespace, Error, IsolationMode, RuntimeKind, SessionId};
+use secrecy::SecretString;
+
+use crate::support::Sandbox;
+
+const INJECTED: &str = "canary-injected-secret-7d1";
+
+fn assert_clean(text: &str) {
+    assert!(!text.contains("canary"), "secret leaked: {text}");
+}
+
+#[test]
+fn summary_is_free_of_secrets() {
+    let sb = Sandbox::new();
+    let env = sb
+        .builder("user:alice")
+        .secret("ANTHROPIC_API_KEY", SecretString::from(INJECTED))
+        .secret("MY_MCP_TOKEN", SecretString::from(INJECTED))
+        .build()
+        .unwrap();
+    std::fs::write(
+        env.state_dir(RuntimeKind::Codex).join("auth.json"),
+        b"{\"refresh_token\":\"canary-on-disk\"}",
+    )
+    .unwrap();
+    let summary = env.summary();
+    let shown = summary.to_string();
+    let json = serde_json::to_string(&summary).unwrap();
+    for text in [&shown, &json, &format!("{summary:?}"), &format!("{env:?}")] {
+        assert_clean(text);
+        assert!(!text.contains("/home/host-user"), "{text}");
+    }
+    // Placeholder paths, names and statuses are there.
+    assert!(shown.contains("root: ${BASE}/ns/user.alice"), "{shown}");
+    assert!(shown.contains("HOME=${ROOT}/home"), "{shown}");
+    assert!(shown.contains("CODEX_HOME=${ROOT}/home/.codex"), "{shown}");
+    assert!(
+        shown.contains("secrets: ANTHROPIC_API_KEY MY_MCP_TOKEN"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("claude_code: logged_in=yes model=api_key_var label=env:ANTHROPIC_API_KEY"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("codex: logged_in=yes model=oauth_file label=file:${HOME}/.codex/auth.json"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("codex ${HOME}/.codex/auth.json credential_present"),
+        "{shown}"
+    );
+    assert!(json.contains("\"level\":\"namespaced\""), "{json}");
+    assert!(json.contains("\"mode\":\"subprocess\""), "{json}");
+    assert!(
+        json.contains("\"injected_secrets\":[\"ANTHROPIC_API_KEY\",\"MY_MCP_TOKEN\"]"),
+        "{json}"
+    );
+    // No absolute path of this machine at all.
+    assert!(!json.contains(sb.tmp.path().to_str().unwrap()), "{json}");
+}
+
+#[test]
+fn ephemeral_summary_names_the_session() {
+    let sb = Sandbox::new();
+    let env = sb
+        .builder("ci:job")
+        .level(runtime_env::IsolationLevel::Ephemeral(
+            SessionId::new("s-1").unwrap(),
+        ))
+        .build()
+        .unwrap();
+    let shown = env.summary().to_string();
+    assert!(
+        shown.starts_with(
+            "runtime env: namespace=ci:job level=ephemeral session=s-1 mode=subprocess"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("root: ${BASE}/ns/ci.job/sessions/s-1"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn builder_and_child_env_debug_are_free_of_secrets() {
+    let sb = Sandbox::new();
+    let builder = sb
+        .builder("user:a")
+        .secret("OPENAI_API_KEY", SecretString::from(INJECTED));
+    assert_clean(&format!("{builder:?}"));
+    let env = builder.build().unwrap();
+    assert_clean(&format!("{:?}", env.child_env()));
+}
+
+#[test]
+fn errors_are_free_of_secrets() {
+    let sb = Sandbox::new();
+    let mut errors: Vec<String> = vec![
+        // A secret passed where a name belongs (arguments swapped).
+        sb.builder("user:a")
+            .secret("canary-token-as-name", SecretString::from("OPENAI_API_KEY"))
+            .build()
+            .unwrap_err()
+            .to_string(),
+        // A credential given as a plain variable.
+        sb.builder("user:a")
+            .var("OPENAI_API_KEY", "canary-plain")
+            .build()
+            .unwrap_err()
+            .to_string(),
+        // Reserved and duplicate names with secret values.
+        sb.builder("user:a")
+            .secret("HOME", SecretString::from("canary-home"))
+            .build()
+            .unwrap_err()
+            .to_string(),
+        sb.builder("user:a")
+            .secret("T_TOKEN", SecretString::from("canary-1"))
+            .secret("T_TOKEN", SecretString::from("canary-2"))
+            .build()
+            .unwrap_err()
+            .to_string(),
+        // Namespaces and session ids carrying a secret-looking value.
+        CredentialNamespace::new("user:canary/../x")
+            .unwrap_err()
+            .to_string(),
+        CredentialNamespace::new("canary:\0")
+            .unwrap_err()
+            .to_string(),
+        SessionId::new("canary session").unwrap_err().to_string(),
+        // A policy error.
+        sb.builder("user:a")
+            .secret("OPENAI_API_KEY", SecretString::from("canary-p"))
+            .mode(IsolationMode::InProcess)
+            .build()
+            .unwrap_err()
+            .to_string(),
+    ];
+    // Runtime-file and file-system errors.
+    let env = sb
+        .builder("user:a")
+        .secret("OPENAI_API_KEY", SecretString::from("canary-q"))
+        .build()
+        .unwrap();
+    for rel in ["../canary", "auth.json"] {
+        let e = env
+            .write_runtime_file(RuntimeKind::Codex, rel, b"canary-content")
+            .unwrap_err();
+        errors.push(format!("{e} / {e:?}"));
+    }
+    std::fs::set_permissions(
+        env.home(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let fs_err: Error = sb
+        .builder("user:a")
+        .secret("OPENAI_API_KEY", SecretString::from("canary-r"))
+        .build()
+        .unwrap_err();
+    assert!(matches!(fs_err, Error::Fs(_)), "{fs_err}");
+    errors.push(format!("{fs_err} / {fs_err:?}"));
+    assert_eq!(errors.len(), 11);
+    for e in &errors {
+        assert_clean(e);
+    }
+}
