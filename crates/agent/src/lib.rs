@@ -1,14 +1,20 @@
-//! Agents and durable Threads.
-//!
-//! This crate will own `Agent`, `Thread` and the single run pipeline: attach run services,
-//! build the concrete and session views, take leases, decide resume or refuse, run the driver
-//! and persist the checkpoint.
-//!
-//! Invariants: a resume-only Thread never starts over; no secret value reaches a durable or
-//! public surface.
-//!
-//! It deliberately does not implement drivers or stores: it takes them as trait objects.
+//! Agents and durable Threads that resume safely across host restarts.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod agent;
+mod compat;
+mod error;
+mod events;
+mod pipeline;
+mod result;
+mod thread;
+
+pub use agent::{Agent, AgentBuilder, DEFAULT_LEASE_TTL, DEFAULT_TEARDOWN_BUDGET};
+pub use compat::{SCHEME_VERSION, SchemeMigration};
+pub use error::{BuildError, Incompatibility, ThreadError};
+pub use events::{RunStream, ThreadEvent, ThreadEventKind};
+pub use result::{RunResult, SessionOutcome};
+pub use thread::{Thread, ThreadCheckpoint};

@@ -1,0 +1,271 @@
+//! [`Agent`]: a driver, a thread store and run-service providers, built once without I/O.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use compat_fingerprint::Breakdown;
+use driver_spi::Driver;
+use run_service::{McpServer, RunId, RunServiceProvider, validate_run};
+use thread_store::ThreadStore;
+use tokio::sync::watch;
+
+use crate::compat::{Profile, SchemeMigration, static_components};
+use crate::{BuildError, Thread};
+
+/// The default time a Thread lease lives without renewal.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+/// The default time budget for tearing down one run (detaching its providers).
+pub const DEFAULT_TEARDOWN_BUDGET: Duration = Duration::from_secs(5);
+
+/// Runs agent runtimes through one driver, with durable Threads.
+///
+/// Cheap to clone (an `Arc`). Build it with [`Agent::builder`]; construction does no I/O.
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("driver", &self.inner.driver.descriptor().driver_type)
+            .field("providers", &self.inner.providers.len())
+            .field("has_store", &self.inner.store.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) driver: Arc<dyn Driver>,
+    pub(crate) store: Option<Arc<dyn ThreadStore>>,
+    pub(crate) providers: Vec<Arc<dyn RunServiceProvider>>,
+    pub(crate) host_mcp: Vec<McpServer>,
+    pub(crate) profile: Profile,
+    pub(crate) statics: Breakdown,
+    pub(crate) migrations: Vec<SchemeMigration>,
+    pub(crate) lease_ttl: Duration,
+    pub(crate) teardown_budget: Duration,
+    /// Prefix of lease owners: unique per agent instance, so two hosts never share one.
+    pub(crate) instance: String,
+    pub(crate) closed: AtomicBool,
+    /// Runs in flight, with the switch that cancels each.
+    pub(crate) runs: Mutex<HashMap<RunId, watch::Sender<bool>>>,
+    pub(crate) runs_done: tokio::sync::Notify,
+}
+
+impl Agent {
+    /// Starts building an agent around `driver`.
+    pub fn builder(driver: Arc<dyn Driver>) -> AgentBuilder {
+        AgentBuilder {
+            driver,
+            store: None,
+            providers: Vec::new(),
+            host_mcp: Vec::new(),
+            profile: Profile {
+                identity: "default".to_owned(),
+                ..Profile::default()
+            },
+            skills: Vec::new(),
+            migrations: Vec::new(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            teardown_budget: DEFAULT_TEARDOWN_BUDGET,
+        }
+    }
+
+    /// A Thread handle for `key`: its runs continue the stored conversation when the
+    /// configuration still matches, and otherwise start a new one. See [`Thread`].
+    pub fn thread(&self, key: impl Into<String>) -> Thread {
+        Thread::new(self.clone(), key.into())
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
+    }
+
+    /// Closes the agent: refuses new runs, cancels runs in flight and waits for their
+    /// teardown (bounded by the teardown budget), then closes every driver-owned process.
+    /// Idempotent: later calls return at once after the first finished.
+    pub async fn close(&self) {
+        let first = !self.inner.closed.swap(true, Ordering::SeqCst);
+        let cancels: Vec<watch::Sender<bool>> = match self.inner.runs.lock() {
+            Ok(runs) => runs.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        };
+        for cancel in &cancels {
+            let _ = cancel.send(true);
+        }
+        // Processes first (a run stuck on a process is unblocked), then wait for teardown,
+        // then again for anything a draining run started.
+        self.close_processes().await;
+        let budget = self.inner.teardown_budget.saturating_mul(2);
+        let _ = tokio::time::timeout(budget, self.wait_for_runs()).await;
+        self.close_processes().await;
+        if first {
+            tracing::debug!(cancelled_runs = cancels.len(), "agent closed");
+        }
+    }
+
+    async fn close_processes(&self) {
+        if let Some(lifecycle) = self.inner.driver.process_lifecycle() {
+            let _ =
+                tokio::time::timeout(self.inner.teardown_budget, lifecycle.close_processes()).await;
+        }
+    }
+
+    async fn wait_for_runs(&self) {
+        loop {
+            let notified = self.inner.runs_done.notified();
+            let empty = self.inner.runs.lock().map(|r| r.is_empty()).unwrap_or(true);
+            if empty {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Builds an [`Agent`]. See [`Agent::builder`].
+pub struct AgentBuilder {
+    driver: Arc<dyn Driver>,
+    store: Option<Arc<dyn ThreadStore>>,
+    providers: Vec<Arc<dyn RunServiceProvider>>,
+    host_mcp: Vec<McpServer>,
+    profile: Profile,
+    skills: Vec<(String, String)>,
+    migrations: Vec<SchemeMigration>,
+    lease_ttl: Duration,
+    teardown_budget: Duration,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("providers", &self.providers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The thread store. Without one, Thread runs fail with
+    /// [`ThreadError::StoreRequired`](crate::ThreadError::StoreRequired).
+    pub fn store(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Adds a run-service provider. Providers attach in the order added; adding the same
+    /// provider (the same `Arc`) twice keeps the first.
+    pub fn provider(mut self, provider: Arc<dyn RunServiceProvider>) -> Self {
+        // Compare data pointers only: vtable pointers of one type may differ across units.
+        let ptr = Arc::as_ptr(&provider).cast::<()>();
+        if !self
+            .providers
+            .iter()
+            .any(|p| std::ptr::eq(Arc::as_ptr(p).cast::<()>(), ptr))
+        {
+            self.providers.push(provider);
+        }
+        self
+    }
+
+    /// Declares an MCP server of the host's own. It is always compared exactly: no
+    /// provider's compatibility tuple ever covers it.
+    pub fn mcp_server(mut self, server: McpServer) -> Self {
+        self.host_mcp.push(server);
+        self
+    }
+
+    /// The model.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.profile.model = Some(model.into());
+        self
+    }
+
+    /// The instructions (system prompt addition).
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.profile.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The workspace (working directory) of runs.
+    pub fn workspace(mut self, workspace: impl Into<String>) -> Self {
+        self.profile.workspace = Some(workspace.into());
+        self
+    }
+
+    /// The agent identity stored with every Thread (default `default`).
+    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+        self.profile.identity = identity.into();
+        self
+    }
+
+    /// Declares a skill by name and revision.
+    pub fn skill(mut self, name: impl Into<String>, revision: impl Into<String>) -> Self {
+        self.skills.push((name.into(), revision.into()));
+        self
+    }
+
+    /// Adds a profile resource (for example an instructions file the runtime reads), by name
+    /// and content.
+    pub fn profile_resource(mut self, name: impl Into<String>, content: impl Into<String>) -> Self {
+        self.profile.resources.insert(name.into(), content.into());
+        self
+    }
+
+    /// Accepts Threads stored under an older fingerprint scheme, for exactly this pair of
+    /// identities.
+    pub fn scheme_migration(mut self, migration: SchemeMigration) -> Self {
+        self.migrations.push(migration);
+        self
+    }
+
+    /// How long a Thread lease lives without renewal (default 30 s). Runs renew at a third.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// The time budget for one run's teardown (default 5 s): a hung provider cannot stall it.
+    pub fn teardown_budget(mut self, budget: Duration) -> Self {
+        self.teardown_budget = budget;
+        self
+    }
+
+    /// Validates the configuration and builds the agent. No I/O happens here.
+    pub fn build(mut self) -> Result<Agent, BuildError> {
+        self.driver.validate_config()?;
+        validate_run(&[], &self.host_mcp).map_err(BuildError::HostMcp)?;
+        let identity = &self.profile.identity;
+        if identity.trim().is_empty() || identity.chars().any(char::is_control) {
+            return Err(BuildError::Identity);
+        }
+        let mut skills = BTreeMap::new();
+        for (name, revision) in std::mem::take(&mut self.skills) {
+            if name.is_empty() || revision.is_empty() || skills.insert(name, revision).is_some() {
+                return Err(BuildError::Skill);
+            }
+        }
+        self.profile.skills = skills;
+        let statics = static_components(self.driver.as_ref(), &self.profile);
+        Ok(Agent {
+            inner: Arc::new(Inner {
+                driver: self.driver,
+                store: self.store,
+                providers: self.providers,
+                host_mcp: self.host_mcp,
+                profile: self.profile,
+                statics,
+                migrations: self.migrations,
+                lease_ttl: self.lease_ttl.max(Duration::from_millis(100)),
+                teardown_budget: self.teardown_budget,
+                instance: format!("agent-{}", uuid::Uuid::now_v7().simple()),
+                closed: AtomicBool::new(false),
+                runs: Mutex::new(HashMap::new()),
+                runs_done: tokio::sync::Notify::new(),
+            }),
+        })
+    }
+}

@@ -1,0 +1,199 @@
+//! The errors a Thread run can end with, and the self-explaining incompatibility.
+
+use std::fmt;
+
+use compat_fingerprint::{Change, ComponentChange};
+use driver_spi::{FailureKind, ResumeRejectReason};
+use run_service::ValidationError;
+use thread_store::StoreError;
+
+/// Why a stored Thread may not be resumed: which components of its compatibility fingerprint
+/// changed. Components are fixed names (`model`, `driver_config`, …) or digests
+/// (`attachment.semantic:1bd2edb8788d`, `mcp:…`): never raw provider strings or secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incompatibility {
+    changes: Vec<ComponentChange>,
+    scheme: Option<(u32, u32)>,
+}
+
+impl Incompatibility {
+    pub(crate) fn components(changes: Vec<ComponentChange>) -> Self {
+        Self {
+            changes,
+            scheme: None,
+        }
+    }
+
+    pub(crate) fn scheme(stored: u32, current: u32) -> Self {
+        Self {
+            changes: Vec::new(),
+            scheme: Some((stored, current)),
+        }
+    }
+
+    /// The components that differ between the stored Thread and this run, sorted by name.
+    pub fn changes(&self) -> &[ComponentChange] {
+        &self.changes
+    }
+
+    /// `(stored, current)` when the stored record was written under another fingerprint scheme.
+    pub fn scheme_change(&self) -> Option<(u32, u32)> {
+        self.scheme
+    }
+
+    /// Whether a component with exactly this name changed, was added or was removed.
+    pub fn names(&self, component: &str) -> bool {
+        self.changes.iter().any(|c| c.name.as_str() == component)
+    }
+
+    /// Whether a component whose name starts with `prefix` changed (for example
+    /// `attachment.semantic:`).
+    pub fn names_prefix(&self, prefix: &str) -> bool {
+        self.changes
+            .iter()
+            .any(|c| c.name.as_str().starts_with(prefix))
+    }
+}
+
+impl fmt::Display for Incompatibility {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((stored, current)) = self.scheme {
+            return write!(
+                f,
+                "fingerprint scheme changed (stored v{stored}, current v{current}) and no migration record covers it"
+            );
+        }
+        f.write_str("changed components: ")?;
+        for (i, c) in self.changes.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            let what = match c.change {
+                Change::Added => "added",
+                Change::Removed => "removed",
+                _ => "changed",
+            };
+            write!(f, "{} ({what})", c.name)?;
+        }
+        Ok(())
+    }
+}
+
+/// How a Thread run failed. Callers branch on the variant; messages never contain a secret
+/// value or a provider-supplied identity string.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ThreadError {
+    /// The agent has no thread store, so Threads cannot be used.
+    #[error("this agent has no thread store; build it with a store to use Threads")]
+    StoreRequired,
+    /// Nothing is stored under the key (resume-only, fork parent, or checkpoint lookup).
+    #[error("no thread is stored under key {key:?}")]
+    NotFound {
+        /// The Thread key.
+        key: String,
+    },
+    /// Another run holds the Thread's lease.
+    #[error("thread {key:?} is busy: another run holds its lease")]
+    Busy {
+        /// The Thread key.
+        key: String,
+    },
+    /// The stored conversation may not continue under the current configuration. Nothing ran.
+    #[error("thread {key:?} is incompatible with the current configuration: {incompatibility}")]
+    Incompatible {
+        /// The Thread key.
+        key: String,
+        /// What changed.
+        incompatibility: Incompatibility,
+    },
+    /// The Thread's lease expired or was taken over while the run was in flight; nothing was
+    /// persisted.
+    #[error("thread {key:?} lost its lease during the run; nothing was persisted")]
+    LeaseLost {
+        /// The Thread key.
+        key: String,
+    },
+    /// A record exists but holds no resumable checkpoint.
+    #[error("thread {key:?} has no resumable checkpoint")]
+    CheckpointMissing {
+        /// The Thread key.
+        key: String,
+    },
+    /// A fork target key is already taken.
+    #[error("thread {key:?} already exists")]
+    AlreadyExists {
+        /// The Thread key.
+        key: String,
+    },
+    /// The driver refused to continue the stored session (unknown, expired, guard mismatch).
+    #[error("the driver rejected the resume: {reason}")]
+    ResumeRejected {
+        /// Why.
+        reason: ResumeRejectReason,
+    },
+    /// A run-service attachment is invalid. Nothing launched; every provider was detached.
+    #[error("invalid run-service attachment: {0}")]
+    InvalidAttachment(#[from] ValidationError),
+    /// A run-service provider failed to attach. Providers attached before it were detached.
+    #[error("run-service provider {index} failed to attach: {message}")]
+    Provider {
+        /// The provider's position in the agent's provider list.
+        index: usize,
+        /// The provider's message, with secrets redacted.
+        message: String,
+    },
+    /// The driver failed. The message is redacted.
+    #[error("driver failed ({kind:?}): {message}")]
+    Driver {
+        /// The failure class.
+        kind: FailureKind,
+        /// Redacted detail.
+        message: String,
+    },
+    /// The run was cancelled (the agent closed, or the stream was dropped).
+    #[error("the run was cancelled")]
+    Cancelled,
+    /// The agent is closed.
+    #[error("the agent is closed")]
+    Closed,
+    /// The thread key is not usable.
+    #[error("invalid thread key: {reason}")]
+    InvalidKey {
+        /// Why.
+        reason: &'static str,
+    },
+    /// The thread store failed.
+    #[error("thread store error: {0}")]
+    Store(StoreError),
+}
+
+impl ThreadError {
+    /// The incompatibility, when this is [`ThreadError::Incompatible`].
+    pub fn incompatibility(&self) -> Option<&Incompatibility> {
+        match self {
+            Self::Incompatible {
+                incompatibility, ..
+            } => Some(incompatibility),
+            _ => None,
+        }
+    }
+}
+
+/// Building an [`Agent`](crate::Agent) failed. Nothing was started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The driver rejected its own construction config.
+    #[error("driver config is invalid: {0}")]
+    DriverConfig(#[from] driver_spi::ConfigError),
+    /// A host-declared MCP server is invalid.
+    #[error("invalid host MCP server: {0}")]
+    HostMcp(ValidationError),
+    /// The agent identity is empty or has control characters.
+    #[error("agent identity must be non-empty text without control characters")]
+    Identity,
+    /// A skill was declared twice or with an empty name or revision.
+    #[error("skills need unique, non-empty names and revisions")]
+    Skill,
+}

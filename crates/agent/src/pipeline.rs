@@ -1,0 +1,634 @@
+//! The one pipeline every Thread run goes through.
+//!
+//! 1. Validate the thread contract. 2. Attach every provider in order (unwinding in reverse on
+//! failure) and validate all attachments. 3. Build the concrete and session views. 4. Take the
+//! Thread's lease, resolve the stored record and decide: resume, start fresh, fork or refuse,
+//! before the driver runs. 5. Run the driver with the concrete request, renewing the lease.
+//! 6. Persist only a clean success with a valid checkpoint. 7. Tear down within a budget.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use compat_fingerprint::{Breakdown, ComponentChange, Fingerprint};
+use driver_spi::{DriverError, FailureKind, Request, Response, RuntimePayload, SessionContext};
+use run_service::{ExposeSecret, RunAttachment, RunId, RunServiceProvider, RunViews, build_views};
+use runtime_env::Redactor;
+use thread_store::{
+    Compatibility, FinalizeRequest, Lease, Query, RecordStatus, StoreError, ThreadRecord,
+    ThreadStore, Timestamp,
+};
+use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
+
+use crate::compat::{SCHEME_VERSION, profile_payload, thread_breakdown, thread_fingerprint};
+use crate::events::CoreSink;
+use crate::thread::{Mode, Thread};
+use crate::{
+    Incompatibility, RunResult, SessionOutcome, ThreadError, ThreadEvent, ThreadEventKind,
+};
+
+const MAX_KEY_LEN: usize = 512;
+
+/// Thread keys are host-chosen names: non-empty, bounded, no control characters.
+pub(crate) fn check_key(key: &str) -> Result<(), ThreadError> {
+    if key.trim().is_empty() {
+        return Err(ThreadError::InvalidKey { reason: "empty" });
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(ThreadError::InvalidKey {
+            reason: "longer than 512 bytes",
+        });
+    }
+    if key.chars().any(char::is_control) {
+        return Err(ThreadError::InvalidKey {
+            reason: "contains a control character",
+        });
+    }
+    Ok(())
+}
+
+/// Resolves when the run is cancelled; pends forever if nobody can cancel it any more.
+async fn cancelled(mut cancel: watch::Receiver<bool>) {
+    loop {
+        if *cancel.borrow_and_update() {
+            return;
+        }
+        if cancel.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+pub(crate) async fn execute(
+    thread: &Thread,
+    prompt: String,
+    run_id: RunId,
+    events: mpsc::UnboundedSender<ThreadEvent>,
+    cancel: watch::Receiver<bool>,
+) -> Result<RunResult, ThreadError> {
+    let span = tracing::info_span!("thread_run", run_id = %run_id, key = %thread.key, resume_only = thread.mode == Mode::ResumeOnly);
+    async move {
+        let outcome = execute_inner(thread, prompt, &run_id, events, cancel).await;
+        match &outcome {
+            Ok(result) => tracing::info!(session = ?result.session, persisted = result.record_id.is_some(), "run finished"),
+            Err(error) => tracing::info!(error = %error, "run failed"),
+        }
+        outcome
+    }
+    .instrument(span)
+    .await
+}
+
+async fn execute_inner(
+    thread: &Thread,
+    prompt: String,
+    run_id: &RunId,
+    events: mpsc::UnboundedSender<ThreadEvent>,
+    cancel: watch::Receiver<bool>,
+) -> Result<RunResult, ThreadError> {
+    let inner = &thread.agent.inner;
+    // 1. The thread contract.
+    let store = inner.store.clone().ok_or(ThreadError::StoreRequired)?;
+    check_key(&thread.key)?;
+    if let Some(parent) = &thread.fork_from {
+        check_key(parent)?;
+    }
+
+    // 2. Attach providers in order; unwind in reverse if one fails.
+    let mut attached: Vec<Arc<dyn RunServiceProvider>> = Vec::new();
+    let mut attachments: Vec<RunAttachment> = Vec::new();
+    for (index, provider) in inner.providers.iter().enumerate() {
+        if *cancel.borrow() {
+            detach_all(&attached, run_id, inner.teardown_budget).await;
+            return Err(ThreadError::Cancelled);
+        }
+        match provider.attach_run(run_id).await {
+            Ok(attachment) => {
+                attached.push(Arc::clone(provider));
+                attachments.push(attachment);
+            }
+            Err(error) => {
+                detach_all(&attached, run_id, inner.teardown_budget).await;
+                let secrets = attachments.iter().flat_map(secret_values);
+                let message = Redactor::with_secrets(secrets)
+                    .redact(error.message())
+                    .into_owned();
+                tracing::debug!(provider = index, "provider failed to attach");
+                return Err(ThreadError::Provider { index, message });
+            }
+        }
+    }
+
+    let redactor = Redactor::with_secrets(attachments.iter().flat_map(secret_values));
+    let sink = Arc::new(CoreSink::new(run_id.clone(), redactor.clone(), events));
+    let result = attached_run(
+        thread,
+        &store,
+        prompt,
+        run_id,
+        &mut attachments,
+        &sink,
+        &redactor,
+        cancel,
+    )
+    .await;
+    if !sink.ended() {
+        sink.push(match &result {
+            Ok(_) => ThreadEventKind::RunFinished,
+            Err(ThreadError::Driver { kind, .. }) => ThreadEventKind::RunFailed { kind: *kind },
+            Err(_) => ThreadEventKind::RunFailed {
+                kind: FailureKind::Other,
+            },
+        });
+    }
+    // 7. Teardown, bounded.
+    detach_all(&attached, run_id, inner.teardown_budget).await;
+    result
+}
+
+fn secret_values(attachment: &RunAttachment) -> Vec<secrecy::SecretString> {
+    attachment
+        .services
+        .iter()
+        .flat_map(|s| s.secret_env.iter())
+        .map(|b| secrecy::SecretString::from(b.value().expose_secret().to_owned()))
+        .collect()
+}
+
+async fn detach_all(attached: &[Arc<dyn RunServiceProvider>], run_id: &RunId, budget: Duration) {
+    let detach = async {
+        for provider in attached.iter().rev() {
+            if provider.detach_run(run_id).await.is_err() {
+                tracing::debug!("provider failed to detach");
+            }
+        }
+    };
+    if tokio::time::timeout(budget, detach).await.is_err() {
+        tracing::warn!(
+            budget_ms = budget.as_millis() as u64,
+            "provider teardown exceeded its budget"
+        );
+    }
+}
+
+/// What step 4 decided.
+enum Plan {
+    Start {
+        archive: Option<ThreadRecord>,
+        changes: Option<Vec<ComponentChange>>,
+    },
+    Resume {
+        record: ThreadRecord,
+    },
+    Fork {
+        parent: ThreadRecord,
+    },
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one pipeline step with its whole context"
+)]
+async fn attached_run(
+    thread: &Thread,
+    store: &Arc<dyn ThreadStore>,
+    prompt: String,
+    run_id: &RunId,
+    attachments: &mut [RunAttachment],
+    sink: &Arc<CoreSink>,
+    redactor: &Redactor,
+    cancel: watch::Receiver<bool>,
+) -> Result<RunResult, ThreadError> {
+    let inner = &thread.agent.inner;
+    // 2b and 3. Validate everything and build both views before anything launches.
+    let views = build_views(attachments, &inner.host_mcp)?;
+    let breakdown = thread_breakdown(&inner.statics, &views);
+    let fingerprint = thread_fingerprint(&breakdown);
+
+    // 4. Lease, resolve, decide.
+    let owner = format!("{}/{}", inner.instance, run_id);
+    let target = format!("thread:{}", thread.key);
+    let lease = store
+        .acquire_lease(&target, &owner, inner.lease_ttl)
+        .await
+        .map_err(|e| store_error(e, &thread.key))?;
+    let outcome = leased_run(
+        thread,
+        store,
+        prompt,
+        run_id,
+        attachments,
+        sink,
+        redactor,
+        cancel,
+        &views,
+        &breakdown,
+        fingerprint,
+        lease.clone(),
+    )
+    .await;
+    if outcome
+        .as_ref()
+        .is_err_and(|e| !matches!(e, ThreadError::LeaseLost { .. }))
+    {
+        // Best effort: an unreleased lease expires after its TTL anyway.
+        let _ = store.release_lease(&lease).await;
+    }
+    outcome
+}
+
+fn store_error(error: StoreError, key: &str) -> ThreadError {
+    match error {
+        StoreError::Busy { .. } => ThreadError::Busy {
+            key: key.to_owned(),
+        },
+        StoreError::LeaseLost { .. } => ThreadError::LeaseLost {
+            key: key.to_owned(),
+        },
+        StoreError::AlreadyExists { .. } => ThreadError::AlreadyExists {
+            key: key.to_owned(),
+        },
+        other => ThreadError::Store(other),
+    }
+}
+
+fn check_compatibility(
+    thread: &Thread,
+    record: &ThreadRecord,
+    breakdown: &Breakdown,
+    fingerprint: Fingerprint,
+) -> Result<(), Incompatibility> {
+    let stored = &record.compatibility;
+    if stored.scheme_version != SCHEME_VERSION {
+        let migrated = thread.agent.inner.migrations.iter().any(|m| {
+            m.from_scheme == stored.scheme_version
+                && m.from == stored.fingerprint
+                && m.to == fingerprint
+        });
+        return if migrated {
+            Ok(())
+        } else {
+            Err(Incompatibility::scheme(
+                stored.scheme_version,
+                SCHEME_VERSION,
+            ))
+        };
+    }
+    if stored.fingerprint == fingerprint {
+        return Ok(());
+    }
+    Err(Incompatibility::components(
+        stored.components.diff(breakdown),
+    ))
+}
+
+async fn decide(
+    thread: &Thread,
+    store: &Arc<dyn ThreadStore>,
+    breakdown: &Breakdown,
+    fingerprint: Fingerprint,
+) -> Result<Plan, ThreadError> {
+    let key = &thread.key;
+    let resolve = |k: &str| {
+        let query = Query::key(k.to_owned());
+        async move { store.resolve(&query).await }
+    };
+    if let Some(parent_key) = &thread.fork_from {
+        if resolve(key).await.map_err(ThreadError::Store)?.is_some() {
+            return Err(ThreadError::AlreadyExists { key: key.clone() });
+        }
+        let parent = resolve(parent_key)
+            .await
+            .map_err(ThreadError::Store)?
+            .ok_or_else(|| ThreadError::NotFound {
+                key: parent_key.clone(),
+            })?;
+        check_compatibility(thread, &parent, breakdown, fingerprint).map_err(
+            |incompatibility| ThreadError::Incompatible {
+                key: parent_key.clone(),
+                incompatibility,
+            },
+        )?;
+        if parent.state.resume_id.trim().is_empty() {
+            return Err(ThreadError::CheckpointMissing {
+                key: parent_key.clone(),
+            });
+        }
+        return Ok(Plan::Fork { parent });
+    }
+    let resume_only = thread.mode == Mode::ResumeOnly;
+    let Some(record) = resolve(key).await.map_err(ThreadError::Store)? else {
+        return if resume_only {
+            Err(ThreadError::NotFound { key: key.clone() })
+        } else {
+            Ok(Plan::Start {
+                archive: None,
+                changes: None,
+            })
+        };
+    };
+    match check_compatibility(thread, &record, breakdown, fingerprint) {
+        Ok(()) if record.state.resume_id.trim().is_empty() => {
+            if resume_only {
+                Err(ThreadError::CheckpointMissing { key: key.clone() })
+            } else {
+                Ok(Plan::Start {
+                    archive: Some(record),
+                    changes: None,
+                })
+            }
+        }
+        Ok(()) => Ok(Plan::Resume { record }),
+        Err(incompatibility) if resume_only => Err(ThreadError::Incompatible {
+            key: key.clone(),
+            incompatibility,
+        }),
+        Err(incompatibility) => Ok(Plan::Start {
+            archive: Some(record),
+            changes: Some(incompatibility.changes().to_vec()),
+        }),
+    }
+}
+
+fn to_driver_state(state: &thread_store::SessionState) -> driver_spi::SessionState {
+    let mut s = driver_spi::SessionState::new(state.resume_id.clone());
+    s.display_id = state.display_id.clone();
+    s.data = state.data.clone();
+    s
+}
+
+fn to_store_state(state: &driver_spi::SessionState) -> thread_store::SessionState {
+    thread_store::SessionState {
+        resume_id: state.resume_id.clone(),
+        display_id: state.display_id.clone(),
+        data: state.data.clone(),
+    }
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one pipeline step with its whole context"
+)]
+async fn leased_run(
+    thread: &Thread,
+    store: &Arc<dyn ThreadStore>,
+    prompt: String,
+    run_id: &RunId,
+    attachments: &mut [RunAttachment],
+    sink: &Arc<CoreSink>,
+    redactor: &Redactor,
+    cancel: watch::Receiver<bool>,
+    views: &RunViews,
+    breakdown: &Breakdown,
+    fingerprint: Fingerprint,
+    lease: Lease,
+) -> Result<RunResult, ThreadError> {
+    let inner = &thread.agent.inner;
+    let mut plan = decide(thread, store, breakdown, fingerprint).await?;
+    tracing::debug!(
+        plan = match &plan {
+            Plan::Start { changes: None, .. } => "start",
+            Plan::Start { .. } => "restart",
+            Plan::Resume { .. } => "resume",
+            Plan::Fork { .. } => "fork",
+        },
+        "compatibility decided"
+    );
+
+    // 5. The concrete request: current endpoints and credentials, exactly.
+    let services: Vec<_> = attachments
+        .iter()
+        .flat_map(|a| a.services.iter().cloned())
+        .collect();
+    let mut mcp: Vec<_> = services.iter().filter_map(|s| s.mcp.clone()).collect();
+    mcp.extend(inner.host_mcp.iter().cloned());
+    let mut base = Request::new(
+        run_id.clone(),
+        prompt,
+        profile_payload(&inner.profile, views),
+    )
+    .with_runtime(RuntimePayload::from_services(services))
+    .with_mcp(mcp);
+    if let Some(workspace) = &inner.profile.workspace {
+        base = base.with_workspace(workspace.clone());
+    }
+    if let Some(model) = &inner.profile.model {
+        base = base.with_model(model.clone());
+    }
+    if let Some(instructions) = &inner.profile.instructions {
+        base = base.with_instructions(instructions.clone());
+    }
+
+    // Provider event streams run alongside the driver.
+    let forwarders: Vec<_> = attachments
+        .iter_mut()
+        .filter_map(|a| a.events.take())
+        .map(|events| {
+            let sink = Arc::clone(sink);
+            tokio::spawn(async move {
+                let mut stream = events.into_inner();
+                while let Some(event) =
+                    std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
+                {
+                    sink.service_event(event);
+                }
+            })
+        })
+        .collect();
+
+    let mut lease = lease;
+    let mut rejected = false;
+    let response = loop {
+        let session = match &plan {
+            Plan::Start { .. } => SessionContext::start(),
+            Plan::Resume { record } if thread.mode == Mode::ResumeOnly => {
+                SessionContext::continue_only(to_driver_state(&record.state))
+            }
+            Plan::Resume { record } => {
+                SessionContext::continue_or_start(to_driver_state(&record.state))
+            }
+            Plan::Fork { parent } => SessionContext::fork(to_driver_state(&parent.state)),
+        };
+        let request = base.clone().with_session(session);
+        match drive(thread, store, request, sink, &mut lease, cancel.clone()).await {
+            Err(ThreadError::ResumeRejected { .. })
+                if thread.mode == Mode::ContinueOrStart
+                    && matches!(plan, Plan::Resume { .. })
+                    && !rejected =>
+            {
+                // The driver does not know the stored session any more: start over, once.
+                rejected = true;
+                let Plan::Resume { record } = plan else {
+                    unreachable!("matched above")
+                };
+                plan = Plan::Start {
+                    archive: Some(record),
+                    changes: None,
+                };
+            }
+            other => break other,
+        }
+    };
+    for forwarder in forwarders {
+        forwarder.abort();
+    }
+    let response = response?;
+
+    if !response.is_clean() {
+        let (kind, message) = match &response.failure {
+            Some(failure) => (failure.kind, redactor.redact(&failure.message).into_owned()),
+            None => (
+                FailureKind::Other,
+                format!("exit status {:?}", response.exit),
+            ),
+        };
+        return Err(ThreadError::Driver { kind, message });
+    }
+
+    // 6. Persist a clean success with a valid checkpoint.
+    let session = match &plan {
+        Plan::Start {
+            changes: Some(c), ..
+        } => SessionOutcome::Restarted { changes: c.clone() },
+        Plan::Start { .. } if rejected => SessionOutcome::RestartedAfterRejection,
+        Plan::Start { .. } => SessionOutcome::Started,
+        Plan::Resume { .. } => SessionOutcome::Resumed,
+        Plan::Fork { parent } => SessionOutcome::Forked {
+            parent: parent.id.clone(),
+        },
+    };
+    let record_id = match response.persistable_checkpoint() {
+        Some(state) => {
+            Some(persist(thread, store, &plan, breakdown, fingerprint, state, lease).await?)
+        }
+        None => {
+            let _ = store.release_lease(&lease).await;
+            None
+        }
+    };
+    Ok(RunResult {
+        run_id: run_id.clone(),
+        output: redactor.redact(&response.output).into_owned(),
+        exit: response.exit,
+        usage: response.usage.clone(),
+        session,
+        record_id,
+        events: Vec::new(),
+    })
+}
+
+/// Runs the driver, renewing the lease at a third of its TTL, until it returns, the run is
+/// cancelled, or the lease is lost (then the driver future is dropped, which stops it).
+async fn drive(
+    thread: &Thread,
+    store: &Arc<dyn ThreadStore>,
+    request: Request,
+    sink: &Arc<CoreSink>,
+    lease: &mut Lease,
+    cancel: watch::Receiver<bool>,
+) -> Result<Response, ThreadError> {
+    let inner = &thread.agent.inner;
+    let ttl = inner.lease_ttl;
+    let sink_dyn: Arc<dyn driver_spi::EventSink> =
+        Arc::clone(sink) as Arc<dyn driver_spi::EventSink>;
+    let run = inner.driver.run(request, sink_dyn);
+    tokio::pin!(run);
+    let cancelled = cancelled(cancel);
+    tokio::pin!(cancelled);
+    loop {
+        tokio::select! {
+            result = &mut run => {
+                return result.map_err(|e| driver_error(e, thread));
+            }
+            () = &mut cancelled => return Err(ThreadError::Cancelled),
+            () = tokio::time::sleep(ttl / 3) => {
+                match store.renew_lease(lease, ttl).await {
+                    Ok(renewed) => *lease = renewed,
+                    Err(StoreError::LeaseLost { .. }) => {
+                        tracing::warn!("lease lost while the driver ran; stopping the run");
+                        return Err(ThreadError::LeaseLost { key: thread.key.clone() });
+                    }
+                    // A transient store failure: keep running; the next renewal retries,
+                    // and a real loss shows up as LeaseLost at renew or finalize.
+                    Err(_) => tracing::debug!("lease renewal failed; retrying"),
+                }
+            }
+        }
+    }
+}
+
+fn driver_error(error: DriverError, thread: &Thread) -> ThreadError {
+    let _ = thread;
+    match error {
+        DriverError::ResumeRejected { reason } => ThreadError::ResumeRejected { reason },
+        DriverError::Cancelled => ThreadError::Cancelled,
+        DriverError::Failed(failure) => ThreadError::Driver {
+            kind: failure.kind,
+            message: failure.kind.to_string(),
+        },
+        other => ThreadError::Driver {
+            kind: FailureKind::Other,
+            message: other.to_string(),
+        },
+    }
+}
+
+async fn persist(
+    thread: &Thread,
+    store: &Arc<dyn ThreadStore>,
+    plan: &Plan,
+    breakdown: &Breakdown,
+    fingerprint: Fingerprint,
+    state: &driver_spi::SessionState,
+    lease: Lease,
+) -> Result<thread_store::RecordId, ThreadError> {
+    let inner = &thread.agent.inner;
+    let now = Timestamp::now();
+    let compatibility = Compatibility {
+        fingerprint,
+        scheme_version: SCHEME_VERSION,
+        components: breakdown.clone(),
+    };
+    let descriptor = inner.driver.descriptor();
+    let codec = inner
+        .driver
+        .session_codec()
+        .map(|c| c.name().to_owned())
+        .unwrap_or_default();
+    let fresh = || {
+        ThreadRecord::new(
+            thread.key.clone(),
+            descriptor.driver_type.clone(),
+            inner.profile.identity.clone(),
+            compatibility.clone(),
+            codec.clone(),
+            to_store_state(state),
+            now,
+        )
+    };
+    let request = match plan {
+        Plan::Resume { record } => {
+            let mut updated = record.clone();
+            updated.state = to_store_state(state);
+            updated.compatibility = compatibility.clone();
+            updated.status = RecordStatus::Active;
+            updated.updated_at = now;
+            FinalizeRequest::new(updated)
+        }
+        Plan::Start {
+            archive: Some(old), ..
+        } => FinalizeRequest::new(fresh())
+            .archive_previous(old.id.clone())
+            .rebind_key(),
+        Plan::Start { archive: None, .. } => FinalizeRequest::new(fresh()).rebind_key(),
+        Plan::Fork { .. } => FinalizeRequest::new(fresh())
+            .require_key_absent()
+            .rebind_key(),
+    };
+    let id = request.record.id.clone();
+    store
+        .finalize(&request.holding(lease).release_leases())
+        .await
+        .map_err(|e| store_error(e, &thread.key))?;
+    Ok(id)
+}

@@ -1,0 +1,53 @@
+//! What a finished run returns.
+
+use compat_fingerprint::ComponentChange;
+use driver_spi::{ExitStatus, Usage};
+use run_service::RunId;
+use thread_store::RecordId;
+
+use crate::ThreadEvent;
+
+/// How the run related to the stored conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionOutcome {
+    /// Nothing was stored under the key: a new conversation started.
+    Started,
+    /// The stored conversation continued.
+    Resumed,
+    /// The stored conversation was incompatible (these components changed) and the Thread
+    /// is continue-or-start: a new conversation started and the old record was archived.
+    Restarted {
+        /// What changed.
+        changes: Vec<ComponentChange>,
+    },
+    /// The driver rejected the stored session (unknown or expired): a new one started.
+    RestartedAfterRejection,
+    /// A new conversation branched from the parent Thread.
+    Forked {
+        /// The parent's record.
+        parent: RecordId,
+    },
+}
+
+/// A finished run.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunResult {
+    /// The run's id.
+    pub run_id: RunId,
+    /// The final output text, redacted.
+    pub output: String,
+    /// How the provider run ended.
+    pub exit: ExitStatus,
+    /// Token usage, if reported.
+    pub usage: Option<Usage>,
+    /// Resume, start, restart or fork.
+    pub session: SessionOutcome,
+    /// The record the checkpoint was stored in; `None` when the driver returned no
+    /// persistable checkpoint.
+    pub record_id: Option<RecordId>,
+    /// The run's events (for [`Thread::run`](crate::Thread::run): all of them; for a stream:
+    /// the ones not read before [`RunStream::result`](crate::RunStream::result)).
+    pub events: Vec<ThreadEvent>,
+}

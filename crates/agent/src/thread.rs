@@ -1,0 +1,194 @@
+//! [`Thread`]: a durable conversation under a key.
+
+use compat_fingerprint::Fingerprint;
+use run_service::RunId;
+use thread_store::{Query, RecordId, Timestamp};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::pipeline;
+use crate::{Agent, RunResult, RunStream, ThreadError};
+
+/// What a Thread does when it has a stored conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Resume when compatible, otherwise archive and start a new conversation.
+    ContinueOrStart,
+    /// Resume, or fail; never start over.
+    ResumeOnly,
+}
+
+/// A durable conversation under a key, created by [`Agent::thread`].
+///
+/// - By default a run **continues or starts**: it resumes the stored conversation when the
+///   stored compatibility fingerprint matches the current configuration, and otherwise
+///   archives it and starts a new one ([`SessionOutcome::Restarted`](crate::SessionOutcome)
+///   says what changed).
+/// - [`resume_only`](Self::resume_only) refuses instead of starting over:
+///   [`ThreadError::NotFound`], [`ThreadError::CheckpointMissing`] or
+///   [`ThreadError::Incompatible`], always before the driver runs.
+/// - [`fork`](Self::fork) branches a new key from this Thread's conversation.
+///
+/// Every decision compares the run's **session view**, so a provider that opted into
+/// [`RunServiceCompatibility`](run_service::RunServiceCompatibility) may hand out a new port
+/// and token on every restart, while the driver still receives the current concrete ones.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub(crate) agent: Agent,
+    pub(crate) key: String,
+    pub(crate) mode: Mode,
+    pub(crate) fork_from: Option<String>,
+}
+
+/// The stored resume handle of a Thread, for audit. Carries no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ThreadCheckpoint {
+    /// The record id.
+    pub record_id: RecordId,
+    /// The provider's session id.
+    pub resume_id: String,
+    /// The provider's display id, if any.
+    pub display_id: Option<String>,
+    /// The stored compatibility fingerprint.
+    pub fingerprint: Fingerprint,
+    /// The fingerprint scheme it was written under.
+    pub scheme_version: u32,
+    /// The driver type that wrote it.
+    pub driver_type: String,
+    /// When the record was last written.
+    pub updated_at: Timestamp,
+}
+
+impl Thread {
+    pub(crate) fn new(agent: Agent, key: String) -> Self {
+        Self {
+            agent,
+            key,
+            mode: Mode::ContinueOrStart,
+            fork_from: None,
+        }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Refuses instead of starting over: a run resumes the stored conversation or fails.
+    pub fn resume_only(mut self) -> Self {
+        self.mode = Mode::ResumeOnly;
+        self
+    }
+
+    /// A handle whose first run branches `new_key` from this Thread's current conversation.
+    /// The parent must be compatible with the current configuration (compared on the session
+    /// view, like a resume), and `new_key` must be free ([`ThreadError::AlreadyExists`]).
+    /// Continue the fork afterwards with `agent.thread(new_key)`.
+    pub fn fork(&self, new_key: impl Into<String>) -> Thread {
+        Thread {
+            agent: self.agent.clone(),
+            key: new_key.into(),
+            mode: Mode::ContinueOrStart,
+            fork_from: Some(self.key.clone()),
+        }
+    }
+
+    /// The stored resume handle, or `None` when nothing is stored.
+    pub async fn checkpoint(&self) -> Result<Option<ThreadCheckpoint>, ThreadError> {
+        let store = self
+            .agent
+            .inner
+            .store
+            .as_ref()
+            .ok_or(ThreadError::StoreRequired)?;
+        pipeline::check_key(&self.key)?;
+        let record = store
+            .resolve(&Query::key(self.key.clone()))
+            .await
+            .map_err(ThreadError::Store)?;
+        Ok(record.map(|r| ThreadCheckpoint {
+            record_id: r.id,
+            resume_id: r.state.resume_id,
+            display_id: r.state.display_id,
+            fingerprint: r.compatibility.fingerprint,
+            scheme_version: r.compatibility.scheme_version,
+            driver_type: r.driver_type,
+            updated_at: r.updated_at,
+        }))
+    }
+
+    /// Runs one prompt to completion.
+    pub async fn run(&self, prompt: impl Into<String>) -> Result<RunResult, ThreadError> {
+        let run_id = new_run_id();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let registration = self.agent.register(run_id.clone(), cancel_tx)?;
+        let result = pipeline::execute(self, prompt.into(), run_id, tx, cancel_rx).await;
+        drop(registration);
+        let mut events = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            events.push(event);
+        }
+        result.map(|mut r| {
+            r.events = events;
+            r
+        })
+    }
+
+    /// Starts one prompt and returns its event stream; [`RunStream::result`] gives the
+    /// result. Needs a Tokio runtime (the run is spawned onto it).
+    pub fn stream(&self, prompt: impl Into<String>) -> Result<RunStream, ThreadError> {
+        let run_id = new_run_id();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let registration = self.agent.register(run_id.clone(), cancel_tx.clone())?;
+        let (result_tx, result_rx) = oneshot::channel();
+        let thread = self.clone();
+        let prompt = prompt.into();
+        let id = run_id.clone();
+        tokio::spawn(async move {
+            let result = pipeline::execute(&thread, prompt, id, tx, cancel_rx).await;
+            drop(registration);
+            let _ = result_tx.send(result);
+        });
+        Ok(RunStream::new(run_id, rx, result_rx, cancel_tx))
+    }
+}
+
+fn new_run_id() -> RunId {
+    RunId::new(format!("run-{}", uuid::Uuid::now_v7().simple()))
+}
+
+/// Keeps a run in the agent's registry while it is in flight.
+pub(crate) struct Registration {
+    agent: Agent,
+    run_id: RunId,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut runs) = self.agent.inner.runs.lock() {
+            runs.remove(&self.run_id);
+        }
+        self.agent.inner.runs_done.notify_waiters();
+    }
+}
+
+impl Agent {
+    pub(crate) fn register(
+        &self,
+        run_id: RunId,
+        cancel: watch::Sender<bool>,
+    ) -> Result<Registration, ThreadError> {
+        let mut runs = self.inner.runs.lock().map_err(|_| ThreadError::Closed)?;
+        // Checked under the lock, so close() sees every admitted run.
+        if self.is_closed() {
+            return Err(ThreadError::Closed);
+        }
+        runs.insert(run_id.clone(), cancel);
+        Ok(Registration {
+            agent: self.clone(),
+            run_id,
+        })
+    }
+}

@@ -1,0 +1,255 @@
+//! The root and Thread contract of the proposal: restart, rebind, reject, fail closed.
+
+use agent::{SessionOutcome, ThreadError};
+use driver_spi::reference::ReferenceBackend;
+
+use crate::support::{ProviderSpec, RotatingProvider, SqliteFile, host, semantic_fingerprint};
+
+#[tokio::test]
+async fn unchanged_semantic_identity_resumes_across_restart_with_new_endpoint() {
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+
+    let provider_a = RotatingProvider::new(ProviderSpec::semantic(1));
+    let agent1 = host(file.open().await, &backend, &[provider_a.clone()]);
+    let first = agent1.thread("t").run("first").await.unwrap();
+    assert_eq!(first.session, SessionOutcome::Started);
+    let first_request = backend.last_request().unwrap();
+    agent1.close().await;
+    drop(agent1);
+
+    let provider_b = RotatingProvider::new(ProviderSpec::semantic(2));
+    let agent2 = host(file.open().await, &backend, &[provider_b.clone()]);
+    let second = agent2
+        .thread("t")
+        .resume_only()
+        .run("second")
+        .await
+        .unwrap();
+    assert_eq!(second.session, SessionOutcome::Resumed);
+
+    // The resumed driver received the new URL, MCP declaration, env name and rotated secret.
+    let b = provider_b.allocation(0);
+    let recorded = backend.last_request().unwrap();
+    let request = recorded.request();
+    assert_eq!(
+        request.runtime.services[0].url.as_deref(),
+        Some(b.url.as_str())
+    );
+    let mcp = &request.mcp[0];
+    assert!(format!("{mcp:?}").contains(&b.url));
+    assert!(format!("{mcp:?}").contains(&b.env_name));
+    assert_eq!(recorded.secret_env_names(), vec![b.env_name.as_str()]);
+    assert_eq!(
+        recorded.expose_secret_env(&b.env_name).as_deref(),
+        Some(b.token.as_str())
+    );
+    let a = provider_a.allocation(0);
+    assert!(
+        recorded.expose_secret_env(&a.env_name).is_none(),
+        "no stale credential"
+    );
+
+    // Concrete profile fingerprint changed; the session-compatibility one did not.
+    let before = first_request.request().profile.clone();
+    assert_ne!(before.exact, request.profile.exact);
+    assert_eq!(
+        before.session_compatibility,
+        request.profile.session_compatibility
+    );
+    assert_eq!(
+        agent2
+            .thread("t")
+            .checkpoint()
+            .await
+            .unwrap()
+            .unwrap()
+            .resume_id,
+        first_request_resume(&backend)
+    );
+}
+
+fn first_request_resume(backend: &ReferenceBackend) -> String {
+    backend.session_ids().into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn changed_fingerprint_rejects_before_the_driver_runs() {
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+    let agent1 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(1))],
+    );
+    agent1.thread("t").run("first").await.unwrap();
+    agent1.close().await;
+
+    let changed = ProviderSpec::semantic(2).with_fingerprint(semantic_fingerprint("2", "tenant-a"));
+    let agent2 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(changed)],
+    );
+    let before = backend.request_count();
+    let err = agent2
+        .thread("t")
+        .resume_only()
+        .run("second")
+        .await
+        .unwrap_err();
+    let incompatibility = err.incompatibility().expect("incompatible");
+    assert!(
+        incompatibility.names_prefix("attachment.semantic:"),
+        "{err}"
+    );
+    assert_eq!(backend.request_count(), before, "the driver never ran");
+}
+
+#[tokio::test]
+async fn nil_compatibility_keeps_endpoint_changes_incompatible() {
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+    let agent1 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::exact(1))],
+    );
+    agent1.thread("t").run("first").await.unwrap();
+    agent1.close().await;
+
+    let agent2 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::exact(2))],
+    );
+    let before = backend.request_count();
+    let err = agent2
+        .thread("t")
+        .resume_only()
+        .run("second")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ThreadError::Incompatible { .. }), "{err}");
+    assert!(
+        err.incompatibility()
+            .unwrap()
+            .names_prefix("attachment.exact:")
+    );
+    assert_eq!(backend.request_count(), before);
+
+    // Continue-or-start archives and starts over, saying why.
+    let restarted = agent2.thread("t").run("again").await.unwrap();
+    assert!(matches!(
+        restarted.session,
+        SessionOutcome::Restarted { .. }
+    ));
+}
+
+#[tokio::test]
+async fn one_semantic_plus_one_exact_attachment_rejects_exact_changes() {
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+    let exact = |g| {
+        let mut spec = ProviderSpec::exact(g);
+        spec.service = "search".into();
+        RotatingProvider::new(spec)
+    };
+    let agent1 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(1)), exact(1)],
+    );
+    agent1.thread("t").run("first").await.unwrap();
+    agent1.close().await;
+
+    let agent2 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(2)), exact(2)],
+    );
+    let err = agent2
+        .thread("t")
+        .resume_only()
+        .run("second")
+        .await
+        .unwrap_err();
+    let inc = err.incompatibility().unwrap();
+    assert!(inc.names_prefix("attachment.exact:"), "{err}");
+    assert!(
+        !inc.names_prefix("attachment.semantic:"),
+        "the semantic attachment is unchanged: {err}"
+    );
+}
+
+#[tokio::test]
+async fn resume_only_with_nothing_stored_is_not_found() {
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+    let agent = host(file.open().await, &backend, &[]);
+    let err = agent
+        .thread("nothing")
+        .resume_only()
+        .run("x")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ThreadError::NotFound { .. }), "{err}");
+    assert_eq!(backend.request_count(), 0);
+}
+
+#[tokio::test]
+async fn fork_honours_semantic_identity_and_requires_a_free_key() {
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+    let agent1 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(1))],
+    );
+    let parent = agent1.thread("parent");
+    parent.run("first").await.unwrap();
+    agent1.close().await;
+
+    // A restarted host with a new port and token may fork: the parent check uses the
+    // session view too.
+    let agent2 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(2))],
+    );
+    let forked = agent2
+        .thread("parent")
+        .fork("child")
+        .run("branch")
+        .await
+        .unwrap();
+    assert!(matches!(forked.session, SessionOutcome::Forked { .. }));
+    let child = agent2.thread("child").checkpoint().await.unwrap().unwrap();
+    let parent_cp = agent2.thread("parent").checkpoint().await.unwrap().unwrap();
+    assert_ne!(child.resume_id, parent_cp.resume_id);
+    let again = agent2
+        .thread("parent")
+        .fork("child")
+        .run("branch")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(again, ThreadError::AlreadyExists { .. }),
+        "{again}"
+    );
+
+    // A real semantic change refuses the fork before the driver runs.
+    let changed = ProviderSpec::semantic(3).with_fingerprint(semantic_fingerprint("9", "tenant-a"));
+    let agent3 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(changed)],
+    );
+    let err = agent3
+        .thread("parent")
+        .fork("child-2")
+        .run("branch")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ThreadError::Incompatible { .. }), "{err}");
+}

@@ -1,0 +1,12 @@
+//! Integration tests of `agent`: Threads, the run-service compatibility contract, restarts,
+//! races, and secret hygiene.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod support;
+
+mod canary;
+mod contract;
+mod incompatible;
+mod lifecycle;
+mod matrix;
+mod races;
