@@ -441,14 +441,14 @@ impl Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            if !conn.client.is_closed() {
-                self.pool
-                    .idle
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(conn);
-            }
+        if let Some(conn) = self.conn.take()
+            && !conn.client.is_closed()
+        {
+            self.pool
+                .idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(conn);
         }
     }
 }
@@ -599,10 +599,10 @@ async fn finalize_once(
     {
         return Err(StoreError::already_exists(&row.key).into());
     }
-    if let Some(previous) = &request.archive_previous {
-        if tx.execute(&st.archive, &[&previous.as_str()]).await? == 0 {
-            return Err(StoreError::not_found(previous.as_str()).into());
-        }
+    if let Some(previous) = &request.archive_previous
+        && tx.execute(&st.archive, &[&previous.as_str()]).await? == 0
+    {
+        return Err(StoreError::not_found(previous.as_str()).into());
     }
     let saved = tx
         .query_opt(
@@ -668,11 +668,11 @@ async fn finalize_once(
 #[async_trait::async_trait]
 impl ThreadStore for PostgresStore {
     async fn resolve(&self, query: &Query) -> Result<Option<ThreadRecord>, StoreError> {
-        if let Lookup::Key(key) = &query.lookup {
-            if key.contains('\0') {
-                // PostgreSQL text cannot hold NUL, so no such key was ever stored.
-                return Ok(None);
-            }
+        if let Lookup::Key(key) = &query.lookup
+            && key.contains('\0')
+        {
+            // PostgreSQL text cannot hold NUL, so no such key was ever stored.
+            return Ok(None);
         }
         let row: Option<StoredRow> = retrying!(self, |conn| async {
             let row = match &query.lookup {
