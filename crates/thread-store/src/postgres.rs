@@ -16,6 +16,7 @@
 //! - A small built-in pool keeps up to `pool_size` connections, each with its statements
 //!   prepared once. The connection tasks are spawned on the current Tokio runtime.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -89,6 +90,7 @@ impl PostgresConfig {
 pub struct PostgresStore {
     pool: Pool,
     schema: String,
+    retries: AtomicU64,
 }
 
 impl PostgresStore {
@@ -107,12 +109,19 @@ impl PostgresStore {
         Ok(Self {
             pool,
             schema: config.schema,
+            retries: AtomicU64::new(0),
         })
     }
 
     /// The schema this store lives in.
     pub fn schema(&self) -> &str {
         &self.schema
+    }
+
+    /// How many transactions this store has replayed after a serialization failure or a
+    /// deadlock since it connected.
+    pub fn retry_count(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
     }
 }
 
@@ -554,6 +563,7 @@ macro_rules! retrying {
                 Err(Fail::Store(e)) => break Err(e),
                 Err(Fail::Pg(e)) if is_retryable(&e) && attempt < MAX_ATTEMPTS => {
                     drop(pooled);
+                    $store.retries.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(attempt, "thread-store PostgreSQL transaction retried");
                     tokio::time::sleep(Duration::from_millis(u64::from(attempt) * 2)).await;
                 }

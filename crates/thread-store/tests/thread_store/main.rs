@@ -10,6 +10,7 @@ mod bad_data;
 mod canary;
 mod postgres_race;
 mod processes;
+mod roundtrip;
 mod sqlite_file;
 
 use std::collections::BTreeMap;

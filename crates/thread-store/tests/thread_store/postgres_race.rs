@@ -124,3 +124,81 @@ fn postgres_concurrent_starters_migrate_once() {
         assert_eq!(versions, vec![thread_store::postgres::SCHEMA_VERSION]);
     });
 }
+
+/// A finalize whose lease row is changed by a concurrent transaction after its snapshot gets a
+/// serialization failure (40001) under SERIALIZABLE; the store replays the whole transaction,
+/// which then succeeds.
+#[test]
+fn postgres_serialization_failure_is_retried() {
+    let schema = PgSchema::new("retry");
+    runtime().block_on(async {
+        let mut pg: tokio_postgres::Config = schema.url.parse().unwrap();
+        pg.options("-c default_transaction_isolation=serializable");
+        let config = thread_store::postgres::PostgresConfig::new(pg, &schema.name)
+            .unwrap()
+            .pool_size(1);
+        let store = Arc::new(PostgresStore::connect(config).await.unwrap());
+        let lease = store
+            .acquire_lease("thread:retry", "owner", Duration::from_secs(60))
+            .await
+            .unwrap();
+
+        // Another session changes the lease row and holds its lock.
+        let mut raw = schema.raw_client().await;
+        let tx = raw.transaction().await.unwrap();
+        tx.execute(
+            &format!(
+                "UPDATE \"{}\".leases SET expires_at = expires_at + interval '1 second'",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+
+        let saved = record("retry/thread", 1);
+        let request = FinalizeRequest::new(saved.clone())
+            .holding(lease)
+            .rebind_key()
+            .release_leases();
+        let finalize = {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.finalize(&request).await })
+        };
+        // Wait until the finalize has taken its snapshot and waits for the row lock.
+        let watcher = schema.raw_client().await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let waiting: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%' \
+                     AND strpos(query, $1) > 0",
+                    &[&schema.name],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if waiting > 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the finalize never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tx.commit().await.unwrap();
+
+        finalize.await.unwrap().unwrap();
+        assert_eq!(
+            store.retry_count(),
+            1,
+            "the conflict was not replayed exactly once"
+        );
+        assert_eq!(
+            store.resolve(&Query::key("retry/thread")).await.unwrap(),
+            Some(saved)
+        );
+    });
+}
