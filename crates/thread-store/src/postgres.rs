@@ -31,7 +31,8 @@ use crate::{
     ThreadRecord, ThreadStore,
 };
 
-/// The newest schema version this build knows.
+/// The newest schema version this build knows. A schema whose `schema_migrations` table records
+/// a newer version is refused with [`StoreError::Corrupt`].
 pub const SCHEMA_VERSION: i64 = 1;
 
 /// How many times a transaction that hit a serialization failure or deadlock is replayed.

@@ -97,7 +97,8 @@ pub struct SqliteStore {
     path: PathBuf,
 }
 
-/// The newest schema version this build knows; see [`MIGRATIONS`].
+/// The newest schema version this build knows. A database whose `schema_migrations` table
+/// records a newer version is refused with [`StoreError::Corrupt`].
 pub const SCHEMA_VERSION: i64 = 1;
 
 /// Numbered migrations: entry `n` brings the schema from version `n` to `n + 1`.
