@@ -578,7 +578,12 @@ async fn ts03_dropped_finalize(h: &Harness, ns: &str) -> Check {
             expected.sort_by(|a, b| a.id.cmp(&b.id));
             ensure!(
                 records == expected && bound.as_ref() == Some(&new) && !current,
-                "polls={polls}: partial write: records={records:?} bound={bound:?} lease current={current}"
+                "polls={polls}: partial write: records (id, status) = {:?}, bound = {:?}, lease current = {current}",
+                records
+                    .iter()
+                    .map(|r| (r.id.as_str(), r.status))
+                    .collect::<Vec<_>>(),
+                bound.as_ref().map(|r| r.id.as_str())
             );
             Applied::All
         };

@@ -125,3 +125,31 @@ pub(crate) fn describe_json_error(err: &serde_json::Error) -> String {
     };
     format!("{class} at line {} column {}", err.line(), err.column())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StoreError;
+
+    #[test]
+    fn messages_name_caller_strings_by_digest_only() {
+        let target = "thread:customer-4711/secret-project";
+        for e in [
+            StoreError::busy(target),
+            StoreError::lease_lost(target),
+            StoreError::already_exists(target),
+            StoreError::not_found(target),
+        ] {
+            let shown = format!("{e} {e:?}");
+            assert!(!shown.contains("customer-4711"), "{shown}");
+            let digest = compat_fingerprint::ShortDigest::of_str(target).to_string();
+            assert!(shown.contains(&digest), "{shown} lacks the digest {digest}");
+        }
+    }
+
+    #[test]
+    fn retryable_classes() {
+        assert!(StoreError::busy("t").is_retryable());
+        assert!(!StoreError::lease_lost("t").is_retryable());
+        assert!(!StoreError::corrupt("x").is_retryable());
+    }
+}

@@ -143,12 +143,12 @@ impl ThreadStore for MemoryStore {
         if request.require_key_absent && inner.bindings.contains_key(&record.key) {
             return Err(StoreError::already_exists(&record.key));
         }
-        if let Some(existing_key) = inner.keys_by_id.get(&record.id) {
-            if *existing_key != record.key {
-                return Err(StoreError::invalid(
-                    "the record id already belongs to another key",
-                ));
-            }
+        if let Some(existing_key) = inner.keys_by_id.get(&record.id)
+            && *existing_key != record.key
+        {
+            return Err(StoreError::invalid(
+                "the record id already belongs to another key",
+            ));
         }
         let previous_key = match &request.archive_previous {
             Some(previous) => match inner.keys_by_id.get(previous) {
@@ -158,10 +158,10 @@ impl ThreadStore for MemoryStore {
             None => None,
         };
         // Every condition holds: apply.
-        if let Some(pk) = previous_key {
-            if let Some(prev) = inner.records.get_mut(&pk) {
-                prev.status = RecordStatus::Archived;
-            }
+        if let Some(pk) = previous_key
+            && let Some(prev) = inner.records.get_mut(&pk)
+        {
+            prev.status = RecordStatus::Archived;
         }
         inner
             .keys_by_id
@@ -189,10 +189,11 @@ impl ThreadStore for MemoryStore {
         check_lease_args(target, owner, ttl)?;
         let now = self.clock.now();
         let mut inner = self.lock();
-        if let Some(row) = inner.leases.get(target) {
-            if row.owner != owner && row.expires_at > now {
-                return Err(StoreError::busy(target));
-            }
+        if let Some(row) = inner.leases.get(target)
+            && row.owner != owner
+            && row.expires_at > now
+        {
+            return Err(StoreError::busy(target));
         }
         let token = inner
             .last_token

@@ -16,6 +16,7 @@
 //! - A small built-in pool keeps up to `pool_size` connections, each with its statements
 //!   prepared once. The connection tasks are spawned on the current Tokio runtime.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,7 +31,8 @@ use crate::{
     ThreadRecord, ThreadStore,
 };
 
-/// The newest schema version this build knows.
+/// The newest schema version this build knows. A schema whose `schema_migrations` table records
+/// a newer version is refused with [`StoreError::Corrupt`].
 pub const SCHEMA_VERSION: i64 = 1;
 
 /// How many times a transaction that hit a serialization failure or deadlock is replayed.
@@ -89,6 +91,7 @@ impl PostgresConfig {
 pub struct PostgresStore {
     pool: Pool,
     schema: String,
+    retries: AtomicU64,
 }
 
 impl PostgresStore {
@@ -107,12 +110,19 @@ impl PostgresStore {
         Ok(Self {
             pool,
             schema: config.schema,
+            retries: AtomicU64::new(0),
         })
     }
 
     /// The schema this store lives in.
     pub fn schema(&self) -> &str {
         &self.schema
+    }
+
+    /// How many transactions this store has replayed after a serialization failure or a
+    /// deadlock since it connected.
+    pub fn retry_count(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
     }
 }
 
@@ -441,14 +451,14 @@ impl Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            if !conn.client.is_closed() {
-                self.pool
-                    .idle
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(conn);
-            }
+        if let Some(conn) = self.conn.take()
+            && !conn.client.is_closed()
+        {
+            self.pool
+                .idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(conn);
         }
     }
 }
@@ -554,6 +564,7 @@ macro_rules! retrying {
                 Err(Fail::Store(e)) => break Err(e),
                 Err(Fail::Pg(e)) if is_retryable(&e) && attempt < MAX_ATTEMPTS => {
                     drop(pooled);
+                    $store.retries.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(attempt, "thread-store PostgreSQL transaction retried");
                     tokio::time::sleep(Duration::from_millis(u64::from(attempt) * 2)).await;
                 }
@@ -599,10 +610,10 @@ async fn finalize_once(
     {
         return Err(StoreError::already_exists(&row.key).into());
     }
-    if let Some(previous) = &request.archive_previous {
-        if tx.execute(&st.archive, &[&previous.as_str()]).await? == 0 {
-            return Err(StoreError::not_found(previous.as_str()).into());
-        }
+    if let Some(previous) = &request.archive_previous
+        && tx.execute(&st.archive, &[&previous.as_str()]).await? == 0
+    {
+        return Err(StoreError::not_found(previous.as_str()).into());
     }
     let saved = tx
         .query_opt(
@@ -668,11 +679,11 @@ async fn finalize_once(
 #[async_trait::async_trait]
 impl ThreadStore for PostgresStore {
     async fn resolve(&self, query: &Query) -> Result<Option<ThreadRecord>, StoreError> {
-        if let Lookup::Key(key) = &query.lookup {
-            if key.contains('\0') {
-                // PostgreSQL text cannot hold NUL, so no such key was ever stored.
-                return Ok(None);
-            }
+        if let Lookup::Key(key) = &query.lookup
+            && key.contains('\0')
+        {
+            // PostgreSQL text cannot hold NUL, so no such key was ever stored.
+            return Ok(None);
         }
         let row: Option<StoredRow> = retrying!(self, |conn| async {
             let row = match &query.lookup {

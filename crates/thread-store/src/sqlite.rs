@@ -97,7 +97,8 @@ pub struct SqliteStore {
     path: PathBuf,
 }
 
-/// The newest schema version this build knows; see [`MIGRATIONS`].
+/// The newest schema version this build knows. A database whose `schema_migrations` table
+/// records a newer version is refused with [`StoreError::Corrupt`].
 pub const SCHEMA_VERSION: i64 = 1;
 
 /// Numbered migrations: entry `n` brings the schema from version `n` to `n + 1`.
@@ -463,10 +464,11 @@ fn acquire_blocking(
         .query_row(params![target], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()
         .map_err(map_err)?;
-    if let Some((holder, expires_at)) = holder {
-        if holder != owner && expires_at > now.as_millis() {
-            return Err(StoreError::busy(target));
-        }
+    if let Some((holder, expires_at)) = holder
+        && holder != owner
+        && expires_at > now.as_millis()
+    {
+        return Err(StoreError::busy(target));
     }
     let token: i64 = tx
         .prepare_cached("UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last")

@@ -177,6 +177,10 @@ pub struct FinalizeRequest {
     /// Bind `record.key` to `record.id`, so key lookups find the new record.
     pub rebind_key: bool,
     /// Refuse with [`StoreError::AlreadyExists`] if `record.key` is already bound (fork).
+    ///
+    /// Checked inside the write transaction. On PostgreSQL two concurrent finalizes for the same
+    /// absent key are arbitrated by the binding insert, so set `rebind_key` too (forks do), and
+    /// hold a lease on the key, as the fork protocol does anyway.
     pub require_key_absent: bool,
     /// Release every lease in `held_leases` in the same commit.
     pub release_leases: bool,
