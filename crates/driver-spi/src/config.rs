@@ -109,7 +109,12 @@ impl ConfigFingerprintBuilder {
     ) -> Self {
         let digests: BTreeMap<String, Fingerprint> = env
             .into_iter()
-            .map(|b| (b.name().to_owned(), env_value_digest(b.value().expose_secret())))
+            .map(|b| {
+                (
+                    b.name().to_owned(),
+                    env_value_digest(b.value().expose_secret()),
+                )
+            })
             .collect();
         self.field(name, |e| {
             e.map(&digests, |e, k| e.str(k), |e, d| e.bytes(d.as_bytes()))

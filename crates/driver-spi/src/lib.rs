@@ -3,6 +3,8 @@
 #![deny(missing_docs)]
 
 mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod descriptor;
 mod driver;
 mod error;

@@ -147,7 +147,11 @@ impl Request {
     /// each service's secret env. Drivers pass provider text (stderr, error messages) through
     /// it before putting it into a [`RunFailure`](crate::RunFailure).
     pub fn redactor(&self) -> Redactor {
-        let services = self.runtime.services.iter().flat_map(|s| s.secret_env.iter());
+        let services = self
+            .runtime
+            .services
+            .iter()
+            .flat_map(|s| s.secret_env.iter());
         Redactor::from_bindings(self.runtime.secret_env.iter().chain(services))
     }
 }

@@ -327,8 +327,10 @@ impl SessionGuard {
     /// [`ResumeRejectReason::GuardMismatch`] otherwise, also when a value is missing
     /// (fail closed).
     pub fn check(&self, stored: &SessionState) -> Result<(), ResumeRejectReason> {
-        let matches = |key: &str, want: &str| stored.data.get(key).map(String::as_str) == Some(want);
-        if matches(Self::PROFILE_KEY, &self.profile) && matches(Self::WORKSPACE_KEY, &self.workspace)
+        let matches =
+            |key: &str, want: &str| stored.data.get(key).map(String::as_str) == Some(want);
+        if matches(Self::PROFILE_KEY, &self.profile)
+            && matches(Self::WORKSPACE_KEY, &self.workspace)
         {
             Ok(())
         } else {

@@ -364,7 +364,9 @@ impl ReferenceBackend {
 
     /// Lets every currently stalled run continue as [`Behavior::Reply`].
     pub fn release_stalled(&self) {
-        self.inner.release.send_modify(|generation| *generation += 1);
+        self.inner
+            .release
+            .send_modify(|generation| *generation += 1);
     }
 
     /// Stalls until released; dropping the returned future (cancellation) un-counts it.

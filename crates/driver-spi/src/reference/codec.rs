@@ -3,7 +3,9 @@
 
 use compat_fingerprint::Fingerprint;
 
-use crate::{CodecError, SessionCodec, SessionGuard, SessionParams, SessionState, guard_fingerprint};
+use crate::{
+    CodecError, SessionCodec, SessionGuard, SessionParams, SessionState, guard_fingerprint,
+};
 
 /// Longest accepted resume id, in bytes.
 const MAX_RESUME_ID: usize = 256;

@@ -60,7 +60,7 @@ pub use codec::ReferenceCodec;
 use crate::{
     Capabilities, Checkpoint, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter,
     Descriptor, Driver, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind,
-    ProcessLifecycle, ProcessSignature, Request, ResumeRejectReason, Response, RunFailure,
+    ProcessLifecycle, ProcessSignature, Request, Response, ResumeRejectReason, RunFailure,
     SessionCodec, SessionGuard, SessionMode, SessionState, Usage,
 };
 
@@ -374,7 +374,10 @@ impl Driver for ReferenceDriver {
             return Err(ConfigError::missing("command"));
         }
         if self.config.flags.iter().any(|f| f.is_empty()) {
-            return Err(ConfigError::invalid("flags", "must not contain an empty flag"));
+            return Err(ConfigError::invalid(
+                "flags",
+                "must not contain an empty flag",
+            ));
         }
         Ok(())
     }
