@@ -280,7 +280,7 @@ pub fn check_sequence(events: &[DriverEvent]) -> Result<(), SequenceError> {
     check_lifecycles(events)
 }
 
-fn check_start(events: &[DriverEvent]) -> Result<(), SequenceError> {
+pub(crate) fn check_start(events: &[DriverEvent]) -> Result<(), SequenceError> {
     let mut starts = events
         .iter()
         .enumerate()
@@ -297,7 +297,7 @@ fn check_start(events: &[DriverEvent]) -> Result<(), SequenceError> {
 }
 
 /// Returns the index of the single terminal event.
-fn check_terminal(events: &[DriverEvent]) -> Result<usize, SequenceError> {
+pub(crate) fn check_terminal(events: &[DriverEvent]) -> Result<usize, SequenceError> {
     let mut terminals = events
         .iter()
         .enumerate()
@@ -310,7 +310,7 @@ fn check_terminal(events: &[DriverEvent]) -> Result<usize, SequenceError> {
     }
 }
 
-fn check_lifecycles(events: &[DriverEvent]) -> Result<(), SequenceError> {
+pub(crate) fn check_lifecycles(events: &[DriverEvent]) -> Result<(), SequenceError> {
     #[derive(PartialEq)]
     enum Call {
         Open,
