@@ -44,7 +44,10 @@ fn median(mut f: impl FnMut()) -> Duration {
 
 fn report(name: &str, bytes: usize, d: Duration) {
     let mib_s = bytes as f64 / (1 << 20) as f64 / d.as_secs_f64();
-    println!("{name:<34} median {:>8.3} ms  {mib_s:>8.1} MiB/s", d.as_secs_f64() * 1e3);
+    println!(
+        "{name:<34} median {:>8.3} ms  {mib_s:>8.1} MiB/s",
+        d.as_secs_f64() * 1e3
+    );
 }
 
 fn main() {
@@ -53,16 +56,32 @@ fn main() {
     let redactor = Redactor::with_secrets(
         (0..8).map(|i| SecretString::from(format!("opaque-secret-value-{i}"))),
     );
-    report("redact, clean 1 MiB", clean.len(), median(|| {
-        black_box(redact(black_box(&clean)));
-    }));
-    report("redact, token every 50 lines", dirty.len(), median(|| {
-        black_box(redact(black_box(&dirty)));
-    }));
-    report("Redactor + 8 secrets, clean", clean.len(), median(|| {
-        black_box(redactor.redact(black_box(&clean)));
-    }));
-    report("Redactor + 8 secrets, tokens", dirty.len(), median(|| {
-        black_box(redactor.redact(black_box(&dirty)));
-    }));
+    report(
+        "redact, clean 1 MiB",
+        clean.len(),
+        median(|| {
+            black_box(redact(black_box(&clean)));
+        }),
+    );
+    report(
+        "redact, token every 50 lines",
+        dirty.len(),
+        median(|| {
+            black_box(redact(black_box(&dirty)));
+        }),
+    );
+    report(
+        "Redactor + 8 secrets, clean",
+        clean.len(),
+        median(|| {
+            black_box(redactor.redact(black_box(&clean)));
+        }),
+    );
+    report(
+        "Redactor + 8 secrets, tokens",
+        dirty.len(),
+        median(|| {
+            black_box(redactor.redact(black_box(&dirty)));
+        }),
+    );
 }

@@ -167,13 +167,13 @@ impl RuntimeEnvBuilder {
 
         let mut child = ChildEnv::default();
         for (k, v) in self.host.allowed() {
-            child.set(k.clone(), v.clone());
+            child.set_copied(k.clone(), v.clone());
         }
         for (k, v) in self.vars {
-            child.set(k, v);
+            child.set_copied(k, v);
         }
         for (k, v) in &layout.vars {
-            child.set(*k, v.clone());
+            child.set_managed(*k, v.clone());
         }
         for (k, v) in self.secrets {
             child.set_secret(k, v);
