@@ -16,7 +16,7 @@ fn log(with_tokens: bool) -> String {
     let mut s = String::new();
     let mut i = 0usize;
     while s.len() < 1 << 20 {
-        if with_tokens && i % 50 == 0 {
+        if with_tokens && i.is_multiple_of(50) {
             s.push_str(&format!(
                 "{{\"type\":\"tool.call\",\"headers\":{{\"Authorization\":\"Bearer tok{i:08}abcdef\"}},\"body\":\"access_token=at{i}&x=1\",\"key\":\"sk-proj-{i:020}\"}}\n"
             ));
