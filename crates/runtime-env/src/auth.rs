@@ -19,7 +19,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::ChildEnv;
+use crate::child_env::ChildEnv;
 use crate::paths::{Anchors, join_rel};
 use crate::runtime::{KeyringUse, RuntimeKind};
 use crate::secure_fs;

@@ -13,7 +13,7 @@
 //! * [`runtime`]: the per-runtime descriptor table (state variable, config and credential
 //!   files, API-key variables, keyring use, MCP mechanism).
 //! * [`runtime_env`]: the builder, layout, config lock, ephemeral sessions and their sweep.
-//! * [`env`]: the host-environment snapshot and the allow-listed child environment.
+//! * [`child_env`]: the host-environment snapshot and the allow-listed child environment.
 //! * [`secure_fs`]: 0700/0600 creation and the ownership, symlink and permission checks.
 //! * [`auth`], [`snapshot`], [`summary`]: auth status, implicit-source snapshot and a
 //!   secret-free summary.
@@ -90,7 +90,7 @@
 compile_error!("runtime-env supports Unix only: it relies on Unix permissions and ownership");
 
 pub mod auth;
-pub mod env;
+pub mod child_env;
 pub mod error;
 mod lock;
 pub mod namespace;
@@ -104,7 +104,7 @@ pub mod snapshot;
 pub mod summary;
 
 pub use auth::{AuthModel, AuthStatus, LoggedIn};
-pub use env::{ChildEnv, HostEnv};
+pub use child_env::{ChildEnv, HostEnv};
 pub use error::Error;
 pub use namespace::{CredentialNamespace, InvalidName, SessionId};
 pub use policy::{IsolationLevel, IsolationMode, PolicyError, RuntimeTraits, Tenancy};

@@ -99,6 +99,22 @@ pub enum Tenancy {
     Multi,
 }
 
+impl Tenancy {
+    /// The tenancy's name: `single` or `multi`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tenancy::Single => "single",
+            Tenancy::Multi => "multi",
+        }
+    }
+}
+
+impl fmt::Display for Tenancy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The facts about a runtime that the policy check needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuntimeTraits {

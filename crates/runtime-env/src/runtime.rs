@@ -367,7 +367,7 @@ mod tests {
             assert!(!d.api_key_vars.is_empty());
             for v in d.api_key_vars {
                 assert!(
-                    crate::env::is_credential_var(v),
+                    crate::child_env::is_credential_var(v),
                     "{v} not in the credential list"
                 );
             }

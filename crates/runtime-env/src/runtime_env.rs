@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 use secrecy::SecretString;
 
 use crate::auth::{self, AuthStatus};
-use crate::env::{self, ChildEnv, HostEnv, XDG_SEARCH_DIRS};
+use crate::child_env::{self, ChildEnv, HostEnv, XDG_SEARCH_DIRS};
 use crate::error::Error;
 use crate::lock::FileLock;
 use crate::namespace::{CredentialNamespace, SessionId};
@@ -167,13 +167,13 @@ impl RuntimeEnvBuilder {
 
         let mut child = ChildEnv::default();
         for (k, v) in self.host.allowed() {
-            child.set(k.clone(), v.clone());
+            child.set_copied(k.clone(), v.clone());
         }
         for (k, v) in self.vars {
-            child.set(k, v);
+            child.set_copied(k, v);
         }
         for (k, v) in &layout.vars {
-            child.set(*k, v.clone());
+            child.set_managed(*k, v.clone());
         }
         for (k, v) in self.secrets {
             child.set_secret(k, v);
@@ -202,13 +202,13 @@ impl RuntimeEnvBuilder {
         let plain = self.vars.iter().map(|(k, _)| (k, false));
         let secret = self.secrets.iter().map(|(k, _)| (k, true));
         for (name, is_secret) in plain.chain(secret) {
-            if !env::is_valid_var_name(name) {
+            if !child_env::is_valid_var_name(name) {
                 return Err(Error::InvalidVarName { len: name.len() });
             }
             if is_reserved_var(name) {
                 return Err(Error::ReservedVar { name: name.clone() });
             }
-            if !is_secret && env::is_credential_var(name) {
+            if !is_secret && child_env::is_credential_var(name) {
                 return Err(Error::CredentialVar { name: name.clone() });
             }
             // A plain variable may be given twice (last wins); a secret never shares a name.

@@ -124,7 +124,7 @@ impl fmt::Display for RuntimeEnvSummary {
         if let Some(s) = &self.session {
             write!(f, " session={s}")?;
         }
-        writeln!(f, " mode={} tenancy={:?}", self.mode, self.tenancy)?;
+        writeln!(f, " mode={} tenancy={}", self.mode, self.tenancy)?;
         if let Some(root) = &self.root {
             writeln!(f, "root: {root}")?;
         }

@@ -8,7 +8,7 @@ use runtime_env::{
 };
 use secrecy::SecretString;
 
-use crate::support::{Sandbox, mode};
+use crate::support::{Sandbox, child_value, mode};
 
 #[test]
 fn namespaced_layout_sets_every_variable_under_the_root() {
@@ -48,8 +48,16 @@ fn namespaced_layout_sets_every_variable_under_the_root() {
     }
     assert_eq!(mode(&home.join(".gemini")), 0o700);
     // Allow-listed host variables pass; the host's HOME, state dirs and others do not.
-    assert_eq!(child.get("PATH").unwrap(), "/usr/local/bin:/usr/bin:/bin");
-    assert_eq!(child.get("LC_ALL").unwrap(), "C.UTF-8");
+    assert_eq!(
+        child.get("PATH"),
+        None,
+        "copied values are not readable from ChildEnv"
+    );
+    assert_eq!(
+        child_value(&env, "PATH").unwrap(),
+        "/usr/local/bin:/usr/bin:/bin"
+    );
+    assert_eq!(child_value(&env, "LC_ALL").unwrap(), "C.UTF-8");
     assert!(!child.contains("LD_PRELOAD"));
     assert_ne!(child.get("HOME").unwrap(), "/home/host-user");
     // Reusing the namespace finds the same, still private, tree.
@@ -245,7 +253,7 @@ fn caller_variables_are_validated() {
         .build()
         .unwrap();
     assert_eq!(
-        env.child_env().get("ANTHROPIC_BASE_URL").unwrap(),
+        child_value(&env, "ANTHROPIC_BASE_URL").unwrap(),
         "http://127.0.0.1:9"
     );
     assert!(env.child_env().contains("ANTHROPIC_API_KEY"));
@@ -254,6 +262,7 @@ fn caller_variables_are_validated() {
         None,
         "secrets are not readable"
     );
+    assert_eq!(child_value(&env, "ANTHROPIC_API_KEY").unwrap(), "injected");
 }
 
 #[test]

@@ -164,7 +164,47 @@ fn errors_are_free_of_secrets() {
         .unwrap_err();
     assert!(matches!(fs_err, Error::Fs(_)), "{fs_err}");
     errors.push(format!("{fs_err} / {fs_err:?}"));
-    assert_eq!(errors.len(), 11);
+    // The remaining variants: relative cwd, missing host HOME, existing session, large file.
+    let with_secret = |b: runtime_env::RuntimeEnvBuilder| {
+        b.secret("OPENAI_API_KEY", SecretString::from("canary-s"))
+            .build()
+            .unwrap_err()
+    };
+    let e = with_secret(runtime_env::RuntimeEnv::builder(
+        sb.base(),
+        "user:b".parse().unwrap(),
+        "relative",
+    ));
+    assert!(matches!(e, Error::RelativeCwd));
+    errors.push(format!("{e} / {e:?}"));
+    let e = with_secret(
+        sb.builder("user:b")
+            .host_env(runtime_env::HostEnv::from_vars([("HOME", "canary-rel")]))
+            .level(runtime_env::IsolationLevel::Shared)
+            .tenancy(runtime_env::Tenancy::Single),
+    );
+    assert!(matches!(e, Error::HostHomeMissing));
+    errors.push(format!("{e} / {e:?}"));
+    let session = runtime_env::IsolationLevel::Ephemeral(SessionId::new("s-dup").unwrap());
+    let live = sb.builder("user:b").level(session.clone()).build().unwrap();
+    let e = with_secret(sb.builder("user:b").level(session));
+    assert!(matches!(e, Error::SessionExists(_)));
+    errors.push(format!("{e} / {e:?}"));
+    drop(live);
+    let big = sb.builder("user:b").build().unwrap();
+    std::fs::write(
+        big.state_dir(RuntimeKind::Codex).join("big.toml"),
+        vec![b'x'; (runtime_env::runtime_env::MAX_RUNTIME_FILE + 1) as usize],
+    )
+    .unwrap();
+    let e = big
+        .lock_config()
+        .unwrap()
+        .read(RuntimeKind::Codex, "big.toml")
+        .unwrap_err();
+    assert!(matches!(e, Error::FileTooLarge { .. }));
+    errors.push(format!("{e} / {e:?}"));
+    assert_eq!(errors.len(), 15);
     for e in &errors {
         assert_clean(e);
     }

@@ -85,3 +85,12 @@ pub(crate) fn walk(root: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The value a child started from `env` gets for `name` (read through the configured
+/// `Command`, the only place copied values and secrets are handed on).
+pub(crate) fn child_value(env: &RuntimeEnv, name: &str) -> Option<std::ffi::OsString> {
+    let cmd = env.command("true");
+    cmd.get_envs()
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v.map(ToOwned::to_owned))
+}

@@ -14,7 +14,8 @@
 //!
 //! Values of a `ChildEnv` leave it only through [`ChildEnv::apply_to`], which configures a
 //! [`std::process::Command`] (convert that into a `tokio::process::Command` with `From` when
-//! needed). `Debug` prints variable names only, and there is no `Serialize`.
+//! needed); the paths the crate itself chose (HOME, XDG_*, state variables) can also be read
+//! with [`ChildEnv::get`]. `Debug` prints variable names only, and there is no `Serialize`.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -191,39 +192,58 @@ impl fmt::Debug for HostEnv {
 /// order in which it is assembled.
 #[derive(Clone, Default)]
 pub struct ChildEnv {
-    vars: BTreeMap<OsString, OsString>,
+    /// Allow-listed host variables and caller variables.
+    copied: BTreeMap<OsString, OsString>,
+    /// Variables the runtime environment sets itself (HOME, XDG_*, TMPDIR, state variables).
+    managed: BTreeMap<OsString, OsString>,
     secrets: BTreeMap<String, SecretString>,
 }
 
 impl ChildEnv {
-    pub(crate) fn set(&mut self, name: impl Into<OsString>, value: impl Into<OsString>) {
-        self.vars.insert(name.into(), value.into());
+    pub(crate) fn set_copied(&mut self, name: impl Into<OsString>, value: impl Into<OsString>) {
+        self.copied.insert(name.into(), value.into());
+    }
+
+    pub(crate) fn set_managed(&mut self, name: impl Into<OsString>, value: impl Into<OsString>) {
+        let name = name.into();
+        self.copied.remove(&name);
+        self.managed.insert(name, value.into());
     }
 
     pub(crate) fn set_secret(&mut self, name: String, value: SecretString) {
-        self.vars.remove(OsStr::new(&name));
+        self.copied.remove(OsStr::new(&name));
+        self.managed.remove(OsStr::new(&name));
         self.secrets.insert(name, value);
     }
 
-    /// The value of a plain (non-secret) variable. Injected secrets are not readable.
+    /// The value of a variable the runtime environment sets itself: HOME, the XDG variables,
+    /// TMPDIR and the runtimes' state variables (paths this crate chose, never secrets).
+    ///
+    /// Copied host variables, caller variables and secrets are not readable here (a proxy URL
+    /// may carry a password); only [`apply_to`](Self::apply_to) hands them on.
     pub fn get(&self, name: &str) -> Option<&OsStr> {
-        self.vars.get(OsStr::new(name)).map(OsString::as_os_str)
+        self.managed.get(OsStr::new(name)).map(OsString::as_os_str)
     }
 
-    /// Whether the variable is set, plain or secret.
+    /// Whether the variable is set, whatever its origin.
     pub fn contains(&self, name: &str) -> bool {
-        self.vars.contains_key(OsStr::new(name)) || self.secrets.contains_key(name)
+        let os = OsStr::new(name);
+        self.copied.contains_key(os)
+            || self.managed.contains_key(os)
+            || self.secrets.contains_key(name)
     }
 
-    /// Every variable name, plain and secret, sorted.
+    /// Every variable name, secrets included, sorted.
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
-            .vars
+            .copied
             .keys()
+            .chain(self.managed.keys())
             .map(|k| k.to_string_lossy().into_owned())
             .chain(self.secrets.keys().cloned())
             .collect();
         names.sort();
+        names.dedup();
         names
     }
 
@@ -240,7 +260,8 @@ impl ChildEnv {
     /// included. This is the only way values leave a `ChildEnv`.
     pub fn apply_to<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
         cmd.env_clear();
-        cmd.envs(&self.vars);
+        cmd.envs(&self.copied);
+        cmd.envs(&self.managed);
         for (name, value) in &self.secrets {
             cmd.env(name, value.expose_secret());
         }
@@ -251,7 +272,8 @@ impl ChildEnv {
 impl fmt::Debug for ChildEnv {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChildEnv")
-            .field("vars", &self.vars.keys().collect::<Vec<_>>())
+            .field("copied", &self.copied.keys().collect::<Vec<_>>())
+            .field("managed", &self.managed.keys().collect::<Vec<_>>())
             .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -307,26 +329,31 @@ mod tests {
         );
 
         let mut child = ChildEnv::default();
-        child.set("PATH", "/canary-path");
+        child.set_copied("PATH", "/canary-path");
+        child.set_managed("HOME", "/ns/home");
         child.set_secret("TOK".into(), SecretString::from("canary-secret-2"));
         let dbg = format!("{child:?}");
         assert!(dbg.contains("PATH") && dbg.contains("TOK"), "{dbg}");
         assert!(!dbg.contains("canary"), "{dbg}");
         assert_eq!(child.get("TOK"), None);
-        assert!(child.contains("TOK"));
-        assert_eq!(child.names(), ["PATH", "TOK"]);
+        assert_eq!(child.get("PATH"), None, "copied values are not readable");
+        assert_eq!(child.get("HOME"), Some(OsStr::new("/ns/home")));
+        assert!(child.contains("TOK") && child.contains("PATH"));
+        assert_eq!(child.names(), ["HOME", "PATH", "TOK"]);
     }
 
     #[test]
     fn apply_to_replaces_environment() {
         let mut child = ChildEnv::default();
-        child.set("A", "1");
+        child.set_copied("A", "1");
+        child.set_managed("B", "2");
         child.set_secret("S".into(), SecretString::from("v"));
         let mut cmd = Command::new("true");
         cmd.env("LEFTOVER", "x");
         child.apply_to(&mut cmd);
         let envs: Vec<_> = cmd.get_envs().collect();
         assert!(envs.contains(&(OsStr::new("A"), Some(OsStr::new("1")))));
+        assert!(envs.contains(&(OsStr::new("B"), Some(OsStr::new("2")))));
         assert!(envs.contains(&(OsStr::new("S"), Some(OsStr::new("v")))));
         assert!(!envs.iter().any(|(k, _)| *k == "LEFTOVER"));
     }
