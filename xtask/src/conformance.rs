@@ -59,26 +59,24 @@ pub(crate) const SUITES: &[Suite] = &[
         test_target: "conformance",
         implementations: &[("example_provider", None)],
     },
-    // ---- Examples: uncomment when the suite exists on your branch. ----
-    //
-    // Suite {
-    //     name: "thread-store",
-    //     package: "thread-store",
-    //     feature: "conformance",
-    //     test_target: "conformance",
-    //     implementations: &[
-    //         ("memory", None),
-    //         ("sqlite", None),
-    //         ("postgres", Some("THREAD_STORE_POSTGRES_URL")),
-    //     ],
-    // },
-    // Suite {
-    //     name: "driver-spi",
-    //     package: "driver-spi",
-    //     feature: "conformance",
-    //     test_target: "conformance",
-    //     implementations: &[("reference_driver", None)],
-    // },
+    Suite {
+        name: "thread-store",
+        package: "thread-store",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[
+            ("memory", None),
+            ("sqlite", None),
+            ("postgres", Some("THREAD_STORE_POSTGRES_URL")),
+        ],
+    },
+    Suite {
+        name: "driver-spi",
+        package: "driver-spi",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[("reference_driver", None)],
+    },
 ];
 
 /// Width of the `suite / implementation ....` column.

@@ -1,10 +1,14 @@
 //! The one pipeline every Thread run goes through.
 //!
-//! 1. Validate the thread contract. 2. Attach every provider in order (unwinding in reverse on
-//! failure) and validate all attachments. 3. Build the concrete and session views. 4. Take the
-//! Thread's lease, resolve the stored record and decide: resume, start fresh, fork or refuse,
-//! before the driver runs. 5. Run the driver with the concrete request, renewing the lease.
-//! 6. Persist only a clean success with a valid checkpoint. 7. Tear down within a budget.
+//! 1. Validate the thread contract.
+//! 2. Attach every provider in order (unwinding in reverse on failure) and validate all
+//!    attachments.
+//! 3. Build the concrete and session views.
+//! 4. Take the Thread's lease, resolve the stored record and decide: resume, start fresh, fork
+//!    or refuse, before the driver runs.
+//! 5. Run the driver with the concrete request, renewing the lease.
+//! 6. Persist only a clean success with a valid checkpoint.
+//! 7. Tear down within a budget.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -510,7 +514,7 @@ async fn leased_run(
         run_id: run_id.clone(),
         output: redactor.redact(&response.output).into_owned(),
         exit: response.exit,
-        usage: response.usage.clone(),
+        usage: response.usage,
         session,
         record_id,
         events: Vec::new(),

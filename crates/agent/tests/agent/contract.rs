@@ -11,7 +11,11 @@ async fn unchanged_semantic_identity_resumes_across_restart_with_new_endpoint() 
     let backend = ReferenceBackend::new();
 
     let provider_a = RotatingProvider::new(ProviderSpec::semantic(1));
-    let agent1 = host(file.open().await, &backend, &[provider_a.clone()]);
+    let agent1 = host(
+        file.open().await,
+        &backend,
+        std::slice::from_ref(&provider_a),
+    );
     let first = agent1.thread("t").run("first").await.unwrap();
     assert_eq!(first.session, SessionOutcome::Started);
     let first_request = backend.last_request().unwrap();
@@ -19,7 +23,11 @@ async fn unchanged_semantic_identity_resumes_across_restart_with_new_endpoint() 
     drop(agent1);
 
     let provider_b = RotatingProvider::new(ProviderSpec::semantic(2));
-    let agent2 = host(file.open().await, &backend, &[provider_b.clone()]);
+    let agent2 = host(
+        file.open().await,
+        &backend,
+        std::slice::from_ref(&provider_b),
+    );
     let second = agent2
         .thread("t")
         .resume_only()
@@ -51,7 +59,7 @@ async fn unchanged_semantic_identity_resumes_across_restart_with_new_endpoint() 
     );
 
     // Concrete profile fingerprint changed; the session-compatibility one did not.
-    let before = first_request.request().profile.clone();
+    let before = first_request.request().profile;
     assert_ne!(before.exact, request.profile.exact);
     assert_eq!(
         before.session_compatibility,

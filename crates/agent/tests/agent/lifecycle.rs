@@ -25,14 +25,22 @@ struct Ordered {
 #[async_trait]
 impl RunServiceProvider for Ordered {
     async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
-        self.log.lock().unwrap().push(format!("attach {}", self.name));
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("attach {}", self.name));
         if self.fail_attach {
-            return Err(ProviderError::new("no port left; sent Authorization: Bearer tok-CANARY-attach"));
+            return Err(ProviderError::new(
+                "no port left; sent Authorization: Bearer tok-CANARY-attach",
+            ));
         }
         Ok(RunAttachment::default())
     }
     async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
-        self.log.lock().unwrap().push(format!("detach {}", self.name));
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("detach {}", self.name));
         if self.hang_detach {
             std::future::pending::<()>().await;
         }
@@ -50,11 +58,14 @@ fn ordered(name: &'static str, log: &Arc<std::sync::Mutex<Vec<String>>>) -> Orde
 }
 
 fn agent_with(providers: Vec<Arc<dyn RunServiceProvider>>, backend: &ReferenceBackend) -> Agent {
-    let mut b = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone()))).store(Arc::new(MemoryStore::new()));
+    let mut b = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
+        .store(Arc::new(MemoryStore::new()));
     for p in providers {
         b = b.provider(p);
     }
-    b.teardown_budget(Duration::from_millis(200)).build().unwrap()
+    b.teardown_budget(Duration::from_millis(200))
+        .build()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -74,9 +85,18 @@ async fn a_failing_provider_unwinds_earlier_ones_in_reverse_and_redacts() {
         &backend,
     );
     let err = agent.thread("t").run("x").await.unwrap_err();
-    assert!(matches!(err, ThreadError::Provider { index: 2, .. }), "{err}");
-    assert!(!err.to_string().contains("tok-CANARY-attach"), "provider text is redacted: {err}");
-    assert_eq!(*log.lock().unwrap(), ["attach a", "attach b", "attach c", "detach b", "detach a"]);
+    assert!(
+        matches!(err, ThreadError::Provider { index: 2, .. }),
+        "{err}"
+    );
+    assert!(
+        !err.to_string().contains("tok-CANARY-attach"),
+        "provider text is redacted: {err}"
+    );
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["attach a", "attach b", "attach c", "detach b", "detach a"]
+    );
     assert_eq!(backend.request_count(), 0);
 }
 
@@ -88,7 +108,11 @@ async fn validation_failure_detaches_everything_and_never_launches() {
     spec.compat = Some(("com.example.other".into(), "   ".into()));
     spec.service = "other".into();
     let two = RotatingProvider::new(spec);
-    let agent = host(Arc::new(MemoryStore::new()), &backend, &[one.clone(), two.clone()]);
+    let agent = host(
+        Arc::new(MemoryStore::new()),
+        &backend,
+        &[one.clone(), two.clone()],
+    );
     let err = agent.thread("t").run("x").await.unwrap_err();
     assert!(matches!(err, ThreadError::InvalidAttachment(_)), "{err}");
     assert_eq!((one.live_runs(), two.live_runs()), (0, 0));
@@ -113,21 +137,46 @@ async fn a_hung_provider_cannot_stall_teardown_or_close() {
     agent.close().await; // idempotent
     // Bounded by the 200 ms budget, not by the provider (which never returns).
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(matches!(agent.thread("t").run("y").await, Err(ThreadError::Closed)));
+    assert!(matches!(
+        agent.thread("t").run("y").await,
+        Err(ThreadError::Closed)
+    ));
 }
 
 #[tokio::test]
 async fn driver_failure_persists_nothing_and_reports_redacted() {
     let backend = ReferenceBackend::new();
     let provider = RotatingProvider::new(ProviderSpec::semantic(1));
-    let agent = host(Arc::new(MemoryStore::new()), &backend, &[provider.clone()]);
+    let agent = host(
+        Arc::new(MemoryStore::new()),
+        &backend,
+        std::slice::from_ref(&provider),
+    );
     backend.push_behavior(Behavior::Fail(FailureKind::RateLimited));
     let err = agent.thread("t").run("x").await.unwrap_err();
-    assert!(matches!(err, ThreadError::Driver { kind: FailureKind::RateLimited, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            ThreadError::Driver {
+                kind: FailureKind::RateLimited,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(agent.thread("t").checkpoint().await.unwrap().is_none());
     backend.push_behavior(Behavior::FailedResponse(FailureKind::Process));
     let err = agent.thread("t").run("x").await.unwrap_err();
-    assert!(matches!(err, ThreadError::Driver { kind: FailureKind::Process, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            ThreadError::Driver {
+                kind: FailureKind::Process,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(agent.thread("t").checkpoint().await.unwrap().is_none());
     assert_eq!(provider.live_runs(), 0);
 }
@@ -136,31 +185,66 @@ async fn driver_failure_persists_nothing_and_reports_redacted() {
 async fn resume_rejection_restarts_or_refuses_by_mode() {
     let file = SqliteFile::new();
     let backend = ReferenceBackend::new();
-    let agent = host(file.open().await, &backend, &[RotatingProvider::new(ProviderSpec::semantic(1))]);
+    let agent = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(1))],
+    );
     let first = agent.thread("t").run("one").await.unwrap();
     let before = agent.thread("t").checkpoint().await.unwrap().unwrap();
 
     backend.push_behavior(Behavior::RejectResume(ResumeRejectReason::Expired));
-    let err = agent.thread("t").resume_only().run("two").await.unwrap_err();
-    assert!(matches!(err, ThreadError::ResumeRejected { reason: ResumeRejectReason::Expired }), "{err}");
-    assert_eq!(agent.thread("t").checkpoint().await.unwrap().unwrap(), before, "nothing persisted");
+    let err = agent
+        .thread("t")
+        .resume_only()
+        .run("two")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ThreadError::ResumeRejected {
+                reason: ResumeRejectReason::Expired
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        agent.thread("t").checkpoint().await.unwrap().unwrap(),
+        before,
+        "nothing persisted"
+    );
 
     backend.push_behavior(Behavior::RejectResume(ResumeRejectReason::UnknownSession));
     let restarted = agent.thread("t").run("three").await.unwrap();
     assert_eq!(restarted.session, SessionOutcome::RestartedAfterRejection);
     let after = agent.thread("t").checkpoint().await.unwrap().unwrap();
-    assert_ne!(after.record_id, before.record_id, "a new record replaced the archived one");
+    assert_ne!(
+        after.record_id, before.record_id,
+        "a new record replaced the archived one"
+    );
     assert_ne!(Some(after.record_id), first.record_id);
 }
 
 #[tokio::test]
 async fn store_required_and_bad_keys_are_typed() {
     let backend = ReferenceBackend::new();
-    let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone()))).build().unwrap();
-    assert!(matches!(agent.thread("t").run("x").await, Err(ThreadError::StoreRequired)));
+    let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
+        .build()
+        .unwrap();
+    assert!(matches!(
+        agent.thread("t").run("x").await,
+        Err(ThreadError::StoreRequired)
+    ));
     let agent = host(Arc::new(MemoryStore::new()), &backend, &[]);
     for key in ["", "  ", "a\0b", &"k".repeat(600)] {
-        assert!(matches!(agent.thread(key).run("x").await, Err(ThreadError::InvalidKey { .. })), "{key:?}");
+        assert!(
+            matches!(
+                agent.thread(key).run("x").await,
+                Err(ThreadError::InvalidKey { .. })
+            ),
+            "{key:?}"
+        );
     }
     assert_eq!(backend.request_count(), 0);
 }
@@ -170,9 +254,18 @@ async fn providers_are_deduplicated_and_attach_in_order() {
     let backend = ReferenceBackend::new();
     let calls = Arc::new(AtomicUsize::new(0));
     let provider = RotatingProvider::new(ProviderSpec::semantic(1));
-    let agent = host_with(Arc::new(MemoryStore::new()), &backend, &[provider.clone(), provider.clone()], |b| b);
+    let agent = host_with(
+        Arc::new(MemoryStore::new()),
+        &backend,
+        &[provider.clone(), provider.clone()],
+        |b| b,
+    );
     agent.thread("t").run("x").await.unwrap();
-    assert_eq!(provider.attached.load(Ordering::SeqCst), 1, "the same provider attaches once");
+    assert_eq!(
+        provider.attached.load(Ordering::SeqCst),
+        1,
+        "the same provider attaches once"
+    );
     assert_eq!(provider.detached.load(Ordering::SeqCst), 1);
     drop(calls);
 }
@@ -180,7 +273,11 @@ async fn providers_are_deduplicated_and_attach_in_order() {
 #[tokio::test]
 async fn a_stream_numbers_events_and_ends_with_one_terminal() {
     let backend = ReferenceBackend::new();
-    let agent = host(Arc::new(MemoryStore::new()), &backend, &[RotatingProvider::new(ProviderSpec::semantic(1))]);
+    let agent = host(
+        Arc::new(MemoryStore::new()),
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(1))],
+    );
     backend.push_behavior(Behavior::CallTool {
         name: "ask_user".into(),
         arguments: "{\"q\":1}".into(),
@@ -203,5 +300,9 @@ async fn a_stream_numbers_events_and_ends_with_one_terminal() {
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e.seq, i as u64, "core-assigned, gapless sequence numbers");
     }
-    assert!(events.iter().any(|e| matches!(e.kind, agent::ThreadEventKind::ToolCallStarted { .. })));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.kind, agent::ThreadEventKind::ToolCallStarted { .. }))
+    );
 }
