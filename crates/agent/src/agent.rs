@@ -86,8 +86,9 @@ impl Agent {
     }
 
     /// Closes the agent: refuses new runs, cancels runs in flight and waits for their
-    /// teardown (bounded by the teardown budget), then closes every driver-owned process.
-    /// Idempotent: later calls return at once after the first finished.
+    /// teardown (bounded by the teardown budget), closes every driver-owned process, and
+    /// closes every provider ([`RunServiceProvider::close`]). Idempotent: later calls only
+    /// repeat the process sweep.
     pub async fn close(&self) {
         let first = !self.inner.closed.swap(true, Ordering::SeqCst);
         let cancels: Vec<watch::Sender<bool>> = match self.inner.runs.lock() {
@@ -104,7 +105,27 @@ impl Agent {
         let _ = tokio::time::timeout(budget, self.wait_for_runs()).await;
         self.close_processes().await;
         if first {
+            self.close_providers().await;
+        }
+        if first {
             tracing::debug!(cancelled_runs = cancels.len(), "agent closed");
+        }
+    }
+
+    /// Closes every provider, in reverse order, within one teardown budget.
+    async fn close_providers(&self) {
+        let close = async {
+            for provider in self.inner.providers.iter().rev() {
+                if provider.close().await.is_err() {
+                    tracing::debug!("provider failed to close");
+                }
+            }
+        };
+        if tokio::time::timeout(self.inner.teardown_budget, close)
+            .await
+            .is_err()
+        {
+            tracing::warn!("closing providers exceeded the teardown budget");
         }
     }
 

@@ -58,7 +58,8 @@ impl ProviderError {
 ///
 /// `attach_run` is called once per run before the driver launches, in provider order;
 /// `detach_run` is called once for every successful attach, in reverse order, when the run
-/// ends (also when a later provider or validation fails).
+/// ends (also when a later provider or validation fails); `close` is called when the agent
+/// closes.
 ///
 /// ```
 /// use run_service::{
@@ -99,4 +100,11 @@ pub trait RunServiceProvider: Send + Sync {
 
     /// Releases what [`attach_run`](Self::attach_run) allocated for this run.
     async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError>;
+
+    /// Releases everything the provider keeps across runs (a listening server, a pool),
+    /// when the agent that owns it closes. Called once per agent close, after its runs were
+    /// torn down, within the agent's teardown budget. The default does nothing.
+    async fn close(&self) -> Result<(), ProviderError> {
+        Ok(())
+    }
 }

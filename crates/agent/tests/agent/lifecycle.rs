@@ -306,3 +306,30 @@ async fn a_stream_numbers_events_and_ends_with_one_terminal() {
             .any(|e| matches!(e.kind, agent::ThreadEventKind::ToolCallStarted { .. }))
     );
 }
+
+#[tokio::test]
+async fn close_closes_every_provider_once() {
+    #[derive(Debug, Default)]
+    struct Closable(AtomicUsize);
+    #[async_trait]
+    impl RunServiceProvider for Closable {
+        async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
+            Ok(RunAttachment::default())
+        }
+        async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+            Ok(())
+        }
+        async fn close(&self) -> Result<(), ProviderError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+    let backend = ReferenceBackend::new();
+    let provider = Arc::new(Closable::default());
+    let agent = agent_with(vec![provider.clone()], &backend);
+    agent.thread("t").run("x").await.unwrap();
+    assert_eq!(provider.0.load(Ordering::SeqCst), 0);
+    agent.close().await;
+    agent.close().await;
+    assert_eq!(provider.0.load(Ordering::SeqCst), 1);
+}
