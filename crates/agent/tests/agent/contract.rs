@@ -261,3 +261,141 @@ async fn fork_honours_semantic_identity_and_requires_a_free_key() {
         .unwrap_err();
     assert!(matches!(err, ThreadError::Incompatible { .. }), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restart_resumes_with_new_endpoint_across_two_agents() {
+    use std::sync::Arc;
+    use thread_store::ThreadStore;
+    use thread_store::postgres::{PostgresConfig, PostgresStore};
+    let url = std::env::var("THREAD_STORE_POSTGRES_URL")
+        .expect("THREAD_STORE_POSTGRES_URL is not set: this PostgreSQL test cannot run (run with --skip postgres to skip it visibly)");
+    let schema = format!("agent_restart_{}", uuid::Uuid::now_v7().simple());
+    let open = || async {
+        let config = PostgresConfig::from_url(&url, &schema).unwrap();
+        Arc::new(PostgresStore::connect(config).await.unwrap()) as Arc<dyn ThreadStore>
+    };
+    let backend = ReferenceBackend::new();
+    let agent1 = host(
+        open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(1))],
+    );
+    agent1.thread("t").run("first").await.unwrap();
+    agent1.close().await;
+    drop(agent1);
+
+    let provider = RotatingProvider::new(ProviderSpec::semantic(2));
+    let agent2 = host(open().await, &backend, std::slice::from_ref(&provider));
+    let resumed = agent2
+        .thread("t")
+        .resume_only()
+        .run("second")
+        .await
+        .unwrap();
+    assert_eq!(resumed.session, SessionOutcome::Resumed);
+    let b = provider.allocation(0);
+    let recorded = backend.last_request().unwrap();
+    assert_eq!(
+        recorded.expose_secret_env(&b.env_name).as_deref(),
+        Some(b.token.as_str())
+    );
+
+    let changed = ProviderSpec::semantic(3).with_fingerprint(semantic_fingerprint("2", "tenant-a"));
+    let agent3 = host(open().await, &backend, &[RotatingProvider::new(changed)]);
+    let err = agent3
+        .thread("t")
+        .resume_only()
+        .run("third")
+        .await
+        .unwrap_err();
+    assert!(
+        err.incompatibility()
+            .unwrap()
+            .names_prefix("attachment.semantic:"),
+        "{err}"
+    );
+
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+}
+
+/// Compatibility is decided by the tuple alone: not by the provider's type, its service name,
+/// its reuse key, or the loopback shape of its URL.
+#[tokio::test]
+async fn nothing_but_the_tuple_decides_compatibility() {
+    use run_service::{ProviderError, RunAttachment, RunId, RunServiceProvider, async_trait};
+    use std::sync::Arc;
+
+    /// Another provider type that hands out the same tuple under another service name.
+    #[derive(Debug)]
+    struct Other(Arc<RotatingProvider>);
+    #[async_trait]
+    impl RunServiceProvider for Other {
+        async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+            self.0.attach_run(run).await
+        }
+        async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError> {
+            self.0.detach_run(run).await
+        }
+    }
+
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+    let agent1 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::semantic(1))],
+    );
+    agent1.thread("t").run("first").await.unwrap();
+    agent1.close().await;
+
+    // Another type, another service name and MCP key, another reuse key, a non-loopback URL:
+    // still the same tuple, so the session view is the same and the Thread resumes.
+    let mut spec = ProviderSpec::semantic(2);
+    spec.service = "renamed-ui".into();
+    let other = Arc::new(Other(RotatingProvider::new(spec)));
+    let agent2 = agent::Agent::builder(Arc::new(
+        driver_spi::reference::ReferenceDriver::with_backend(backend.clone()),
+    ))
+    .store(file.open().await)
+    .model("model-1")
+    .workspace("/work/project")
+    .provider(other)
+    .build()
+    .unwrap();
+    agent2
+        .thread("t")
+        .resume_only()
+        .run("second")
+        .await
+        .unwrap();
+    agent2.close().await;
+
+    // Without a tuple, the same service name, MCP key and provider type do not make a restart
+    // compatible: only the exact data counts.
+    let agent3 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::exact(3))],
+    );
+    agent3.thread("x").run("first").await.unwrap();
+    agent3.close().await;
+    let agent4 = host(
+        file.open().await,
+        &backend,
+        &[RotatingProvider::new(ProviderSpec::exact(4))],
+    );
+    let err = agent4
+        .thread("x")
+        .resume_only()
+        .run("second")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ThreadError::Incompatible { .. }), "{err}");
+}
