@@ -1,5 +1,66 @@
 //! Agents and durable Threads that resume safely across host restarts.
 //!
+//! An [`Agent`] is built from a driver (`Arc<dyn Driver>`), a thread store
+//! (`Arc<dyn ThreadStore>`), run-service providers, host MCP servers, and model,
+//! instructions, workspace and identity. A [`Thread`] (`agent.thread(key)`) is a durable
+//! conversation: its runs resume the stored provider session only when the stored
+//! compatibility fingerprint matches the current configuration.
+//!
+//! The fingerprint is computed from the run's **session view**: exact data for everything,
+//! except that a run-service attachment which declared a
+//! [`RunServiceCompatibility`](run_service::RunServiceCompatibility) contributes only its
+//! `{id, fingerprint}` tuple. So a provider that allocates a fresh loopback port and token on
+//! every restart still resumes, while the driver always receives the **concrete**, current
+//! endpoint and credential, and any semantic change refuses before the driver runs.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use agent::{Agent, SessionOutcome, ThreadError};
+//! use driver_spi::reference::{ReferenceBackend, ReferenceDriver};
+//! use thread_store::memory::MemoryStore;
+//!
+//! let backend = ReferenceBackend::new();
+//! let store = Arc::new(MemoryStore::new());
+//! let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
+//!     .store(store.clone())
+//!     .model("model-1")
+//!     .build()?;
+//! let first = agent.thread("support/42").run("hello").await?;
+//! assert_eq!(first.session, SessionOutcome::Started);
+//! agent.close().await;
+//!
+//! // A restarted host: a new agent over the same store resumes, or refuses.
+//! let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend)))
+//!     .store(store)
+//!     .model("model-1")
+//!     .build()?;
+//! let again = agent.thread("support/42").resume_only().run("and again").await?;
+//! assert_eq!(again.session, SessionOutcome::Resumed);
+//! let missing = agent.thread("nothing").resume_only().run("?").await;
+//! assert!(matches!(missing, Err(ThreadError::NotFound { .. })));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # Invariants
+//! - **One pipeline** runs every Thread turn: validate, attach providers in order, validate all
+//!   attachments, build the concrete and session views, lease and resolve, decide (resume,
+//!   start, fork or refuse) before the driver runs, drive with lease renewal, persist only a
+//!   clean success with a valid checkpoint, tear down within a budget.
+//! - A `None` compatibility keeps exact fingerprinting. Nothing is inferred from a reuse key,
+//!   URL shape, loopback address, provider type or metadata; host MCP servers are always exact.
+//! - A resume-only Thread never starts over. Records written under another fingerprint scheme
+//!   fail closed unless a [`SchemeMigration`] states both identities.
+//! - No secret value reaches the thread store, an error, an event, a result, `Debug` output or
+//!   `tracing` output; free text (driver output, provider messages) passes through the
+//!   `runtime-env` redactor with the run's secret values.
+//!
+//! # What this crate deliberately does not do
+//! It implements no driver and no store (it takes them as trait objects), spawns no runtime
+//! process itself, and cannot prove a provider's compatibility claim truthful: providers are
+//! host-trusted code (see `docs/security.md`).
+//!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
