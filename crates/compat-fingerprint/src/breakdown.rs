@@ -64,7 +64,17 @@ impl ComponentName {
     /// `prefix:<digest>`: a component that stands for one of many values (an attachment, an
     /// MCP server) named by a short digest instead of its raw string.
     pub fn with_digest(prefix: &str, digest: ShortDigest) -> Result<Self, ComponentNameError> {
-        Self::new(format!("{prefix}:{digest}"))
+        // Only the prefix needs checking: `:` and hex digits are always in the grammar.
+        Self::new(prefix)?;
+        let mut name = String::with_capacity(prefix.len() + 13);
+        name.push_str(prefix);
+        name.push(':');
+        std::fmt::Write::write_fmt(&mut name, format_args!("{digest}"))
+            .map_err(|_| ComponentNameError::Empty)?;
+        if name.len() > NAME_MAX {
+            return Err(ComponentNameError::TooLong { len: name.len() });
+        }
+        Ok(Self(name))
     }
 
     /// The name.

@@ -60,6 +60,13 @@ impl Encoder {
         Self::default()
     }
 
+    /// An empty encoder with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            buf: Vec::with_capacity(capacity),
+        }
+    }
+
     /// The bytes written so far.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {

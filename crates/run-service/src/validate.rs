@@ -249,15 +249,25 @@ fn check_text(
     Ok(())
 }
 
-/// Whether `value` has a control character (`char::is_control`): one byte scan, decoding
-/// chars only when a non-ASCII byte shows up (C1 controls are two UTF-8 bytes).
+/// Whether `value` has a control character (`char::is_control`). Scans eight bytes at a time
+/// for any byte below 0x20, equal to 0x7f, or non-ASCII, and decodes chars only then (C1
+/// controls are two UTF-8 bytes).
 fn has_control(value: &str) -> bool {
-    // Branch-free folds so the common short ASCII case vectorizes.
-    let ascii_control = value
-        .bytes()
-        .fold(false, |acc, b| acc | (b < 0x20) | (b == 0x7f));
-    let non_ascii = value.bytes().fold(false, |acc, b| acc | (b >= 0x80));
-    ascii_control || (non_ascii && value.chars().any(char::is_control))
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let bytes = value.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    let mut suspicious = false;
+    for chunk in &mut chunks {
+        // chunks_exact yields 8-byte slices; a failed conversion would only mean "look closer".
+        let w = <[u8; 8]>::try_from(chunk).map_or(HI, u64::from_le_bytes);
+        let below_space = w.wrapping_sub(LO * 0x20) & !w & HI;
+        let x = w ^ (LO * 0x7f);
+        let del = x.wrapping_sub(LO) & !x & HI;
+        suspicious |= (below_space | del | (w & HI)) != 0;
+    }
+    suspicious |= chunks.remainder().iter().any(|&b| b < 0x20 || b >= 0x7f);
+    suspicious && value.chars().any(char::is_control)
 }
 
 fn check_env_name(at: Location, field: Field, name: &str) -> Result<(), ValidationError> {
@@ -448,4 +458,51 @@ fn check_mcp(at: Location, mcp: &McpServer) -> Result<(), ValidationError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::has_control;
+
+    #[test]
+    fn control_characters_are_found_anywhere() {
+        for bad in [
+            "\0",
+            "\x1f",
+            "\x7f",
+            "\u{85}",
+            "\u{9f}",
+            "abcdefgh\n",
+            "abcdefghijklmno\t",
+            "é\u{1b}",
+        ] {
+            assert!(has_control(bad), "{bad:?}");
+        }
+        for good in [
+            "",
+            "a",
+            "http://127.0.0.1:4101/mcp",
+            "é ü ß 日本",
+            "~~~~~~~~~~~~~~~~",
+            " ",
+        ] {
+            assert!(!has_control(good), "{good:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 512,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0xc0de),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn word_scan_agrees_with_char_is_control(s in "\\PC{0,20}[\\x00-\\x{a0}]?\\PC{0,20}") {
+            prop_assert_eq!(has_control(&s), s.chars().any(char::is_control));
+        }
+    }
 }
