@@ -266,7 +266,10 @@ fn has_control(value: &str) -> bool {
         let del = x.wrapping_sub(LO) & !x & HI;
         suspicious |= (below_space | del | (w & HI)) != 0;
     }
-    suspicious |= chunks.remainder().iter().any(|&b| !(0x20..0x7f).contains(&b));
+    suspicious |= chunks
+        .remainder()
+        .iter()
+        .any(|&b| !(0x20..0x7f).contains(&b));
     suspicious && value.chars().any(char::is_control)
 }
 
