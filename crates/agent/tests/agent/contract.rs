@@ -399,3 +399,49 @@ async fn nothing_but_the_tuple_decides_compatibility() {
         .unwrap_err();
     assert!(matches!(err, ThreadError::Incompatible { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn provider_order_does_not_change_compatibility() {
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+    let named = |g: u16, service: &str| {
+        let mut spec = ProviderSpec::semantic(g);
+        spec.service = service.into();
+        spec.compat = Some((
+            format!("com.example.{service}"),
+            semantic_fingerprint("1", "tenant-a"),
+        ));
+        RotatingProvider::new(spec)
+    };
+    let agent1 = host(
+        file.open().await,
+        &backend,
+        &[named(1, "ui"), named(1, "search")],
+    );
+    agent1.thread("t").run("first").await.unwrap();
+    agent1.close().await;
+    // The restarted host lists its providers the other way round.
+    let agent2 = host(
+        file.open().await,
+        &backend,
+        &[named(2, "search"), named(2, "ui")],
+    );
+    let resumed = agent2
+        .thread("t")
+        .resume_only()
+        .run("second")
+        .await
+        .unwrap();
+    assert_eq!(resumed.session, SessionOutcome::Resumed);
+    // The concrete request keeps the current provider order.
+    let services: Vec<String> = backend
+        .last_request()
+        .unwrap()
+        .request()
+        .runtime
+        .services
+        .iter()
+        .map(|s| s.id.clone())
+        .collect();
+    assert_eq!(services, ["search", "ui"]);
+}
