@@ -542,7 +542,7 @@ async fn drive(
     loop {
         tokio::select! {
             result = &mut run => {
-                return result.map_err(|e| driver_error(e, thread));
+                return result.map_err(driver_error);
             }
             () = &mut cancelled => return Err(ThreadError::Cancelled),
             () = tokio::time::sleep(ttl / 3) => {
@@ -561,8 +561,7 @@ async fn drive(
     }
 }
 
-fn driver_error(error: DriverError, thread: &Thread) -> ThreadError {
-    let _ = thread;
+fn driver_error(error: DriverError) -> ThreadError {
     match error {
         DriverError::ResumeRejected { reason } => ThreadError::ResumeRejected { reason },
         DriverError::Cancelled => ThreadError::Cancelled,
