@@ -125,17 +125,15 @@ async fn execute_inner(
 
     let redactor = Redactor::with_secrets(attachments.iter().flat_map(secret_values));
     let sink = Arc::new(CoreSink::new(run_id.clone(), redactor.clone(), events));
-    let result = attached_run(
+    let cx = RunCx {
         thread,
-        &store,
-        prompt,
+        store,
         run_id,
-        &mut attachments,
-        &sink,
-        &redactor,
+        sink: Arc::clone(&sink),
+        redactor,
         cancel,
-    )
-    .await;
+    };
+    let result = attached_run(&cx, prompt, &mut attachments).await;
     if !sink.ended() {
         sink.push(match &result {
             Ok(_) => ThreadEventKind::RunFinished,
@@ -189,25 +187,44 @@ enum Plan {
     },
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one pipeline step with its whole context"
-)]
-async fn attached_run(
-    thread: &Thread,
-    store: &Arc<dyn ThreadStore>,
-    prompt: String,
-    run_id: &RunId,
-    attachments: &mut [RunAttachment],
-    sink: &Arc<CoreSink>,
-    redactor: &Redactor,
+/// What every step of one run shares.
+struct RunCx<'a> {
+    thread: &'a Thread,
+    store: Arc<dyn ThreadStore>,
+    run_id: &'a RunId,
+    sink: Arc<CoreSink>,
+    redactor: Redactor,
     cancel: watch::Receiver<bool>,
+}
+
+/// The run's compatibility identity, computed once from its session view.
+struct Identity {
+    views: RunViews,
+    breakdown: Breakdown,
+    fingerprint: Fingerprint,
+}
+
+async fn attached_run(
+    cx: &RunCx<'_>,
+    prompt: String,
+    attachments: &mut [RunAttachment],
 ) -> Result<RunResult, ThreadError> {
+    let RunCx {
+        thread,
+        store,
+        run_id,
+        ..
+    } = cx;
     let inner = &thread.agent.inner;
     // 2b and 3. Validate everything and build both views before anything launches.
     let views = build_views(attachments, &inner.host_mcp)?;
     let breakdown = thread_breakdown(&inner.statics, &views);
     let fingerprint = thread_fingerprint(&breakdown);
+    let identity = Identity {
+        views,
+        breakdown,
+        fingerprint,
+    };
 
     // 4. Lease, resolve, decide.
     let owner = format!("{}/{}", inner.instance, run_id);
@@ -216,21 +233,7 @@ async fn attached_run(
         .acquire_lease(&target, &owner, inner.lease_ttl)
         .await
         .map_err(|e| store_error(e, &thread.key))?;
-    let outcome = leased_run(
-        thread,
-        store,
-        prompt,
-        run_id,
-        attachments,
-        sink,
-        redactor,
-        cancel,
-        &views,
-        &breakdown,
-        fingerprint,
-        lease.clone(),
-    )
-    .await;
+    let outcome = leased_run(cx, prompt, attachments, &identity, lease.clone()).await;
     if outcome
         .as_ref()
         .is_err_and(|e| !matches!(e, ThreadError::LeaseLost { .. }))
@@ -369,24 +372,28 @@ fn to_store_state(state: &driver_spi::SessionState) -> thread_store::SessionStat
     }
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one pipeline step with its whole context"
-)]
 async fn leased_run(
-    thread: &Thread,
-    store: &Arc<dyn ThreadStore>,
+    cx: &RunCx<'_>,
     prompt: String,
-    run_id: &RunId,
     attachments: &mut [RunAttachment],
-    sink: &Arc<CoreSink>,
-    redactor: &Redactor,
-    cancel: watch::Receiver<bool>,
-    views: &RunViews,
-    breakdown: &Breakdown,
-    fingerprint: Fingerprint,
+    identity: &Identity,
     lease: Lease,
 ) -> Result<RunResult, ThreadError> {
+    let RunCx {
+        thread,
+        store,
+        sink,
+        redactor,
+        cancel,
+        ..
+    } = cx;
+    let run_id: &RunId = cx.run_id;
+    let Identity {
+        views,
+        breakdown,
+        fingerprint,
+    } = identity;
+    let (breakdown, fingerprint) = (breakdown, *fingerprint);
     let inner = &thread.agent.inner;
     let mut plan = decide(thread, store, breakdown, fingerprint).await?;
     tracing::debug!(

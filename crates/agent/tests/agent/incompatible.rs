@@ -79,7 +79,7 @@ struct Setup {
     codec: Option<&'static str>,
     config_flag: Option<&'static str>,
     spec: ProviderSpec,
-    configure: fn(AgentBuilder) -> AgentBuilder,
+    configure: Box<dyn Fn(AgentBuilder) -> AgentBuilder>,
 }
 
 impl Default for Setup {
@@ -89,7 +89,7 @@ impl Default for Setup {
             codec: None,
             config_flag: None,
             spec: ProviderSpec::semantic(1),
-            configure: |b| b,
+            configure: Box::new(|b| b),
         }
     }
 }
@@ -214,7 +214,7 @@ async fn names_driver_config() {
 async fn names_identity() {
     assert_names(
         Setup {
-            configure: |b| b.identity("other"),
+            configure: Box::new(|b| b.identity("other")),
             ..Setup::default()
         },
         "identity",
@@ -226,7 +226,7 @@ async fn names_identity() {
 async fn names_model() {
     assert_names(
         Setup {
-            configure: |b| b.model("model-2"),
+            configure: Box::new(|b| b.model("model-2")),
             ..Setup::default()
         },
         "model",
@@ -238,7 +238,7 @@ async fn names_model() {
 async fn names_workspace() {
     assert_names(
         Setup {
-            configure: |b| b.workspace("/work/b"),
+            configure: Box::new(|b| b.workspace("/work/b")),
             ..Setup::default()
         },
         "workspace",
@@ -250,7 +250,7 @@ async fn names_workspace() {
 async fn names_profile() {
     assert_names(
         Setup {
-            configure: |b| b.profile_resource("AGENTS.md", "rules v2"),
+            configure: Box::new(|b| b.profile_resource("AGENTS.md", "rules v2")),
             ..Setup::default()
         },
         "profile",
@@ -262,7 +262,7 @@ async fn names_profile() {
 async fn names_skills() {
     assert_names(
         Setup {
-            configure: |b| b.skill("deploy", "1"),
+            configure: Box::new(|b| b.skill("deploy", "1")),
             ..Setup::default()
         },
         "skills",
@@ -274,7 +274,7 @@ async fn names_skills() {
 async fn names_instructions() {
     assert_names(
         Setup {
-            configure: |b| b.instructions("be verbose"),
+            configure: Box::new(|b| b.instructions("be verbose")),
             ..Setup::default()
         },
         "instructions",
@@ -303,7 +303,7 @@ async fn names_the_attachment_by_digest() {
 #[tokio::test]
 async fn names_a_particular_mcp_server_by_digest() {
     let changed = Setup {
-        configure: |b| b.mcp_server(McpServer::stdio("extra-tools", "extra-bin")),
+        configure: Box::new(|b| b.mcp_server(McpServer::stdio("extra-tools", "extra-bin"))),
         ..Setup::default()
     };
     let err = drift(changed).await;
@@ -357,21 +357,13 @@ async fn names_fingerprint_scheme_and_honours_an_explicit_migration() {
         from: compat_fingerprint::Fingerprint::from_bytes([7; 32]),
         to: current,
     };
-    // The same configuration plus the migration record (a fn pointer cannot capture it).
-    let driver = Arc::new(ReferenceDriver::with_backend(backend.clone()));
-    let agent = Agent::builder(driver)
-        .store(file.open().await)
-        .provider(RotatingProvider::new(ProviderSpec::semantic(3)))
-        .mcp_server(McpServer::stdio("host-tools", "host-tools-bin"))
-        .model("model-1")
-        .workspace("/work/a")
-        .instructions("be brief")
-        .identity("assistant")
-        .skill("review", "1")
-        .profile_resource("AGENTS.md", "rules v1")
-        .scheme_migration(migration)
-        .build()
-        .unwrap();
+    // The same configuration plus the migration record.
+    let with_migration = Setup {
+        spec: ProviderSpec::semantic(3),
+        configure: Box::new(move |b| b.scheme_migration(migration)),
+        ..Setup::default()
+    };
+    let agent = build(&with_migration, file.open().await, &backend);
     agent.thread("t").resume_only().run("two").await.unwrap();
     // The record is rewritten under the current scheme.
     let cp = agent.thread("t").checkpoint().await.unwrap().unwrap();

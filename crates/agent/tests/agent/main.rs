@@ -4,7 +4,6 @@
 
 mod support;
 
-mod canary;
 mod contract;
 mod incompatible;
 mod lifecycle;

@@ -2,6 +2,14 @@
 //! (success, incompatibility, validation failure, lease loss, driver failure); then all
 //! tracing output at TRACE, every event, result, error `Display` and `Debug`, the raw SQLite
 //! file and (when configured) every PostgreSQL row are scanned for the canaries.
+//!
+//! A test binary of its own: it installs a global TRACE subscriber, so that every thread
+//! (including blocking-pool threads) reports into the captured buffer.
+#![allow(clippy::unwrap_used, reason = "tests")]
+#![allow(dead_code, reason = "shares the fixtures of the `agent` test binary")]
+
+#[path = "agent/support.rs"]
+mod support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -14,7 +22,7 @@ use thread_store::{
     FinalizeRequest, Lease, ListPage, ListQuery, Query, StoreError, ThreadRecord, ThreadStore,
 };
 
-use crate::support::{ProviderSpec, RotatingProvider, SqliteFile, semantic_fingerprint};
+use support::{ProviderSpec, RotatingProvider, SqliteFile, semantic_fingerprint};
 
 /// Every token the providers mint starts with this; no byte of it may leak anywhere.
 const CANARY: &str = "CANARY7f1e";
@@ -208,15 +216,23 @@ fn assert_clean(what: &str, haystack: &[u8]) {
     );
 }
 
+/// Runs `f` with every thread's `tracing` output, at TRACE, going to one global buffer, and
+/// returns what was captured so far (by any test of this binary: all of it must be clean).
 fn traced<T>(f: impl FnOnce() -> T) -> (T, Vec<u8>) {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
+    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    let captured = CAPTURED.get_or_init(|| {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("the only subscriber of this binary");
+        captured
+    });
+    let out = f();
     let bytes = captured.0.lock().unwrap().clone();
     (out, bytes)
 }
