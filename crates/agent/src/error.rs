@@ -63,6 +63,11 @@ impl fmt::Display for Incompatibility {
                 "fingerprint scheme changed (stored v{stored}, current v{current}) and no migration record covers it"
             );
         }
+        if self.changes.is_empty() {
+            return f.write_str(
+                "the stored fingerprint differs and its component breakdown names no change",
+            );
+        }
         f.write_str("changed components: ")?;
         for (i, c) in self.changes.iter().enumerate() {
             if i > 0 {
@@ -162,6 +167,13 @@ pub enum ThreadError {
     InvalidKey {
         /// Why.
         reason: &'static str,
+    },
+    /// The driver lacks a capability the Thread needs (Threads need session resume with a
+    /// session codec; forks need fork). Nothing ran.
+    #[error("the driver does not support {capability}")]
+    Unsupported {
+        /// The missing capability.
+        capability: &'static str,
     },
     /// The thread store failed.
     #[error("thread store error: {0}")]

@@ -14,7 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compat_fingerprint::{Breakdown, ComponentChange, Fingerprint};
-use driver_spi::{DriverError, FailureKind, Request, Response, RuntimePayload, SessionContext};
+use driver_spi::{
+    DriverError, FailureKind, Request, Response, ResumeRejectReason, RuntimePayload, SessionCodec,
+    SessionContext, SessionParams,
+};
 use run_service::{ExposeSecret, RunAttachment, RunId, RunServiceProvider, RunViews, build_views};
 use runtime_env::Redactor;
 use thread_store::{
@@ -31,7 +34,9 @@ use crate::{
     Incompatibility, RunResult, SessionOutcome, ThreadError, ThreadEvent, ThreadEventKind,
 };
 
-const MAX_KEY_LEN: usize = 512;
+/// Stores accept names of up to 512 bytes; the lease target adds the `thread:` prefix.
+const MAX_KEY_LEN: usize = 512 - LEASE_PREFIX.len();
+const LEASE_PREFIX: &str = "thread:";
 
 /// Thread keys are host-chosen names: non-empty, bounded, no control characters.
 pub(crate) fn check_key(key: &str) -> Result<(), ThreadError> {
@@ -96,6 +101,15 @@ async fn execute_inner(
     check_key(&thread.key)?;
     if let Some(parent) = &thread.fork_from {
         check_key(parent)?;
+    }
+    let capabilities = inner.driver.descriptor().capabilities;
+    if !capabilities.resume || inner.driver.session_codec().is_none() {
+        return Err(ThreadError::Unsupported {
+            capability: "session resume with a session codec",
+        });
+    }
+    if thread.fork_from.is_some() && !capabilities.fork {
+        return Err(ThreadError::Unsupported { capability: "fork" });
     }
 
     // 2. Attach providers in order; unwind in reverse if one fails.
@@ -173,6 +187,17 @@ async fn detach_all(attached: &[Arc<dyn RunServiceProvider>], run_id: &RunId, bu
     }
 }
 
+/// Aborts spawned tasks when dropped, so no early return leaves one running.
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
 /// What step 4 decided.
 enum Plan {
     Start {
@@ -226,22 +251,35 @@ async fn attached_run(
         fingerprint,
     };
 
-    // 4. Lease, resolve, decide.
+    // 4. Lease (the key; for a fork the parent too, so it cannot move meanwhile), resolve,
+    // decide.
     let owner = format!("{}/{}", inner.instance, run_id);
-    let target = format!("thread:{}", thread.key);
-    let lease = store
-        .acquire_lease(&target, &owner, inner.lease_ttl)
-        .await
-        .map_err(|e| store_error(e, &thread.key))?;
-    let outcome = leased_run(cx, prompt, attachments, &identity, lease.clone()).await;
+    let mut leases = Vec::new();
+    for key in std::iter::once(&thread.key).chain(thread.fork_from.as_ref()) {
+        let target = format!("{LEASE_PREFIX}{key}");
+        match store.acquire_lease(&target, &owner, inner.lease_ttl).await {
+            Ok(lease) => leases.push(lease),
+            Err(e) => {
+                release_all(store, &leases).await;
+                return Err(store_error(e, key));
+            }
+        }
+    }
+    let outcome = leased_run(cx, prompt, attachments, &identity, leases.clone()).await;
     if outcome
         .as_ref()
         .is_err_and(|e| !matches!(e, ThreadError::LeaseLost { .. }))
     {
-        // Best effort: an unreleased lease expires after its TTL anyway.
-        let _ = store.release_lease(&lease).await;
+        release_all(store, &leases).await;
     }
     outcome
+}
+
+/// Best effort: an unreleased lease expires after its TTL anyway.
+async fn release_all(store: &Arc<dyn ThreadStore>, leases: &[Lease]) {
+    for lease in leases {
+        let _ = store.release_lease(lease).await;
+    }
 }
 
 fn store_error(error: StoreError, key: &str) -> ThreadError {
@@ -357,18 +395,52 @@ async fn decide(
     }
 }
 
-fn to_driver_state(state: &thread_store::SessionState) -> driver_spi::SessionState {
-    let mut s = driver_spi::SessionState::new(state.resume_id.clone());
-    s.display_id = state.display_id.clone();
-    s.data = state.data.clone();
-    s
+/// The driver's session codec; Threads are refused up front without one.
+fn codec(thread: &Thread) -> Result<&dyn SessionCodec, ThreadError> {
+    thread
+        .agent
+        .inner
+        .driver
+        .session_codec()
+        .ok_or(ThreadError::Unsupported {
+            capability: "session resume with a session codec",
+        })
 }
 
-fn to_store_state(state: &driver_spi::SessionState) -> thread_store::SessionState {
-    thread_store::SessionState {
-        resume_id: state.resume_id.clone(),
-        display_id: state.display_id.clone(),
-        data: state.data.clone(),
+/// A stored state, decoded through the driver's codec from its normalized params. A state the
+/// codec cannot decode is refused before the driver runs.
+fn decode_state(
+    thread: &Thread,
+    stored: &thread_store::SessionState,
+) -> Result<driver_spi::SessionState, ThreadError> {
+    let params = SessionParams::new(
+        stored.resume_id.clone(),
+        stored.display_id.clone().unwrap_or_default(),
+        stored.data.clone(),
+    );
+    match codec(thread)?.from_params(Some(&params)) {
+        Ok(Some(state)) => Ok(state),
+        Ok(None) | Err(_) => Err(ThreadError::ResumeRejected {
+            reason: ResumeRejectReason::InvalidState,
+        }),
+    }
+}
+
+/// A checkpoint in the codec-normalized form the store keeps.
+fn encode_state(
+    thread: &Thread,
+    state: &driver_spi::SessionState,
+) -> Result<thread_store::SessionState, ThreadError> {
+    match codec(thread)?.to_params(Some(state)) {
+        Ok(Some(params)) => Ok(thread_store::SessionState {
+            resume_id: params.resume_id,
+            display_id: (!params.display_id.is_empty()).then_some(params.display_id),
+            data: params.data,
+        }),
+        Ok(None) | Err(_) => Err(ThreadError::Driver {
+            kind: FailureKind::Protocol,
+            message: "the session codec could not encode the checkpoint".to_owned(),
+        }),
     }
 }
 
@@ -377,7 +449,7 @@ async fn leased_run(
     prompt: String,
     attachments: &mut [RunAttachment],
     identity: &Identity,
-    lease: Lease,
+    leases: Vec<Lease>,
 ) -> Result<RunResult, ThreadError> {
     let RunCx {
         thread,
@@ -430,38 +502,40 @@ async fn leased_run(
         base = base.with_instructions(instructions.clone());
     }
 
-    // Provider event streams run alongside the driver.
-    let forwarders: Vec<_> = attachments
-        .iter_mut()
-        .filter_map(|a| a.events.take())
-        .map(|events| {
-            let sink = Arc::clone(sink);
-            tokio::spawn(async move {
-                let mut stream = events.into_inner();
-                while let Some(event) =
-                    std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
-                {
-                    sink.service_event(event);
-                }
+    // Provider event streams run alongside the driver; the guard stops them on every path.
+    let forwarders = AbortOnDrop(
+        attachments
+            .iter_mut()
+            .filter_map(|a| a.events.take())
+            .map(|events| {
+                let sink = Arc::clone(sink);
+                tokio::spawn(async move {
+                    let mut stream = events.into_inner();
+                    while let Some(event) =
+                        std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
+                    {
+                        sink.service_event(event);
+                    }
+                })
             })
-        })
-        .collect();
+            .collect(),
+    );
 
-    let mut lease = lease;
+    let mut leases = leases;
     let mut rejected = false;
     let response = loop {
         let session = match &plan {
             Plan::Start { .. } => SessionContext::start(),
             Plan::Resume { record } if thread.mode == Mode::ResumeOnly => {
-                SessionContext::continue_only(to_driver_state(&record.state))
+                SessionContext::continue_only(decode_state(thread, &record.state)?)
             }
             Plan::Resume { record } => {
-                SessionContext::continue_or_start(to_driver_state(&record.state))
+                SessionContext::continue_or_start(decode_state(thread, &record.state)?)
             }
-            Plan::Fork { parent } => SessionContext::fork(to_driver_state(&parent.state)),
+            Plan::Fork { parent } => SessionContext::fork(decode_state(thread, &parent.state)?),
         };
         let request = base.clone().with_session(session);
-        match drive(thread, store, request, sink, &mut lease, cancel.clone()).await {
+        match drive(thread, store, request, sink, &mut leases, cancel.clone()).await {
             Err(ThreadError::ResumeRejected { .. })
                 if thread.mode == Mode::ContinueOrStart
                     && matches!(plan, Plan::Resume { .. })
@@ -480,9 +554,7 @@ async fn leased_run(
             other => break other,
         }
     };
-    for forwarder in forwarders {
-        forwarder.abort();
-    }
+    drop(forwarders);
     let response = response?;
 
     if !response.is_clean() {
@@ -510,10 +582,10 @@ async fn leased_run(
     };
     let record_id = match response.persistable_checkpoint() {
         Some(state) => {
-            Some(persist(thread, store, &plan, breakdown, fingerprint, state, lease).await?)
+            Some(persist(thread, store, &plan, breakdown, fingerprint, state, leases).await?)
         }
         None => {
-            let _ = store.release_lease(&lease).await;
+            release_all(store, &leases).await;
             None
         }
     };
@@ -535,7 +607,7 @@ async fn drive(
     store: &Arc<dyn ThreadStore>,
     request: Request,
     sink: &Arc<CoreSink>,
-    lease: &mut Lease,
+    leases: &mut [Lease],
     cancel: watch::Receiver<bool>,
 ) -> Result<Response, ThreadError> {
     let inner = &thread.agent.inner;
@@ -553,15 +625,17 @@ async fn drive(
             }
             () = &mut cancelled => return Err(ThreadError::Cancelled),
             () = tokio::time::sleep(ttl / 3) => {
-                match store.renew_lease(lease, ttl).await {
-                    Ok(renewed) => *lease = renewed,
-                    Err(StoreError::LeaseLost { .. }) => {
-                        tracing::warn!("lease lost while the driver ran; stopping the run");
-                        return Err(ThreadError::LeaseLost { key: thread.key.clone() });
+                for lease in leases.iter_mut() {
+                    match store.renew_lease(lease, ttl).await {
+                        Ok(renewed) => *lease = renewed,
+                        Err(StoreError::LeaseLost { .. }) => {
+                            tracing::warn!("lease lost while the driver ran; stopping the run");
+                            return Err(ThreadError::LeaseLost { key: thread.key.clone() });
+                        }
+                        // A transient store failure: keep running; the next renewal retries,
+                        // and a real loss shows up as LeaseLost at renew or finalize.
+                        Err(_) => tracing::debug!("lease renewal failed; retrying"),
                     }
-                    // A transient store failure: keep running; the next renewal retries,
-                    // and a real loss shows up as LeaseLost at renew or finalize.
-                    Err(_) => tracing::debug!("lease renewal failed; retrying"),
                 }
             }
         }
@@ -590,7 +664,7 @@ async fn persist(
     breakdown: &Breakdown,
     fingerprint: Fingerprint,
     state: &driver_spi::SessionState,
-    lease: Lease,
+    leases: Vec<Lease>,
 ) -> Result<thread_store::RecordId, ThreadError> {
     let inner = &thread.agent.inner;
     let now = Timestamp::now();
@@ -605,6 +679,7 @@ async fn persist(
         .session_codec()
         .map(|c| c.name().to_owned())
         .unwrap_or_default();
+    let stored_state = encode_state(thread, state)?;
     let fresh = || {
         ThreadRecord::new(
             thread.key.clone(),
@@ -612,14 +687,14 @@ async fn persist(
             inner.profile.identity.clone(),
             compatibility.clone(),
             codec.clone(),
-            to_store_state(state),
+            stored_state.clone(),
             now,
         )
     };
     let request = match plan {
         Plan::Resume { record } => {
             let mut updated = record.clone();
-            updated.state = to_store_state(state);
+            updated.state = stored_state.clone();
             updated.compatibility = compatibility.clone();
             updated.status = RecordStatus::Active;
             updated.updated_at = now;
@@ -637,7 +712,12 @@ async fn persist(
     };
     let id = request.record.id.clone();
     store
-        .finalize(&request.holding(lease).release_leases())
+        .finalize(
+            &leases
+                .into_iter()
+                .fold(request, FinalizeRequest::holding)
+                .release_leases(),
+        )
         .await
         .map_err(|e| store_error(e, &thread.key))?;
     Ok(id)

@@ -333,3 +333,94 @@ async fn close_closes_every_provider_once() {
     agent.close().await;
     assert_eq!(provider.0.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn a_driver_without_resume_cannot_run_threads() {
+    struct Stateless(ReferenceDriver);
+    #[async_trait]
+    impl driver_spi::Driver for Stateless {
+        fn descriptor(&self) -> driver_spi::Descriptor {
+            let mut d = self.0.descriptor();
+            d.capabilities.resume = false;
+            d
+        }
+        fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
+            self.0.validate_config()
+        }
+        async fn run(
+            &self,
+            request: driver_spi::Request,
+            sink: Arc<dyn driver_spi::EventSink>,
+        ) -> Result<driver_spi::Response, driver_spi::DriverError> {
+            self.0.run(request, sink).await
+        }
+    }
+    let backend = ReferenceBackend::new();
+    let agent = Agent::builder(Arc::new(Stateless(ReferenceDriver::with_backend(
+        backend.clone(),
+    ))))
+    .store(Arc::new(MemoryStore::new()))
+    .build()
+    .unwrap();
+    let err = agent.thread("t").run("x").await.unwrap_err();
+    assert!(matches!(err, ThreadError::Unsupported { .. }), "{err}");
+    assert_eq!(backend.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_stored_state_the_codec_rejects_is_refused_before_the_driver_runs() {
+    use thread_store::{FinalizeRequest, Query, ThreadStore};
+    let backend = ReferenceBackend::new();
+    let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
+    let agent = host(store.clone(), &backend, &[]);
+    agent.thread("t").run("one").await.unwrap();
+    let mut record = store.resolve(&Query::key("t")).await.unwrap().unwrap();
+    record.state.resume_id = "ref\u{7}session".into();
+    store.finalize(&FinalizeRequest::new(record)).await.unwrap();
+    let before = backend.request_count();
+    let err = agent
+        .thread("t")
+        .resume_only()
+        .run("two")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ThreadError::ResumeRejected {
+                reason: ResumeRejectReason::InvalidState
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(backend.request_count(), before);
+}
+
+#[tokio::test]
+async fn a_fork_holds_the_parent_lease_too() {
+    let backend = ReferenceBackend::new();
+    let agent = host(Arc::new(MemoryStore::new()), &backend, &[]);
+    agent.thread("parent").run("one").await.unwrap();
+    backend.push_behavior(Behavior::Stall);
+    let parent_run = agent.thread("parent").stream("two").unwrap();
+    backend.wait_for_stalled(1).await;
+    let err = agent
+        .thread("parent")
+        .fork("child")
+        .run("branch")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ThreadError::Busy { key } if key == "parent"),
+        "{err}"
+    );
+    backend.release_stalled();
+    parent_run.result().await.unwrap();
+    // The child's lease was released with the parent's refusal: the fork now goes through.
+    agent
+        .thread("parent")
+        .fork("child")
+        .run("branch")
+        .await
+        .unwrap();
+}
