@@ -146,8 +146,26 @@ impl SqliteStore {
     }
 
     /// Opens (creating and migrating if needed) the database on the calling thread.
+    ///
+    /// Several processes may open one file at once. Switching a fresh file to WAL can report
+    /// "busy" without waiting for SQLite's busy handler, so an unavailable database is retried
+    /// with a short pause until the busy timeout has passed.
     pub fn open_blocking(config: SqliteConfig) -> Result<Self, StoreError> {
         create_private_file(&config.path)?;
+        let deadline = std::time::Instant::now() + config.busy_timeout;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match Self::try_open(&config) {
+                Err(StoreError::Unavailable { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    fn try_open(config: &SqliteConfig) -> Result<Self, StoreError> {
         let mut conn = Connection::open(&config.path).map_err(map_err)?;
         conn.busy_timeout(config.busy_timeout).map_err(map_err)?;
         let mode: String = conn
@@ -166,8 +184,8 @@ impl SqliteStore {
         migrate(&mut conn)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
-            clock: config.clock,
-            path: config.path,
+            clock: Arc::clone(&config.clock),
+            path: config.path.clone(),
         })
     }
 
