@@ -43,7 +43,8 @@ use hosted_tools::HostedToolsProvider;
 use run_service::RunServiceProvider;
 
 pub use hosted_tools::{
-    CatalogError, Handler, HandlerFuture, HostedTool, ToolCall, ToolOutput, ToolRejection, ToolSet,
+    COMPATIBILITY_ID, CatalogError, EVENT_ARGUMENTS, EVENT_RESULT, EVENT_STARTED, Handler,
+    HandlerFuture, HostedTool, SERVICE_ID, ToolCall, ToolOutput, ToolRejection, ToolSet,
 };
 
 use crate::{AgentBuilder, BuildError};
