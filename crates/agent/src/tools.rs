@@ -3,7 +3,7 @@
 //!
 //! [`AgentBuilder::tool`] collects [`HostedTool`]s; [`AgentBuilder::build`] validates them
 //! (typed [`BuildError`]s) and, when there is at least one, appends a
-//! [`HostedToolsProvider`](hosted_tools::HostedToolsProvider) to the provider list as an
+//! [`HostedToolsProvider`] to the provider list as an
 //! ordinary `Arc<dyn RunServiceProvider>`. From then on the core treats it like every other
 //! provider: it attaches per run, its events are forwarded, it resumes Threads only through
 //! its [`RunServiceCompatibility`](run_service::RunServiceCompatibility), and
@@ -43,8 +43,8 @@ use hosted_tools::HostedToolsProvider;
 use run_service::RunServiceProvider;
 
 pub use hosted_tools::{
-    COMPATIBILITY_ID, CatalogError, EVENT_ARGUMENTS, EVENT_RESULT, EVENT_STARTED, Handler,
-    HandlerFuture, HostedTool, SERVICE_ID, ToolCall, ToolOutput, ToolRejection, ToolSet,
+    COMPATIBILITY_ID, CatalogError, EVENT_ARGUMENTS, EVENT_RESULT, EVENT_STARTED, HostedTool,
+    SERVICE_ID, ToolCall, ToolOutput, ToolRejection, ToolSet,
 };
 
 use crate::{AgentBuilder, BuildError};

@@ -76,7 +76,7 @@ mod tool;
 pub use catalog::{CatalogError, MAX_NAME_LEN, MAX_REVISION_LEN, ToolSet};
 pub use credential::TOKEN_ENV_PREFIX;
 pub use provider::HostedToolsProvider;
-pub use tool::{Handler, HandlerFuture, HostedTool, ToolCall, ToolOutput, ToolRejection};
+pub use tool::{HostedTool, ToolCall, ToolOutput, ToolRejection};
 
 /// The resume-compatibility id of every hosted-tools attachment. Its meaning is immutable: a
 /// catalog of host-defined tools served by this crate's loopback MCP server under one bearer

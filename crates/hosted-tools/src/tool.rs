@@ -7,10 +7,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 /// The boxed future a [`Handler`] returns.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolRejection>> + Send>>;
+pub(crate) type HandlerFuture =
+    Pin<Box<dyn Future<Output = Result<ToolOutput, ToolRejection>> + Send>>;
 
 /// A tool's handler: called once per `tools/call`, on the server's Tokio runtime.
-pub type Handler = Arc<dyn Fn(ToolCall) -> HandlerFuture + Send + Sync>;
+pub(crate) type Handler = Arc<dyn Fn(ToolCall) -> HandlerFuture + Send + Sync>;
 
 /// A Rust function the host hands to the agent runtime as an MCP tool.
 ///
