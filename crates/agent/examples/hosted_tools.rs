@@ -52,8 +52,61 @@ async fn main() -> Result<(), Box<dyn Error>> {
     backend.push_behavior(Behavior::Stall);
     let mut run = agent.thread("orders").stream("Where is order 42?")?;
     backend.wait_for_stalled(1).await;
+    println!("3. the run is in flight; calling the tool with what the driver received:");
 
-    // 4. What the driver received: the MCP declaration and the token in its secret env.
+    // 4. What the driver received (the MCP declaration, the token in its secret env), used
+    //      the way an MCP-capable CLI uses it: rmcp's Streamable HTTP client.
+    let text = call_hosted_tool(&backend, "lookup_order", json!({"id": "42"})).await?;
+    assert_eq!(text, "order 42: shipped");
+
+    // 5. The call is part of the run's event stream.
+    let mut seen = 0;
+    while seen < 3 {
+        let Some(event) = run.next_event().await else {
+            break;
+        };
+        if let ThreadEventKind::ServiceEvent {
+            service_id,
+            name,
+            data,
+        } = &event.kind
+            && service_id == SERVICE_ID
+        {
+            println!("4. run event #{}: {name} {data}", event.seq);
+            seen += 1;
+        }
+    }
+
+    // 6. Let the run finish, then close the agent: the server stops and its port is released.
+    backend.release_stalled();
+    let finished = run.result().await?;
+    println!("5. run finished: {:?}", finished.session);
+    let recorded = backend
+        .last_request()
+        .ok_or("the driver received no request")?;
+    let port = recorded
+        .request()
+        .runtime
+        .services
+        .iter()
+        .find_map(|s| s.port)
+        .ok_or("no port")?;
+    agent.close().await;
+    let refused = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err();
+    println!("6. agent closed; port {port} refuses connections: {refused}");
+    Ok(())
+}
+
+/// Calls a hosted tool through the MCP endpoint the reference driver last received, as an
+/// MCP-capable CLI would: the URL and bearer env-var name from the request's MCP declaration,
+/// the token from its secret env. Returns the tool's text output.
+async fn call_hosted_tool(
+    backend: &ReferenceBackend,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Result<String, Box<dyn Error>> {
     let recorded = backend
         .last_request()
         .ok_or("the driver received no request")?;
@@ -74,64 +127,42 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let token = recorded
         .expose_secret_env(env_var)
         .ok_or("the token is not in the secret env")?;
-    println!("3. the driver received MCP server `{SERVICE_ID}` at {url}");
+    println!("   MCP server `{SERVICE_ID}` at {url}");
     println!(
         "   bearer token in ${env_var} ({} hex digits, never printed)",
         token.len()
     );
 
-    // 5. Call the tool the way an MCP-capable CLI does: rmcp's Streamable HTTP client.
     let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token);
     let client = ().serve(StreamableHttpClientTransport::from_config(config)).await?;
-    let tools = client.list_all_tools().await?;
-    let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
-    println!("4. tools/list -> {names:?}");
-    let mut arguments = serde_json::Map::new();
-    arguments.insert("id".into(), "42".into());
+    let names: Vec<_> = client
+        .list_all_tools()
+        .await?
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    println!("   tools/list -> {names:?}");
+    let serde_json::Value::Object(arguments) = arguments else {
+        return Err("tool arguments must be a JSON object".into());
+    };
     let result = client
-        .call_tool(CallToolRequestParams::new("lookup_order").with_arguments(arguments))
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone()))
         .await?;
-    let text: Vec<_> = result
+    client.cancel().await?;
+    let text = result
         .content
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect();
-    println!("5. tools/call lookup_order {{\"id\": \"42\"}} -> {text:?}");
-
-    // 6. The call is part of the run's event stream.
-    let mut seen = 0;
-    while seen < 3 {
-        let Some(event) = run.next_event().await else {
-            break;
-        };
-        if let ThreadEventKind::ServiceEvent {
-            service_id,
-            name,
-            data,
-        } = &event.kind
-            && service_id == SERVICE_ID
-        {
-            println!("6. run event #{}: {name} {data}", event.seq);
-            seen += 1;
-        }
-    }
-    client.cancel().await?;
-
-    // 7. Let the run finish, then close the agent: the server stops and its port is released.
-    backend.release_stalled();
-    let finished = run.result().await?;
-    println!("7. run finished: {:?}", finished.session);
-    let port = recorded
-        .request()
-        .runtime
-        .services
-        .iter()
-        .find_map(|s| s.port)
-        .ok_or("no port")?;
-    agent.close().await;
-    let refused = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err();
-    println!("8. agent closed; port {port} refuses connections: {refused}");
-    Ok(())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let failed = if result.is_error == Some(true) {
+        " (tool error)"
+    } else {
+        ""
+    };
+    println!(
+        "   tools/call {tool} {} -> {text:?}{failed}",
+        serde_json::Value::Object(arguments)
+    );
+    Ok(text)
 }
