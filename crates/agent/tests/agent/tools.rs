@@ -252,3 +252,25 @@ fn tools_are_validated_when_the_agent_is_built() {
     ));
     assert!(build(vec![lookup(&V1, &runs)]).is_ok());
 }
+
+#[tokio::test]
+async fn the_tool_server_key_is_reserved_by_ordinary_duplicate_rules() {
+    let backend = ReferenceBackend::new();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
+        .store(Arc::new(thread_store::memory::MemoryStore::new()))
+        .tool(lookup(&V1, &runs))
+        .mcp_server(run_service::McpServer::streamable_http(
+            agent::tools::SERVICE_ID,
+            "http://127.0.0.1:9/mcp",
+        ))
+        .build()
+        .unwrap();
+    let err = agent.thread("t").run("hi").await.unwrap_err();
+    assert!(
+        matches!(err, agent::ThreadError::InvalidAttachment(_)),
+        "{err}"
+    );
+    assert_eq!(backend.request_count(), 0, "nothing launched");
+    agent.close().await;
+}
