@@ -12,6 +12,7 @@ use thread_store::ThreadStore;
 use tokio::sync::watch;
 
 use crate::compat::{Profile, SchemeMigration, static_components};
+use crate::tools::Registry;
 use crate::{BuildError, Thread};
 
 /// The default time a Thread lease lives without renewal.
@@ -71,6 +72,7 @@ impl Agent {
             migrations: Vec::new(),
             lease_ttl: DEFAULT_LEASE_TTL,
             teardown_budget: DEFAULT_TEARDOWN_BUDGET,
+            tools: Registry::default(),
         }
     }
 
@@ -159,6 +161,7 @@ pub struct AgentBuilder {
     migrations: Vec<SchemeMigration>,
     lease_ttl: Duration,
     teardown_budget: Duration,
+    pub(crate) tools: Registry,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -270,6 +273,10 @@ impl AgentBuilder {
             }
         }
         self.profile.skills = skills;
+        // Registered tools become one more ordinary provider, attached after the others.
+        if let Some(provider) = std::mem::take(&mut self.tools).into_provider()? {
+            self.providers.push(provider);
+        }
         let statics = static_components(self.driver.as_ref(), &self.profile);
         Ok(Agent {
             inner: Arc::new(Inner {

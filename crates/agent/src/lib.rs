@@ -72,6 +72,7 @@ mod events;
 mod pipeline;
 mod result;
 mod thread;
+pub mod tools;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_LEASE_TTL, DEFAULT_TEARDOWN_BUDGET};
 pub use compat::{SCHEME_VERSION, SchemeMigration};

@@ -9,3 +9,5 @@ mod incompatible;
 mod lifecycle;
 mod matrix;
 mod races;
+mod tool_fixtures;
+mod tools;

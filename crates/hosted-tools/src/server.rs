@@ -1,0 +1,389 @@
+//! The loopback MCP Streamable HTTP server: rmcp's `StreamableHttpService` hosted by axum,
+//! behind a bearer-token gate, with per-run call attribution by URL path.
+//!
+//! Request flow: axum accepts on `127.0.0.1:<os port>` → [`gate`] checks
+//! `Authorization: Bearer <token>` (401 before anything else runs) and the path (`/mcp` or
+//! `/mcp/<run-slot>`, else 404) and records the slot in the request's extensions → rmcp
+//! answers `initialize`, `tools/list` and `tools/call` through [`McpHandler`], which reads the
+//! slot back from the request parts rmcp attaches to each request.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::ErrorData;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use run_service::{RunId, RunServiceEvent};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::credential::Credential;
+use crate::{
+    EVENT_ARGUMENTS, EVENT_RESULT, EVENT_STARTED, HostedTool, SERVICE_ID, ToolCall, ToolOutput,
+    ToolSet,
+};
+
+/// How long `close` waits for in-flight requests before it drops the listener by force.
+const GRACEFUL_CLOSE: Duration = Duration::from_secs(1);
+
+/// The path prefix of the MCP endpoint.
+pub(crate) const MCP_PATH: &str = "/mcp";
+
+/// The run a live slot belongs to, and where its events go.
+struct Slot {
+    run: RunId,
+    events: mpsc::UnboundedSender<RunServiceEvent>,
+}
+
+/// State shared by the gate, every MCP session and the provider.
+pub(crate) struct Shared {
+    tools: ToolSet,
+    listed: Vec<Tool>,
+    pub(crate) credential: Credential,
+    slots: Mutex<HashMap<String, Slot>>,
+    next_call: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(tools: ToolSet, credential: Credential) -> Self {
+        let listed = tools.iter().map(to_mcp_tool).collect();
+        Self {
+            tools,
+            listed,
+            credential,
+            slots: Mutex::new(HashMap::new()),
+            next_call: AtomicU64::new(0),
+        }
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
+        // Every critical section is a single map operation; a panic cannot leave it torn.
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn open_slot(
+        &self,
+        slot: String,
+        run: RunId,
+        events: mpsc::UnboundedSender<RunServiceEvent>,
+    ) {
+        self.slots().insert(slot, Slot { run, events });
+    }
+
+    /// Closes every slot of `run`: its event stream ends, and later calls on its URL are
+    /// served unattributed.
+    pub(crate) fn close_run(&self, run: &RunId) {
+        self.slots().retain(|_, slot| &slot.run != run);
+    }
+
+    pub(crate) fn close_all(&self) {
+        self.slots().clear();
+    }
+
+    fn sink(&self, slot: Option<&CallSlot>) -> Option<mpsc::UnboundedSender<RunServiceEvent>> {
+        let slot = slot?;
+        self.slots().get(&slot.0).map(|s| s.events.clone())
+    }
+}
+
+fn to_mcp_tool(tool: &HostedTool) -> Tool {
+    // Validated object schemas (ToolSet::new); an empty map is unreachable.
+    let object = |v: &serde_json::Value| v.as_object().cloned().unwrap_or_default();
+    let mut listed = Tool::new(
+        tool.name.clone(),
+        tool.description.clone(),
+        object(&tool.input_schema),
+    );
+    listed.output_schema = tool.output_schema.as_ref().map(|s| Arc::new(object(s)));
+    listed
+}
+
+/// The run slot named by a request's path, put into its extensions by [`gate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CallSlot(String);
+
+/// A running server. Dropping it stops the listener.
+pub(crate) struct Running {
+    pub(crate) port: u16,
+    cancel: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Binds `127.0.0.1:0` and serves until [`stop`](Self::stop) or drop.
+    pub(crate) async fn start(shared: Arc<Shared>) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let port = listener.local_addr()?.port();
+        let cancel = CancellationToken::new();
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(cancel.child_token())
+            .with_sse_keep_alive(Some(Duration::from_secs(15)));
+        let handler_shared = Arc::clone(&shared);
+        let mcp = StreamableHttpService::new(
+            move || {
+                Ok(McpHandler {
+                    shared: Arc::clone(&handler_shared),
+                })
+            },
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let app = axum::Router::new()
+            .fallback_service(mcp)
+            .layer(middleware::from_fn_with_state(shared, gate));
+        let shutdown = cancel.clone();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                .await;
+            if served.is_err() {
+                tracing::debug!("tool server stopped with an I/O error");
+            }
+        });
+        tracing::debug!(port, "tool server listening on loopback");
+        Ok(Self {
+            port,
+            cancel,
+            task: Some(task),
+        })
+    }
+
+    /// Stops accepting, ends every MCP session, waits briefly for in-flight requests, then
+    /// stops the accept loop by force. The port is released when this returns.
+    pub(crate) async fn stop(mut self) {
+        self.cancel.cancel();
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(GRACEFUL_CLOSE, &mut task)
+                .await
+                .is_err()
+        {
+            task.abort();
+            let _ = task.await;
+        }
+        tracing::debug!(port = self.port, "tool server stopped");
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// What a request path names.
+fn parse_path(path: &str) -> Option<Option<CallSlot>> {
+    let rest = path.strip_prefix(MCP_PATH)?;
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.is_empty() {
+        return Some(None);
+    }
+    let slot = rest.strip_prefix('/')?;
+    let valid = !slot.is_empty() && slot.len() <= 64 && slot.bytes().all(|b| b.is_ascii_hexdigit());
+    valid.then(|| Some(CallSlot(slot.to_owned())))
+}
+
+/// The bearer gate: nothing past it runs without the agent's token.
+async fn gate(State(shared): State<Arc<Shared>>, mut request: Request, next: Next) -> Response {
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    if !shared.credential.accepts(authorization) {
+        tracing::debug!("tool server refused a request without a valid bearer token");
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer realm=\"agent-tools\"")],
+        )
+            .into_response();
+    }
+    let Some(slot) = parse_path(request.uri().path()) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    if let Some(slot) = slot {
+        request.extensions_mut().insert(slot);
+    }
+    next.run(request).await
+}
+
+/// The rmcp server handler: one per MCP session, all sharing [`Shared`].
+#[derive(Clone)]
+struct McpHandler {
+    shared: Arc<Shared>,
+}
+
+impl McpHandler {
+    fn emit(
+        sink: Option<&mpsc::UnboundedSender<RunServiceEvent>>,
+        name: &str,
+        data: serde_json::Value,
+    ) {
+        if let Some(sink) = sink {
+            // The run may have detached meanwhile; its events are then dropped.
+            let _ = sink.send(RunServiceEvent::new(SERVICE_ID, name, data));
+        }
+    }
+
+    async fn run_handler(
+        tool: &HostedTool,
+        call: ToolCall,
+        cancelled: CancellationToken,
+    ) -> Result<ToolOutput, String> {
+        // A separate task, so a panicking handler becomes an error result, not a dead session.
+        let mut task = tokio::spawn((tool.handler)(call));
+        tokio::select! {
+            joined = &mut task => match joined {
+                Ok(Ok(output)) => Ok(output),
+                Ok(Err(rejection)) => Err(rejection.message().to_owned()),
+                Err(join) if join.is_panic() => Err("the tool handler panicked".to_owned()),
+                Err(_) => Err("the tool handler was cancelled".to_owned()),
+            },
+            () = cancelled.cancelled() => {
+                task.abort();
+                Err("the call was cancelled by the client".to_owned())
+            }
+        }
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(SERVICE_ID, env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.shared.listed.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared.listed.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call_id = format!(
+            "tool-call-{}",
+            self.shared.next_call.fetch_add(1, Ordering::Relaxed) + 1
+        );
+        let slot = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CallSlot>());
+        let sink = self.shared.sink(slot);
+        let name = request.name.to_string();
+        let arguments = request.arguments.unwrap_or_default();
+        Self::emit(
+            sink.as_ref(),
+            EVENT_STARTED,
+            serde_json::json!({"call_id": call_id, "tool": name}),
+        );
+        Self::emit(
+            sink.as_ref(),
+            EVENT_ARGUMENTS,
+            serde_json::json!({"call_id": call_id, "tool": name, "arguments": arguments}),
+        );
+        let Some(tool) = self.shared.tools.get(&name) else {
+            Self::emit(
+                sink.as_ref(),
+                EVENT_RESULT,
+                serde_json::json!({"call_id": call_id, "tool": name, "is_error": true, "output": "unknown tool"}),
+            );
+            tracing::debug!(
+                call_id,
+                attributed = sink.is_some(),
+                "call of an unknown tool"
+            );
+            return Err(ErrorData::invalid_params("unknown tool", None));
+        };
+        let call = ToolCall {
+            call_id: call_id.clone(),
+            tool: name.clone(),
+            arguments,
+        };
+        let outcome = Self::run_handler(tool, call, context.ct.clone()).await;
+        let (result, output, structured) = match outcome {
+            Ok(output) => {
+                let mut result = CallToolResult::success(
+                    output
+                        .text
+                        .iter()
+                        .cloned()
+                        .map(ContentBlock::text)
+                        .collect(),
+                );
+                result.structured_content = output.structured.clone();
+                (result, output.joined_text(), output.structured)
+            }
+            Err(message) => (
+                CallToolResult::error(vec![ContentBlock::text(message.clone())]),
+                message,
+                None,
+            ),
+        };
+        let is_error = result.is_error.unwrap_or(false);
+        let mut data = serde_json::json!({
+            "call_id": call_id,
+            "tool": name,
+            "is_error": is_error,
+            "output": output,
+        });
+        if let (Some(structured), Some(map)) = (structured, data.as_object_mut()) {
+            map.insert("structured".to_owned(), structured);
+        }
+        Self::emit(sink.as_ref(), EVENT_RESULT, data);
+        tracing::debug!(
+            call_id,
+            tool = %name,
+            attributed = sink.is_some(),
+            is_error,
+            "tool call served"
+        );
+        Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_the_endpoint_and_an_optional_hex_slot() {
+        assert_eq!(parse_path("/mcp"), Some(None));
+        assert_eq!(parse_path("/mcp/"), Some(None));
+        assert_eq!(
+            parse_path("/mcp/00ff"),
+            Some(Some(CallSlot("00ff".to_owned())))
+        );
+        assert_eq!(
+            parse_path("/mcp/00ff/"),
+            Some(Some(CallSlot("00ff".to_owned())))
+        );
+        for bad in ["/", "/other", "/mcpx", "/mcp/xyz", "/mcp/00/11", "/mcp//"] {
+            assert_eq!(parse_path(bad), None, "{bad}");
+        }
+        assert_eq!(parse_path(&format!("/mcp/{}", "a".repeat(65))), None);
+    }
+}

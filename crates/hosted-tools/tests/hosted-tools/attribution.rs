@@ -1,0 +1,81 @@
+//! Per-run attribution: a call reaches the events of the run whose URL it used, and only
+//! while that run is attached; unattributed calls are still served.
+
+use std::sync::Arc;
+
+use run_service::{RunId, RunServiceProvider};
+use serde_json::json;
+
+use crate::support::{
+    Calls, call, connect, endpoint, events, next_event, provider, ready_events, text,
+};
+
+#[tokio::test]
+async fn concurrent_runs_see_only_their_own_calls() {
+    let calls = Arc::new(Calls::default());
+    let provider = provider(&calls);
+    let (run_a, run_b) = (RunId::new("a"), RunId::new("b"));
+    let mut att_a = provider.attach_run(&run_a).await.unwrap();
+    let mut att_b = provider.attach_run(&run_b).await.unwrap();
+    let (mut ev_a, mut ev_b) = (events(&mut att_a), events(&mut att_b));
+    let (ep_a, ep_b) = (endpoint(&att_a), endpoint(&att_b));
+    let client_a = connect(&ep_a.url, Some(&ep_a.token)).await.unwrap();
+    let client_b = connect(&ep_b.url, Some(&ep_b.token)).await.unwrap();
+
+    client_a
+        .call_tool(call("add", json!({"a": 1, "b": 1})))
+        .await
+        .unwrap();
+    client_b
+        .call_tool(call("add", json!({"a": 2, "b": 2})))
+        .await
+        .unwrap();
+    let a: Vec<_> = [
+        next_event(&mut ev_a).await.unwrap(),
+        next_event(&mut ev_a).await.unwrap(),
+        next_event(&mut ev_a).await.unwrap(),
+    ]
+    .into();
+    let b: Vec<_> = [
+        next_event(&mut ev_b).await.unwrap(),
+        next_event(&mut ev_b).await.unwrap(),
+        next_event(&mut ev_b).await.unwrap(),
+    ]
+    .into();
+    assert_eq!(a[1].data["arguments"], json!({"a": 1, "b": 1}));
+    assert_eq!(a[2].data["output"], "2");
+    assert_eq!(b[1].data["arguments"], json!({"a": 2, "b": 2}));
+    assert_eq!(b[2].data["output"], "4");
+    assert_ne!(a[0].data["call_id"], b[0].data["call_id"]);
+    assert!(ready_events(&mut ev_a).is_empty());
+    assert!(ready_events(&mut ev_b).is_empty());
+
+    // After run a detaches, its URL is still served, and nothing is attributed to anyone.
+    provider.detach_run(&run_a).await.unwrap();
+    assert_eq!(next_event(&mut ev_a).await, None);
+    let late = client_a
+        .call_tool(call("add", json!({"a": 5, "b": 5})))
+        .await
+        .unwrap();
+    assert_eq!(text(&late), "10");
+    assert!(
+        ready_events(&mut ev_b).is_empty(),
+        "run b never sees run a's calls"
+    );
+
+    // The bare endpoint is served too, unattributed.
+    let base = ep_b.url.rsplit_once('/').unwrap().0.to_owned();
+    let bare = connect(&base, Some(&ep_b.token)).await.unwrap();
+    let result = bare
+        .call_tool(call("add", json!({"a": 0, "b": 7})))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "7");
+    assert!(ready_events(&mut ev_b).is_empty());
+    assert_eq!(calls.total(), 4);
+
+    for client in [client_a, client_b, bare] {
+        client.cancel().await.unwrap();
+    }
+    provider.close().await.unwrap();
+}
