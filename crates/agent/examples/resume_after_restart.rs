@@ -14,6 +14,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agent::tools::{HostedTool, SERVICE_ID, ToolOutput, ToolRejection};
 use agent::{Agent, SessionOutcome, ThreadError};
 use compat_fingerprint::{ComponentName, ShortDigest};
 use driver_spi::reference::{RecordedRequest, ReferenceBackend, ReferenceDriver};
@@ -218,8 +219,80 @@ async fn start_host(
         .provider(provider.clone())
         .model("reference-model")
         .instructions("Answer support questions briefly.")
+        .tool(lookup_order_tool())
         .build()?;
     Ok(agent)
+}
+
+/// A host-defined Rust tool, served to the runtime over MCP by the SDK on every host. Its
+/// catalog (name, description, schema, revision) is its semantic identity; the port and token
+/// of its endpoint change with every host.
+fn lookup_order_tool() -> HostedTool {
+    HostedTool::new(
+        "lookup_order",
+        "Looks up the status of an order by id.",
+        serde_json::json!({
+            "type": "object",
+            "properties": {"id": {"type": "string"}},
+            "required": ["id"]
+        }),
+        |call| async move {
+            match call.arguments.get("id").and_then(|v| v.as_str()) {
+                Some(id) => Ok(ToolOutput::text(format!("order {id}: shipped"))),
+                None => Err(ToolRejection::new("`id` must be a string")),
+            }
+        },
+    )
+    .with_revision("1")
+}
+
+/// Calls a hosted tool through the MCP endpoint the driver last received, as an MCP-capable
+/// CLI would, with the URL and bearer token from that request. Returns the URL and the text.
+async fn call_hosted_tool(
+    backend: &ReferenceBackend,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Result<(String, String), Box<dyn Error>> {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let recorded = last_request(backend)?;
+    let server = recorded
+        .request()
+        .mcp
+        .iter()
+        .find(|m| m.name == SERVICE_ID)
+        .ok_or("no tool server in the request")?;
+    let McpTransport::StreamableHttp {
+        url,
+        bearer_token_env_var: Some(env_var),
+        ..
+    } = &server.transport
+    else {
+        return Err("the tool server is not Streamable HTTP with a bearer env var".into());
+    };
+    let token = recorded
+        .expose_secret_env(env_var)
+        .ok_or("the token is not in the secret env")?;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token);
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await?;
+    let serde_json::Value::Object(arguments) = arguments else {
+        return Err("tool arguments must be a JSON object".into());
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await?;
+    client.cancel().await?;
+    let text = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    println!("   tools/call {tool} via {url} (token in ${env_var}, never printed) -> {text:?}");
+    Ok((url.clone(), text))
 }
 
 /// A run's relation to the stored conversation, in words.
@@ -307,6 +380,15 @@ async fn main() -> Result<(), Box<dyn Error>> {
     )?;
     println!();
 
+    println!("   The runtime calls the host's `lookup_order` tool through the SDK's MCP endpoint:");
+    let (tools_url_a, answer) =
+        call_hosted_tool(&backend, "lookup_order", serde_json::json!({"id": "42"})).await?;
+    ensure(
+        answer == "order 42: shipped",
+        "the hosted tool answers on host 1",
+    )?;
+    println!();
+
     // 2. -------------------------------------------------------------------------------
     println!("2. Host 1 closes. Host 2 starts: a new store connection, a new driver instance,");
     println!("   and a new provider, which allocates port B and token B.");
@@ -345,6 +427,17 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 .expose_secret_env(name)
                 .is_none_or(|v| !provider_a.minted(&v))
         });
+    println!("   The resumed runtime calls the same tool at host 2's new endpoint:");
+    let (tools_url_b, answer) =
+        call_hosted_tool(&backend, "lookup_order", serde_json::json!({"id": "42"})).await?;
+    ensure(
+        answer == "order 42: shipped",
+        "the hosted tool answers on host 2",
+    )?;
+    ensure(
+        tools_url_b != tools_url_a,
+        "the tool endpoint moved with the restart",
+    )?;
     let resumed = host2
         .thread(key)
         .checkpoint()
