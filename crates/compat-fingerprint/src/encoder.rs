@@ -26,13 +26,14 @@ pub(crate) use tag::{END as END_TAG, ITEM as ITEM_TAG, SET as SET_TAG};
 ///
 /// # Byte format (version 1)
 ///
-/// Every value starts with a one-byte tag. `len` is the unsigned LEB128 length in bytes.
+/// Every value starts with a one-byte tag. `len` is the unsigned LEB128 length in bytes;
+/// LEB128 is seven bits a byte, low bits first, the high bit set on every byte but the last.
 ///
 /// | value            | bytes                                                              |
 /// |------------------|--------------------------------------------------------------------|
 /// | string           | `0x01` · len · UTF-8 bytes                                         |
 /// | bytes            | `0x02` · len · bytes                                               |
-/// | unsigned integer | `0x03` · 8 bytes LE                                                |
+/// | unsigned integer | `0x03` · LEB128                                                    |
 /// | signed integer   | `0x04` · 8 bytes LE (two's complement)                             |
 /// | `false` / `true` | `0x05` / `0x06`                                                    |
 /// | `None`           | `0x07`                                                             |
@@ -40,7 +41,7 @@ pub(crate) use tag::{END as END_TAG, ITEM as ITEM_TAG, SET as SET_TAG};
 /// | list             | `0x09` · (`0x01` · item)* in the given order · `0x00`              |
 /// | set              | `0x0A` · (`0x01` · item)* sorted by item bytes · `0x00`            |
 /// | map              | `0x0B` · (`0x01` · key · value)* sorted by key, then value · `0x00` |
-/// | record           | `0x0C` · (`u16` LE field tag ≥ 1 · value)* in written order · `0x0000` |
+/// | record           | `0x0C` · (LEB128 field tag ≥ 1 · value)* in written order · `0x00` |
 ///
 /// Each encoded value is self-delimiting (prefix-free), so concatenations are unambiguous and
 /// the encoding is injective. Sets and maps are multisets: duplicates are kept, and rejecting
@@ -58,6 +59,12 @@ impl Encoder {
     /// An empty encoder.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An encoder that writes after the bytes `buf` already holds (usually an empty buffer
+    /// kept for reuse).
+    pub fn from_vec(buf: Vec<u8>) -> Self {
+        Self { buf }
     }
 
     /// An empty encoder with room for `capacity` bytes.
@@ -87,7 +94,12 @@ impl Encoder {
     #[inline]
     fn len_prefix(&mut self, len: usize) {
         // usize -> u64 is lossless on every platform Rust supports (usize is at most 64 bits).
-        let mut n = len as u64;
+        self.leb128(len as u64);
+    }
+
+    /// Unsigned LEB128: seven bits a byte, low bits first, high bit set on all but the last.
+    #[inline]
+    fn leb128(&mut self, mut n: u64) {
         while n >= 0x80 {
             self.buf.push((n as u8) | 0x80);
             n >>= 7;
@@ -118,7 +130,7 @@ impl Encoder {
     #[inline]
     pub fn u64(&mut self, value: u64) {
         self.buf.push(tag::U64);
-        self.buf.extend_from_slice(&value.to_le_bytes());
+        self.leb128(value);
     }
 
     /// Writes a signed integer.
@@ -161,13 +173,13 @@ impl Encoder {
     pub fn set<I: IntoIterator>(&mut self, items: I, mut item: impl FnMut(&mut Self, I::Item)) {
         self.buf.push(tag::SET);
         let body = self.buf.len();
-        let mut ends = Vec::new();
+        let mut ends = Ends::default();
         for i in items {
             self.buf.push(tag::ITEM);
             item(self, i);
             ends.push(self.buf.len());
         }
-        self.sort_segments(body, &ends);
+        self.sort_segments(body, ends.as_slice());
         self.buf.push(tag::END);
     }
 
@@ -181,7 +193,7 @@ impl Encoder {
     ) {
         self.buf.push(tag::MAP);
         let body = self.buf.len();
-        let mut ends = Vec::new();
+        let mut ends = Ends::default();
         for (k, v) in entries {
             // Key and value form one segment; sorting whole segments sorts by key first, and
             // since keys are prefix-free, a key never compares against part of a value.
@@ -190,7 +202,7 @@ impl Encoder {
             value(self, v);
             ends.push(self.buf.len());
         }
-        self.sort_segments(body, &ends);
+        self.sort_segments(body, ends.as_slice());
         self.buf.push(tag::END);
     }
 
@@ -203,7 +215,7 @@ impl Encoder {
             last_tag: 0,
         };
         fields(&mut record);
-        self.buf.extend_from_slice(&0u16.to_le_bytes());
+        self.buf.push(0);
     }
 
     /// Appends bytes that are already a complete encoded value (for example a nested
@@ -238,6 +250,37 @@ impl Encoder {
     }
 }
 
+/// Segment ends of a set or map; most have zero or one element, which need no allocation.
+#[derive(Default)]
+struct Ends {
+    first: [usize; 1],
+    len: usize,
+    rest: Vec<usize>,
+}
+
+impl Ends {
+    fn push(&mut self, end: usize) {
+        match self.len {
+            0 => self.first[0] = end,
+            1 => {
+                self.rest.reserve(4);
+                self.rest.push(self.first[0]);
+                self.rest.push(end);
+            }
+            _ => self.rest.push(end),
+        }
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        match self.len {
+            0 => &[],
+            1 => &self.first,
+            _ => &self.rest,
+        }
+    }
+}
+
 /// Writes the fields of one record; see [`Encoder::record`].
 #[derive(Debug)]
 pub struct RecordEncoder<'a> {
@@ -256,7 +299,7 @@ impl RecordEncoder<'_> {
             "record field tags must be >= 1 and strictly increase"
         );
         self.last_tag = tag;
-        self.enc.buf.extend_from_slice(&tag.to_le_bytes());
+        self.enc.leb128(u64::from(tag));
         value(self.enc);
         self
     }

@@ -68,6 +68,35 @@ fn with_prepared<R>(context: &'static str, f: impl FnOnce(&mut blake3::Hasher) -
     })
 }
 
+/// Runs `f` with an empty byte buffer that is reused across calls on this thread, so hashing
+/// a projection does not allocate. A nested call (from inside `f`) gets a fresh buffer.
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    use std::cell::RefCell;
+    /// Buffers larger than this are not kept, so one huge projection does not pin memory.
+    const KEEP: usize = 64 * 1024;
+    thread_local! {
+        static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+    let mut buf = SCRATCH.with(|s| {
+        s.try_borrow_mut()
+            .map(|mut b| std::mem::take(&mut *b))
+            .unwrap_or_default()
+    });
+    buf.clear();
+    let out = f(&mut buf);
+    if buf.capacity() <= KEEP {
+        buf.clear();
+        SCRATCH.with(|s| {
+            if let Ok(mut slot) = s.try_borrow_mut()
+                && slot.capacity() < buf.capacity()
+            {
+                *slot = buf;
+            }
+        });
+    }
+    out
+}
+
 /// A streaming hasher for one [`Kind`]; most callers want [`Fingerprint::of`].
 #[derive(Debug, Clone)]
 pub struct FingerprintHasher(blake3::Hasher);
@@ -96,9 +125,13 @@ const PREFIX: &str = "b3:";
 impl Fingerprint {
     /// Encodes a projection with `project` and hashes it under `kind`.
     pub fn of(kind: Kind, project: impl FnOnce(&mut Encoder)) -> Self {
-        let mut enc = Encoder::with_capacity(256);
-        project(&mut enc);
-        Self::of_encoded(kind, &enc)
+        with_scratch(|buf| {
+            let mut enc = Encoder::from_vec(std::mem::take(buf));
+            project(&mut enc);
+            let fingerprint = Self::of_encoded(kind, &enc);
+            *buf = enc.into_bytes();
+            fingerprint
+        })
     }
 
     /// Hashes an already encoded projection under `kind`.
@@ -114,15 +147,16 @@ impl Fingerprint {
         use crate::encoder::{END_TAG, ITEM_TAG, SET_TAG};
         items.sort_unstable();
         // One contiguous update: many tiny updates cost more than the copy.
-        let mut bytes = Vec::with_capacity(2 + items.iter().map(|i| i.len() + 1).sum::<usize>());
-        bytes.push(SET_TAG);
-        for item in items.iter() {
-            bytes.push(ITEM_TAG);
-            bytes.extend_from_slice(item);
-        }
-        bytes.push(END_TAG);
-        with_prepared(kind.context, |h| {
-            Self(*h.update(&bytes).finalize().as_bytes())
+        with_scratch(|bytes| {
+            bytes.push(SET_TAG);
+            for item in items.iter() {
+                bytes.push(ITEM_TAG);
+                bytes.extend_from_slice(item);
+            }
+            bytes.push(END_TAG);
+            with_prepared(kind.context, |h| {
+                Self(*h.update(bytes).finalize().as_bytes())
+            })
         })
     }
 

@@ -382,10 +382,9 @@ pub fn validate_run(
     Ok(())
 }
 
-/// The earliest-positioned repeat of a name: entries are pushed in run order, and a stable
-/// sort keeps that order among equal names.
+/// The earliest-positioned repeat of a name: equal names sort by their position in the run.
 fn first_duplicate<'a>(names: &mut [(&'a str, Location)]) -> Option<(&'a str, Location)> {
-    names.sort_by(|x, y| x.0.cmp(y.0));
+    names.sort_unstable_by(|x, y| x.0.cmp(y.0).then_with(|| x.1.order().cmp(&y.1.order())));
     names
         .windows(2)
         .filter(|w| w[0].0 == w[1].0)
