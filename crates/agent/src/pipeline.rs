@@ -479,9 +479,10 @@ async fn leased_run(
     );
 
     // 5. The concrete request: current endpoints and credentials, exactly.
+    // The attachments are not needed after the views: their services move into the request.
     let services: Vec<_> = attachments
-        .iter()
-        .flat_map(|a| a.services.iter().cloned())
+        .iter_mut()
+        .flat_map(|a| std::mem::take(&mut a.services))
         .collect();
     let mut mcp: Vec<_> = services.iter().filter_map(|s| s.mcp.clone()).collect();
     mcp.extend(inner.host_mcp.iter().cloned());
@@ -534,7 +535,20 @@ async fn leased_run(
             }
             Plan::Fork { parent } => SessionContext::fork(decode_state(thread, &parent.state)?),
         };
-        let request = base.clone().with_session(session);
+        // Clone the request only while a retry is still possible.
+        let retry_possible = thread.mode == Mode::ContinueOrStart
+            && matches!(plan, Plan::Resume { .. })
+            && !rejected;
+        let request = if retry_possible {
+            base.clone()
+        } else {
+            let profile = base.profile;
+            std::mem::replace(
+                &mut base,
+                Request::new(run_id.clone(), String::new(), profile),
+            )
+        }
+        .with_session(session);
         match drive(thread, store, request, sink, &mut leases, cancel.clone()).await {
             Err(ThreadError::ResumeRejected { .. })
                 if thread.mode == Mode::ContinueOrStart
