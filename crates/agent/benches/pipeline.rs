@@ -228,6 +228,6 @@ fn main() {
         let sqlite = thread_store::sqlite::SqliteStore::open(thread_store::sqlite::SqliteConfig::new(dir.path().join("bench.db")))
             .await
             .expect("sqlite");
-        measure("sqlite", Arc::new(sqlite), 300).await;
+        measure("sqlite", Arc::new(sqlite), 1500).await;
     });
 }
