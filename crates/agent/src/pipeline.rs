@@ -568,6 +568,10 @@ async fn leased_run(
             other => break other,
         }
     };
+    // Let forwarders deliver what their providers already queued before they are stopped.
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
     drop(forwarders);
     let response = response?;
 
