@@ -8,7 +8,9 @@
 //! * the value of a sensitive field, in JSON (`"access_token": "…"`), key=value
 //!   (`refresh_token=…&`) or header (`x-api-key: …`) form. The fields are `access_token`,
 //!   `refresh_token`, `id_token` (also camelCase, e.g. `accessToken`), `x-api-key`, `api_key`,
-//!   `api-key`, `apikey` and `client_secret`, in any case.
+//!   `api-key`, `apikey`, `client_secret`, and the generic `token`, `password`, `passwd` and
+//!   `secret`, in any case, wherever they start a word (so `max_token=5` is redacted too:
+//!   over-redacting is the safe mistake).
 //!
 //! [`Redactor::with_secrets`] also replaces every occurrence of known secret values (for
 //! example the secrets injected into a runtime), before the patterns run.
@@ -123,6 +125,10 @@ const SENSITIVE_KEYS: &[&[u8]] = &[
     b"apikey",
     b"client_secret",
     b"clientsecret",
+    b"token",
+    b"password",
+    b"passwd",
+    b"secret",
 ];
 
 /// Authorization schemes whose credential is redacted.
@@ -173,7 +179,7 @@ fn starts_with_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
 fn is_candidate_start(b: u8) -> bool {
     matches!(
         b.to_ascii_lowercase(),
-        b'a' | b'b' | b'c' | b'g' | b'i' | b'r' | b's' | b'x'
+        b'a' | b'b' | b'c' | b'g' | b'i' | b'p' | b'r' | b's' | b't' | b'x'
     )
 }
 
@@ -337,6 +343,14 @@ fn match_key(bytes: &[u8], i: usize) -> Option<Hit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generic_credential_fields_are_redacted() {
+        assert_eq!(redact("token=tok-123&x=1"), "token=[REDACTED]&x=1");
+        assert_eq!(redact("password: hunter2"), "password: [REDACTED]");
+        assert_eq!(redact(r#"{"secret":"s3"}"#), r#"{"secret":"[REDACTED]"}"#);
+        assert_eq!(redact("no token here"), "no token here");
+    }
 
     #[test]
     fn unterminated_json_string_is_redacted_to_the_end() {

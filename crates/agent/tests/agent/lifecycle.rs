@@ -30,9 +30,7 @@ impl RunServiceProvider for Ordered {
             .unwrap()
             .push(format!("attach {}", self.name));
         if self.fail_attach {
-            return Err(ProviderError::new(
-                "no port left; sent Authorization: Bearer tok-CANARY-attach",
-            ));
+            return Err(ProviderError::new("no port left; token=tok-CANARY-attach"));
         }
         Ok(RunAttachment::default())
     }
