@@ -93,6 +93,9 @@ pub enum Reason {
     ControlCharacter,
     /// A compatibility tuple lacks this part (both `id` and `fingerprint` are required).
     MissingPart,
+    /// A compatibility part starts or ends with whitespace (` com.example.ui` and
+    /// `com.example.ui` would be different identities that look the same).
+    SurroundingWhitespace,
     /// Two attachments of one run claim the same compatibility id.
     DuplicateCompatibilityId,
     /// Two services of one run share an id.
@@ -116,6 +119,7 @@ impl fmt::Display for Reason {
             Self::TooLong => "is too long",
             Self::ControlCharacter => "contains a control character",
             Self::MissingPart => "is missing (a compatibility tuple needs both id and fingerprint)",
+            Self::SurroundingWhitespace => "starts or ends with whitespace",
             Self::DuplicateCompatibilityId => "is claimed by two attachments of one run",
             Self::DuplicateServiceId => "is used by two services of one run",
             Self::InvalidEnvName => "is not a valid environment variable name",
@@ -332,6 +336,14 @@ pub fn validate_run(
                     return Err(ValidationError::new(at, field, Reason::MissingPart, value));
                 }
                 check_text(at, field, value, max, true)?;
+                if value.trim() != value.as_str() {
+                    return Err(ValidationError::new(
+                        at,
+                        field,
+                        Reason::SurroundingWhitespace,
+                        value,
+                    ));
+                }
             }
             compat_ids.push((compat.id.as_str(), at));
         }

@@ -49,6 +49,20 @@ fn whitespace_only_parts_are_rejected() {
 }
 
 #[test]
+fn surrounding_whitespace_is_rejected() {
+    assert_case(
+        &err(&[tuple(" com.example.ui", "fp")], &[]),
+        Field::CompatibilityId,
+        Reason::SurroundingWhitespace,
+    );
+    assert_case(
+        &err(&[tuple("com.example.ui", "fp ")], &[]),
+        Field::CompatibilityFingerprint,
+        Reason::SurroundingWhitespace,
+    );
+}
+
+#[test]
 fn oversized_parts_are_rejected_with_their_length() {
     let long_id = format!("{CANARY}{}", "x".repeat(Limits::COMPATIBILITY_ID));
     let e = err(&[tuple(&long_id, "fp")], &[]);
