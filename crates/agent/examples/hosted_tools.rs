@@ -10,13 +10,12 @@ use std::sync::Arc;
 use agent::tools::{HostedTool, SERVICE_ID, ToolOutput, ToolRejection};
 use agent::{Agent, ThreadEventKind};
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use run_service::McpTransport;
 use serde_json::json;
 use thread_store::memory::MemoryStore;
+
+mod support {
+    pub(crate) mod mcp_client;
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn Error>> {
@@ -100,41 +99,18 @@ async fn main() -> Result<(), Box<dyn Error>> {
 }
 
 /// Calls a hosted tool through the MCP endpoint the reference driver last received, as an
-/// MCP-capable CLI would: the URL and bearer env-var name from the request's MCP declaration,
-/// the token from its secret env. Returns the tool's text output.
+/// MCP-capable CLI would. Returns the tool's text output.
 async fn call_hosted_tool(
     backend: &ReferenceBackend,
     tool: &str,
     arguments: serde_json::Value,
 ) -> Result<String, Box<dyn Error>> {
-    let recorded = backend
-        .last_request()
-        .ok_or("the driver received no request")?;
-    let server = recorded
-        .request()
-        .mcp
-        .iter()
-        .find(|m| m.name == SERVICE_ID)
-        .ok_or("no tool server in the request")?;
-    let McpTransport::StreamableHttp {
-        url,
-        bearer_token_env_var: Some(env_var),
-        ..
-    } = &server.transport
-    else {
-        return Err("the tool server is not Streamable HTTP with a bearer env var".into());
-    };
-    let token = recorded
-        .expose_secret_env(env_var)
-        .ok_or("the token is not in the secret env")?;
-    println!("   MCP server `{SERVICE_ID}` at {url}");
+    let (client, endpoint) = support::mcp_client::connect(backend).await?;
+    println!("   MCP server `{SERVICE_ID}` at {}", endpoint.url);
     println!(
-        "   bearer token in ${env_var} ({} hex digits, never printed)",
-        token.len()
+        "   bearer token in ${} ({} hex digits, never printed)",
+        endpoint.env_var, endpoint.token_len
     );
-
-    let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token);
-    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await?;
     let names: Vec<_> = client
         .list_all_tools()
         .await?
@@ -142,27 +118,10 @@ async fn call_hosted_tool(
         .map(|t| t.name.to_string())
         .collect();
     println!("   tools/list -> {names:?}");
-    let serde_json::Value::Object(arguments) = arguments else {
-        return Err("tool arguments must be a JSON object".into());
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone()))
-        .await?;
+    let shown = arguments.to_string();
+    let (text, failed) = support::mcp_client::call(&client, tool, arguments).await?;
     client.cancel().await?;
-    let text = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let failed = if result.is_error == Some(true) {
-        " (tool error)"
-    } else {
-        ""
-    };
-    println!(
-        "   tools/call {tool} {} -> {text:?}{failed}",
-        serde_json::Value::Object(arguments)
-    );
+    let failed = if failed { " (tool error)" } else { "" };
+    println!("   tools/call {tool} {shown} -> {text:?}{failed}");
     Ok(text)
 }

@@ -14,7 +14,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent::tools::{HostedTool, SERVICE_ID, ToolOutput, ToolRejection};
+use agent::tools::{HostedTool, ToolOutput, ToolRejection};
 use agent::{Agent, SessionOutcome, ThreadError};
 use compat_fingerprint::{ComponentName, ShortDigest};
 use driver_spi::reference::{RecordedRequest, ReferenceBackend, ReferenceDriver};
@@ -25,6 +25,10 @@ use run_service::{
     ServiceRef, TransportKind, async_trait,
 };
 use thread_store::sqlite::{SqliteConfig, SqliteStore};
+
+mod support {
+    pub(crate) mod mcp_client;
+}
 
 /// The logical role this provider fills. Its meaning never changes; a different role would
 /// get a different id.
@@ -253,46 +257,14 @@ async fn call_hosted_tool(
     tool: &str,
     arguments: serde_json::Value,
 ) -> Result<(String, String), Box<dyn Error>> {
-    use rmcp::ServiceExt;
-    use rmcp::model::CallToolRequestParams;
-    use rmcp::transport::StreamableHttpClientTransport;
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-
-    let recorded = last_request(backend)?;
-    let server = recorded
-        .request()
-        .mcp
-        .iter()
-        .find(|m| m.name == SERVICE_ID)
-        .ok_or("no tool server in the request")?;
-    let McpTransport::StreamableHttp {
-        url,
-        bearer_token_env_var: Some(env_var),
-        ..
-    } = &server.transport
-    else {
-        return Err("the tool server is not Streamable HTTP with a bearer env var".into());
-    };
-    let token = recorded
-        .expose_secret_env(env_var)
-        .ok_or("the token is not in the secret env")?;
-    let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token);
-    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await?;
-    let serde_json::Value::Object(arguments) = arguments else {
-        return Err("tool arguments must be a JSON object".into());
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
-        .await?;
+    let (client, endpoint) = support::mcp_client::connect(backend).await?;
+    let (text, _) = support::mcp_client::call(&client, tool, arguments).await?;
     client.cancel().await?;
-    let text = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    println!("   tools/call {tool} via {url} (token in ${env_var}, never printed) -> {text:?}");
-    Ok((url.clone(), text))
+    println!(
+        "   tools/call {tool} via {} (token in ${}, {} hex digits, never printed) -> {text:?}",
+        endpoint.url, endpoint.env_var, endpoint.token_len
+    );
+    Ok((endpoint.url, text))
 }
 
 /// A run's relation to the stored conversation, in words.
