@@ -3,113 +3,66 @@
 use run_service::{SemanticFingerprint, TransportKind};
 use serde_json::json;
 
-fn base() -> SemanticFingerprint {
+/// The semantic properties of one provider; each test variant changes one of them.
+#[derive(Clone)]
+struct Props {
+    mcp_key: &'static str,
+    transport: TransportKind,
+    required: bool,
+    arg_type: &'static str,
+    revision: &'static str,
+    scope: &'static str,
+}
+
+const BASE: Props = Props {
+    mcp_key: "agent-ui",
+    transport: TransportKind::StreamableHttp,
+    required: true,
+    arg_type: "string",
+    revision: "1",
+    scope: "tenant-a:ui.ask",
+};
+
+fn builder(p: &Props) -> SemanticFingerprint {
     SemanticFingerprint::new()
         .service_role("agent-ui")
-        .mcp_server("agent-ui", TransportKind::StreamableHttp, true)
+        .mcp_server(p.mcp_key, p.transport, p.required)
         .tool(
             "ask",
-            &json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-            "1",
+            &json!({"type": "object", "properties": {"q": {"type": p.arg_type}}}),
+            p.revision,
         )
-        .authorization("bearer", "tenant-a:ui.ask")
+        .authorization("bearer", p.scope)
         .protocol_revision("2025-06-18")
+}
+
+fn base() -> SemanticFingerprint {
+    builder(&BASE)
 }
 
 #[test]
 fn each_semantic_change_changes_the_fingerprint() {
     let reference = base().finish();
+    let with = |change: fn(&mut Props)| {
+        let mut p = BASE.clone();
+        change(&mut p);
+        builder(&p).finish()
+    };
     let variants = [
         ("service set", base().service_role("extra").finish()),
-        (
-            "mcp key",
-            SemanticFingerprint::new()
-                .service_role("agent-ui")
-                .mcp_server("agent-ui-2", TransportKind::StreamableHttp, true)
-                .tool(
-                    "ask",
-                    &json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-                    "1",
-                )
-                .authorization("bearer", "tenant-a:ui.ask")
-                .protocol_revision("2025-06-18")
-                .finish(),
-        ),
-        (
-            "transport",
-            SemanticFingerprint::new()
-                .service_role("agent-ui")
-                .mcp_server("agent-ui", TransportKind::Sse, true)
-                .tool(
-                    "ask",
-                    &json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-                    "1",
-                )
-                .authorization("bearer", "tenant-a:ui.ask")
-                .protocol_revision("2025-06-18")
-                .finish(),
-        ),
-        (
-            "required flag",
-            SemanticFingerprint::new()
-                .service_role("agent-ui")
-                .mcp_server("agent-ui", TransportKind::StreamableHttp, false)
-                .tool(
-                    "ask",
-                    &json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-                    "1",
-                )
-                .authorization("bearer", "tenant-a:ui.ask")
-                .protocol_revision("2025-06-18")
-                .finish(),
-        ),
-        (
-            "tool schema",
-            SemanticFingerprint::new()
-                .service_role("agent-ui")
-                .mcp_server("agent-ui", TransportKind::StreamableHttp, true)
-                .tool(
-                    "ask",
-                    &json!({"type": "object", "properties": {"q": {"type": "integer"}}}),
-                    "1",
-                )
-                .authorization("bearer", "tenant-a:ui.ask")
-                .protocol_revision("2025-06-18")
-                .finish(),
-        ),
-        (
-            "tool revision",
-            SemanticFingerprint::new()
-                .service_role("agent-ui")
-                .mcp_server("agent-ui", TransportKind::StreamableHttp, true)
-                .tool(
-                    "ask",
-                    &json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-                    "2",
-                )
-                .authorization("bearer", "tenant-a:ui.ask")
-                .protocol_revision("2025-06-18")
-                .finish(),
-        ),
-        (
-            "auth scope",
-            SemanticFingerprint::new()
-                .service_role("agent-ui")
-                .mcp_server("agent-ui", TransportKind::StreamableHttp, true)
-                .tool(
-                    "ask",
-                    &json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-                    "1",
-                )
-                .authorization("bearer", "tenant-b:ui.ask")
-                .protocol_revision("2025-06-18")
-                .finish(),
-        ),
+        ("mcp key", with(|p| p.mcp_key = "agent-ui-2")),
+        ("transport", with(|p| p.transport = TransportKind::Sse)),
+        ("required flag", with(|p| p.required = false)),
+        ("tool schema", with(|p| p.arg_type = "integer")),
+        ("tool revision", with(|p| p.revision = "2")),
+        ("auth scope", with(|p| p.scope = "tenant-b:ui.ask")),
         ("protocol", base().protocol_revision("2026-01-01").finish()),
     ];
     for (what, fp) in variants {
         assert_ne!(fp, reference, "{what} must change the fingerprint");
     }
+    // And nothing else does: the same properties give the same fingerprint.
+    assert_eq!(builder(&BASE).finish(), reference);
 }
 
 #[test]
