@@ -588,7 +588,8 @@ async fn bench_postgres(url: &str) {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_current_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();

@@ -6,9 +6,15 @@
 //!   migrate once.
 //! - Every write is one `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock up front:
 //!   a lease check and the write it guards can never interleave with another process's write.
-//! - rusqlite is blocking, so every call runs on Tokio's blocking pool (`spawn_blocking`), never
-//!   on an async worker. A Tokio runtime must be running. A future dropped mid-call lets the
-//!   blocking call finish its transaction, so a write is either wholly committed or not at all.
+//! - rusqlite is blocking, so no call blocks an async worker that other tasks need. By default
+//!   ([`Execution::Auto`]), on a multi-thread runtime a call runs in place through
+//!   `tokio::task::block_in_place`, which first hands the worker's other tasks to another
+//!   thread: no thread hop, so a turn costs what its SQL costs. Elsewhere (a current-thread
+//!   runtime) it runs on Tokio's blocking pool (`spawn_blocking`). [`Execution::BlockingPool`]
+//!   forces the pool everywhere, for callers that poll other futures of the same task while a
+//!   store call waits (in place, those wait too, up to the busy timeout under write
+//!   contention). A Tokio runtime must be running. A future dropped mid-call lets the call
+//!   finish its transaction, so a write is either wholly committed or not at all.
 //! - Lease expiry follows the store's [`Clock`] (the host clock by default), which all processes
 //!   on one host share. Do not put the file on a network file system.
 
@@ -47,6 +53,19 @@ impl Synchronous {
     }
 }
 
+/// Where a [`SqliteStore`] runs SQLite's blocking calls; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Execution {
+    /// In place through `block_in_place` on a multi-thread runtime (no thread hop), on the
+    /// blocking pool elsewhere.
+    #[default]
+    Auto,
+    /// Always on Tokio's blocking pool: one thread hop per call; other futures of the calling
+    /// task keep running while it waits.
+    BlockingPool,
+}
+
 /// How to open a [`SqliteStore`].
 #[derive(Debug, Clone)]
 pub struct SqliteConfig {
@@ -54,6 +73,7 @@ pub struct SqliteConfig {
     synchronous: Synchronous,
     busy_timeout: Duration,
     clock: Arc<dyn Clock>,
+    execution: Execution,
 }
 
 impl SqliteConfig {
@@ -65,7 +85,14 @@ impl SqliteConfig {
             synchronous: Synchronous::Normal,
             busy_timeout: Duration::from_secs(5),
             clock: Arc::new(SystemClock),
+            execution: Execution::Auto,
         }
+    }
+
+    /// Sets where blocking calls run (default [`Execution::Auto`]).
+    pub fn execution(mut self, execution: Execution) -> Self {
+        self.execution = execution;
+        self
     }
 
     /// Sets the durability of each commit.
@@ -95,6 +122,7 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     clock: Arc<dyn Clock>,
     path: PathBuf,
+    execution: Execution,
 }
 
 /// The newest schema version this build knows. A database whose `schema_migrations` table
@@ -186,6 +214,7 @@ impl SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             clock: Arc::clone(&config.clock),
             path: config.path.clone(),
+            execution: config.execution,
         })
     }
 
@@ -194,7 +223,7 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Runs `f` with the connection on the blocking pool.
+    /// Runs `f` with the connection, in place or on the blocking pool (see [`Execution`]).
     async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -202,6 +231,19 @@ impl SqliteStore {
     {
         let conn = Arc::clone(&self.conn);
         let clock = Arc::clone(&self.clock);
+        // On a multi-thread runtime, `block_in_place` hands this worker's other tasks to
+        // another thread and runs the statement here, without a thread hop.
+        let in_place = self.execution == Execution::Auto
+            && tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if in_place {
+            return tokio::task::block_in_place(|| {
+                let mut conn = conn
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                f(&mut conn, clock.as_ref())
+            });
+        }
         tokio::task::spawn_blocking(move || {
             // A panic inside `f` rolls its transaction back (the Transaction guard drops), so
             // a poisoned connection is still consistent.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use thread_store::conformance::{self, Factory, Harness};
 use thread_store::memory::MemoryStore;
 use thread_store::postgres::{PostgresConfig, PostgresStore};
-use thread_store::sqlite::{SqliteConfig, SqliteStore};
+use thread_store::sqlite::{Execution, SqliteConfig, SqliteStore};
 use thread_store::{ManualClock, StoreError};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -42,6 +42,7 @@ fn memory() {
 struct Sqlite {
     dir: tempfile::TempDir,
     next: AtomicUsize,
+    execution: Execution,
 }
 
 #[async_trait::async_trait]
@@ -50,21 +51,46 @@ impl Factory for Sqlite {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let clock = ManualClock::starting_now();
         let config = SqliteConfig::new(self.dir.path().join(format!("store-{n}.sqlite3")))
-            .clock(Arc::new(clock.clone()));
+            .clock(Arc::new(clock.clone()))
+            .execution(self.execution);
         let store = SqliteStore::open(config).await?;
         Ok(Harness::manual(Arc::new(store), clock))
     }
 }
 
+/// The SQLite adapter runs statements in place on a multi-thread runtime and on the blocking
+/// pool otherwise (or when told to): the kit runs on every combination.
 #[test]
 fn sqlite() {
-    let factory = Sqlite {
-        dir: tempfile::tempdir().unwrap(),
-        next: AtomicUsize::new(0),
+    let current_thread = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a Tokio runtime")
     };
-    let report = runtime().block_on(conformance::run(&factory));
-    println!("{report}");
-    report.assert_all_passed();
+    let cases = [
+        ("multi-thread, auto (in place)", runtime(), Execution::Auto),
+        (
+            "multi-thread, blocking pool",
+            runtime(),
+            Execution::BlockingPool,
+        ),
+        (
+            "current-thread, auto (blocking pool)",
+            current_thread(),
+            Execution::Auto,
+        ),
+    ];
+    for (case, rt, execution) in cases {
+        let factory = Sqlite {
+            dir: tempfile::tempdir().unwrap(),
+            next: AtomicUsize::new(0),
+            execution,
+        };
+        let report = rt.block_on(conformance::run(&factory));
+        println!("{case}:\n{report}");
+        report.assert_all_passed();
+    }
 }
 
 struct Postgres {
