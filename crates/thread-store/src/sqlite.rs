@@ -7,13 +7,12 @@
 //! - Every write is one `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock up front:
 //!   a lease check and the write it guards can never interleave with another process's write.
 //! - rusqlite is blocking, so no call blocks an async worker that other tasks need. By default
-//!   ([`Execution::Auto`]), on a multi-thread runtime a call runs in place through
+//!   ([`Execution::BlockingPool`]) every call runs on Tokio's blocking pool (`spawn_blocking`):
+//!   one thread hop per call, which costs about as much as a NORMAL-durability turn's SQL.
+//!   [`Execution::InPlace`] runs a call in place on a multi-thread runtime through
 //!   `tokio::task::block_in_place`, which first hands the worker's other tasks to another
-//!   thread: no thread hop, so a turn costs what its SQL costs. Elsewhere (a current-thread
-//!   runtime) it runs on Tokio's blocking pool (`spawn_blocking`). [`Execution::BlockingPool`]
-//!   forces the pool everywhere, for callers that poll other futures of the same task while a
-//!   store call waits (in place, those wait too, up to the busy timeout under write
-//!   contention). A Tokio runtime must be running. A future dropped mid-call lets the call
+//!   thread: no hop, so a turn costs what its SQL costs; other futures of the calling task
+//!   wait meanwhile. A Tokio runtime must be running. A future dropped mid-call lets the call
 //!   finish its transaction, so a write is either wholly committed or not at all.
 //! - Lease expiry follows the store's [`Clock`] (the host clock by default), which all processes
 //!   on one host share. Do not put the file on a network file system.
@@ -57,13 +56,15 @@ impl Synchronous {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Execution {
-    /// In place through `block_in_place` on a multi-thread runtime (no thread hop), on the
-    /// blocking pool elsewhere.
+    /// On Tokio's blocking pool: one thread hop per call; other futures of the calling task
+    /// keep running while it waits. Works on every runtime.
     #[default]
-    Auto,
-    /// Always on Tokio's blocking pool: one thread hop per call; other futures of the calling
-    /// task keep running while it waits.
     BlockingPool,
+    /// In place through `block_in_place` on a multi-thread runtime: no thread hop, but other
+    /// futures of the calling task wait for the call (under write contention, up to the busy
+    /// timeout). Falls back to the blocking pool where Tokio does not allow it (a
+    /// current-thread runtime, a `LocalSet`).
+    InPlace,
 }
 
 /// How to open a [`SqliteStore`].
@@ -85,11 +86,11 @@ impl SqliteConfig {
             synchronous: Synchronous::Normal,
             busy_timeout: Duration::from_secs(5),
             clock: Arc::new(SystemClock),
-            execution: Execution::Auto,
+            execution: Execution::BlockingPool,
         }
     }
 
-    /// Sets where blocking calls run (default [`Execution::Auto`]).
+    /// Sets where blocking calls run (default [`Execution::BlockingPool`]).
     pub fn execution(mut self, execution: Execution) -> Self {
         self.execution = execution;
         self
@@ -231,18 +232,33 @@ impl SqliteStore {
     {
         let conn = Arc::clone(&self.conn);
         let clock = Arc::clone(&self.clock);
+        let mut f = f;
         // On a multi-thread runtime, `block_in_place` hands this worker's other tasks to
         // another thread and runs the statement here, without a thread hop.
-        let in_place = self.execution == Execution::Auto
+        let in_place = self.execution == Execution::InPlace
             && tokio::runtime::Handle::try_current()
                 .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         if in_place {
-            return tokio::task::block_in_place(|| {
-                let mut conn = conn
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                f(&mut conn, clock.as_ref())
-            });
+            // Tokio refuses (panics) inside a `LocalSet`, which the flavor does not reveal; the
+            // statement has not started then, so it falls back to the blocking pool.
+            let job = std::cell::Cell::new(Some(f));
+            let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                tokio::task::block_in_place(|| {
+                    let f = job.take()?;
+                    let mut conn = conn
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    Some(f(&mut conn, clock.as_ref()))
+                })
+            }));
+            match (attempt, job.take()) {
+                (Ok(Some(result)), _) => return result,
+                (_, Some(unstarted)) => f = unstarted,
+                (Ok(None), None) => {
+                    return Err(StoreError::unavailable("the SQLite call was lost"));
+                }
+                (Err(panic), None) => std::panic::resume_unwind(panic),
+            }
         }
         tokio::task::spawn_blocking(move || {
             // A panic inside `f` rolls its transaction back (the Transaction guard drops), so

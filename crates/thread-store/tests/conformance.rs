@@ -58,8 +58,8 @@ impl Factory for Sqlite {
     }
 }
 
-/// The SQLite adapter runs statements in place on a multi-thread runtime and on the blocking
-/// pool otherwise (or when told to): the kit runs on every combination.
+/// The SQLite adapter runs statements on the blocking pool, or in place on a multi-thread
+/// runtime when told to: the kit runs on every combination.
 #[test]
 fn sqlite() {
     let current_thread = || {
@@ -69,16 +69,16 @@ fn sqlite() {
             .expect("a Tokio runtime")
     };
     let cases = [
-        ("multi-thread, auto (in place)", runtime(), Execution::Auto),
+        ("multi-thread, in place", runtime(), Execution::InPlace),
         (
             "multi-thread, blocking pool",
             runtime(),
             Execution::BlockingPool,
         ),
         (
-            "current-thread, auto (blocking pool)",
+            "current-thread, in place (falls back to the pool)",
             current_thread(),
-            Execution::Auto,
+            Execution::InPlace,
         ),
     ];
     for (case, rt, execution) in cases {

@@ -76,3 +76,33 @@ fn sqlite_concurrent_openers_migrate_once_and_state_survives_reopen() {
         );
     });
 }
+
+/// Tokio refuses `block_in_place` inside a `LocalSet`; an in-place store falls back to the
+/// blocking pool there instead of panicking.
+#[test]
+fn sqlite_in_place_falls_back_inside_a_local_set() {
+    use thread_store::sqlite::Execution;
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let local = tokio::task::LocalSet::new();
+    let path = dir.path().join("local.db");
+    rt.block_on(local.run_until(async move {
+        tokio::task::spawn_local(async move {
+            let store = SqliteStore::open(SqliteConfig::new(&path).execution(Execution::InPlace))
+                .await
+                .unwrap();
+            let lease = store
+                .acquire_lease("thread:t", "owner", std::time::Duration::from_secs(5))
+                .await
+                .unwrap();
+            store.release_lease(&lease).await.unwrap();
+            assert!(store.resolve(&Query::key("t")).await.unwrap().is_none());
+        })
+        .await
+        .unwrap();
+    }));
+}
