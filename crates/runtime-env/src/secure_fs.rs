@@ -205,12 +205,7 @@ pub(crate) fn prepare_base(base: &Path) -> Result<(), FsError> {
 
 fn check_base_dir(path: &Path, meta: &fs::Metadata, uid: u32) -> Result<(), FsError> {
     check_not_symlink_dir(path, meta)?;
-    if meta.uid() != uid {
-        return Err(FsError::OwnedByOtherUser {
-            path: path.to_owned(),
-            owner: meta.uid(),
-        });
-    }
+    check_owner(path, meta, uid)?;
     let mode = perm_bits(meta);
     if mode & 0o022 != 0 {
         return Err(FsError::WritableByOthers {
@@ -219,6 +214,18 @@ fn check_base_dir(path: &Path, meta: &fs::Metadata, uid: u32) -> Result<(), FsEr
         });
     }
     Ok(())
+}
+
+/// Refuses a path owned by anyone but `uid`.
+fn check_owner(path: &Path, meta: &fs::Metadata, uid: u32) -> Result<(), FsError> {
+    if meta.uid() == uid {
+        Ok(())
+    } else {
+        Err(FsError::OwnedByOtherUser {
+            path: path.to_owned(),
+            owner: meta.uid(),
+        })
+    }
 }
 
 fn check_not_symlink_dir(path: &Path, meta: &fs::Metadata) -> Result<(), FsError> {
@@ -253,12 +260,7 @@ pub(crate) fn check_dir(path: &Path, strictness: Strictness) -> Result<(), FsErr
 fn check_dir_meta(path: &Path, meta: &fs::Metadata, strictness: Strictness) -> Result<(), FsError> {
     check_not_symlink_dir(path, meta)?;
     let uid = euid();
-    if meta.uid() != uid {
-        return Err(FsError::OwnedByOtherUser {
-            path: path.to_owned(),
-            owner: meta.uid(),
-        });
-    }
+    check_owner(path, meta, uid)?;
     let mode = perm_bits(meta);
     if mode & 0o022 != 0 {
         return Err(FsError::WritableByOthers {
@@ -339,12 +341,7 @@ fn check_private_file(path: &Path, meta: &fs::Metadata) -> Result<(), FsError> {
             path: path.to_owned(),
         });
     }
-    if meta.uid() != euid() {
-        return Err(FsError::OwnedByOtherUser {
-            path: path.to_owned(),
-            owner: meta.uid(),
-        });
-    }
+    check_owner(path, meta, euid())?;
     let mode = perm_bits(meta);
     if mode & 0o077 != 0 {
         return Err(FsError::PermissionsTooOpen {
