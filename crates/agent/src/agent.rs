@@ -11,7 +11,7 @@ use run_service::{McpServer, RunId, RunServiceProvider, validate_run};
 use thread_store::ThreadStore;
 use tokio::sync::watch;
 
-use crate::compat::{Profile, SchemeMigration, static_components};
+use crate::compat::{DriverInfo, Profile, SchemeMigration, static_components};
 use crate::tools::Registry;
 use crate::{BuildError, Thread};
 
@@ -31,7 +31,7 @@ pub struct Agent {
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
-            .field("driver", &self.inner.driver.descriptor().driver_type)
+            .field("driver", &self.inner.driver_info.driver_type)
             .field("providers", &self.inner.providers.len())
             .field("has_store", &self.inner.store.is_some())
             .finish_non_exhaustive()
@@ -40,6 +40,8 @@ impl std::fmt::Debug for Agent {
 
 pub(crate) struct Inner {
     pub(crate) driver: Arc<dyn Driver>,
+    /// The driver's type, codec and capabilities, read once at build.
+    pub(crate) driver_info: DriverInfo,
     pub(crate) store: Option<Arc<dyn ThreadStore>>,
     pub(crate) providers: Vec<Arc<dyn RunServiceProvider>>,
     pub(crate) host_mcp: Vec<McpServer>,
@@ -277,10 +279,12 @@ impl AgentBuilder {
         if let Some(provider) = std::mem::take(&mut self.tools).into_provider()? {
             self.providers.push(provider);
         }
-        let statics = static_components(self.driver.as_ref(), &self.profile);
+        let driver_info = DriverInfo::of(self.driver.as_ref());
+        let statics = static_components(&driver_info, &self.profile);
         Ok(Agent {
             inner: Arc::new(Inner {
                 driver: self.driver,
+                driver_info,
                 store: self.store,
                 providers: self.providers,
                 host_mcp: self.host_mcp,

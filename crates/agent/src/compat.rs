@@ -67,21 +67,44 @@ fn string_map(e: &mut Encoder, map: &BTreeMap<String, String>) {
     e.map(map, |e, k| e.str(k), |e, v| e.str(v));
 }
 
+/// What the core needs to know about its driver, read once when the agent is built.
+#[derive(Debug, Clone)]
+pub(crate) struct DriverInfo {
+    pub(crate) driver_type: String,
+    /// The session codec's name; `None` when the driver has no codec.
+    pub(crate) codec: Option<String>,
+    pub(crate) config: Option<Fingerprint>,
+    pub(crate) resume: bool,
+    pub(crate) fork: bool,
+}
+
+impl DriverInfo {
+    pub(crate) fn of(driver: &dyn Driver) -> Self {
+        let descriptor = driver.descriptor();
+        Self {
+            driver_type: descriptor.driver_type,
+            codec: driver.session_codec().map(|c| c.name().to_owned()),
+            config: driver
+                .config_fingerprinter()
+                .map(|c| c.config_fingerprint()),
+            resume: descriptor.capabilities.resume,
+            fork: descriptor.capabilities.fork,
+        }
+    }
+}
+
 /// The static components: `driver`, `codec`, `driver_config`, `identity`, `model`,
 /// `workspace`, `instructions`, `skills`, `profile`.
-pub(crate) fn static_components(driver: &dyn Driver, profile: &Profile) -> Breakdown {
-    let descriptor = driver.descriptor();
-    let codec = driver.session_codec().map(|c| c.name().to_owned());
-    let config = driver
-        .config_fingerprinter()
-        .map(|c| c.config_fingerprint());
+pub(crate) fn static_components(driver: &DriverInfo, profile: &Profile) -> Breakdown {
+    let codec = driver.codec.as_ref();
+    let config = driver.config;
     let mut b = Breakdown::new();
     let mut put = |n: &'static str, fp: Fingerprint| b.insert_or_replace(name(n), fp);
     put(
         "driver",
-        component("driver", |e| e.str(&descriptor.driver_type)),
+        component("driver", |e| e.str(&driver.driver_type)),
     );
-    put("codec", component("codec", |e| opt(e, codec.as_ref())));
+    put("codec", component("codec", |e| opt(e, codec)));
     put(
         "driver_config",
         component("driver_config", |e| {

@@ -102,13 +102,13 @@ async fn execute_inner(
     if let Some(parent) = &thread.fork_from {
         check_key(parent)?;
     }
-    let capabilities = inner.driver.descriptor().capabilities;
-    if !capabilities.resume || inner.driver.session_codec().is_none() {
+    let driver = &inner.driver_info;
+    if !driver.resume || driver.codec.is_none() {
         return Err(ThreadError::Unsupported {
             capability: "session resume with a session codec",
         });
     }
-    if thread.fork_from.is_some() && !capabilities.fork {
+    if thread.fork_from.is_some() && !driver.fork {
         return Err(ThreadError::Unsupported { capability: "fork" });
     }
 
@@ -691,17 +691,13 @@ async fn persist(
         scheme_version: SCHEME_VERSION,
         components: breakdown.clone(),
     };
-    let descriptor = inner.driver.descriptor();
-    let codec = inner
-        .driver
-        .session_codec()
-        .map(|c| c.name().to_owned())
-        .unwrap_or_default();
+    let driver = &inner.driver_info;
+    let codec = driver.codec.clone().unwrap_or_default();
     let stored_state = encode_state(thread, state)?;
     let fresh = || {
         ThreadRecord::new(
             thread.key.clone(),
-            descriptor.driver_type.clone(),
+            driver.driver_type.clone(),
             inner.profile.identity.clone(),
             compatibility.clone(),
             codec.clone(),
