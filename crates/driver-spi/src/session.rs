@@ -338,3 +338,96 @@ impl SessionGuard {
         }
     }
 }
+
+/// A [`SessionCodec`] for the common case: a provider session id plus the [`SessionGuard`]
+/// values, with a driver-specific rule for what a valid id looks like.
+///
+/// Drivers wrap a `const` one in their own named codec type. The codec copies the state's
+/// data as is (guard values and any non-secret driver data), fills the display id with the
+/// resume id when it is blank, and validates the resume id in both directions with `validate`
+/// (an empty or blank id is always [`CodecError::MissingResumeId`]).
+///
+/// ```
+/// use driver_spi::{CodecError, GuardedCodec, SessionCodec, SessionState};
+///
+/// fn ascii_id(id: &str) -> Result<(), CodecError> {
+///     if id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+///         Ok(())
+///     } else {
+///         Err(CodecError::InvalidResumeId { len: id.len() })
+///     }
+/// }
+/// const CODEC: GuardedCodec = GuardedCodec::new("example/v1", ascii_id);
+///
+/// let params = CODEC.to_params(Some(&SessionState::new("abc-1"))).unwrap().unwrap();
+/// assert_eq!(params.display_id, "abc-1");
+/// assert_eq!(CODEC.to_params(Some(&SessionState::new(" "))), Err(CodecError::MissingResumeId));
+/// assert!(CODEC.to_params(Some(&SessionState::new("a b"))).is_err());
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct GuardedCodec {
+    name: &'static str,
+    validate: fn(&str) -> Result<(), CodecError>,
+}
+
+impl GuardedCodec {
+    /// A codec named `name` (stable: it is part of the Thread fingerprint) whose resume ids
+    /// must pass `validate`.
+    pub const fn new(name: &'static str, validate: fn(&str) -> Result<(), CodecError>) -> Self {
+        Self { name, validate }
+    }
+
+    fn check(&self, id: &str) -> Result<(), CodecError> {
+        if id.trim().is_empty() {
+            return Err(CodecError::MissingResumeId);
+        }
+        (self.validate)(id)
+    }
+}
+
+impl SessionCodec for GuardedCodec {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn guard_keys(&self) -> &[&'static str] {
+        SessionGuard::KEYS
+    }
+
+    fn to_params(&self, state: Option<&SessionState>) -> Result<Option<SessionParams>, CodecError> {
+        let Some(state) = state else {
+            return Ok(None);
+        };
+        self.check(&state.resume_id)?;
+        let display_id = state
+            .display_id
+            .as_deref()
+            .filter(|d| !d.trim().is_empty())
+            .unwrap_or(&state.resume_id);
+        Ok(Some(SessionParams::new(
+            state.resume_id.clone(),
+            display_id,
+            state.data.clone(),
+        )))
+    }
+
+    fn from_params(
+        &self,
+        params: Option<&SessionParams>,
+    ) -> Result<Option<SessionState>, CodecError> {
+        let Some(params) = params else {
+            return Ok(None);
+        };
+        self.check(&params.resume_id)?;
+        let mut state = SessionState::new(params.resume_id.clone());
+        if !params.display_id.trim().is_empty() {
+            state.display_id = Some(params.display_id.clone());
+        }
+        state.data = params.data.clone();
+        Ok(Some(state))
+    }
+
+    fn guard_fingerprint(&self, params: &SessionParams) -> Fingerprint {
+        guard_fingerprint(self.name, SessionGuard::KEYS, params)
+    }
+}

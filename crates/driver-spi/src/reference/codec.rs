@@ -1,20 +1,27 @@
 //! The reference driver's session codec: normalizes checkpoints and guards them with
-//! [`SessionGuard`] (the profile's session-compatibility fingerprint and the workspace).
+//! [`SessionGuard`](crate::SessionGuard) (the profile's session-compatibility fingerprint and
+//! the workspace).
 
 use compat_fingerprint::Fingerprint;
 
-use crate::{
-    CodecError, SessionCodec, SessionGuard, SessionParams, SessionState, guard_fingerprint,
-};
+use crate::{CodecError, GuardedCodec, SessionCodec, SessionParams, SessionState};
 
 /// Longest accepted resume id, in bytes.
 const MAX_RESUME_ID: usize = 256;
 
+fn validate_resume_id(id: &str) -> Result<(), CodecError> {
+    if id.len() > MAX_RESUME_ID || id.chars().any(char::is_control) {
+        return Err(CodecError::InvalidResumeId { len: id.len() });
+    }
+    Ok(())
+}
+
+const CODEC: GuardedCodec = GuardedCodec::new(ReferenceCodec::NAME, validate_resume_id);
+
 /// The [`SessionCodec`] of the [`ReferenceDriver`](super::ReferenceDriver), named
-/// `reference/v1`.
-///
-/// A resume id must be non-blank, at most 256 bytes and free of control characters. The
-/// display id defaults to the resume id. The guard keys are [`SessionGuard::KEYS`].
+/// `reference/v1`: a [`GuardedCodec`] whose resume ids must be non-blank, at most 256 bytes and
+/// free of control characters. The display id defaults to the resume id. The guard keys are
+/// [`SessionGuard::KEYS`](crate::SessionGuard::KEYS).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReferenceCodec;
 
@@ -23,59 +30,27 @@ impl ReferenceCodec {
     pub const NAME: &'static str = "reference/v1";
 }
 
-fn validate_resume_id(id: &str) -> Result<(), CodecError> {
-    if id.trim().is_empty() {
-        return Err(CodecError::MissingResumeId);
-    }
-    if id.len() > MAX_RESUME_ID || id.chars().any(char::is_control) {
-        return Err(CodecError::InvalidResumeId { len: id.len() });
-    }
-    Ok(())
-}
-
 impl SessionCodec for ReferenceCodec {
     fn name(&self) -> &str {
-        Self::NAME
+        CODEC.name()
     }
 
     fn guard_keys(&self) -> &[&'static str] {
-        SessionGuard::KEYS
+        CODEC.guard_keys()
     }
 
     fn to_params(&self, state: Option<&SessionState>) -> Result<Option<SessionParams>, CodecError> {
-        let Some(state) = state else {
-            return Ok(None);
-        };
-        validate_resume_id(&state.resume_id)?;
-        let display_id = state
-            .display_id
-            .as_deref()
-            .filter(|d| !d.trim().is_empty())
-            .unwrap_or(&state.resume_id);
-        Ok(Some(SessionParams::new(
-            state.resume_id.clone(),
-            display_id,
-            state.data.clone(),
-        )))
+        CODEC.to_params(state)
     }
 
     fn from_params(
         &self,
         params: Option<&SessionParams>,
     ) -> Result<Option<SessionState>, CodecError> {
-        let Some(params) = params else {
-            return Ok(None);
-        };
-        validate_resume_id(&params.resume_id)?;
-        let mut state = SessionState::new(params.resume_id.clone());
-        if !params.display_id.trim().is_empty() {
-            state.display_id = Some(params.display_id.clone());
-        }
-        state.data = params.data.clone();
-        Ok(Some(state))
+        CODEC.from_params(params)
     }
 
     fn guard_fingerprint(&self, params: &SessionParams) -> Fingerprint {
-        guard_fingerprint(Self::NAME, SessionGuard::KEYS, params)
+        CODEC.guard_fingerprint(params)
     }
 }
