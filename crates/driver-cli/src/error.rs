@@ -1,0 +1,180 @@
+//! [`CliError`]: what can go wrong while running a CLI process.
+//!
+//! Messages are built from code constants, numbers, variable names and paths only: never a
+//! secret value, an output line or stderr text (those go into the redacted
+//! [`Finished::stderr_tail`](crate::Finished::stderr_tail) instead).
+
+use std::error::Error as _;
+use std::io;
+use std::time::Duration;
+
+use driver_spi::{DriverError, ExitStatus, FailureKind, RunFailure};
+
+use crate::version::Version;
+
+/// Running a CLI process failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// The program does not exist (or is not on the child's `PATH`).
+    #[error("CLI program `{program}` not found")]
+    NotFound {
+        /// The program as given to [`CliCommand::new`](crate::CliCommand::new).
+        program: String,
+    },
+    /// The program exists but could not be started (permissions, bad working directory, …).
+    #[error("could not start CLI program `{program}`")]
+    Spawn {
+        /// The program as given to [`CliCommand::new`](crate::CliCommand::new).
+        program: String,
+        /// The operating-system error.
+        #[source]
+        source: io::Error,
+    },
+    /// No Tokio runtime is running on this thread.
+    #[error("driver-cli needs a Tokio runtime with I/O and time enabled")]
+    NoRuntime,
+    /// A variable name is not `[A-Za-z_][A-Za-z0-9_]*` (at most 256 bytes).
+    #[error("invalid environment variable name ({len} bytes)")]
+    InvalidVarName {
+        /// Length of the name; the name is not shown (it may be a misplaced value).
+        len: usize,
+    },
+    /// The variable is managed by the runtime environment (HOME, XDG_*, TMPDIR, state
+    /// variables) and a command may not override it.
+    #[error("`{name}` is managed by the runtime environment and cannot be set on a command")]
+    ReservedVar {
+        /// The variable.
+        name: String,
+    },
+    /// A credential variable was given as a plain variable; use
+    /// [`CliCommand::secret_env`](crate::CliCommand::secret_env).
+    #[error("`{name}` carries a credential: pass it as a secret binding")]
+    CredentialVar {
+        /// The variable.
+        name: String,
+    },
+    /// An I/O operation on the process's pipes failed.
+    #[error("I/O error while trying to {op}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The operating-system error.
+        #[source]
+        source: io::Error,
+    },
+    /// A stdout line is longer than [`Limits::max_line_bytes`](crate::Limits::max_line_bytes).
+    #[error("stdout line longer than {limit} bytes")]
+    LineTooLong {
+        /// The limit.
+        limit: usize,
+    },
+    /// A stdout line is not valid JSON.
+    #[error("stdout line {line} is not valid JSON")]
+    MalformedJson {
+        /// The 1-based line number.
+        line: usize,
+    },
+    /// A stdout line is not valid UTF-8.
+    #[error("stdout line {line} is not valid UTF-8")]
+    NonUtf8 {
+        /// The 1-based line number.
+        line: usize,
+    },
+    /// No stdout line arrived within the idle timeout.
+    #[error("no output line for {after:?}")]
+    IdleTimeout {
+        /// The idle timeout.
+        after: Duration,
+    },
+    /// The run exceeded its total timeout.
+    #[error("the run exceeded its total timeout of {after:?}")]
+    TotalTimeout {
+        /// The total timeout.
+        after: Duration,
+    },
+    /// `--version` printed no `x.y.z` version.
+    #[error("the CLI's --version output contains no x.y.z version")]
+    VersionUnparseable,
+    /// `--version` failed.
+    #[error("the CLI's --version failed ({status})")]
+    VersionProbeFailed {
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// The installed CLI is older than the driver supports.
+    #[error("CLI version {found} is older than the minimum supported {minimum}")]
+    VersionTooOld {
+        /// The installed version.
+        found: Version,
+        /// The minimum version.
+        minimum: Version,
+    },
+    /// A per-run file name is not a plain file name (empty, `.`, `..`, or containing `/`,
+    /// `\` or NUL, or longer than 255 bytes).
+    #[error("invalid per-run file name ({len} bytes)")]
+    InvalidFileName {
+        /// Length of the name.
+        len: usize,
+    },
+    /// The runtime environment refused or failed a file operation.
+    #[error(transparent)]
+    Files(#[from] runtime_env::Error),
+}
+
+impl CliError {
+    /// The failure class of this error: timeouts are [`FailureKind::Timeout`], unreadable
+    /// output is [`FailureKind::Protocol`], a CLI that cannot be started, is too old or whose
+    /// pipes fail is [`FailureKind::Process`], and file and configuration problems are
+    /// [`FailureKind::Other`].
+    pub fn failure_kind(&self) -> FailureKind {
+        match self {
+            Self::IdleTimeout { .. } | Self::TotalTimeout { .. } => FailureKind::Timeout,
+            Self::LineTooLong { .. }
+            | Self::MalformedJson { .. }
+            | Self::NonUtf8 { .. }
+            | Self::VersionUnparseable => FailureKind::Protocol,
+            Self::NotFound { .. }
+            | Self::Spawn { .. }
+            | Self::Io { .. }
+            | Self::VersionProbeFailed { .. }
+            | Self::VersionTooOld { .. } => FailureKind::Process,
+            Self::NoRuntime
+            | Self::InvalidVarName { .. }
+            | Self::ReservedVar { .. }
+            | Self::CredentialVar { .. }
+            | Self::InvalidFileName { .. }
+            | Self::Files(_) => FailureKind::Other,
+        }
+    }
+
+    /// A [`RunFailure`] of [`failure_kind`](Self::failure_kind) whose message is this error
+    /// and its sources (no secret or provider text by construction), followed by
+    /// `stderr_tail` when given (pass a redacted tail, such as
+    /// [`Finished::stderr_tail`](crate::Finished::stderr_tail)).
+    pub fn to_run_failure(&self, stderr_tail: Option<&str>) -> RunFailure {
+        let mut message = self.to_string();
+        let mut source = self.source();
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        if let Some(tail) = stderr_tail.filter(|t| !t.trim().is_empty()) {
+            message.push_str("\nstderr:\n");
+            message.push_str(tail);
+        }
+        RunFailure::new(self.failure_kind(), message)
+    }
+
+    /// `DriverError::Failed` with [`to_run_failure(None)`](Self::to_run_failure).
+    pub fn into_driver_error(self) -> DriverError {
+        DriverError::Failed(self.to_run_failure(None))
+    }
+}
+
+impl From<CliError> for DriverError {
+    fn from(e: CliError) -> Self {
+        e.into_driver_error()
+    }
+}

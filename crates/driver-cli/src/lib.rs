@@ -1,0 +1,95 @@
+//! The shared CLI-process layer of agent CLI drivers (Codex, Claude Code, Cursor, …).
+//!
+//! Every CLI driver starts a provider CLI, writes a prompt to it, streams JSONL from its
+//! stdout, keeps the end of its stderr for diagnostics, and must end it (and whatever it
+//! started) on timeout or cancellation. This crate does that once:
+//!
+//! * [`CliCommand`] and [`CliProcess::spawn`]: a program run directly (never through a shell)
+//!   in a [`RuntimeEnv`](runtime_env::RuntimeEnv)'s isolated environment, in its own process
+//!   group, with secret bindings that reach only the child's environment;
+//! * [`CliProcess::next_line`] / [`next_json`](CliProcess::next_json): bounded, cancel-safe
+//!   line reading with idle and total timeouts ([`Limits`]); [`parse_json_line`];
+//! * [`CliProcess::stderr_tail`] and [`Finished::stderr_tail`]: a bounded, redacted stderr
+//!   tail;
+//! * [`CliProcess::wait`], [`CliProcess::terminate`] and `Drop`: the whole process group is
+//!   ended (SIGTERM, then SIGKILL) and the child reaped; [`failure_kind`] classifies exits;
+//! * [`probe_version`] and [`Version`]: the `--version` check;
+//! * [`RunFiles`]: per-run private files (configs, MCP declarations) under the namespace;
+//! * [`CliError`]: typed errors that map onto [`driver_spi::FailureKind`] and
+//!   [`driver_spi::DriverError`].
+//!
+//! # Invariants
+//!
+//! * The child's environment is the runtime environment's (empty, an allow-list of host
+//!   variables, namespace HOME/XDG/state variables, injected secrets) plus what the command
+//!   adds; a host credential never reaches it, and a command may not override HOME, XDG_*,
+//!   TMPDIR or state variables, nor pass a credential as a plain variable.
+//! * Secret values are exposed only to configure the child's environment. `Debug` of every
+//!   type shows names only; error messages hold code constants, numbers, names and paths,
+//!   never an output line, stderr text or a secret. stderr reaches callers only through the
+//!   redacted tail (the request's redactor, the environment's and the command's secrets, and
+//!   [`runtime_env::redact()`]'s token patterns).
+//! * Memory is bounded: one stdout line holds at most [`Limits::max_line_bytes`], the stderr
+//!   tail at most [`Limits::stderr_tail_bytes`] plus a fixed 8 KiB redaction margin.
+//! * A spawned process never outlives its `CliProcess` unnoticed: dropping it, a timeout in
+//!   [`CliProcess::wait`], or the end of the main process ends every remaining member of the
+//!   process group, and the direct child is always reaped (by a dedicated thread, so this
+//!   holds even when the Tokio runtime shuts down).
+//!
+//! # What it deliberately does not do
+//!
+//! * It knows no CLI: argv, event parsing, session handling and MCP config formats belong to
+//!   each driver crate.
+//! * It does not retry, and it does not kill on [`CliProcess::next_line`] errors: the driver
+//!   decides (usually by dropping the process).
+//! * It cannot reach processes that leave the group (`setsid`, double-fork into a new group);
+//!   a CLI that does that must clean up after itself. It runs on Unix only.
+//!
+//! # Example
+//!
+//! ```
+//! use driver_cli::{CliCommand, CliProcess, Limits};
+//! use driver_spi::ExitStatus;
+//! use runtime_env::{HostEnv, RuntimeEnv};
+//!
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! # rt.block_on(async {
+//! let base = tempfile::tempdir()?;
+//! let env = RuntimeEnv::builder(base.path().join("rt"), "user:alice".parse()?, base.path())
+//!     .host_env(HostEnv::from_vars([("PATH", "/usr/bin:/bin")]))
+//!     .build()?;
+//! let command = CliCommand::new("echo").arg(r#"{"type":"hello"}"#);
+//! let mut process = CliProcess::spawn(&env, command, Limits::default())?;
+//! while let Some(event) = process.next_json().await? {
+//!     assert_eq!(event["type"], "hello");
+//! }
+//! let finished = process.wait().await?;
+//! assert_eq!(finished.status, ExitStatus::Success);
+//! assert!(finished.failure().is_none());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Stability: pre-1.0; the API may change in any release.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(not(unix))]
+compile_error!("driver-cli supports Unix only: it relies on process groups and signals");
+
+mod command;
+mod error;
+mod files;
+mod group;
+mod lines;
+mod process;
+mod stderr;
+mod version;
+
+pub use command::{CliCommand, Limits};
+pub use error::CliError;
+pub use files::{RUNS_DIR, RunFiles};
+pub use lines::parse_json_line;
+pub use process::{CliProcess, Finished, failure_kind};
+pub use version::{Version, probe_version};

@@ -1,0 +1,501 @@
+//! [`CliProcess`]: one running CLI, its bounded stdout lines, stderr tail and exit.
+
+use std::fmt;
+use std::io;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use driver_spi::{ExitStatus, FailureKind, RunFailure};
+use runtime_env::RuntimeEnv;
+use rustix::process::Pid;
+use secrecy::ExposeSecret;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::command::{CliCommand, Limits};
+use crate::error::CliError;
+use crate::group::{self, ExitReport, GroupGuard};
+use crate::lines::{LineError, LineReader, parse_json_line};
+use crate::stderr::{self, Redaction, TailBuffer};
+
+/// A running CLI process, the leader of its own process group.
+///
+/// Read stdout with [`next_line`](Self::next_line) or [`next_json`](Self::next_json), then
+/// call [`wait`](Self::wait). stderr is collected concurrently into a bounded tail.
+///
+/// # Cancellation
+///
+/// Dropping a `CliProcess` (for example because the driver's run future was dropped) ends the
+/// whole process group: SIGTERM at once, SIGKILL after [`Limits::kill_grace`] if the main
+/// process is still running, and then SIGTERM/SIGKILL for any member left behind. The direct
+/// child is always reaped, by a dedicated thread that waits for it from spawn on, so no zombie
+/// remains even when the Tokio runtime shuts down right after the drop. `Drop` itself never
+/// blocks: the SIGKILL is timed by a short-lived std thread rather than a task, because a task
+/// would be lost if the runtime stopped.
+pub struct CliProcess {
+    program: String,
+    pid: u32,
+    stdout: LineReader<ChildStdout>,
+    stderr: Arc<Mutex<TailBuffer>>,
+    stderr_task: JoinHandle<()>,
+    exit: oneshot::Receiver<ExitReport>,
+    guard: GroupGuard,
+    limits: Limits,
+    deadline: Instant,
+    total_timed_out: bool,
+    redaction: Redaction,
+}
+
+impl fmt::Debug for CliProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CliProcess")
+            .field("program", &self.program)
+            .field("pid", &self.pid)
+            .field("lines", &self.stdout.count())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a CLI process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Finished {
+    /// The exit status; [`ExitStatus::TimedOut`] when [`CliProcess::wait`] hit the total
+    /// timeout and ended the process.
+    pub status: ExitStatus,
+    /// The end of stderr, at most [`Limits::stderr_tail_bytes`] bytes, redacted.
+    pub stderr_tail: String,
+}
+
+impl Finished {
+    /// A [`RunFailure`] for an unsuccessful exit (see [`failure_kind`]), whose message is the
+    /// status and the redacted stderr tail; `None` after success.
+    pub fn failure(&self) -> Option<RunFailure> {
+        let kind = failure_kind(self.status)?;
+        let mut message = format!("CLI process ended: {}", self.status);
+        if !self.stderr_tail.trim().is_empty() {
+            message.push_str("\nstderr:\n");
+            message.push_str(&self.stderr_tail);
+        }
+        Some(RunFailure::new(kind, message))
+    }
+}
+
+/// The failure class of an exit status; `None` for success.
+///
+/// * [`ExitStatus::TimedOut`] and exit code 124 (the `timeout(1)` convention) are
+///   [`FailureKind::Timeout`];
+/// * death by SIGXCPU or SIGXFSZ (a CPU-time or file-size resource limit) is
+///   [`FailureKind::Limit`];
+/// * every other exit code or signal, including 126/127 (not executable / not found through
+///   a wrapper) and 128+n (a wrapper reporting a signal), is [`FailureKind::Process`].
+///
+/// Drivers that know their CLI's codes (authentication, rate limits) classify those first and
+/// fall back to this.
+pub fn failure_kind(status: ExitStatus) -> Option<FailureKind> {
+    const SIGXCPU: i32 = 24;
+    const SIGXFSZ: i32 = 25;
+    match status {
+        ExitStatus::Success => None,
+        ExitStatus::TimedOut | ExitStatus::Code(124) => Some(FailureKind::Timeout),
+        ExitStatus::Signal(SIGXCPU | SIGXFSZ) => Some(FailureKind::Limit),
+        _ => Some(FailureKind::Process),
+    }
+}
+
+fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
+    match (status.code(), status.signal()) {
+        (Some(0), _) => ExitStatus::Success,
+        (Some(code), _) => ExitStatus::Code(code),
+        (None, Some(signal)) => ExitStatus::Signal(signal),
+        // Neither a code nor a signal (a stopped process is never reported by `wait`).
+        (None, None) => ExitStatus::Code(-1),
+    }
+}
+
+/// `now + d`, saturating to a far future instead of overflowing.
+fn deadline_after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
+}
+
+fn is_valid_var_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && name.len() <= 256
+}
+
+fn check_var(name: &str, secret: bool) -> Result<(), CliError> {
+    if !is_valid_var_name(name) {
+        return Err(CliError::InvalidVarName { len: name.len() });
+    }
+    if runtime_env::runtime_env::is_reserved_var(name) {
+        return Err(CliError::ReservedVar {
+            name: name.to_owned(),
+        });
+    }
+    if !secret && runtime_env::child_env::is_credential_var(name) {
+        return Err(CliError::CredentialVar {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+impl CliProcess {
+    /// Starts `command` in `env`.
+    ///
+    /// The child's command starts from [`RuntimeEnv::command`] (an empty environment, the
+    /// host allow-list, HOME/XDG/state variables of the namespace, the environment's injected
+    /// secrets, and the environment's cwd), then gets the command's cwd, plain variables and
+    /// secret bindings. It runs in a new process group (so the group can be signalled as a
+    /// whole), with stdout and stderr piped and stdin piped only for
+    /// [`CliCommand::stdin_text`] (written by a background task, then closed).
+    ///
+    /// A relative program path containing `/` is resolved in a platform-specific way when a
+    /// working directory is set; pass an absolute path or a bare name.
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::NotFound`] when the program does not exist, [`CliError::Spawn`] for other
+    /// start failures (including a missing working directory), [`CliError::InvalidVarName`],
+    /// [`CliError::ReservedVar`] and [`CliError::CredentialVar`] for refused variables, and
+    /// [`CliError::NoRuntime`] outside a Tokio runtime.
+    ///
+    /// # Panics
+    ///
+    /// Like every Tokio I/O type, when the current runtime has I/O or time disabled.
+    pub fn spawn(env: &RuntimeEnv, command: CliCommand, limits: Limits) -> Result<Self, CliError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| CliError::NoRuntime)?;
+        for (name, _) in &command.vars {
+            check_var(name, false)?;
+        }
+        for binding in &command.secrets {
+            check_var(binding.name(), true)?;
+        }
+        let program = command.program.display().to_string();
+
+        let mut cmd = env.command(&command.program);
+        cmd.args(&command.args);
+        let cwd = command.cwd.as_deref().unwrap_or(env.cwd());
+        cmd.current_dir(cwd);
+        for (name, value) in &command.vars {
+            cmd.env(name, value);
+        }
+        for binding in &command.secrets {
+            // The only place a secret value leaves its wrapper: the child's environment.
+            cmd.env(binding.name(), binding.value().expose_secret());
+        }
+        cmd.stdin(if command.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+
+        let mut child = cmd.spawn().map_err(|source| {
+            // ENOENT also reports a missing working directory; only a missing program is
+            // NotFound.
+            if source.kind() == io::ErrorKind::NotFound && cwd.is_dir() {
+                CliError::NotFound {
+                    program: program.clone(),
+                }
+            } else {
+                CliError::Spawn {
+                    program: program.clone(),
+                    source,
+                }
+            }
+        })?;
+        let pid = child.id();
+        tracing::debug!(pid, program = %program, "spawned CLI process");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr_pipe = child.stderr.take();
+
+        let pgid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+        let Some(pgid) = pgid else {
+            // A pid that is not a positive i32 cannot happen on Unix; never signal group 0.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(CliError::Spawn {
+                program,
+                source: io::Error::other("the child has an invalid process id"),
+            });
+        };
+        let (watch, exit) =
+            group::start_reaper(child, pgid, limits.kill_grace).map_err(|e| CliError::Io {
+                op: "start the reaper thread",
+                source: e,
+            })?;
+        // From here on, an early return drops the guard, which ends the group.
+        let guard = GroupGuard::new(pgid, watch, limits.kill_grace);
+
+        let stdout = stdout
+            .ok_or_else(|| io::Error::other("stdout was not piped"))
+            .and_then(ChildStdout::from_std)
+            .map_err(|source| CliError::Io {
+                op: "attach to stdout",
+                source,
+            })?;
+        let stderr_pipe = stderr_pipe
+            .ok_or_else(|| io::Error::other("stderr was not piped"))
+            .and_then(ChildStderr::from_std)
+            .map_err(|source| CliError::Io {
+                op: "attach to stderr",
+                source,
+            })?;
+        if let (Some(stdin), Some(text)) = (stdin, command.stdin) {
+            let mut stdin = ChildStdin::from_std(stdin).map_err(|source| CliError::Io {
+                op: "attach to stdin",
+                source,
+            })?;
+            // A task, so a prompt larger than the pipe buffer cannot deadlock against a child
+            // that writes before it has read everything. Errors (the child exited without
+            // reading) are the child's business and show in its exit status.
+            runtime.spawn(async move {
+                let _ = stdin.write_all(text.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            });
+        }
+        let tail = Arc::new(Mutex::new(TailBuffer::new(limits.stderr_tail_bytes)));
+        let stderr_task = runtime.spawn(stderr::drain(stderr_pipe, Arc::clone(&tail)));
+
+        let mut env_redactor = env.redactor();
+        for binding in &command.secrets {
+            env_redactor.add_secret(binding.value().clone());
+        }
+        Ok(Self {
+            program,
+            pid,
+            stdout: LineReader::new(stdout, limits.max_line_bytes),
+            stderr: tail,
+            stderr_task,
+            exit,
+            guard,
+            limits,
+            deadline: deadline_after(Instant::now(), limits.total_timeout),
+            total_timed_out: false,
+            redaction: Redaction {
+                request: command.redactor,
+                env: env_redactor,
+            },
+        })
+    }
+
+    /// The process id (also the process group id).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// How many stdout lines have been read (or reported too long) so far: the number of the
+    /// last line returned.
+    pub fn line_number(&self) -> usize {
+        self.stdout.count()
+    }
+
+    /// The next stdout line, without its newline (and without a trailing `\r`); `Ok(None)` at
+    /// the end of stdout. A final line without a newline is returned as a line.
+    ///
+    /// Cancel-safe: dropping the future loses no output.
+    ///
+    /// # Errors
+    ///
+    /// * [`CliError::LineTooLong`]: the line exceeds [`Limits::max_line_bytes`]. At most that
+    ///   many bytes of it are ever held; the next call skips its rest and continues.
+    /// * [`CliError::NonUtf8`]: the line is not UTF-8 (it is consumed; the next call
+    ///   continues).
+    /// * [`CliError::IdleTimeout`]: no complete line within [`Limits::idle_timeout`] of this
+    ///   call; nothing is lost, and a later call waits again.
+    /// * [`CliError::TotalTimeout`]: [`Limits::total_timeout`] since spawn has passed; every
+    ///   later call fails the same way.
+    /// * [`CliError::Io`]: reading failed; later calls return `Ok(None)`.
+    ///
+    /// The process keeps running after an error; drop it or call
+    /// [`terminate`](Self::terminate) to end it.
+    pub async fn next_line(&mut self) -> Result<Option<String>, CliError> {
+        let total = CliError::TotalTimeout {
+            after: self.limits.total_timeout,
+        };
+        let now = Instant::now();
+        if self.total_timed_out || now >= self.deadline {
+            self.total_timed_out = true;
+            return Err(total);
+        }
+        let idle_deadline = deadline_after(now, self.limits.idle_timeout);
+        let deadline = idle_deadline.min(self.deadline);
+        match tokio::time::timeout_at(deadline, self.stdout.read_line()).await {
+            Ok(Ok(Some(mut bytes))) => {
+                if bytes.last() == Some(&b'\r') {
+                    bytes.pop();
+                }
+                String::from_utf8(bytes)
+                    .map(Some)
+                    .map_err(|_| CliError::NonUtf8 {
+                        line: self.stdout.count(),
+                    })
+            }
+            Ok(Ok(None)) => Ok(None),
+            Ok(Err(LineError::TooLong)) => Err(CliError::LineTooLong {
+                limit: self.limits.max_line_bytes,
+            }),
+            Ok(Err(LineError::Io(source))) => Err(CliError::Io {
+                op: "read stdout",
+                source,
+            }),
+            Err(_) if deadline >= self.deadline => {
+                self.total_timed_out = true;
+                Err(total)
+            }
+            Err(_) => Err(CliError::IdleTimeout {
+                after: self.limits.idle_timeout,
+            }),
+        }
+    }
+
+    /// The next non-blank stdout line parsed as JSON; `Ok(None)` at the end of stdout.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_line`](Self::next_line), and [`CliError::MalformedJson`] with the line
+    /// number (never the content) when the line is not JSON.
+    pub async fn next_json(&mut self) -> Result<Option<serde_json::Value>, CliError> {
+        loop {
+            match self.next_line().await? {
+                None => return Ok(None),
+                Some(line) if line.trim().is_empty() => {}
+                Some(line) => return parse_json_line(&line, self.stdout.count()).map(Some),
+            }
+        }
+    }
+
+    /// The redacted end of stderr so far (at most [`Limits::stderr_tail_bytes`] bytes).
+    pub fn stderr_tail(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .render(&self.redaction)
+    }
+
+    /// Waits for the process to exit, at most until the total timeout (measured from spawn).
+    ///
+    /// Unread stdout is read and discarded meanwhile, so a child blocked on a full pipe can
+    /// finish. When the main process has exited, members of its group still running (helper
+    /// servers it started) get SIGTERM, then SIGKILL after [`Limits::kill_grace`]; `wait`
+    /// returns after that. At the total timeout the whole group is ended the same way and the
+    /// status is [`ExitStatus::TimedOut`].
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Io`] when the exit status cannot be observed (another part of the program
+    /// reaped the child).
+    pub async fn wait(self) -> Result<Finished, CliError> {
+        let Self {
+            mut stdout,
+            stderr,
+            stderr_task,
+            mut exit,
+            mut guard,
+            limits,
+            deadline,
+            redaction,
+            ..
+        } = self;
+        let drain = tokio::spawn(async move { stdout.discard_all().await });
+        let report = match tokio::time::timeout_at(deadline, &mut exit).await {
+            Ok(report) => report.map(|r| r.map(exit_status)),
+            Err(_) => {
+                guard.terminate();
+                (&mut exit).await.map(|r| r.map(|_| ExitStatus::TimedOut))
+            }
+        };
+        guard.disarm();
+        drain.abort();
+        let status = match report {
+            Ok(Ok(status)) => status,
+            Ok(Err(source)) => {
+                return Err(CliError::Io {
+                    op: "wait for the CLI process",
+                    source,
+                });
+            }
+            Err(_) => {
+                return Err(CliError::Io {
+                    op: "wait for the CLI process",
+                    source: io::Error::other("the reaper thread ended without a status"),
+                });
+            }
+        };
+        let stderr_tail = finish_stderr(stderr_task, &stderr, &redaction, limits).await;
+        Ok(Finished {
+            status,
+            stderr_tail,
+        })
+    }
+
+    /// Ends the process group now (SIGTERM, SIGKILL after [`Limits::kill_grace`], then any
+    /// member left) and waits until the main process has been reaped.
+    ///
+    /// The status is what the process reported (usually `Signal(15)` or `Signal(9)`); if it
+    /// cannot be observed (another part of the program reaped the child), `Signal(9)`.
+    pub async fn terminate(self) -> Finished {
+        const SIGKILL: i32 = 9;
+        let Self {
+            stdout,
+            stderr,
+            stderr_task,
+            mut exit,
+            mut guard,
+            limits,
+            redaction,
+            ..
+        } = self;
+        guard.terminate();
+        // A child that handles SIGTERM and is blocked writing stdout gets EPIPE and can exit.
+        drop(stdout);
+        let status = match (&mut exit).await {
+            Ok(Ok(status)) => exit_status(status),
+            _ => ExitStatus::Signal(SIGKILL),
+        };
+        guard.disarm();
+        let stderr_tail = finish_stderr(stderr_task, &stderr, &redaction, limits).await;
+        Finished {
+            status,
+            stderr_tail,
+        }
+    }
+}
+
+/// Lets the stderr drain reach the end of the pipe (bounded by the kill grace, in case a
+/// process outside the group still holds it), then renders the tail.
+async fn finish_stderr(
+    mut task: JoinHandle<()>,
+    tail: &Mutex<TailBuffer>,
+    redaction: &Redaction,
+    limits: Limits,
+) -> String {
+    if tokio::time::timeout(limits.kill_grace, &mut task)
+        .await
+        .is_err()
+    {
+        task.abort();
+    }
+    tail.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .render(redaction)
+}

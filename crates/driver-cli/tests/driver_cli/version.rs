@@ -1,0 +1,163 @@
+//! The `--version` probe.
+
+use std::path::Path;
+use std::time::Duration;
+
+use driver_cli::{CliError, Version, probe_version};
+use driver_spi::ExitStatus;
+use fake_cli::{Rule, SCENARIO_ENV, Scenario, read_invocations};
+
+use crate::support::{Fixture, fixture, fixture_with};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An environment whose every child runs `scenario` (the probe takes no extra variables).
+fn env_running(scenario: &Scenario) -> Fixture {
+    let scratch = tempfile::tempdir().unwrap();
+    let path = scratch.path().join("scenario.json");
+    scenario.write_to(&path).unwrap();
+    let mut fx = fixture_with(|b| b.var(SCENARIO_ENV, &path));
+    fx.scratch = scratch;
+    fx
+}
+
+#[tokio::test]
+async fn a_recent_enough_version_is_returned() {
+    let scratch = tempfile::tempdir().unwrap();
+    let record = scratch.path().join("record.jsonl");
+    let fx = env_running(&Scenario::new().version("codex-cli 0.169.0").record(&record));
+    let bin = fake_cli::binary_path();
+    let found = probe_version(&fx.env, &bin, Version::new(0, 100, 0), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(found, Version::new(0, 169, 0));
+    // Through the same isolated spawn path: no host credential, argv exactly --version.
+    let runs = read_invocations(&record).unwrap();
+    assert_eq!(runs[0].argv, ["--version"]);
+    assert!(!runs[0].has_env("OPENAI_API_KEY"));
+}
+
+#[tokio::test]
+async fn an_old_version_is_too_old() {
+    let fx = env_running(&Scenario::new().version("codex-cli 0.169.0"));
+    let err = probe_version(
+        &fx.env,
+        &fake_cli::binary_path(),
+        Version::new(0, 170, 0),
+        TIMEOUT,
+    )
+    .await
+    .unwrap_err();
+    match err {
+        CliError::VersionTooOld { found, minimum } => {
+            assert_eq!(found, Version::new(0, 169, 0));
+            assert_eq!(minimum, Version::new(0, 170, 0));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_version_without_numbers_is_unparseable() {
+    let fx = env_running(&Scenario::new().version("codex-cli (development build)"));
+    let err = probe_version(
+        &fx.env,
+        &fake_cli::binary_path(),
+        Version::new(0, 1, 0),
+        TIMEOUT,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CliError::VersionUnparseable), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_version_on_stderr_is_accepted() {
+    let fx = env_running(&Scenario::new().rule(Rule::when(["--version"]).stderr("tool v1.4.2")));
+    let found = probe_version(
+        &fx.env,
+        &fake_cli::binary_path(),
+        Version::new(1, 0, 0),
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, Version::new(1, 4, 2));
+}
+
+#[tokio::test]
+async fn a_failing_version_command_is_a_probe_failure() {
+    let fx = env_running(
+        &Scenario::new().rule(
+            Rule::when(["--version"])
+                .stdout("1.2.3")
+                .stderr("no")
+                .exit(2),
+        ),
+    );
+    let err = probe_version(
+        &fx.env,
+        &fake_cli::binary_path(),
+        Version::new(1, 0, 0),
+        TIMEOUT,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CliError::VersionProbeFailed {
+                status: ExitStatus::Code(2)
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_not_found() {
+    let fx = fixture();
+    let err = probe_version(
+        &fx.env,
+        Path::new("/nonexistent/codex"),
+        Version::new(0, 1, 0),
+        TIMEOUT,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CliError::NotFound { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_hanging_version_command_times_out() {
+    let fx = env_running(&Scenario::new().rule(Rule::any().hang()));
+    let err = probe_version(
+        &fx.env,
+        &fake_cli::binary_path(),
+        Version::new(0, 1, 0),
+        Duration::from_millis(300),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CliError::TotalTimeout { .. }), "{err:?}");
+}
+
+#[test]
+fn versions_are_found_in_text() {
+    let cases = [
+        ("codex-cli 0.169.0", Some((0, 169, 0))),
+        ("claude 2.0.14 (Claude Code)", Some((2, 0, 14))),
+        ("v10.20.30-rc.1", Some((10, 20, 30))),
+        ("1.2.3.4", Some((1, 2, 3))),
+        ("build 7 of 1.2 then 3.4.5", Some((3, 4, 5))),
+        ("99999999999999999999.1.1 then 1.1.1", Some((1, 1, 1))),
+        ("version 1.2", None),
+        ("", None),
+    ];
+    for (text, want) in cases {
+        let want = want.map(|(a, b, c)| Version::new(a, b, c));
+        assert_eq!(Version::find_in(text), want, "{text}");
+    }
+    assert!(Version::new(0, 170, 0) > Version::new(0, 169, 9));
+    assert!(Version::new(1, 0, 0) > Version::new(0, 999, 999));
+}

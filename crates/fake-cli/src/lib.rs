@@ -1,0 +1,74 @@
+//! A scripted fake agent CLI for driver tests: the scenario types, the invocation record, and a
+//! locator for the `fake-cli` binary.
+//!
+//! Driver crates (Codex, Claude Code, …) are tested against this fake instead of a real
+//! provider CLI. A test writes a [`Scenario`] to a JSON file, starts the `fake-cli` binary with
+//! [`SCENARIO_ENV`] naming that file, and the fake then:
+//!
+//! 1. answers `--version` (argv exactly `["--version"]`) with [`Scenario::version`], if set;
+//! 2. reads stdin fully (unless it is a terminal);
+//! 3. appends one [`Invocation`] line to [`Scenario::record`], if set;
+//! 4. runs the steps of the first [`Rule`] whose `when_args_contain` strings all appear in argv
+//!    (a rule without them matches anything; no matching rule means no steps), then exits 0
+//!    unless a step ended it.
+//!
+//! Steps print lines on stdout or stderr (with templates, see [`Step`]), sleep, stream an
+//! unterminated line, spawn a grandchild that sleeps for ten minutes, hang, exit with a code or
+//! SIGKILL themselves.
+//!
+//! # Invariants
+//!
+//! * The fake never panics on a bad scenario: it prints one line starting with `fake-cli:` on
+//!   stderr and exits with [`BAD_SCENARIO_EXIT`] (97). Unknown fields are errors.
+//! * One invocation appends exactly one record line with a single `O_APPEND` write, so
+//!   concurrent invocations never interleave records.
+//! * Environment values are recorded only for the names the scenario lists in
+//!   [`Scenario::record_env_values`]; every other variable is recorded by name.
+//!
+//! # What it deliberately does not do
+//!
+//! * It does not emulate any real CLI's protocol: the scenario spells out every output line.
+//! * It does not clean up the grandchildren it spawns; reaping them is the job of the code
+//!   under test (that is what the step exists to check).
+//! * [`binary_path`] does not support cross-compiled test binaries (`--target`).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use fake_cli::{Rule, Scenario, SCENARIO_ENV, binary_path, read_invocations};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let record = dir.path().join("record.jsonl");
+//! let scenario = Scenario::new()
+//!     .version("codex-cli 0.169.0")
+//!     .record(&record)
+//!     .rule(Rule::when(["resume"]).stdout(r#"{"resumed":"${ARG_AFTER:resume}"}"#))
+//!     .rule(Rule::any().stdout(r#"{"session":"${NEW_UUID}","prompt":"${STDIN}"}"#).exit(0));
+//! let path = dir.path().join("scenario.json");
+//! scenario.write_to(&path)?;
+//!
+//! let out = std::process::Command::new(binary_path())
+//!     .args(["exec", "--json"])
+//!     .env(SCENARIO_ENV, &path)
+//!     .output()?;
+//! assert!(out.status.success());
+//! assert_eq!(read_invocations(&record)?[0].argv, ["exec", "--json"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `binary_path` builds the binary on first use (once per test process, a no-op when it is
+//! fresh), so driver crates that use the fake need no build script and no artifact
+//! dependency.
+//!
+//! Stability: internal test support (`publish = false`); it changes with its users.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod locate;
+mod scenario;
+
+pub use locate::{LocateError, binary_path, try_binary_path};
+pub use scenario::{
+    BAD_SCENARIO_EXIT, CaptureFiles, CapturedFile, GRANDCHILD_ENV, Invocation, Rule, SCENARIO_ENV,
+    Scenario, Step, read_invocations,
+};
