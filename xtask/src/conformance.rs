@@ -77,6 +77,13 @@ pub(crate) const SUITES: &[Suite] = &[
         test_target: "conformance",
         implementations: &[("reference_driver", None)],
     },
+    Suite {
+        name: "driver-codex",
+        package: "driver-codex",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[("codex_fake_cli", None)],
+    },
 ];
 
 /// Width of the `suite / implementation ....` column.

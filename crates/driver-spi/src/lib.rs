@@ -105,6 +105,6 @@ pub use process::{ProcessAction, ProcessLifecycle, ProcessSignature, ProcessSign
 pub use request::{ProfilePayload, Redactor, Request, RuntimePayload};
 pub use response::{Checkpoint, ExitStatus, FailureKind, Response, RunFailure, Usage};
 pub use session::{
-    CodecError, GuardedCodec, SessionCodec, SessionContext, SessionGuard, SessionMode, SessionParams,
-    SessionState, guard_fingerprint,
+    CodecError, GuardedCodec, SessionCodec, SessionContext, SessionGuard, SessionMode,
+    SessionParams, SessionState, guard_fingerprint,
 };

@@ -1,0 +1,86 @@
+//! The Codex CLI driver: one `codex exec --json` process per turn, resumable across host
+//! restarts.
+//!
+//! [`CodexDriver`] implements [`driver_spi::Driver`] on the shared CLI-process layer
+//! ([`driver_cli`]). Every turn spawns `codex` through a [`runtime_env::RuntimeEnv`], so the
+//! child's environment starts empty, its HOME, XDG directories and `CODEX_HOME` belong to the
+//! credential namespace, and the sessions Codex stores under `CODEX_HOME` outlive the host
+//! process. The prompt goes on stdin.
+//!
+//! | turn | argv (after the options) |
+//! |---|---|
+//! | new session | `codex exec --json … -` |
+//! | resume | `codex exec --json … resume <thread_id> -` |
+//! | fork | `codex exec --json … fork <thread_id> -` |
+//! | stateless | `codex exec --json --ephemeral … -` |
+//!
+//! # Invariants
+//! - **The current request, every turn.** Model, instructions, model provider and every MCP
+//!   server of the request are passed as `-c` overrides on each invocation, resumed or not:
+//!   streamable HTTP as `url` + `bearer_token_env_var`, stdio as `command`, `args`, `env` and
+//!   `env_vars` (the names of the owning service's secrets). A resumed thread therefore
+//!   reaches the *new* port with the *new* token. With the default hermetic config
+//!   (`--ignore-user-config`) nothing else configures the run.
+//! - **No secret in argv or on disk.** Argv carries URLs and environment-variable *names*;
+//!   secret values reach Codex only through its environment. The driver writes no file.
+//! - **Resume is guarded twice.** The core compares Thread fingerprints before the driver
+//!   runs; the driver then checks the stored [`SessionGuard`](driver_spi::SessionGuard) (built
+//!   from the profile's session-compatibility fingerprint) before it spawns anything. An
+//!   unknown or expired thread id is recognised from Codex's own output and becomes
+//!   [`DriverError::ResumeRejected`](driver_spi::DriverError::ResumeRejected).
+//! - **Stored state is small and clean**: the thread id and the guard values, nothing
+//!   allocation-specific ([`CODEX_CODEC`]).
+//! - **Nothing outlives a run.** Dropping the run future ends Codex's whole process group
+//!   (SIGTERM, then SIGKILL); so does the end of a run.
+//!
+//! # What it deliberately does not do
+//! - It does not keep Codex processes across turns (`codex app-server`); every turn is one
+//!   `exec` process, so no process signature is needed.
+//! - It does not log Codex in: credentials come from the namespace (`CODEX_HOME/auth.json`)
+//!   or from secrets injected into the [`RuntimeEnv`](runtime_env::RuntimeEnv) or the request.
+//! - It does not support SSE MCP servers (Codex has no SSE transport).
+//!
+//! # Example
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use driver_codex::{CodexDriver, CodexOptions, ModelProvider};
+//! use runtime_env::{HostEnv, RuntimeEnv};
+//! use secrecy::SecretString;
+//!
+//! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
+//!     .host_env(HostEnv::capture())
+//!     .secret("GATEWAY_KEY", SecretString::from("…"))
+//!     .build()?;
+//! let driver = CodexDriver::new(
+//!     Arc::new(env),
+//!     CodexOptions::new()
+//!         .with_model("gpt-5.1-codex")
+//!         .with_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY")),
+//! );
+//! driver.check_version().await?; // `codex --version` against the minimum
+//! let agent = agent::Agent::builder(Arc::new(driver)).build()?;
+//! let result = agent.thread("ticket-4711").run("Summarise the failing test").await?;
+//! println!("{}", result.output);
+//! # Ok(()) }
+//! ```
+//!
+//! Stability: pre-1.0, the API may change in any release.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod argv;
+mod codec;
+mod driver;
+mod events;
+mod options;
+mod reject;
+mod usage;
+
+pub use codec::{CODEC_NAME, CODEX_CODEC};
+pub use driver::{CodexDriver, DRIVER_TYPE};
+pub use events::{EventTranslator, MalformedEvent, StreamFailure};
+pub use options::{
+    CodexOptions, MINIMUM_VERSION, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode,
+    WireApi,
+};
