@@ -1,0 +1,154 @@
+//! What a mock server saw: every HTTP request, with helpers that read model requests.
+
+use serde_json::Value;
+
+/// The wire API a mock server speaks; it decides how [`RecordedRequest`]'s helpers read a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WireApi {
+    /// The OpenAI Responses API (`POST /v1/responses`, SSE), served by
+    /// [`MockResponses`](crate::responses::MockResponses).
+    OpenAiResponses,
+}
+
+/// The output a client sent back for one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FunctionCallOutput {
+    /// The id of the call this output answers.
+    pub call_id: String,
+    /// The output's text. Text parts of a structured output are joined with `\n`.
+    pub output: String,
+}
+
+/// One HTTP request received by a mock server, in arrival order.
+///
+/// Every request is recorded, whatever its method or path, before it is answered. The helpers
+/// interpret the JSON body according to the server's [`WireApi`]; they return empty results for
+/// a request that is not a model request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub(crate) wire_api: WireApi,
+    pub(crate) index: usize,
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) raw_body: Vec<u8>,
+    pub(crate) body: Value,
+    pub(crate) model_request: bool,
+}
+
+impl RecordedRequest {
+    /// The wire API of the server that recorded it.
+    pub fn wire_api(&self) -> WireApi {
+        self.wire_api
+    }
+
+    /// Zero-based arrival index among all requests of the server.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The HTTP method (`GET`, `POST`, …).
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The path, with the query string if there was one (`/v1/responses`).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// All headers as (lower-case name, value), in arrival order. Values that are not UTF-8 are
+    /// converted lossily.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
+    /// The first value of the header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The bearer token: the `Authorization` value without its `Bearer ` prefix. `None` when
+    /// the header is missing or not a bearer credential.
+    pub fn bearer(&self) -> Option<&str> {
+        let value = self.header("authorization")?;
+        let (scheme, token) = value.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    }
+
+    /// The body bytes as received.
+    pub fn raw_body(&self) -> &[u8] {
+        &self.raw_body
+    }
+
+    /// The body parsed as JSON; [`Value::Null`] when it was empty or not JSON.
+    pub fn body(&self) -> &Value {
+        &self.body
+    }
+
+    /// True when this request consumed (or would have consumed) a [`Script`](crate::Script)
+    /// step, i.e. it asked the model for an answer.
+    pub fn is_model_request(&self) -> bool {
+        self.model_request
+    }
+
+    /// The model name the request asked for (`model` in the body).
+    pub fn model(&self) -> Option<&str> {
+        self.body.get("model").and_then(Value::as_str)
+    }
+
+    /// The texts of all user and assistant messages in the conversation sent, in order, one
+    /// string per message (text parts concatenated). System and developer messages are left
+    /// out; note that runtimes add user messages of their own (Codex sends an
+    /// `<environment_context>` user message before the prompt).
+    pub fn input_texts(&self) -> Vec<String> {
+        match self.wire_api {
+            WireApi::OpenAiResponses => crate::responses::input_messages(&self.body)
+                .into_iter()
+                .filter(|(role, _)| role == "user" || role == "assistant")
+                .map(|(_, text)| text)
+                .collect(),
+        }
+    }
+
+    /// The text of the last user message sent (normally the prompt of the turn).
+    pub fn last_user_text(&self) -> Option<String> {
+        match self.wire_api {
+            WireApi::OpenAiResponses => crate::responses::input_messages(&self.body)
+                .into_iter()
+                .rev()
+                .find(|(role, _)| role == "user")
+                .map(|(_, text)| text),
+        }
+    }
+
+    /// The tool outputs sent back to the model, in order.
+    pub fn function_call_outputs(&self) -> Vec<FunctionCallOutput> {
+        match self.wire_api {
+            WireApi::OpenAiResponses => crate::responses::function_call_outputs(&self.body),
+        }
+    }
+
+    /// True when the last conversation item sent is a tool output (the request continues a
+    /// turn after a tool call). Handy as a [`Script::then_when`](crate::Script::then_when)
+    /// predicate.
+    pub fn last_input_is_tool_output(&self) -> bool {
+        match self.wire_api {
+            WireApi::OpenAiResponses => crate::responses::last_input_is_tool_output(&self.body),
+        }
+    }
+
+    /// The names of the tools offered to the model, in order. Namespaced tools are reported as
+    /// `<namespace>__<name>` (so an MCP tool offered by Codex reads `mcp__<server>__<tool>`,
+    /// with Codex's name mangling applied); an entry without a name is reported by its type
+    /// (`web_search`).
+    pub fn tool_names(&self) -> Vec<String> {
+        match self.wire_api {
+            WireApi::OpenAiResponses => crate::responses::tool_names(&self.body),
+        }
+    }
+}

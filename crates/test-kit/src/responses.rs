@@ -1,0 +1,366 @@
+//! A mock of the OpenAI Responses API (`POST /v1/responses`, server-sent events), as used by the
+//! Codex CLI.
+//!
+//! # What it serves
+//! - `POST …/responses`: a model request. It consumes one [`Script`] step and answers
+//!   `200 text/event-stream` with the frames `response.created`, `response.output_item.done`
+//!   (one item) and `response.completed` (with usage), each as `event: <type>\ndata: <json>\n\n`
+//!   — the minimal stream Codex 0.169.0 accepts. Errors are plain JSON error bodies.
+//! - `GET …/models`: `200 {"object":"list","data":[],"models":[]}` (both the OpenAI and the
+//!   Codex model-list shapes, empty), so a client that lists models at start-up keeps working.
+//! - Anything else: `404` with a JSON error. Every request is recorded either way.
+//!
+//! # How replies are rendered
+//! - [`Reply::text`]: an assistant `message` item with one `output_text` part.
+//! - [`Reply::tool_call`]: a `function_call` item whose `namespace` is `mcp__<server>` and whose
+//!   `name` is the tool, both mangled as Codex mangles them ([`mcp_namespace`],
+//!   [`mcp_function_name`]), with the arguments as a JSON string and `call_id` `call_<n>`. This is
+//!   the only form Codex 0.169.0 routes to an MCP tool; a flat `mcp__server__tool` name is
+//!   rejected as "unsupported call".
+//! - [`Reply::error`]: the status with `{"error":{"message","type":"test_kit_error","code":null}}`.
+//!
+//! Response ids are `resp_<n>`, item ids `msg_<n>` / `fc_<n>`, `n` being the zero-based index of
+//! the model request.
+//!
+//! # Pointing Codex at it
+//! ```text
+//! codex exec --json --skip-git-repo-check -c model_provider=mock -c 'model_providers.mock.name="mock"' \
+//!   -c 'model_providers.mock.base_url="<base_url()>"' -c 'model_providers.mock.wire_api="responses"' \
+//!   -c 'model_providers.mock.env_key="MOCK_KEY"' -c model_providers.mock.request_max_retries=0 \
+//!   -c model_providers.mock.stream_max_retries=0 --disable unbounded_connection_retries -
+//! ```
+//! (`MOCK_KEY` set to anything; it arrives as the bearer token. Without the last three settings
+//! Codex retries failed requests for about 25 s, and retries a refused connection forever.)
+
+use std::net::SocketAddr;
+
+use serde_json::{Value, json};
+
+use crate::record::{FunctionCallOutput, RecordedRequest, WireApi};
+use crate::script::{Reply, ReplyKind, Script, Usage};
+use crate::server::{HttpAnswer, LoopbackServer, Route, Wire};
+
+/// A scripted OpenAI Responses API server on `127.0.0.1:<ephemeral port>`.
+///
+/// It runs on its own thread and Tokio runtime, so it works from synchronous tests and from
+/// any async runtime. It stops on [`MockResponses::shutdown`] or when dropped; the recorded
+/// requests stay readable after that.
+#[derive(Debug)]
+pub struct MockResponses {
+    server: LoopbackServer,
+}
+
+impl MockResponses {
+    /// Binds `127.0.0.1:0` and starts serving `script`.
+    ///
+    /// # Errors
+    /// When the port cannot be bound or the server thread cannot be started.
+    pub fn start(script: Script) -> std::io::Result<MockResponses> {
+        Ok(MockResponses {
+            server: LoopbackServer::start::<ResponsesWire>(script)?,
+        })
+    }
+
+    /// The base URL to configure in the client: `http://127.0.0.1:<port>/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.server.addr())
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr()
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.requests()
+    }
+
+    /// The model requests (`POST …/responses`) received so far, in arrival order.
+    pub fn model_requests(&self) -> Vec<RecordedRequest> {
+        let mut requests = self.server.requests();
+        requests.retain(RecordedRequest::is_model_request);
+        requests
+    }
+
+    /// Appends a step to the running script (see [`Script::push`]).
+    pub fn push_reply(&self, reply: Reply) {
+        self.server.push_reply(reply);
+    }
+
+    /// The number of script steps not consumed yet.
+    pub fn pending_replies(&self) -> usize {
+        self.server.pending_replies()
+    }
+
+    /// Stops the server, closing its port and every open connection, and waits for its
+    /// thread. Idempotent; dropping the mock does the same.
+    pub fn shutdown(&mut self) {
+        self.server.shutdown();
+    }
+}
+
+/// The Codex namespace of the MCP server configured under `server`: `mcp__` followed by the
+/// server key with every character outside `[A-Za-z0-9_]` replaced by `_`
+/// (`agent-tools` → `mcp__agent_tools`).
+pub fn mcp_namespace(server: &str) -> String {
+    format!("mcp__{}", mangle(server))
+}
+
+/// The function name under which Codex offers the MCP tool `tool`: every character outside
+/// `[A-Za-z0-9_]` replaced by `_` (`my-tool.v2` → `my_tool_v2`).
+pub fn mcp_function_name(tool: &str) -> String {
+    mangle(tool)
+}
+
+fn mangle(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The tool namespaces Codex announced as *deferred* in this request (listed in a developer
+/// message as `Deferred tool namespaces:`). Codex 0.169.0 with its default model defers MCP
+/// tools this way instead of listing them in `tools`, so this is where an injected MCP server
+/// shows up (`mcp__agent_tools`). Empty for other wire APIs.
+pub fn deferred_tool_namespaces(request: &RecordedRequest) -> Vec<String> {
+    if request.wire_api() != WireApi::OpenAiResponses {
+        return Vec::new();
+    }
+    let mut namespaces = Vec::new();
+    for (_, text) in input_messages(request.body()) {
+        let Some((_, rest)) = text.split_once("Deferred tool namespaces:") else {
+            continue;
+        };
+        for line in rest.lines() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            match line.strip_prefix("- ") {
+                Some(name) => namespaces.push(name.trim().to_owned()),
+                None => break,
+            }
+        }
+    }
+    namespaces
+}
+
+struct ResponsesWire;
+
+impl Wire for ResponsesWire {
+    const API: WireApi = WireApi::OpenAiResponses;
+
+    fn route(method: &str, path: &str) -> Route {
+        let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
+        if method == "POST" && path.ends_with("/responses") {
+            Route::Model
+        } else if method == "GET" && path.ends_with("/models") {
+            Route::Fixed(HttpAnswer::json(
+                200,
+                &json!({"object": "list", "data": [], "models": []}),
+            ))
+        } else {
+            Route::Fixed(HttpAnswer::json(
+                404,
+                &json!({"error": {"message": format!("test-kit: no route for {method} {path}"), "type": "not_found"}}),
+            ))
+        }
+    }
+
+    fn render(reply: &Reply, sequence: usize) -> HttpAnswer {
+        let response_id = format!("resp_{sequence}");
+        let item = match &reply.kind {
+            ReplyKind::Text(text) => json!({
+                "type": "message",
+                "role": "assistant",
+                "id": format!("msg_{sequence}"),
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }),
+            ReplyKind::ToolCall {
+                server,
+                tool,
+                arguments,
+            } => json!({
+                "type": "function_call",
+                "id": format!("fc_{sequence}"),
+                "call_id": reply.call_id.clone().unwrap_or_else(|| format!("call_{sequence}")),
+                "namespace": mcp_namespace(server),
+                "name": mcp_function_name(tool),
+                "arguments": arguments.to_string(),
+                "status": "completed",
+            }),
+            ReplyKind::Error { status, message } => {
+                return HttpAnswer::json(
+                    *status,
+                    &json!({"error": {"message": message, "type": "test_kit_error", "code": null}}),
+                );
+            }
+            ReplyKind::Raw {
+                status,
+                content_type,
+                body,
+            } => {
+                return HttpAnswer {
+                    status: *status,
+                    content_type: content_type.clone(),
+                    body: body.clone(),
+                };
+            }
+        };
+        let events = [
+            json!({"type": "response.created", "response": {"id": response_id}}),
+            json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            json!({
+                "type": "response.completed",
+                "response": {"id": response_id, "usage": usage_json(&reply.usage)},
+            }),
+        ];
+        HttpAnswer {
+            status: 200,
+            content_type: "text/event-stream".to_owned(),
+            body: sse(&events),
+        }
+    }
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_output_tokens},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    })
+}
+
+/// Frames events as SSE: `event: <type>\ndata: <json>\n\n` each.
+fn sse(events: &[Value]) -> String {
+    let mut out = String::new();
+    for event in events {
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message");
+        out.push_str("event: ");
+        out.push_str(kind);
+        out.push_str("\ndata: ");
+        out.push_str(&event.to_string());
+        out.push_str("\n\n");
+    }
+    out
+}
+
+fn input_items(body: &Value) -> &[Value] {
+    body.get("input")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The text of a message's `content` (a string, or parts with `text`), parts concatenated.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// (role, text) of every message item in `input`, any role.
+pub(crate) fn input_messages(body: &Value) -> Vec<(String, String)> {
+    input_items(body)
+        .iter()
+        .filter(|item| {
+            // Items without a type are messages in the Responses API's short form.
+            matches!(
+                item.get("type").and_then(Value::as_str),
+                Some("message") | None
+            )
+        })
+        .filter_map(|item| {
+            let role = item.get("role").and_then(Value::as_str)?;
+            let text = content_text(item.get("content").unwrap_or(&Value::Null));
+            Some((role.to_owned(), text))
+        })
+        .collect()
+}
+
+pub(crate) fn function_call_outputs(body: &Value) -> Vec<FunctionCallOutput> {
+    input_items(body)
+        .iter()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("function_call_output"))
+        .map(|item| {
+            let call_id = item
+                .get("call_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let output = match item.get("output") {
+                Some(Value::String(text)) => text.clone(),
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|part| part.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            FunctionCallOutput { call_id, output }
+        })
+        .collect()
+}
+
+pub(crate) fn last_input_is_tool_output(body: &Value) -> bool {
+    input_items(body)
+        .last()
+        .and_then(|item| item.get("type"))
+        .and_then(Value::as_str)
+        == Some("function_call_output")
+}
+
+pub(crate) fn tool_names(body: &Value) -> Vec<String> {
+    fn collect(entries: &[Value], namespace: Option<&str>, out: &mut Vec<String>) {
+        for entry in entries {
+            let kind = entry
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let name = entry.get("name").and_then(Value::as_str);
+            if kind == "namespace" {
+                let children = entry
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .map_or(&[][..], Vec::as_slice);
+                collect(children, name, out);
+                continue;
+            }
+            let name = name.unwrap_or(kind);
+            out.push(match namespace {
+                Some(namespace) => format!("{namespace}__{name}"),
+                None => name.to_owned(),
+            });
+        }
+    }
+    let mut names = Vec::new();
+    if let Some(tools) = body.get("tools").and_then(Value::as_array) {
+        collect(tools, None, &mut names);
+    }
+    for item in input_items(body) {
+        if item.get("type").and_then(Value::as_str) == Some("additional_tools")
+            && let Some(tools) = item.get("tools").and_then(Value::as_array)
+        {
+            collect(tools, None, &mut names);
+        }
+    }
+    names
+}

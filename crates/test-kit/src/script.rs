@@ -1,0 +1,289 @@
+//! Wire-independent scripting: what the mock model answers, one [`Reply`] per model request.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::record::RecordedRequest;
+
+/// The text answered when a [`Script`] has no step left that accepts a model request (and no
+/// other default was set with [`Script::with_default`]).
+pub const DEFAULT_TEXT: &str = "test-kit: script exhausted, default answer";
+
+/// Token usage reported with a successful reply.
+///
+/// Every reply reports [`Usage::DEFAULT`] unless [`Reply::with_usage`] says otherwise. Each wire
+/// API maps the fields onto its own usage object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Usage {
+    /// Input (prompt) tokens, including cached ones.
+    pub input_tokens: u64,
+    /// The part of `input_tokens` served from a prompt cache.
+    pub cached_input_tokens: u64,
+    /// Output (completion) tokens, including reasoning tokens.
+    pub output_tokens: u64,
+    /// The part of `output_tokens` spent on reasoning.
+    pub reasoning_output_tokens: u64,
+}
+
+impl Usage {
+    /// The usage of every reply unless overridden: 10 input (2 cached), 5 output (0 reasoning).
+    pub const DEFAULT: Usage = Usage {
+        input_tokens: 10,
+        cached_input_tokens: 2,
+        output_tokens: 5,
+        reasoning_output_tokens: 0,
+    };
+
+    /// A usage with no cached input and no reasoning tokens.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Usage {
+            input_tokens,
+            cached_input_tokens: 0,
+            output_tokens,
+            reasoning_output_tokens: 0,
+        }
+    }
+}
+
+impl Default for Usage {
+    fn default() -> Self {
+        Usage::DEFAULT
+    }
+}
+
+/// What a reply does, independent of the wire format that renders it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ReplyKind {
+    /// A final assistant text.
+    Text(String),
+    /// A call of tool `tool` of MCP server `server` (the server's configuration key).
+    ToolCall {
+        server: String,
+        tool: String,
+        arguments: serde_json::Value,
+    },
+    /// An HTTP error status with a JSON error body carrying `message`.
+    Error { status: u16, message: String },
+    /// A verbatim HTTP answer.
+    Raw {
+        status: u16,
+        content_type: String,
+        body: String,
+    },
+}
+
+/// One scripted answer to one model request.
+///
+/// Constructors say *what* the model does; each mock server renders it in its wire format
+/// (for the Responses API see [`crate::responses`]). Builders add a delay, a usage or a fixed
+/// tool-call id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub(crate) kind: ReplyKind,
+    pub(crate) delay: Option<Duration>,
+    pub(crate) usage: Usage,
+    pub(crate) call_id: Option<String>,
+}
+
+impl Reply {
+    fn of(kind: ReplyKind) -> Self {
+        Reply {
+            kind,
+            delay: None,
+            usage: Usage::DEFAULT,
+            call_id: None,
+        }
+    }
+
+    /// The model answers with this final text (ending its turn).
+    pub fn text(text: impl Into<String>) -> Self {
+        Reply::of(ReplyKind::Text(text.into()))
+    }
+
+    /// The model calls `tool` of the MCP server configured under the key `server`, with these
+    /// arguments (a JSON object).
+    ///
+    /// Names are the ones the host configured (`agent-tools`, `my-tool`); the mock applies the
+    /// runtime's own name mangling when it renders the call. The call id is `call_<n>`, `n` being
+    /// the zero-based index of the model request it answers, unless [`Reply::with_call_id`] fixes
+    /// it.
+    pub fn tool_call(
+        server: impl Into<String>,
+        tool: impl Into<String>,
+        arguments: serde_json::Value,
+    ) -> Self {
+        Reply::of(ReplyKind::ToolCall {
+            server: server.into(),
+            tool: tool.into(),
+            arguments,
+        })
+    }
+
+    /// The request fails with this HTTP status and a JSON error body
+    /// (`{"error":{"message":…,"type":"test_kit_error","code":null}}`).
+    pub fn error(status: u16) -> Self {
+        Reply::error_with_message(status, format!("test-kit scripted error (HTTP {status})"))
+    }
+
+    /// Like [`Reply::error`], with this error message.
+    pub fn error_with_message(status: u16, message: impl Into<String>) -> Self {
+        Reply::of(ReplyKind::Error {
+            status,
+            message: message.into(),
+        })
+    }
+
+    /// A verbatim answer: status, `content-type` and body as given (for malformed or truncated
+    /// streams and anything the typed constructors do not cover).
+    pub fn raw(status: u16, content_type: impl Into<String>, body: impl Into<String>) -> Self {
+        Reply::of(ReplyKind::Raw {
+            status,
+            content_type: content_type.into(),
+            body: body.into(),
+        })
+    }
+
+    /// Waits this long before answering (the request is recorded at once).
+    pub fn delayed(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// Reports this usage instead of [`Usage::DEFAULT`] (ignored by errors and raw answers).
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Uses this tool-call id instead of `call_<n>` (only meaningful for [`Reply::tool_call`]).
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+}
+
+type Guard = Arc<dyn Fn(&RecordedRequest) -> bool + Send + Sync>;
+
+#[derive(Clone)]
+struct Step {
+    guard: Option<Guard>,
+    reply: Reply,
+}
+
+/// An ordered queue of [`Reply`]s, one consumed per model request.
+///
+/// For each model request the queue is scanned from the front and the **first step that
+/// accepts the request** is removed and answered. A step added with [`Script::then`] accepts
+/// every request, so a script of plain steps is a FIFO. A step added with [`Script::then_when`]
+/// accepts only requests its predicate approves; it waits in the queue, and later plain steps
+/// may be consumed before it. When no step accepts, the default reply is answered (the text
+/// [`DEFAULT_TEXT`] unless [`Script::with_default`] sets another) and the queue is unchanged.
+///
+/// Only model requests (for the Responses API: `POST …/responses`) consume steps; other
+/// requests (such as `GET …/models`) are answered by the server without touching the script.
+#[derive(Clone)]
+pub struct Script {
+    steps: VecDeque<Step>,
+    default: Reply,
+}
+
+impl Script {
+    /// An empty script: every model request gets the default reply.
+    pub fn new() -> Self {
+        Script {
+            steps: VecDeque::new(),
+            default: Reply::text(DEFAULT_TEXT),
+        }
+    }
+
+    /// Appends a step that answers the next model request that reaches it.
+    pub fn then(mut self, reply: Reply) -> Self {
+        self.push(reply);
+        self
+    }
+
+    /// Appends a step that answers only a model request for which `predicate` returns true.
+    pub fn then_when(
+        mut self,
+        predicate: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
+        reply: Reply,
+    ) -> Self {
+        self.steps.push_back(Step {
+            guard: Some(Arc::new(predicate)),
+            reply,
+        });
+        self
+    }
+
+    /// Replaces the reply given when no step accepts a request.
+    pub fn with_default(mut self, reply: Reply) -> Self {
+        self.default = reply;
+        self
+    }
+
+    /// Appends a step that accepts every request (the in-place form of [`Script::then`]).
+    pub fn push(&mut self, reply: Reply) {
+        self.steps.push_back(Step { guard: None, reply });
+    }
+
+    /// The number of steps not consumed yet.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// True when every step was consumed.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Removes and returns the reply for `request` (see the type's documentation).
+    pub(crate) fn next_for(&mut self, request: &RecordedRequest) -> Reply {
+        let position = self.steps.iter().position(|step| match &step.guard {
+            None => true,
+            Some(guard) => guard(request),
+        });
+        match position.and_then(|index| self.steps.remove(index)) {
+            Some(step) => step.reply,
+            None => self.default.clone(),
+        }
+    }
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script::new()
+    }
+}
+
+impl FromIterator<Reply> for Script {
+    fn from_iter<I: IntoIterator<Item = Reply>>(replies: I) -> Self {
+        let mut script = Script::new();
+        for reply in replies {
+            script.push(reply);
+        }
+        script
+    }
+}
+
+impl fmt::Debug for Script {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct StepView<'a>(&'a Step);
+        impl fmt::Debug for StepView<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct("Step")
+                    .field("guarded", &self.0.guard.is_some())
+                    .field("reply", &self.0.reply)
+                    .finish()
+            }
+        }
+        f.debug_struct("Script")
+            .field(
+                "steps",
+                &self.steps.iter().map(StepView).collect::<Vec<_>>(),
+            )
+            .field("default", &self.default)
+            .finish()
+    }
+}

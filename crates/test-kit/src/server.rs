@@ -1,0 +1,258 @@
+//! The wire-independent loopback HTTP server behind every mock: a dedicated thread with its own
+//! Tokio runtime, an axum fallback handler that records every request, and a [`Script`].
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+use tokio::sync::oneshot;
+
+use crate::record::{RecordedRequest, WireApi};
+use crate::script::{Reply, Script};
+
+/// Bodies larger than this are cut off (and the request answered 413).
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// A complete HTTP answer, built by a wire module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HttpAnswer {
+    pub(crate) status: u16,
+    pub(crate) content_type: String,
+    pub(crate) body: String,
+}
+
+impl HttpAnswer {
+    pub(crate) fn json(status: u16, body: &serde_json::Value) -> Self {
+        HttpAnswer {
+            status,
+            content_type: "application/json".to_owned(),
+            body: body.to_string(),
+        }
+    }
+}
+
+/// How a wire module wants a request handled.
+#[derive(Debug)]
+pub(crate) enum Route {
+    /// A model request: consume a script step and render it.
+    Model,
+    /// Answer this without touching the script.
+    Fixed(HttpAnswer),
+}
+
+/// The parts of a wire API the generic server needs.
+pub(crate) trait Wire: Send + Sync + 'static {
+    /// The API, recorded with each request.
+    const API: WireApi;
+    /// Decides what a request is.
+    fn route(method: &str, path: &str) -> Route;
+    /// Renders a scripted reply for the `sequence`-th (zero-based) model request.
+    fn render(reply: &Reply, sequence: usize) -> HttpAnswer;
+}
+
+struct Inner {
+    script: Script,
+    requests: Vec<RecordedRequest>,
+    model_requests: usize,
+}
+
+pub(crate) struct Shared {
+    state: Mutex<Inner>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave the state half-updated in a way that
+        // matters to a test double; keep serving.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A running loopback server; stops on [`LoopbackServer::shutdown`] or drop.
+pub(crate) struct LoopbackServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LoopbackServer {
+    /// Binds `127.0.0.1:0` and serves wire `W` with `script` on a dedicated thread.
+    pub(crate) fn start<W: Wire>(script: Script) -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(Inner {
+                script,
+                requests: Vec::new(),
+                model_requests: 0,
+            }),
+        });
+        let app = axum::Router::new()
+            .fallback(handle::<W>)
+            .with_state(Arc::clone(&shared));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("test-kit-mock-{}", addr.port()))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    let serve = std::future::IntoFuture::into_future(axum::serve(listener, app));
+                    tokio::select! {
+                        _ = serve => {}
+                        _ = stopped => {}
+                    }
+                });
+                // Dropping the runtime cancels every connection task, including replies that
+                // are still sleeping, and closes the listener.
+                drop(runtime);
+            })?;
+        Ok(LoopbackServer {
+            addr,
+            shared,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub(crate) fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    pub(crate) fn push_reply(&self, reply: Reply) {
+        self.shared.lock().script.push(reply);
+    }
+
+    pub(crate) fn pending_replies(&self) -> usize {
+        self.shared.lock().script.len()
+    }
+
+    /// Stops serving and waits for the server thread; idempotent.
+    pub(crate) fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            // The receiver is gone only if the server already ended.
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            // A panic on the server thread has nothing left to report here.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for LoopbackServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl std::fmt::Debug for LoopbackServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopbackServer")
+            .field("addr", &self.addr)
+            .field("running", &self.thread.is_some())
+            .finish()
+    }
+}
+
+async fn handle<W: Wire>(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let method = parts.method.as_str().to_owned();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned());
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let (raw_body, too_large) = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => (bytes.to_vec(), false),
+        Err(_) => (Vec::new(), true),
+    };
+    let body = serde_json::from_slice(&raw_body).unwrap_or(serde_json::Value::Null);
+    let route = W::route(&method, &path);
+    let is_model = matches!(route, Route::Model);
+
+    let scripted = {
+        let mut state = shared.lock();
+        let recorded = RecordedRequest {
+            wire_api: W::API,
+            index: state.requests.len(),
+            method,
+            path,
+            headers,
+            raw_body,
+            body,
+            model_request: is_model,
+        };
+        let scripted = if is_model && !too_large {
+            let sequence = state.model_requests;
+            state.model_requests += 1;
+            let reply = state.script.next_for(&recorded);
+            Some((reply, sequence))
+        } else {
+            None
+        };
+        state.requests.push(recorded);
+        scripted
+    };
+
+    let answer = if too_large {
+        HttpAnswer::json(
+            413,
+            &serde_json::json!({"error": {"message": "test-kit: body too large"}}),
+        )
+    } else {
+        match (route, scripted) {
+            (Route::Fixed(answer), _) => answer,
+            (Route::Model, Some((reply, sequence))) => {
+                if let Some(delay) = reply.delay {
+                    tokio::time::sleep(delay).await;
+                }
+                W::render(&reply, sequence)
+            }
+            (Route::Model, None) => HttpAnswer::json(500, &serde_json::json!({})),
+        }
+    };
+    into_response(answer)
+}
+
+fn into_response(answer: HttpAnswer) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let is_sse = answer.content_type.starts_with("text/event-stream");
+    let mut response = Response::new(Body::from(answer.body));
+    *response.status_mut() = status;
+    let content_type = header::HeaderValue::from_str(&answer.content_type)
+        .unwrap_or(header::HeaderValue::from_static("application/octet-stream"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, content_type);
+    if is_sse {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-cache"),
+        );
+    }
+    response
+}
