@@ -2,7 +2,8 @@
 //! failure.
 //!
 //! Steps: rustfmt check, clippy with `-D warnings`, the workspace tests (PostgreSQL tests are
-//! skipped, visibly, when `THREAD_STORE_POSTGRES_URL` is unset), the public-API golden check,
+//! skipped, visibly, when `THREAD_STORE_POSTGRES_URL` is unset; real-binary driver tests print
+//! `SKIPPED` when their binary variable is unset, and fail instead under CI), the public-API golden check,
 //! the conformance suites, and `cargo deny` (licenses, bans, sources) when it is installed.
 
 use std::process::{Command, Stdio};
@@ -14,6 +15,10 @@ use crate::util::{cargo, display, env_is_set, run_inherited};
 
 /// The variable that points the PostgreSQL tests at a server.
 const POSTGRES_URL_VAR: &str = "THREAD_STORE_POSTGRES_URL";
+
+/// The variables that point the real-binary driver tests at the installed CLIs
+/// (`.ci/run` exports them; under CI a missing one fails its tests).
+const REAL_CLI_VARS: &[&str] = &["CODEX_BIN"];
 
 /// What a step does.
 enum Action {
@@ -101,10 +106,20 @@ fn steps() -> Vec<Step> {
             ])),
         },
     ];
+    let mut notes = Vec::new();
+    if !postgres {
+        notes.push(format!(
+            "SKIPPED: PostgreSQL tests ({POSTGRES_URL_VAR} not set)"
+        ));
+    }
+    for var in REAL_CLI_VARS.iter().filter(|v| !env_is_set(v)) {
+        notes.push(format!(
+            "SKIPPED: real-binary tests that need {var} (not set)"
+        ));
+    }
     steps.push(Step {
         name: "test",
-        note: (!postgres)
-            .then(|| format!("SKIPPED: PostgreSQL tests ({POSTGRES_URL_VAR} not set)")),
+        note: (!notes.is_empty()).then(|| notes.join("\n")),
         action: Action::Command(test),
     });
     steps.push(Step {
