@@ -3,8 +3,12 @@
 //! `-c` rendering) and translates a 10-event transcript with one MCP tool call (JSON parsing,
 //! event mapping, redaction of nothing).
 //!
-//! Run with `cargo bench -p driver-codex --bench turn_overhead`. Results go to
-//! docs/benchmarks.md, next to the measured cold start of `codex exec`.
+//! With `CODEX_BIN` set it also measures the cold start of a real `codex exec` text turn
+//! through the driver (spawn, Codex start-up, one model request to a loopback mock, exit),
+//! in a fresh session each time and a namespace that already exists.
+//!
+//! Run with `CODEX_BIN=… cargo bench -p driver-codex --bench turn_overhead`. Results go to
+//! docs/benchmarks.md.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -30,6 +34,66 @@ const TRANSCRIPT: &[&str] = &[
     r#"{"type":"item.completed","item":{"id":"item_4","type":"agent_message","text":"Done."}}"#,
     r#"{"type":"turn.completed","usage":{"input_tokens":2400,"cached_input_tokens":1200,"output_tokens":60}}"#,
 ];
+
+fn cold_start(bin: &std::path::Path) {
+    use driver_spi::{CollectingSink, Driver};
+    let model = test_kit::responses::MockResponses::start(
+        test_kit::Script::new().with_default(test_kit::Reply::text("OK")),
+    )
+    .expect("mock");
+    let base = tempfile::tempdir().expect("temp dir");
+    let work = tempfile::tempdir().expect("temp dir");
+    let env = RuntimeEnv::builder(
+        base.path().join("rt"),
+        "user:bench".parse().expect("ns"),
+        work.path(),
+    )
+    .host_env(HostEnv::from_vars([(
+        "PATH",
+        std::env::var("PATH").unwrap_or_default(),
+    )]))
+    .secret("MOCK_KEY", secrecy::SecretString::from("k"))
+    .build()
+    .expect("runtime env");
+    let driver = CodexDriver::new(
+        Arc::new(env),
+        CodexOptions::new()
+            .with_binary(bin)
+            .with_model("mock-model")
+            .with_provider(ModelProvider::new("mock", model.base_url()).with_env_key("MOCK_KEY")),
+    );
+    const K: Kind = Kind::new("driver-codex bench 2026-11-30 profile v1");
+    let profile = ProfilePayload::new(
+        Fingerprint::of(K, |e| e.str("exact")),
+        Fingerprint::of(K, |e| e.str("session")),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut samples: Vec<f64> = (0..8)
+        .map(|i| {
+            let request = Request::new(RunId::new(format!("cold-{i}")), "Say OK.", profile);
+            let start = Instant::now();
+            let response = runtime
+                .block_on(driver.run(request, Arc::new(CollectingSink::new())))
+                .expect("a codex turn");
+            assert!(response.is_clean());
+            start.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    // The first turn also unpacks Codex's files into the namespace.
+    let first = samples.remove(0);
+    samples.sort_by(f64::total_cmp);
+    println!(
+        "codex exec cold start (one text turn, fresh session, existing namespace), 7 turns: \
+         median {:.0} ms, min {:.0} ms, max {:.0} ms; first turn in a new namespace {first:.0} ms",
+        samples[samples.len() / 2],
+        samples[0],
+        samples[samples.len() - 1]
+    );
+}
 
 fn main() {
     let base = tempfile::tempdir().expect("temp dir");
@@ -102,4 +166,8 @@ fn main() {
         pct(0.9),
         pct(0.99)
     );
+    match std::env::var_os("CODEX_BIN") {
+        Some(bin) => cold_start(std::path::Path::new(&bin)),
+        None => println!("SKIPPED codex cold start: CODEX_BIN is not set"),
+    }
 }

@@ -364,6 +364,52 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
         .any(|w| w == needle.as_bytes())
 }
 
+/// The real codex, asked to resume a thread its `CODEX_HOME` has never seen, exits 1 with "no
+/// rollout found"; the driver reports `ResumeRejected` and emits nothing.
+async fn unknown_thread_is_rejected(dir: &Path, bin: &Path, model: &MockResponses) {
+    use compat_fingerprint::{Fingerprint, Kind};
+    use driver_spi::{
+        CollectingSink, ProfilePayload, ResumeRejectReason, SessionContext, SessionGuard,
+        SessionState,
+    };
+    const K: Kind = Kind::new("driver-codex e2e 2026-11-30 profile v1");
+    let env = RuntimeEnv::builder(
+        dir.join("rt"),
+        "user:e2e".parse().unwrap(),
+        dir.join("workspace"),
+    )
+    .host_env(HostEnv::from_vars([(
+        "PATH",
+        std::env::var("PATH").unwrap_or_default(),
+    )]))
+    .secret("MOCK_MODEL_KEY", SecretString::from(MODEL_KEY))
+    .build()
+    .unwrap();
+    let driver = CodexDriver::new(
+        Arc::new(env),
+        CodexOptions::new().with_binary(bin).with_provider(
+            ModelProvider::new("mock", model.base_url()).with_env_key("MOCK_MODEL_KEY"),
+        ),
+    );
+    let profile = ProfilePayload::new(
+        Fingerprint::of(K, |e| e.str("exact")),
+        Fingerprint::of(K, |e| e.str("session")),
+    );
+    let mut state = SessionState::new("1f9c3813-6aa8-448e-8c61-b9a6080c42ad");
+    SessionGuard::new(profile.session_compatibility, None).write_to(&mut state);
+    let before = model.requests().len();
+    let sink = Arc::new(CollectingSink::new());
+    let request = Request::new(RunId::new("unknown"), "hello", profile)
+        .with_session(SessionContext::continue_only(state));
+    let result = driver.run(request, sink.clone()).await;
+    assert_eq!(
+        result.unwrap_err(),
+        DriverError::resume_rejected(ResumeRejectReason::UnknownSession)
+    );
+    assert!(sink.is_empty(), "no event before a rejection");
+    assert_eq!(model.requests().len(), before, "no model request was made");
+}
+
 // ---------------------------------------------------------------------------------------
 // The scenario
 // ---------------------------------------------------------------------------------------
@@ -493,6 +539,9 @@ async fn scenario(bin: PathBuf, log: Log) {
     // The old token is refused by the new server; the new one is accepted.
     assert_eq!(mcp_status(&url2, token1.expose_secret()).await, 401);
     assert_ne!(mcp_status(&url2, token2.expose_secret()).await, 401);
+
+    // ---- An unknown thread is rejected from codex's own output ----
+    unknown_thread_is_rejected(dir.path(), &bin, &model).await;
 
     // ---- A semantic change (a tool revision) is refused before codex is spawned ----
     let host3 = host(dir.path(), &bin, &model, "host-3", "2", &calls, &secrets).await;
