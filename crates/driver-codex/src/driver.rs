@@ -80,9 +80,7 @@ impl CodexDriver {
             .await
             .copied()
     }
-}
 
-impl CodexDriver {
     /// The arguments `codex` would get for `request` (without the program), after the same
     /// checks [`Driver::run`] makes before it spawns anything: config, capabilities, session
     /// guard, names. A dry run: nothing is spawned or written. Secret values never appear in
@@ -123,7 +121,7 @@ fn config_fingerprint(options: &CodexOptions, env: &RuntimeEnv) -> Fingerprint {
             options.reasoning_effort.map(|e| e.as_str()),
         )
         .str("sandbox", options.sandbox.as_str())
-        .str("mcp_approval", &format!("{:?}", options.mcp_approval))
+        .str("mcp_approval", options.mcp_approval.as_str())
         .opt_str("provider.id", provider.map(|p| p.id.as_str()))
         .opt_str("provider.base_url", provider.map(|p| p.base_url.as_str()))
         .opt_str("provider.wire_api", provider.map(|p| p.wire_api.as_str()))
@@ -288,8 +286,8 @@ fn finish(
                 FailureKind::Protocol,
                 "codex exited without completing the turn".to_owned(),
             ),
-            (None, _) => (
-                FailureKind::Process,
+            (None, status) => (
+                driver_cli::failure_kind(status).unwrap_or(FailureKind::Process),
                 translator
                     .last_error()
                     .map(str::to_owned)

@@ -83,6 +83,17 @@ pub enum McpToolApproval {
     DangerouslyBypassAll,
 }
 
+impl McpToolApproval {
+    /// A stable name, for fingerprints and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ApproveRequestServers => "approve_request_servers",
+            Self::Never => "never",
+            Self::DangerouslyBypassAll => "dangerously_bypass_all",
+        }
+    }
+}
+
 /// The Responses or Chat wire API of a model provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -192,6 +192,22 @@ impl Driver for Counting {
 // One host process: a runtime env on the shared namespace, a driver, a store, a provider
 // ---------------------------------------------------------------------------------------
 
+/// The shared credential namespace of every host, with the model key injected.
+fn namespace(dir: &Path) -> RuntimeEnv {
+    RuntimeEnv::builder(
+        dir.join("rt"),
+        "user:e2e".parse().unwrap(),
+        dir.join("workspace"),
+    )
+    .host_env(HostEnv::from_vars([(
+        "PATH",
+        std::env::var("PATH").unwrap_or_default(),
+    )]))
+    .secret("MOCK_MODEL_KEY", SecretString::from(MODEL_KEY))
+    .build()
+    .unwrap()
+}
+
 /// Tool calls that reached a hosted tool handler: `(host, text)`.
 type Calls = Arc<Mutex<Vec<(String, String)>>>;
 
@@ -210,18 +226,7 @@ async fn host(
     calls: &Calls,
     secrets: &Secrets,
 ) -> Host {
-    let env = RuntimeEnv::builder(
-        dir.join("rt"),
-        "user:e2e".parse().unwrap(),
-        dir.join("workspace"),
-    )
-    .host_env(HostEnv::from_vars([(
-        "PATH",
-        std::env::var("PATH").unwrap_or_default(),
-    )]))
-    .secret("MOCK_MODEL_KEY", SecretString::from(MODEL_KEY))
-    .build()
-    .unwrap();
+    let env = namespace(dir);
     let options = CodexOptions::new()
         .with_binary(bin)
         .with_model("mock-model")
@@ -373,18 +378,7 @@ async fn unknown_thread_is_rejected(dir: &Path, bin: &Path, model: &MockResponse
         SessionState,
     };
     const K: Kind = Kind::new("driver-codex e2e 2026-11-30 profile v1");
-    let env = RuntimeEnv::builder(
-        dir.join("rt"),
-        "user:e2e".parse().unwrap(),
-        dir.join("workspace"),
-    )
-    .host_env(HostEnv::from_vars([(
-        "PATH",
-        std::env::var("PATH").unwrap_or_default(),
-    )]))
-    .secret("MOCK_MODEL_KEY", SecretString::from(MODEL_KEY))
-    .build()
-    .unwrap();
+    let env = namespace(dir);
     let driver = CodexDriver::new(
         Arc::new(env),
         CodexOptions::new().with_binary(bin).with_provider(
