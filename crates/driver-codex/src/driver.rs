@@ -222,19 +222,12 @@ async fn stream(
     invocation: Invocation<'_>,
     sink: &dyn EventSink,
 ) -> Result<(), Stop> {
-    loop {
-        let Some(line) = process.next_line().await.map_err(Stop::Cli)? else {
-            return Ok(());
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let line_no = process.line_number();
-        let value: serde_json::Value = serde_json::from_str(&line)
-            .map_err(|_| Stop::Cli(CliError::MalformedJson { line: line_no }))?;
-        let events = translator
-            .translate(&value)
-            .map_err(|_| Stop::Cli(CliError::MalformedJson { line: line_no }))?;
+    while let Some(value) = process.next_json().await.map_err(Stop::Cli)? {
+        let events = translator.translate(&value).map_err(|_| {
+            Stop::Cli(CliError::MalformedJson {
+                line: process.line_number(),
+            })
+        })?;
         // Checked before the first event is emitted: `thread.started` comes first.
         if let (Invocation::Resume(wanted), Some(got)) = (invocation, translator.thread_id())
             && !got.eq_ignore_ascii_case(wanted)
@@ -245,6 +238,7 @@ async fn stream(
             sink.emit(event);
         }
     }
+    Ok(())
 }
 
 /// Judges a run whose output ended and whose process exited.
