@@ -125,7 +125,9 @@ impl Overrides {
     }
 }
 
-/// The names of the secret variables each stdio MCP server needs forwarded, by server name.
+/// The names of the secret variables each MCP server's service carries, by server name
+/// ([`Request::mcp_secret_names`](driver_spi::Request::mcp_secret_names)); forwarded to stdio
+/// servers only.
 pub(crate) type ForwardedEnv<'a> = BTreeMap<&'a str, Vec<&'a str>>;
 
 /// Builds the argv (without the program) of one invocation. The prompt is read from stdin

@@ -1,6 +1,5 @@
 //! [`CodexDriver`]: one `codex exec --json` process per turn.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use compat_fingerprint::Fingerprint;
@@ -11,11 +10,11 @@ use driver_spi::{
     Response, ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode,
     SessionState,
 };
-use run_service::{McpTransport, TransportKind};
+use run_service::TransportKind;
 use runtime_env::RuntimeEnv;
 use tokio::sync::OnceCell;
 
-use crate::argv::{self, ArgvError, ForwardedEnv, Invocation, is_config_key};
+use crate::argv::{self, ArgvError, Invocation, is_config_key};
 use crate::codec::CODEX_CODEC;
 use crate::events::EventTranslator;
 use crate::options::CodexOptions;
@@ -104,7 +103,7 @@ impl CodexDriver {
             request.model.as_deref(),
             request.instructions.as_deref(),
             &request.mcp,
-            &stdio_forwarding(request),
+            &request.mcp_secret_names(),
             invocation,
         )
         .map_err(argv_error)?;
@@ -161,24 +160,6 @@ fn stored_id<'r>(
     }
     SessionGuard::for_request(request).check(state)?;
     Ok(state.resume_id.as_str())
-}
-
-/// The secret variables of each service's stdio MCP server, which Codex forwards to it only
-/// when named in `env_vars`.
-fn stdio_forwarding(request: &Request) -> ForwardedEnv<'_> {
-    let mut forwarded = BTreeMap::new();
-    for service in &request.runtime.services {
-        if let Some(server) = &service.mcp
-            && matches!(server.transport, McpTransport::Stdio { .. })
-            && !service.secret_env.is_empty()
-        {
-            forwarded.insert(
-                server.name.as_str(),
-                service.secret_env.iter().map(|b| b.name()).collect(),
-            );
-        }
-    }
-    forwarded
 }
 
 fn argv_error(err: ArgvError) -> DriverError {

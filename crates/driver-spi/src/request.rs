@@ -143,6 +143,39 @@ impl Request {
         self
     }
 
+    /// The names (never the values) of each service's secret bindings, keyed by the name of
+    /// that service's MCP server. A CLI driver forwards these to a stdio MCP server the CLI
+    /// starts, which would otherwise not see them.
+    ///
+    /// ```
+    /// use compat_fingerprint::{Fingerprint, Kind};
+    /// use driver_spi::{ProfilePayload, Request, RuntimePayload};
+    /// use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
+    ///
+    /// const K: Kind = Kind::new("example 2026-11-30 profile v1");
+    /// let fp = Fingerprint::of(K, |e| e.str("p"));
+    /// let files = ServiceRef::new("files", "Files")
+    ///     .with_mcp(McpServer::stdio("files", "/usr/bin/files-mcp"))
+    ///     .with_secret_env(EnvBinding::new("FILES_TOKEN", "secret"));
+    /// let request = Request::new(RunId::new("r"), "hi", ProfilePayload::new(fp, fp))
+    ///     .with_runtime(RuntimePayload::from_services([files]));
+    /// assert_eq!(request.mcp_secret_names()["files"], ["FILES_TOKEN"]);
+    /// ```
+    pub fn mcp_secret_names(&self) -> BTreeMap<&str, Vec<&str>> {
+        let mut names = BTreeMap::new();
+        for service in &self.runtime.services {
+            if let Some(server) = &service.mcp
+                && !service.secret_env.is_empty()
+            {
+                names.insert(
+                    server.name.as_str(),
+                    service.secret_env.iter().map(EnvBinding::name).collect(),
+                );
+            }
+        }
+        names
+    }
+
     /// A redactor for every secret value this request carries: the runtime secret env and
     /// each service's secret env. Drivers pass provider text (stderr, error messages) through
     /// it before putting it into a [`RunFailure`](crate::RunFailure).
