@@ -1,0 +1,455 @@
+//! stream-json events, translated into driver-spi events.
+
+use std::collections::BTreeSet;
+
+use driver_spi::{DriverEvent, Redactor, Usage};
+use serde_json::Value;
+
+use crate::names::ToolNames;
+
+/// A known event whose shape is not the documented one (for example a `tool_use` block
+/// without an id, or a `type` that is not a string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed stream-json event")]
+#[non_exhaustive]
+pub struct MalformedEvent;
+
+/// One MCP server as the `system/init` event reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpStatus {
+    /// The server name, as declared in the `--mcp-config` file.
+    pub name: String,
+    /// Its status, for example `connected`, `failed`, `needs-auth` or `pending`.
+    pub status: String,
+}
+
+/// The `result` event: how the CLI judged the turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TurnResult {
+    /// `success`, `error_during_execution`, `error_max_turns`, …
+    pub subtype: String,
+    /// Whether the CLI reports the turn as failed.
+    pub is_error: bool,
+    /// The final text (redacted).
+    pub text: String,
+    /// Token usage of this invocation.
+    pub usage: Option<Usage>,
+}
+
+impl TurnResult {
+    /// Whether the turn succeeded: subtype `success` and not `is_error`.
+    pub fn is_success(&self) -> bool {
+        self.subtype == "success" && !self.is_error
+    }
+}
+
+/// Translates one run's stream-json events into driver events, and keeps what the response
+/// needs: the session id, the MCP server statuses of `system/init`, the `result` event and a
+/// top-level `error` event.
+///
+/// Unknown event types (`stream_event`, `rate_limit_event`, `file-history-snapshot`, …) and
+/// unknown content blocks (`thinking`, …) are ignored, so newer CLI releases keep working.
+///
+/// ```
+/// use driver_spi::{DriverEvent, Redactor};
+/// use driver_stream_json::{StreamTranslator, ToolNames};
+///
+/// let mut t = StreamTranslator::new(Redactor::default(), ToolNames::new(["agent-tools"]));
+/// let mut events = Vec::new();
+/// for line in [
+///     r#"{"type":"system","subtype":"init","session_id":"s-1","mcp_servers":[{"name":"agent-tools","status":"connected"}]}"#,
+///     r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__agent_tools__ping","input":{"text":"hi"}}]},"session_id":"s-1"}"#,
+///     r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"pong"}],"is_error":false}]},"session_id":"s-1"}"#,
+///     r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Done."}]},"session_id":"s-1"}"#,
+///     r#"{"type":"result","subtype":"success","is_error":false,"result":"Done.","session_id":"s-1","usage":{"input_tokens":3,"cache_read_input_tokens":2,"output_tokens":1}}"#,
+/// ] {
+///     events.extend(t.translate(&serde_json::from_str(line)?)?);
+/// }
+/// assert_eq!(events[1], DriverEvent::tool_call_started("t1", "mcp__agent-tools__ping"));
+/// assert_eq!(events.last(), Some(&DriverEvent::text("Done.")));
+/// assert_eq!(t.session_id(), Some("s-1"));
+/// assert!(t.result().unwrap().is_success());
+/// assert_eq!(t.result().unwrap().usage.unwrap().input_tokens, 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct StreamTranslator {
+    redactor: Redactor,
+    names: ToolNames,
+    started: bool,
+    session_id: Option<String>,
+    mcp_servers: Option<Vec<McpStatus>>,
+    last_text: Option<String>,
+    result: Option<TurnResult>,
+    error: Option<String>,
+    open_calls: BTreeSet<String>,
+    closed_calls: BTreeSet<String>,
+}
+
+impl StreamTranslator {
+    /// A translator that redacts provider text with `redactor` and reports MCP tool names
+    /// through `names`.
+    pub fn new(redactor: Redactor, names: ToolNames) -> Self {
+        Self {
+            redactor,
+            names,
+            ..Self::default()
+        }
+    }
+
+    /// Whether `RunStarted` was emitted.
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// The session id, from the first event that carried one.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// The MCP servers of `system/init`; `None` before it arrived.
+    pub fn mcp_servers(&self) -> Option<&[McpStatus]> {
+        self.mcp_servers.as_deref()
+    }
+
+    /// The `result` event.
+    pub fn result(&self) -> Option<&TurnResult> {
+        self.result.as_ref()
+    }
+
+    /// The message of a top-level `{"type":"error"}` event (redacted).
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// The run's output: the `result` text, else the last assistant text.
+    pub fn output(&self) -> &str {
+        match &self.result {
+            Some(result) if !result.text.is_empty() => &result.text,
+            _ => self.last_text.as_deref().unwrap_or_default(),
+        }
+    }
+
+    fn start(&mut self, out: &mut Vec<DriverEvent>) {
+        if !self.started {
+            self.started = true;
+            out.push(DriverEvent::RunStarted);
+        }
+    }
+
+    fn note_session(&mut self, event: &Value) {
+        if self.session_id.is_none()
+            && let Some(id) = event.get("session_id").and_then(Value::as_str)
+            && !id.is_empty()
+        {
+            self.session_id = Some(id.to_owned());
+        }
+    }
+
+    /// Translates one event.
+    ///
+    /// # Errors
+    /// [`MalformedEvent`] for a known event with a malformed shape.
+    pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        let mut out = Vec::new();
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        match kind {
+            "system" => {
+                self.note_session(event);
+                if event.get("subtype").and_then(Value::as_str) == Some("init") {
+                    self.mcp_servers = Some(mcp_statuses(event.get("mcp_servers"))?);
+                    self.start(&mut out);
+                }
+            }
+            "assistant" => {
+                self.note_session(event);
+                self.start(&mut out);
+                let mut text = String::new();
+                for block in content(event)? {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            let piece = block.get("text").and_then(Value::as_str).unwrap_or("");
+                            if !piece.is_empty() {
+                                out.push(DriverEvent::text(piece));
+                                text.push_str(piece);
+                            }
+                        }
+                        Some("tool_use") => self.tool_use(block, &mut out)?,
+                        _ => {}
+                    }
+                }
+                if !text.is_empty() {
+                    self.last_text = Some(text);
+                }
+            }
+            "user" => {
+                self.note_session(event);
+                for block in content(event)? {
+                    if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+                        self.tool_result(block, &mut out)?;
+                    }
+                }
+            }
+            "result" => {
+                self.note_session(event);
+                self.start(&mut out);
+                let text = event.get("result").and_then(Value::as_str).unwrap_or("");
+                self.result = Some(TurnResult {
+                    subtype: event
+                        .get("subtype")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    is_error: event
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                    text: self.redactor.redact(text),
+                    usage: event.get("usage").map(usage),
+                });
+            }
+            "error" => {
+                let message = match event.get("error") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| other.to_string(), str::to_owned),
+                    None => event
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                };
+                self.error = Some(self.redactor.redact(&message));
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    fn tool_use(
+        &mut self,
+        block: &Value,
+        out: &mut Vec<DriverEvent>,
+    ) -> Result<(), MalformedEvent> {
+        let id = block
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        let name = block
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        if id.is_empty() || self.open_calls.contains(id) || self.closed_calls.contains(id) {
+            return Ok(());
+        }
+        self.open_calls.insert(id.to_owned());
+        out.push(DriverEvent::tool_call_started(id, self.names.report(name)));
+        let arguments = match block.get("input") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+        };
+        if !arguments.is_empty() {
+            out.push(DriverEvent::tool_call_arguments(id, arguments));
+        }
+        Ok(())
+    }
+
+    fn tool_result(
+        &mut self,
+        block: &Value,
+        out: &mut Vec<DriverEvent>,
+    ) -> Result<(), MalformedEvent> {
+        let id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        if !self.open_calls.remove(id) {
+            return Ok(());
+        }
+        self.closed_calls.insert(id.to_owned());
+        let output = match block.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+        let is_error = block
+            .get("is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        out.push(DriverEvent::tool_call_result(id, output, is_error));
+        Ok(())
+    }
+
+    /// Closes every tool call still open as an error result (a clean run must not finish
+    /// with one open).
+    pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+        let ids: Vec<String> = std::mem::take(&mut self.open_calls).into_iter().collect();
+        ids.into_iter()
+            .map(|id| {
+                self.closed_calls.insert(id.clone());
+                DriverEvent::tool_call_result(id, "the tool call did not complete", true)
+            })
+            .collect()
+    }
+}
+
+fn content(event: &Value) -> Result<&[Value], MalformedEvent> {
+    match event.pointer("/message/content") {
+        Some(Value::Array(blocks)) => Ok(blocks),
+        // A user message may carry plain text instead of blocks.
+        Some(Value::String(_)) | None => Ok(&[]),
+        Some(_) => Err(MalformedEvent),
+    }
+}
+
+fn mcp_statuses(servers: Option<&Value>) -> Result<Vec<McpStatus>, MalformedEvent> {
+    let Some(servers) = servers else {
+        return Ok(Vec::new());
+    };
+    let servers = servers.as_array().ok_or(MalformedEvent)?;
+    servers
+        .iter()
+        .map(|s| {
+            Ok(McpStatus {
+                name: s
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or(MalformedEvent)?
+                    .to_owned(),
+                status: s
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Anthropic-style usage: input is `input_tokens` plus cache reads and writes; cached input is
+/// the cache reads.
+fn usage(value: &Value) -> Usage {
+    let n = |k: &str| value.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let cached = n("cache_read_input_tokens");
+    Usage::new(
+        n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        n("output_tokens"),
+    )
+    .with_cached_input_tokens(cached)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use run_service::EnvBinding;
+    use serde_json::json;
+
+    fn translate(lines: &[Value]) -> (StreamTranslator, Vec<DriverEvent>) {
+        let mut t = StreamTranslator::new(Redactor::default(), ToolNames::new(["agent-ui"]));
+        let mut events = Vec::new();
+        for line in lines {
+            events.extend(t.translate(line).unwrap());
+        }
+        (t, events)
+    }
+
+    #[test]
+    fn init_reports_servers_and_starts_the_run_once() {
+        let (t, events) = translate(&[
+            json!({"type":"system","subtype":"init","session_id":"s","mcp_servers":[{"name":"agent-ui","status":"connected"},{"name":"x","status":"failed"}]}),
+            json!({"type":"system","subtype":"status","session_id":"s"}),
+            json!({"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"a"},{"type":"text","text":"b"}]}}),
+        ]);
+        assert_eq!(
+            events,
+            [
+                DriverEvent::RunStarted,
+                DriverEvent::text("a"),
+                DriverEvent::text("b")
+            ]
+        );
+        let servers = t.mcp_servers().unwrap();
+        assert_eq!(servers[1].status, "failed");
+        assert_eq!(t.output(), "ab");
+    }
+
+    #[test]
+    fn tool_results_close_calls_once_and_unknown_results_are_ignored() {
+        let (mut t, events) = translate(&[
+            json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}),
+            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"a\nb","is_error":true}]}}),
+            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"again"}]}}),
+            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"zz","content":"?"}]}}),
+            json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"mcp__agent-ui__ping","input":{}}]}}),
+        ]);
+        assert_eq!(
+            events,
+            [
+                DriverEvent::RunStarted,
+                DriverEvent::tool_call_started("t1", "Bash"),
+                DriverEvent::tool_call_arguments("t1", r#"{"command":"ls"}"#),
+                DriverEvent::tool_call_result("t1", "a\nb", true),
+                DriverEvent::tool_call_started("t2", "mcp__agent-ui__ping"),
+                DriverEvent::tool_call_arguments("t2", "{}"),
+            ]
+        );
+        assert_eq!(
+            t.close_open_calls(),
+            [DriverEvent::tool_call_result(
+                "t2",
+                "the tool call did not complete",
+                true
+            )]
+        );
+        assert!(t.close_open_calls().is_empty());
+    }
+
+    #[test]
+    fn result_and_error_events_are_kept_redacted() {
+        let secret = "canary-secret-42f1";
+        let mut t = StreamTranslator::new(
+            Redactor::from_bindings([&EnvBinding::new("K", secret.to_owned())]),
+            ToolNames::default(),
+        );
+        t.translate(&json!({"type":"error","error":format!("No conversation found with session ID: x {secret}")}))
+            .unwrap();
+        assert!(t.error().unwrap().starts_with("No conversation found"));
+        assert!(!t.error().unwrap().contains(secret));
+        t.translate(&json!({"type":"result","subtype":"error_during_execution","is_error":true,"result":secret,"session_id":"s"}))
+            .unwrap();
+        let result = t.result().unwrap();
+        assert!(!result.is_success());
+        assert!(!result.text.contains(secret));
+        assert_eq!(t.session_id(), Some("s"));
+    }
+
+    #[test]
+    fn malformed_known_events_are_errors() {
+        let mut t = StreamTranslator::default();
+        for bad in [
+            json!({"no":"type"}),
+            json!({"type":"assistant","message":{"content":{"not":"an array"}}}),
+            json!({"type":"assistant","message":{"content":[{"type":"tool_use","name":"x"}]}}),
+            json!({"type":"system","subtype":"init","mcp_servers":{"a":1}}),
+        ] {
+            assert_eq!(t.translate(&bad), Err(MalformedEvent), "{bad}");
+        }
+        assert_eq!(
+            t.translate(&json!({"type":"stream_event","event":{}})),
+            Ok(vec![])
+        );
+    }
+}

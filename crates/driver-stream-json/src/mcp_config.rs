@@ -1,0 +1,277 @@
+//! The `--mcp-config` file both CLIs read: `{"mcpServers": {...}}`, with secrets as `${VAR}`
+//! references that the CLI expands from its own environment.
+
+use std::collections::BTreeMap;
+
+use run_service::{McpServer, McpTransport};
+use serde_json::{Map, Value, json};
+
+/// Why a request's MCP servers cannot be written as an `--mcp-config` file. Names the rule,
+/// never the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpConfigError {
+    /// A server name is empty, longer than 64 bytes, or has characters other than ASCII
+    /// letters, digits, `-` and `_`.
+    #[error("MCP server name is invalid ({len} bytes)")]
+    InvalidServerName {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// Two servers share a name.
+    #[error("MCP server name appears twice")]
+    DuplicateServerName,
+    /// A value contains `${`: the CLI would expand it from its own environment, so a request
+    /// could smuggle another variable (an API key) into a URL or header.
+    #[error("an MCP {field} contains `${{`, which the CLI would expand")]
+    Expansion {
+        /// Which field: `url`, `header`, `command`, `arg` or `env`.
+        field: &'static str,
+    },
+    /// A variable name is not `[A-Za-z_][A-Za-z0-9_]*`.
+    #[error("an MCP {field} names an invalid environment variable ({len} bytes)")]
+    InvalidVarName {
+        /// `bearer_token_env_var` or `env`.
+        field: &'static str,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// An `Authorization` header was given as a plain header.
+    #[error("an MCP server has a plain Authorization header; use bearer_token_env_var")]
+    PlainAuthorization,
+}
+
+/// What differs between the CLIs' dialects of the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpDialect {
+    /// Written as `"defer_loading"` on every server when set (CodeBuddy defers MCP tools
+    /// behind a search tool unless it is `false`).
+    pub defer_loading: Option<bool>,
+}
+
+impl McpDialect {
+    /// The dialect with `defer_loading` set.
+    pub fn with_defer_loading(mut self, defer: bool) -> Self {
+        self.defer_loading = Some(defer);
+        self
+    }
+}
+
+fn is_var_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && name.len() <= 256
+}
+
+fn is_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn plain(field: &'static str, value: &str) -> Result<Value, McpConfigError> {
+    if value.contains("${") {
+        return Err(McpConfigError::Expansion { field });
+    }
+    Ok(Value::String(value.to_owned()))
+}
+
+/// The `--mcp-config` JSON for `servers`.
+///
+/// - Streamable HTTP → `{"type":"http","url",headers}`, SSE → `{"type":"sse",…}`; the bearer
+///   travels as `"Authorization": "Bearer ${VAR}"`, so only the variable's *name* is on disk.
+/// - stdio → `{"type":"stdio","command","args","env"}`; each name in `secret_env[server]` is
+///   added to `env` as `"NAME": "${NAME}"`, forwarded from the CLI's environment.
+/// - No value may contain `${` (see [`McpConfigError::Expansion`]).
+///
+/// ```
+/// use driver_stream_json::{McpDialect, mcp_config};
+/// use run_service::McpServer;
+///
+/// let server = McpServer::streamable_http("agent-ui", "http://127.0.0.1:4101/mcp")
+///     .with_bearer_token_env("UI_TOKEN");
+/// let config = mcp_config(&[server], &Default::default(), McpDialect::default()).unwrap();
+/// assert_eq!(
+///     config["mcpServers"]["agent-ui"]["headers"]["Authorization"],
+///     "Bearer ${UI_TOKEN}"
+/// );
+/// ```
+///
+/// # Errors
+/// [`McpConfigError`] for an invalid or duplicate name, a value with `${`, an invalid
+/// variable name or a plain `Authorization` header.
+pub fn mcp_config(
+    servers: &[McpServer],
+    secret_env: &BTreeMap<&str, Vec<&str>>,
+    dialect: McpDialect,
+) -> Result<Value, McpConfigError> {
+    let mut entries = Map::new();
+    for server in servers {
+        if !is_server_name(&server.name) {
+            return Err(McpConfigError::InvalidServerName {
+                len: server.name.len(),
+            });
+        }
+        let mut entry = match &server.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let mut vars = Map::new();
+                for (name, value) in env {
+                    if !is_var_name(name) {
+                        return Err(McpConfigError::InvalidVarName {
+                            field: "env",
+                            len: name.len(),
+                        });
+                    }
+                    vars.insert(name.clone(), plain("env", value)?);
+                }
+                for name in secret_env.get(server.name.as_str()).into_iter().flatten() {
+                    if !is_var_name(name) {
+                        return Err(McpConfigError::InvalidVarName {
+                            field: "env",
+                            len: name.len(),
+                        });
+                    }
+                    vars.insert((*name).to_owned(), Value::String(format!("${{{name}}}")));
+                }
+                let args = args
+                    .iter()
+                    .map(|a| plain("arg", a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                json!({"type": "stdio", "command": plain("command", command)?, "args": args, "env": vars})
+            }
+            McpTransport::StreamableHttp {
+                url,
+                headers,
+                bearer_token_env_var,
+            }
+            | McpTransport::Sse {
+                url,
+                headers,
+                bearer_token_env_var,
+            } => {
+                let kind = if matches!(server.transport, McpTransport::Sse { .. }) {
+                    "sse"
+                } else {
+                    "http"
+                };
+                let mut out = Map::new();
+                for (name, value) in headers {
+                    if name.eq_ignore_ascii_case("authorization") {
+                        return Err(McpConfigError::PlainAuthorization);
+                    }
+                    if name.contains("${") {
+                        return Err(McpConfigError::Expansion { field: "header" });
+                    }
+                    out.insert(name.clone(), plain("header", value)?);
+                }
+                if let Some(var) = bearer_token_env_var {
+                    if !is_var_name(var) {
+                        return Err(McpConfigError::InvalidVarName {
+                            field: "bearer_token_env_var",
+                            len: var.len(),
+                        });
+                    }
+                    out.insert(
+                        "Authorization".to_owned(),
+                        Value::String(format!("Bearer ${{{var}}}")),
+                    );
+                }
+                json!({"type": kind, "url": plain("url", url)?, "headers": out})
+            }
+            _ => return Err(McpConfigError::InvalidServerName { len: 0 }),
+        };
+        if let (Some(defer), Some(map)) = (dialect.defer_loading, entry.as_object_mut()) {
+            map.insert("defer_loading".to_owned(), Value::Bool(defer));
+        }
+        if entries.insert(server.name.clone(), entry).is_some() {
+            return Err(McpConfigError::DuplicateServerName);
+        }
+    }
+    Ok(json!({ "mcpServers": entries }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdio_servers_forward_their_secrets_by_reference() {
+        let server = McpServer::stdio("files", "/usr/bin/files-mcp")
+            .with_args(["--root", "/srv"])
+            .with_env("MODE", "ro");
+        let secrets = BTreeMap::from([("files", vec!["FILES_TOKEN"])]);
+        let config = mcp_config(
+            &[server],
+            &secrets,
+            McpDialect::default().with_defer_loading(false),
+        )
+        .unwrap();
+        assert_eq!(
+            config,
+            json!({"mcpServers": {"files": {
+                "type": "stdio", "command": "/usr/bin/files-mcp", "args": ["--root", "/srv"],
+                "env": {"MODE": "ro", "FILES_TOKEN": "${FILES_TOKEN}"}, "defer_loading": false
+            }}})
+        );
+    }
+
+    #[test]
+    fn expansions_names_and_plain_authorization_are_refused() {
+        let none = BTreeMap::new();
+        let d = McpDialect::default();
+        let url = McpServer::streamable_http("a", "http://x/${ANTHROPIC_API_KEY}");
+        assert_eq!(
+            mcp_config(&[url], &none, d),
+            Err(McpConfigError::Expansion { field: "url" })
+        );
+        let header = McpServer::streamable_http("a", "http://x").with_header("X-Key", "${HOME}");
+        assert_eq!(
+            mcp_config(&[header], &none, d),
+            Err(McpConfigError::Expansion { field: "header" })
+        );
+        let auth =
+            McpServer::streamable_http("a", "http://x").with_header("authorization", "Bearer x");
+        assert_eq!(
+            mcp_config(&[auth], &none, d),
+            Err(McpConfigError::PlainAuthorization)
+        );
+        let var = McpServer::streamable_http("a", "http://x").with_bearer_token_env("BAD}NAME");
+        assert!(matches!(
+            mcp_config(&[var], &none, d),
+            Err(McpConfigError::InvalidVarName { .. })
+        ));
+        for name in ["", "a.b", "a b", &"x".repeat(65)] {
+            let s = McpServer::streamable_http(name, "http://x");
+            assert!(matches!(
+                mcp_config(&[s], &none, d),
+                Err(McpConfigError::InvalidServerName { .. })
+            ));
+        }
+        let s = McpServer::streamable_http("a", "http://x");
+        assert_eq!(
+            mcp_config(&[s.clone(), s], &none, d),
+            Err(McpConfigError::DuplicateServerName)
+        );
+        let arg = McpServer::stdio("s", "run").with_args(["${OPENAI_API_KEY}"]);
+        assert_eq!(
+            mcp_config(&[arg], &none, d),
+            Err(McpConfigError::Expansion { field: "arg" })
+        );
+    }
+
+    #[test]
+    fn sse_servers_keep_their_type() {
+        let s = McpServer::sse("legacy", "http://127.0.0.1:1/sse").with_bearer_token_env("T");
+        let config = mcp_config(&[s], &BTreeMap::new(), McpDialect::default()).unwrap();
+        assert_eq!(config["mcpServers"]["legacy"]["type"], "sse");
+        assert_eq!(
+            config["mcpServers"]["legacy"]["headers"]["Authorization"],
+            "Bearer ${T}"
+        );
+    }
+}
