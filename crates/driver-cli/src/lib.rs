@@ -93,3 +93,21 @@ pub use files::{RUNS_DIR, RunFiles};
 pub use lines::parse_json_line;
 pub use process::{CliProcess, Finished, failure_kind};
 pub use version::{Version, probe_version};
+
+/// Whether `id` is a UUID in its canonical text form (`8-4-4-4-12` hex digits, either case).
+///
+/// CLIs take other strings as session *names* and may silently start a new session when no
+/// session has that name, so drivers resume only ids of this shape.
+///
+/// ```
+/// assert!(driver_cli::is_uuid("01a22df3-293f-7f41-947b-cff0d35cc64e"));
+/// assert!(!driver_cli::is_uuid("my-session"));
+/// ```
+pub fn is_uuid(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}

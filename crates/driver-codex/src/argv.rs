@@ -77,20 +77,6 @@ pub(crate) fn is_session_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// Whether `id` is a thread id in Codex's UUID form (`8-4-4-4-12` hex digits).
-///
-/// Only these are resumed or forked: `codex exec resume <name>` takes anything else as a
-/// thread *name*, and when no thread has that name it silently starts a new thread instead of
-/// failing.
-pub(crate) fn is_thread_uuid(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    bytes.len() == 36
-        && bytes.iter().enumerate().all(|(i, b)| match i {
-            8 | 13 | 18 | 23 => *b == b'-',
-            _ => b.is_ascii_hexdigit(),
-        })
-}
-
 /// A TOML literal for a `-c key=value` override.
 fn toml_str(value: &str) -> String {
     toml::Value::String(value.to_owned()).to_string()
@@ -248,7 +234,9 @@ pub(crate) fn build(
     match invocation {
         Invocation::Start | Invocation::Stateless => {}
         Invocation::Resume(id) | Invocation::Fork(id) => {
-            if !is_thread_uuid(id) {
+            // Codex takes anything but a UUID for a thread *name*, and starts a new thread when no
+            // thread has that name.
+            if !driver_cli::is_uuid(id) {
                 return Err(ArgvError::InvalidSessionId { len: id.len() });
             }
             let sub = if matches!(invocation, Invocation::Resume(_)) {

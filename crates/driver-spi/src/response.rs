@@ -191,6 +191,9 @@ pub enum FailureKind {
     Timeout,
     /// The run hit a turn or budget limit.
     Limit,
+    /// An MCP server the request marks required did not connect, so the run was stopped
+    /// before the model could work without its tools.
+    McpUnavailable,
     /// Anything else.
     Other,
 }
@@ -205,6 +208,7 @@ impl fmt::Display for FailureKind {
             Self::Protocol => "protocol error",
             Self::Timeout => "timed out",
             Self::Limit => "limit reached",
+            Self::McpUnavailable => "a required MCP server is unavailable",
             Self::Other => "failed",
         })
     }
