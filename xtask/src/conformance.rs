@@ -84,6 +84,13 @@ pub(crate) const SUITES: &[Suite] = &[
         test_target: "conformance",
         implementations: &[("codex_fake_cli", None)],
     },
+    Suite {
+        name: "driver-claude-code",
+        package: "driver-claude-code",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[("claude_code_fake_cli", None)],
+    },
 ];
 
 /// Width of the `suite / implementation ....` column.

@@ -94,6 +94,24 @@ pub use lines::parse_json_line;
 pub use process::{CliProcess, Finished, failure_kind};
 pub use version::{Version, probe_version};
 
+/// Whether `id` is safe to store as a CLI session id and to pass as one argv element: 1–128
+/// bytes of ASCII letters, digits, `-` and `_`, not starting with `-` (so it can never be read
+/// as a flag).
+///
+/// ```
+/// assert!(driver_cli::is_safe_id("kit-session-0001"));
+/// assert!(!driver_cli::is_safe_id("--last"));
+/// assert!(!driver_cli::is_safe_id("a b"));
+/// ```
+pub fn is_safe_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('-')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// Whether `id` is a UUID in its canonical text form (`8-4-4-4-12` hex digits, either case).
 ///
 /// CLIs take other strings as session *names* and may silently start a new session when no

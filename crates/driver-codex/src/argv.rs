@@ -66,17 +66,6 @@ pub(crate) fn is_config_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// Whether `id` is safe to store as a Codex session id: ASCII letters, digits, `-` and `_`,
-/// 1–128 bytes, not starting with `-` (so it can never be read as a flag).
-pub(crate) fn is_session_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && !id.starts_with('-')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 /// A TOML literal for a `-c key=value` override.
 fn toml_str(value: &str) -> String {
     toml::Value::String(value.to_owned()).to_string()

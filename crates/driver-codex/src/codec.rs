@@ -5,13 +5,11 @@ use driver_spi::{CodecError, GuardedCodec};
 #[cfg(doc)]
 use driver_spi::SessionGuard;
 
-use crate::argv::is_session_id;
-
 /// The codec name, part of every Codex Thread's fingerprint.
 pub const CODEC_NAME: &str = "codex/v1";
 
 fn validate(id: &str) -> Result<(), CodecError> {
-    if is_session_id(id) {
+    if driver_cli::is_safe_id(id) {
         Ok(())
     } else {
         Err(CodecError::InvalidResumeId { len: id.len() })
@@ -20,9 +18,9 @@ fn validate(id: &str) -> Result<(), CodecError> {
 
 /// The session codec of the Codex driver, named [`CODEC_NAME`].
 ///
-/// The resume id is the Codex thread id from `thread.started` (a UUID; thread names are
-/// accepted too). It must be non-blank, at most 128 bytes of ASCII letters, digits, `-` and
-/// `_`, and not start with `-`, because it becomes one element of Codex's argv. The display id
+/// The resume id is the Codex thread id from `thread.started`. The codec stores any id that
+/// is safe as one argv element ([`driver_cli::is_safe_id`]); the driver resumes only UUIDs,
+/// because Codex takes anything else for a thread *name*. The display id
 /// defaults to the resume id. The stored state holds the thread id and the [`SessionGuard`]
 /// values only: no secret, no URL, port or env-var name.
 ///

@@ -12,7 +12,10 @@
 //! * [`ToolNames`]: MCP tool names as each CLI rewrites them (`mcp__agent_ui__ping`), mapped
 //!   back to `mcp__<declared server>__<tool>`;
 //! * [`mcp_config`]: the `{"mcpServers": …}` file, with bearer tokens as `${VAR}` references
-//!   so that only variable names reach the disk, and an [`McpDialect`] for what differs.
+//!   so that only variable names reach the disk, and an [`McpDialect`] for what differs;
+//! * [`run_turn`]: one turn on the shared CLI-process layer (`driver-cli`): spawn, translate
+//!   and forward events, end the process early when a required MCP server did not connect
+//!   ([`FailureKind::McpUnavailable`](driver_spi::FailureKind::McpUnavailable)), wait.
 //!
 //! # Invariants
 //! - No secret value is ever written: bearer tokens and stdio secrets are `${NAME}`
@@ -25,9 +28,9 @@
 //!   is a typed [`MalformedEvent`].
 //!
 //! # What it deliberately does not do
-//! It spawns nothing, writes no file and decides no outcome: argv, environment, permission
-//! flags, exit-status rules and how an unknown session is reported differ between the CLIs,
-//! and stay explicit in each driver crate.
+//! It writes no file and builds no command line, and [`run_turn`] judges no outcome: argv,
+//! environment, permission flags, exit-status rules and how an unknown session is reported
+//! differ between the CLIs, and stay explicit in each driver crate.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
@@ -36,7 +39,9 @@
 mod events;
 mod mcp_config;
 mod names;
+mod turn;
 
 pub use events::{MalformedEvent, McpStatus, StreamTranslator, TurnResult};
 pub use mcp_config::{McpConfigError, McpDialect, mcp_config};
 pub use names::{ToolNames, sanitize};
+pub use turn::{TurnOutput, run_turn};

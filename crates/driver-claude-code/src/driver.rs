@@ -1,0 +1,428 @@
+//! [`ClaudeCodeDriver`]: one `claude -p --output-format stream-json` process per turn.
+
+use std::sync::Arc;
+
+use compat_fingerprint::Fingerprint;
+use driver_cli::{CliCommand, CliError, RunFiles, Version};
+use driver_spi::{
+    Capabilities, Checkpoint, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter,
+    Descriptor, Driver, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind, GuardedCodec,
+    Request, Response, ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode,
+    SessionState, Unsupported,
+};
+use driver_stream_json::{
+    McpConfigError, McpDialect, StreamTranslator, ToolNames, TurnOutput, mcp_config, run_turn,
+};
+use run_service::TransportKind;
+use runtime_env::{RuntimeEnv, RuntimeKind};
+use tokio::sync::OnceCell;
+
+use crate::argv::{self, Invocation};
+use crate::options::{ClaudeCodeOptions, PermissionPolicy};
+
+/// The driver type: part of every Claude Code Thread's fingerprint.
+pub const DRIVER_TYPE: &str = "claude-code";
+
+/// The codec name, part of every Claude Code Thread's fingerprint.
+pub const CODEC_NAME: &str = "claude-code/v1";
+
+fn validate_session_id(id: &str) -> Result<(), driver_spi::CodecError> {
+    if driver_cli::is_safe_id(id) {
+        Ok(())
+    } else {
+        Err(driver_spi::CodecError::InvalidResumeId { len: id.len() })
+    }
+}
+
+/// The session codec of the Claude Code driver: the session id (a UUID the host chose with
+/// `--session-id`, or the one a fork reported) and the
+/// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored. The codec keeps
+/// any id that is safe as one argv element ([`driver_cli::is_safe_id`]); the driver resumes
+/// only UUIDs.
+pub const CLAUDE_CODE_CODEC: GuardedCodec = GuardedCodec::new(CODEC_NAME, validate_session_id);
+
+/// The phrase Claude Code prints (on stderr, exit 1) for a session id it does not know.
+const UNKNOWN_SESSION: &str = "no conversation found with session id";
+
+/// The variables that switch off Claude Code's non-essential traffic.
+const OFFLINE_VARS: &[(&str, &str)] = &[
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("DISABLE_TELEMETRY", "1"),
+    ("DISABLE_ERROR_REPORTING", "1"),
+    ("DISABLE_AUTOUPDATER", "1"),
+];
+
+/// Drives Claude Code: one `claude -p --output-format stream-json --verbose` process per
+/// turn, in a [`RuntimeEnv`] namespace whose `CLAUDE_CONFIG_DIR` (and HOME) keep the
+/// sessions across host restarts.
+///
+/// See the [crate docs](crate) for the argv, MCP file and resume rules.
+#[derive(Debug)]
+pub struct ClaudeCodeDriver {
+    options: ClaudeCodeOptions,
+    env: Arc<RuntimeEnv>,
+    fingerprint: Fingerprint,
+    version: OnceCell<Version>,
+}
+
+impl ClaudeCodeDriver {
+    /// A driver that runs `claude` in `env` with `options`.
+    pub fn new(env: Arc<RuntimeEnv>, options: ClaudeCodeOptions) -> Self {
+        let fingerprint = config_fingerprint(&options, &env);
+        Self {
+            options,
+            env,
+            fingerprint,
+            version: OnceCell::new(),
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ClaudeCodeOptions {
+        &self.options
+    }
+
+    /// Runs `claude --version` once (later calls return the cached version) and checks it
+    /// against the minimum version. [`Driver::run`] calls it before the first turn.
+    ///
+    /// # Errors
+    /// [`CliError::NotFound`], [`CliError::VersionTooOld`], [`CliError::VersionUnparseable`]
+    /// and the spawn errors of [`driver_cli::CliProcess::spawn`].
+    pub async fn check_version(&self) -> Result<Version, CliError> {
+        self.version
+            .get_or_try_init(|| {
+                driver_cli::probe_version(
+                    &self.env,
+                    &self.options.binary,
+                    self.options.minimum_version,
+                    self.options.version_probe_timeout,
+                )
+            })
+            .await
+            .copied()
+    }
+
+    /// The command for one turn: argv (the MCP file at `mcp_config`), plain variables and
+    /// the request's secrets.
+    fn command(
+        &self,
+        request: &Request,
+        invocation: Invocation<'_>,
+        mcp_config: &std::path::Path,
+    ) -> CliCommand {
+        let names: Vec<&str> = request.mcp.iter().map(|s| s.name.as_str()).collect();
+        let args = argv::build(
+            &self.options,
+            request.model.as_deref(),
+            request.instructions.as_deref(),
+            mcp_config,
+            &names,
+            invocation,
+        );
+        let mut command = CliCommand::new(&self.options.binary)
+            .args(args)
+            .secret_env(&request.runtime.secret_env)
+            .stdin_text(request.prompt.clone())
+            .redactor(request.redactor());
+        if let Some(url) = &self.options.base_url {
+            command = command.var("ANTHROPIC_BASE_URL", url.as_str());
+        }
+        if self.options.offline {
+            for (name, value) in OFFLINE_VARS {
+                command = command.var(*name, *value);
+            }
+        }
+        if let Some(workspace) = &request.workspace {
+            command = command.cwd(workspace);
+        }
+        command
+    }
+}
+
+fn config_fingerprint(options: &ClaudeCodeOptions, env: &RuntimeEnv) -> Fingerprint {
+    ConfigFingerprintBuilder::new(DRIVER_TYPE)
+        .opt_str("model", options.model.as_deref())
+        .str("permissions", &options.permissions.fingerprint_name())
+        .list("allowed_tools", &options.allowed_tools)
+        .opt_str("base_url", options.base_url.as_deref())
+        .opt_str(
+            "max_turns",
+            options.max_turns.map(|t| t.to_string()).as_deref(),
+        )
+        .str("namespace", env.namespace().as_str())
+        .str("isolation_level", env.level().name())
+        .finish()
+}
+
+/// The session plan of one request. A new session gets a fresh UUID chosen here.
+fn plan<'r>(request: &'r Request, new_id: &'r str) -> Result<Invocation<'r>, DriverError> {
+    let session = &request.session;
+    Ok(match session.mode {
+        SessionMode::Stateless => Invocation::Stateless,
+        SessionMode::ContinueOrStart if session.state.is_none() => Invocation::Start(new_id),
+        SessionMode::ContinueOrStart | SessionMode::ContinueOnly => {
+            Invocation::Resume(stored_id(request, session.state.as_ref())?)
+        }
+        SessionMode::Fork => Invocation::Fork(stored_id(request, session.state.as_ref())?),
+        _ => return Err(Unsupported::Resume.into()),
+    })
+}
+
+/// The id of a stored state that is well-formed and whose guard admits `request`.
+fn stored_id<'r>(
+    request: &Request,
+    state: Option<&'r SessionState>,
+) -> Result<&'r str, DriverError> {
+    let state = state.ok_or(ResumeRejectReason::MissingState)?;
+    if CLAUDE_CODE_CODEC.to_params(Some(state)).is_err() || !driver_cli::is_uuid(&state.resume_id) {
+        return Err(ResumeRejectReason::InvalidState.into());
+    }
+    SessionGuard::for_request(request).check(state)?;
+    Ok(state.resume_id.as_str())
+}
+
+fn mcp_error(err: McpConfigError) -> DriverError {
+    let reason = match err {
+        McpConfigError::InvalidServerName { .. } => {
+            "server names must be 1-64 ASCII letters, digits, `-` or `_`"
+        }
+        McpConfigError::DuplicateServerName => "server names must be unique within a run",
+        McpConfigError::Expansion { .. } => "values must not contain `${`",
+        McpConfigError::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
+        McpConfigError::PlainAuthorization => "use bearer_token_env_var, not a plain header",
+        _ => "cannot be written as an --mcp-config file",
+    };
+    ConfigError::invalid("mcp", reason).into()
+}
+
+#[async_trait::async_trait]
+impl Driver for ClaudeCodeDriver {
+    fn descriptor(&self) -> Descriptor {
+        Descriptor::new(DRIVER_TYPE, "Claude Code").with_capabilities(
+            Capabilities::none()
+                .with_resume(true)
+                .with_fork(true)
+                .with_streaming(true)
+                .with_mcp_transport(TransportKind::StreamableHttp)
+                .with_mcp_transport(TransportKind::Sse)
+                .with_mcp_transport(TransportKind::Stdio),
+        )
+    }
+
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        if self.options.binary.as_os_str().is_empty() {
+            return Err(ConfigError::missing("binary"));
+        }
+        if self.options.permissions == PermissionPolicy::DangerouslySkipPermissions
+            && rustix::process::geteuid().is_root()
+        {
+            return Err(ConfigError::invalid(
+                "permissions",
+                "Claude Code refuses --dangerously-skip-permissions as root",
+            ));
+        }
+        if self
+            .options
+            .allowed_tools
+            .iter()
+            .any(|t| t.is_empty() || t.contains(',') || t.starts_with('-'))
+        {
+            return Err(ConfigError::invalid(
+                "allowed_tools",
+                "tool rules must be non-empty, without commas, and not start with `-`",
+            ));
+        }
+        if let Some(url) = &self.options.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(ConfigError::invalid(
+                "base_url",
+                "must be an http or https URL",
+            ));
+        }
+        if self.options.model.as_deref().is_some_and(str::is_empty) {
+            return Err(ConfigError::invalid("model", "must not be empty"));
+        }
+        Ok(())
+    }
+
+    async fn run(
+        &self,
+        request: Request,
+        sink: Arc<dyn EventSink>,
+    ) -> Result<Response, DriverError> {
+        self.validate_config()?;
+        self.descriptor().capabilities.check(&request)?;
+        let new_id = uuid::Uuid::now_v7().to_string();
+        let invocation = plan(&request, &new_id)?;
+        let config = mcp_config(
+            &request.mcp,
+            &request.mcp_secret_names(),
+            McpDialect::default(),
+        )
+        .map_err(mcp_error)?;
+        self.check_version()
+            .await
+            .map_err(CliError::into_driver_error)?;
+
+        // The MCP file lives for this run only, in a directory of its own (0700, file 0600).
+        let files = RunFiles::create(&self.env, RuntimeKind::ClaudeCode, request.run_id.as_str())
+            .map_err(CliError::into_driver_error)?;
+        let path = files
+            .write("mcp.json", config.to_string().as_bytes())
+            .map_err(CliError::into_driver_error)?;
+        let command = self.command(&request, invocation, &path);
+        let names = ToolNames::new(request.mcp.iter().map(|s| s.name.as_str()));
+        let required: Vec<&str> = request
+            .mcp
+            .iter()
+            .filter(|s| s.required)
+            .map(|s| s.name.as_str())
+            .collect();
+        let translator = StreamTranslator::new(request.redactor(), names);
+        let output = run_turn(
+            &self.env,
+            command,
+            self.options.limits,
+            translator,
+            &required,
+            &*sink,
+        )
+        .await;
+        // Removed whatever happened; a failure to remove is not the run's failure.
+        drop(files);
+        judge(&request, invocation, output?, &*sink)
+    }
+
+    fn session_codec(&self) -> Option<&dyn SessionCodec> {
+        Some(&CLAUDE_CODE_CODEC)
+    }
+
+    fn config_fingerprinter(&self) -> Option<&dyn ConfigFingerprinter> {
+        Some(self)
+    }
+}
+
+impl ConfigFingerprinter for ClaudeCodeDriver {
+    fn config_fingerprint(&self) -> Fingerprint {
+        self.fingerprint
+    }
+}
+
+/// Judges a turn whose output ended: Claude Code exits 1 when a turn fails, and reports an
+/// unknown session on stderr before any event.
+fn judge(
+    request: &Request,
+    invocation: Invocation<'_>,
+    output: TurnOutput,
+    sink: &dyn EventSink,
+) -> Result<Response, DriverError> {
+    let mut translator = output.translator;
+    let finished = output.finished;
+    let resuming = matches!(invocation, Invocation::Resume(_) | Invocation::Fork(_));
+    let unknown = |text: &str| text.to_ascii_lowercase().contains(UNKNOWN_SESSION);
+    if resuming
+        && !translator.started()
+        && (unknown(&finished.stderr_tail) || translator.error().is_some_and(unknown))
+    {
+        return Err(ResumeRejectReason::UnknownSession.into());
+    }
+    // A resumed session must report the id it was asked to continue.
+    let expected = match invocation {
+        Invocation::Start(id) | Invocation::Resume(id) => Some(id),
+        _ => None,
+    };
+    if let (Some(want), Some(got)) = (expected, translator.session_id())
+        && !got.eq_ignore_ascii_case(want)
+    {
+        if translator.started() {
+            sink.emit(DriverEvent::RunFailed {
+                kind: FailureKind::Protocol,
+            });
+        }
+        return Err(if matches!(invocation, Invocation::Resume(_)) {
+            ResumeRejectReason::UnknownSession.into()
+        } else {
+            DriverError::Failed(RunFailure::new(
+                FailureKind::Protocol,
+                "claude reported another session id than the one it was given",
+            ))
+        });
+    }
+
+    let result = translator.result();
+    let clean = finished.status.is_success()
+        && result.is_some_and(|r| r.is_success())
+        && (invocation == Invocation::Stateless || translator.session_id().is_some());
+    if !clean {
+        let (kind, message) = match result {
+            Some(r) if !r.is_success() => (classify(&r.subtype, &r.text), r.text.clone()),
+            _ => match finished.status {
+                ExitStatus::Success => (
+                    FailureKind::Protocol,
+                    "claude exited without a successful result".to_owned(),
+                ),
+                status => (
+                    driver_cli::failure_kind(status).unwrap_or(FailureKind::Process),
+                    finished.stderr_tail.clone(),
+                ),
+            },
+        };
+        if !translator.started() {
+            return Err(DriverError::Failed(RunFailure::new(kind, message)));
+        }
+        sink.emit(DriverEvent::RunFailed { kind });
+        let exit = if finished.status.is_success() {
+            ExitStatus::Code(1)
+        } else {
+            finished.status
+        };
+        let mut response = Response::new(translator.output())
+            .with_exit(exit)
+            .with_failure(RunFailure::new(kind, message));
+        if let Some(usage) = result.and_then(|r| r.usage) {
+            response = response.with_usage(usage);
+        }
+        return Ok(response);
+    }
+
+    for event in translator.close_open_calls() {
+        sink.emit(event);
+    }
+    sink.emit(DriverEvent::RunFinished);
+    let mut response = Response::new(translator.output());
+    if let Some(usage) = translator.result().and_then(|r| r.usage) {
+        response = response.with_usage(usage);
+    }
+    if invocation != Invocation::Stateless
+        && let Some(id) = translator.session_id()
+    {
+        let mut state = SessionState::new(id);
+        SessionGuard::for_request(request).write_to(&mut state);
+        let checkpoint = if CLAUDE_CODE_CODEC.to_params(Some(&state)).is_ok() {
+            Checkpoint::valid(state)
+        } else {
+            Checkpoint::invalid(state)
+        };
+        response = response.with_checkpoint(checkpoint);
+    }
+    Ok(response)
+}
+
+/// The failure class of a `result` event.
+fn classify(subtype: &str, text: &str) -> FailureKind {
+    let lower = text.to_ascii_lowercase();
+    if subtype.starts_with("error_max_") {
+        FailureKind::Limit
+    } else if lower.contains("401")
+        || lower.contains("authentication")
+        || lower.contains("api key")
+        || lower.contains("invalid x-api-key")
+    {
+        FailureKind::Authentication
+    } else if lower.contains("429") || lower.contains("rate limit") {
+        FailureKind::RateLimited
+    } else {
+        FailureKind::Provider
+    }
+}

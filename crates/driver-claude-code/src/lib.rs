@@ -1,0 +1,71 @@
+//! The Claude Code CLI driver: one `claude -p --output-format stream-json` process per turn,
+//! resumable across host restarts.
+//!
+//! [`ClaudeCodeDriver`] implements [`driver_spi::Driver`] on the shared CLI-process layer
+//! ([`driver_cli`]) and the stream-json protocol it shares with CodeBuddy
+//! ([`driver_stream_json`]). Every turn spawns `claude` through a
+//! [`runtime_env::RuntimeEnv`]: the environment starts empty, HOME and `CLAUDE_CONFIG_DIR`
+//! belong to the credential namespace (Claude Code keeps its transcripts there, so a restarted
+//! host can resume them), and the prompt goes on stdin.
+//!
+//! | turn | session flags |
+//! |---|---|
+//! | new session | `--session-id <uuid>` (chosen by the driver) |
+//! | resume | `--resume <session_id>` |
+//! | fork | `--resume <session_id> --fork-session` |
+//! | stateless | `--no-session-persistence` |
+//!
+//! # Invariants
+//! - **The current request, every turn.** The request's MCP servers are written to a fresh
+//!   0600 file for each run (`--mcp-config <file> --strict-mcp-config`, so nothing else
+//!   configures MCP) and the file is removed when the run ends. Concurrent runs never share
+//!   one. A resumed session therefore reaches the *new* port with the *new* token.
+//! - **No secret on disk or in argv.** The bearer travels as `"Authorization": "Bearer
+//!   ${VAR}"`: only the variable's name is in the file; Claude Code expands it from its own
+//!   environment, which alone holds the value.
+//! - **Permissions are explicit** ([`PermissionPolicy`]): by default exactly the request's MCP
+//!   servers are allowed by name; skipping permissions is refused as root before anything
+//!   runs.
+//! - **A required MCP server that does not connect stops the run** at `system/init`
+//!   ([`FailureKind::McpUnavailable`](driver_spi::FailureKind::McpUnavailable)), rather than
+//!   letting the model work without its tools.
+//! - **Resume is guarded twice**: the session guard is checked before spawning, and a session
+//!   id Claude Code does not know ("No conversation found with session ID") becomes
+//!   [`ResumeRejected`](driver_spi::DriverError::ResumeRejected).
+//!
+//! # What it deliberately does not do
+//! It keeps no Claude Code process across turns (no `--input-format stream-json` duplex
+//! mode), answers no permission prompt (there is nobody to ask in `-p` mode), and does not log
+//! Claude Code in: credentials come from the namespace or from secrets injected into the
+//! [`RuntimeEnv`](runtime_env::RuntimeEnv) (`ANTHROPIC_API_KEY`).
+//!
+//! # Example
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions};
+//! use runtime_env::{HostEnv, RuntimeEnv};
+//! use secrecy::SecretString;
+//!
+//! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
+//!     .host_env(HostEnv::capture())
+//!     .secret("ANTHROPIC_API_KEY", SecretString::from("…"))
+//!     .build()?;
+//! let driver = ClaudeCodeDriver::new(Arc::new(env), ClaudeCodeOptions::new().with_model("claude-sonnet-4-5"));
+//! driver.check_version().await?;
+//! let agent = agent::Agent::builder(Arc::new(driver)).build()?;
+//! let result = agent.thread("ticket-4711").run("Summarise the failing test").await?;
+//! println!("{}", result.output);
+//! # Ok(()) }
+//! ```
+//!
+//! Stability: pre-1.0, the API may change in any release.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod argv;
+mod driver;
+mod options;
+
+pub use driver::{CLAUDE_CODE_CODEC, CODEC_NAME, ClaudeCodeDriver, DRIVER_TYPE};
+pub use options::{ClaudeCodeOptions, MINIMUM_VERSION, PermissionMode, PermissionPolicy};

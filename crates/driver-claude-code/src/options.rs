@@ -1,0 +1,207 @@
+//! The typed construction options of the Claude Code driver.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use driver_cli::{Limits, Version};
+
+/// The oldest `claude` release this driver is tested with.
+pub const MINIMUM_VERSION: Version = Version::new(2, 1, 197);
+
+/// A Claude Code permission mode (`--permission-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PermissionMode {
+    /// `default`: tools that need permission are refused in `-p` mode unless allowed.
+    Default,
+    /// `acceptEdits`: file edits are accepted; other tools still need an allow rule.
+    AcceptEdits,
+    /// `plan`: the model may read and plan, not change anything.
+    Plan,
+}
+
+impl PermissionMode {
+    /// The value Claude Code expects.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::AcceptEdits => "acceptEdits",
+            Self::Plan => "plan",
+        }
+    }
+}
+
+/// Which tools may run without asking, in a `-p` run that nobody can answer.
+///
+/// Claude Code refuses `--dangerously-skip-permissions` when it runs as root, so the safe
+/// default allows exactly the request's MCP servers by name (`--allowedTools mcp__<server>`)
+/// and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PermissionPolicy {
+    /// Allow every tool of the request's MCP servers (`--allowedTools mcp__<server>` for each
+    /// server), plus [`ClaudeCodeOptions::with_allowed_tools`]; everything else follows
+    /// `mode`. The default, with [`PermissionMode::Default`].
+    AllowRequestServers {
+        /// The permission mode for all other tools.
+        mode: PermissionMode,
+    },
+    /// Only the explicitly allowed tools ([`ClaudeCodeOptions::with_allowed_tools`]); MCP
+    /// tools of the request are not allowed by name.
+    Explicit {
+        /// The permission mode for all other tools.
+        mode: PermissionMode,
+    },
+    /// `--dangerously-skip-permissions`: every tool runs without asking, shell included.
+    /// Claude Code refuses it as root; [`validate_config`](driver_spi::Driver::validate_config)
+    /// reports that up front. Only inside an external sandbox.
+    DangerouslySkipPermissions,
+}
+
+impl Default for PermissionPolicy {
+    fn default() -> Self {
+        Self::AllowRequestServers {
+            mode: PermissionMode::Default,
+        }
+    }
+}
+
+impl PermissionPolicy {
+    /// A stable name, for fingerprints.
+    pub(crate) fn fingerprint_name(&self) -> String {
+        match self {
+            Self::AllowRequestServers { mode } => {
+                format!("allow_request_servers/{}", mode.as_str())
+            }
+            Self::Explicit { mode } => format!("explicit/{}", mode.as_str()),
+            Self::DangerouslySkipPermissions => "dangerously_skip_permissions".to_owned(),
+        }
+    }
+}
+
+/// The construction options of a [`ClaudeCodeDriver`](crate::ClaudeCodeDriver).
+///
+/// Everything here except the binary path, the limits and the offline switch is part of the
+/// driver's config fingerprint: changing it makes stored Threads incompatible.
+///
+/// ```
+/// use driver_claude_code::{ClaudeCodeOptions, PermissionMode, PermissionPolicy};
+///
+/// let options = ClaudeCodeOptions::new()
+///     .with_model("claude-sonnet-4-5")
+///     .with_permissions(PermissionPolicy::AllowRequestServers { mode: PermissionMode::AcceptEdits })
+///     .with_allowed_tools(["Read", "Grep"])
+///     .with_base_url("https://llm-gateway.internal");
+/// assert_eq!(options.model(), Some("claude-sonnet-4-5"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClaudeCodeOptions {
+    pub(crate) binary: PathBuf,
+    pub(crate) model: Option<String>,
+    pub(crate) permissions: PermissionPolicy,
+    pub(crate) allowed_tools: Vec<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) max_turns: Option<u32>,
+    pub(crate) offline: bool,
+    pub(crate) limits: Limits,
+    pub(crate) minimum_version: Version,
+    pub(crate) version_probe_timeout: Duration,
+}
+
+impl Default for ClaudeCodeOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClaudeCodeOptions {
+    /// Defaults: binary `claude` from `PATH`, Claude Code's default model, the request's MCP
+    /// servers allowed by name, Anthropic's endpoint, no turn limit, offline switches on, the
+    /// default [`Limits`] and [`MINIMUM_VERSION`].
+    pub fn new() -> Self {
+        Self {
+            binary: PathBuf::from("claude"),
+            model: None,
+            permissions: PermissionPolicy::default(),
+            allowed_tools: Vec::new(),
+            base_url: None,
+            max_turns: None,
+            offline: true,
+            limits: Limits::default(),
+            minimum_version: MINIMUM_VERSION,
+            version_probe_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// The `claude` executable: a path, or a name looked up in the child's `PATH`.
+    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
+        self.binary = binary.into();
+        self
+    }
+
+    /// The default model (`--model`); a request's model overrides it.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The permission policy.
+    pub fn with_permissions(mut self, permissions: PermissionPolicy) -> Self {
+        self.permissions = permissions;
+        self
+    }
+
+    /// More tools allowed without asking (`--allowedTools`), for example `Read` or
+    /// `Bash(git diff:*)`.
+    pub fn with_allowed_tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_tools.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// The Anthropic API endpoint (`ANTHROPIC_BASE_URL`): a host gateway, or the test kit's
+    /// loopback mock. The key comes from the runtime environment's secrets
+    /// (`ANTHROPIC_API_KEY`).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = Some(base_url.into());
+        self
+    }
+
+    /// The most agentic turns one run may take (`--max-turns`).
+    pub fn with_max_turns(mut self, turns: u32) -> Self {
+        self.max_turns = Some(turns);
+        self
+    }
+
+    /// Whether Claude Code's non-essential traffic (telemetry, error reports, update checks)
+    /// is switched off (the default). Not part of the config fingerprint.
+    pub fn with_offline(mut self, offline: bool) -> Self {
+        self.offline = offline;
+        self
+    }
+
+    /// Time, line and stderr limits of each run.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The oldest accepted `claude --version`.
+    pub fn with_minimum_version(mut self, version: Version) -> Self {
+        self.minimum_version = version;
+        self
+    }
+
+    /// The binary.
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    /// The default model.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+}
