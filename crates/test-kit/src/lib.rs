@@ -10,6 +10,8 @@
 //! One module per wire API; each has its own server type and renders the shared [`Reply`]s in
 //! its own format:
 //! - [`responses`]: the OpenAI Responses API (SSE), as the Codex CLI uses it.
+//! - [`anthropic`]: the Anthropic Messages API (SSE), as the Claude Code CLI uses it.
+//! - [`chat`]: the OpenAI Chat Completions API (SSE), as the CodeBuddy Code CLI uses it.
 //!
 //! [`real_cli::binary`] finds a real CLI for an end-to-end test and applies the skip rule:
 //! a visible `SKIPPED` locally, a failure under CI.
@@ -67,6 +69,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod anthropic;
+pub mod chat;
 pub mod real_cli;
 mod record;
 pub mod responses;

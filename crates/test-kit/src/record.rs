@@ -9,6 +9,12 @@ pub enum WireApi {
     /// The OpenAI Responses API (`POST /v1/responses`, SSE), served by
     /// [`MockResponses`](crate::responses::MockResponses).
     OpenAiResponses,
+    /// The Anthropic Messages API (`POST /v1/messages`, SSE), served by
+    /// [`MockAnthropic`](crate::anthropic::MockAnthropic).
+    AnthropicMessages,
+    /// The OpenAI Chat Completions API (`POST …/chat/completions`, SSE), served by
+    /// [`MockChat`](crate::chat::MockChat).
+    OpenAiChat,
 }
 
 /// The output a client sent back for one tool call.
@@ -72,12 +78,27 @@ impl RecordedRequest {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The bearer token: the `Authorization` value without its `Bearer ` prefix. `None` when
-    /// the header is missing or not a bearer credential.
+    /// The credential the client sent: the `Authorization` value without its `Bearer ` prefix;
+    /// for the Anthropic Messages API, when there is no bearer header, the `x-api-key` value
+    /// (Claude Code sends `ANTHROPIC_API_KEY` there, `ANTHROPIC_AUTH_TOKEN` as a bearer).
+    /// `None` when neither is present.
     pub fn bearer(&self) -> Option<&str> {
-        let value = self.header("authorization")?;
-        let (scheme, token) = value.split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        let bearer = self.header("authorization").and_then(|value| {
+            let (scheme, token) = value.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        });
+        match self.wire_api {
+            WireApi::AnthropicMessages => bearer.or_else(|| self.header("x-api-key")),
+            _ => bearer,
+        }
+    }
+
+    fn messages(&self) -> Vec<(String, String)> {
+        match self.wire_api {
+            WireApi::OpenAiResponses => crate::responses::input_messages(&self.body),
+            WireApi::AnthropicMessages => crate::anthropic::input_messages(&self.body),
+            WireApi::OpenAiChat => crate::chat::input_messages(&self.body),
+        }
     }
 
     /// The body bytes as received.
@@ -102,53 +123,67 @@ impl RecordedRequest {
     }
 
     /// The texts of all user and assistant messages in the conversation sent, in order, one
-    /// string per message (text parts concatenated). System and developer messages are left
-    /// out; note that runtimes add user messages of their own (Codex sends an
+    /// string per message (text parts concatenated). System and developer messages and tool
+    /// outputs are left out; note that runtimes add user messages of their own (Codex sends an
     /// `<environment_context>` user message before the prompt).
+    ///
+    /// Per wire API: Responses `input` message items; Anthropic `messages[]` with a string
+    /// content or `text` blocks (blocks that are a whole `<system-reminder>…</system-reminder>`,
+    /// which Claude Code adds, are left out, and a message with no other text is skipped);
+    /// Chat Completions `messages[]` (`role: tool` and assistant messages that only call tools
+    /// left out; text parts that are a whole `<system-reminder …>` element are dropped too;
+    /// CodeBuddy Code wraps the prompt as `<user_query>…</user_query>`, which is kept).
     pub fn input_texts(&self) -> Vec<String> {
-        match self.wire_api {
-            WireApi::OpenAiResponses => crate::responses::input_messages(&self.body)
-                .into_iter()
-                .filter(|(role, _)| role == "user" || role == "assistant")
-                .map(|(_, text)| text)
-                .collect(),
-        }
+        self.messages()
+            .into_iter()
+            .filter(|(role, _)| role == "user" || role == "assistant")
+            .map(|(_, text)| text)
+            .collect()
     }
 
     /// The text of the last user message sent (normally the prompt of the turn).
     pub fn last_user_text(&self) -> Option<String> {
-        match self.wire_api {
-            WireApi::OpenAiResponses => crate::responses::input_messages(&self.body)
-                .into_iter()
-                .rev()
-                .find(|(role, _)| role == "user")
-                .map(|(_, text)| text),
-        }
+        self.messages()
+            .into_iter()
+            .rev()
+            .find(|(role, _)| role == "user")
+            .map(|(_, text)| text)
     }
 
-    /// The tool outputs sent back to the model, in order.
+    /// The tool outputs sent back to the model, in order: Responses `function_call_output`
+    /// items, Anthropic `tool_result` blocks (`tool_use_id`), Chat Completions `role: tool`
+    /// messages (`tool_call_id`).
     pub fn function_call_outputs(&self) -> Vec<FunctionCallOutput> {
         match self.wire_api {
             WireApi::OpenAiResponses => crate::responses::function_call_outputs(&self.body),
+            WireApi::AnthropicMessages => crate::anthropic::function_call_outputs(&self.body),
+            WireApi::OpenAiChat => crate::chat::function_call_outputs(&self.body),
         }
     }
 
     /// True when the last conversation item sent is a tool output (the request continues a
     /// turn after a tool call). Handy as a [`Script::then_when`](crate::Script::then_when)
-    /// predicate.
+    /// predicate. For Anthropic: the last message is a user message holding a `tool_result`
+    /// block; for Chat Completions: the last message has `role: tool`.
     pub fn last_input_is_tool_output(&self) -> bool {
         match self.wire_api {
             WireApi::OpenAiResponses => crate::responses::last_input_is_tool_output(&self.body),
+            WireApi::AnthropicMessages => crate::anthropic::last_input_is_tool_output(&self.body),
+            WireApi::OpenAiChat => crate::chat::last_input_is_tool_output(&self.body),
         }
     }
 
     /// The names of the tools offered to the model, in order. Namespaced tools are reported as
     /// `<namespace>__<name>` (so an MCP tool offered by Codex reads `mcp__<server>__<tool>`,
     /// with Codex's name mangling applied); an entry without a name is reported by its type
-    /// (`web_search`).
+    /// (`web_search`). Anthropic: `tools[].name` (Claude Code offers MCP tools as
+    /// `mcp__<server>__<tool>`); Chat Completions: `tools[].function.name` (CodeBuddy:
+    /// `mcp__<server with - as _>__<tool>`).
     pub fn tool_names(&self) -> Vec<String> {
         match self.wire_api {
             WireApi::OpenAiResponses => crate::responses::tool_names(&self.body),
+            WireApi::AnthropicMessages => crate::anthropic::tool_names(&self.body),
+            WireApi::OpenAiChat => crate::chat::tool_names(&self.body),
         }
     }
 }

@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 
 use crate::record::{FunctionCallOutput, RecordedRequest, WireApi};
 use crate::script::{Reply, ReplyKind, Script, Usage};
-use crate::server::{HttpAnswer, LoopbackServer, Route, Wire};
+use crate::server::{HttpAnswer, LoopbackServer, Route, Wire, sse};
 
 /// A scripted OpenAI Responses API server on `127.0.0.1:<ephemeral port>`.
 ///
@@ -157,7 +157,7 @@ struct ResponsesWire;
 impl Wire for ResponsesWire {
     const API: WireApi = WireApi::OpenAiResponses;
 
-    fn route(method: &str, path: &str) -> Route {
+    fn route(method: &str, path: &str, _body: &Value) -> Route {
         let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
         if method == "POST" && path.ends_with("/responses") {
             Route::Model
@@ -174,7 +174,7 @@ impl Wire for ResponsesWire {
         }
     }
 
-    fn render(reply: &Reply, sequence: usize) -> HttpAnswer {
+    fn render(reply: &Reply, sequence: usize, _request: &Value) -> HttpAnswer {
         let response_id = format!("resp_{sequence}");
         let item = match &reply.kind {
             ReplyKind::Text(text) => json!({
@@ -241,23 +241,6 @@ fn usage_json(usage: &Usage) -> Value {
     })
 }
 
-/// Frames events as SSE: `event: <type>\ndata: <json>\n\n` each.
-fn sse(events: &[Value]) -> String {
-    let mut out = String::new();
-    for event in events {
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("message");
-        out.push_str("event: ");
-        out.push_str(kind);
-        out.push_str("\ndata: ");
-        out.push_str(&event.to_string());
-        out.push_str("\n\n");
-    }
-    out
-}
-
 fn input_items(body: &Value) -> &[Value] {
     body.get("input")
         .and_then(Value::as_array)
@@ -265,7 +248,7 @@ fn input_items(body: &Value) -> &[Value] {
 }
 
 /// The text of a message's `content` (a string, or parts with `text`), parts concatenated.
-fn content_text(content: &Value) -> String {
+pub(crate) fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
         Value::Array(parts) => parts

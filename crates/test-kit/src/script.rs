@@ -77,8 +77,8 @@ pub(crate) enum ReplyKind {
 /// One scripted answer to one model request.
 ///
 /// Constructors say *what* the model does; each mock server renders it in its wire format
-/// (for the Responses API see [`crate::responses`]). Builders add a delay, a usage or a fixed
-/// tool-call id.
+/// (see [`crate::responses`], [`crate::anthropic`], [`crate::chat`]). Builders add a delay, a
+/// usage or a fixed tool-call id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
     pub(crate) kind: ReplyKind,
@@ -181,8 +181,9 @@ struct Step {
 /// may be consumed before it. When no step accepts, the default reply is answered (the text
 /// [`DEFAULT_TEXT`] unless [`Script::with_default`] sets another) and the queue is unchanged.
 ///
-/// Only model requests (for the Responses API: `POST …/responses`) consume steps; other
-/// requests (such as `GET …/models`) are answered by the server without touching the script.
+/// Only model requests (`POST …/responses`, `POST …/v1/messages`, `POST …/chat/completions`)
+/// consume steps; other requests (such as `GET …/models`, or Claude Code's session-title
+/// request) are answered by the server without touching the script.
 #[derive(Clone)]
 pub struct Script {
     steps: VecDeque<Step>,

@@ -48,10 +48,11 @@ pub(crate) enum Route {
 pub(crate) trait Wire: Send + Sync + 'static {
     /// The API, recorded with each request.
     const API: WireApi;
-    /// Decides what a request is.
-    fn route(method: &str, path: &str) -> Route;
-    /// Renders a scripted reply for the `sequence`-th (zero-based) model request.
-    fn render(reply: &Reply, sequence: usize) -> HttpAnswer;
+    /// Decides what a request is, from its method, path (with query) and parsed body.
+    fn route(method: &str, path: &str, body: &serde_json::Value) -> Route;
+    /// Renders a scripted reply for the `sequence`-th (zero-based) model request, whose parsed
+    /// body is `request` (some wires echo the model or answer non-streaming requests in kind).
+    fn render(reply: &Reply, sequence: usize, request: &serde_json::Value) -> HttpAnswer;
 }
 
 struct Inner {
@@ -191,7 +192,7 @@ async fn handle<W: Wire>(State(shared): State<Arc<Shared>>, request: Request) ->
         Err(_) => (Vec::new(), true),
     };
     let body = serde_json::from_slice(&raw_body).unwrap_or(serde_json::Value::Null);
-    let route = W::route(&method, &path);
+    let route = W::route(&method, &path, &body);
     let is_model = matches!(route, Route::Model);
 
     let scripted = {
@@ -210,7 +211,7 @@ async fn handle<W: Wire>(State(shared): State<Arc<Shared>>, request: Request) ->
             let sequence = state.model_requests;
             state.model_requests += 1;
             let reply = state.script.next_for(&recorded);
-            Some((reply, sequence))
+            Some((reply, sequence, recorded.body.clone()))
         } else {
             None
         };
@@ -226,16 +227,33 @@ async fn handle<W: Wire>(State(shared): State<Arc<Shared>>, request: Request) ->
     } else {
         match (route, scripted) {
             (Route::Fixed(answer), _) => answer,
-            (Route::Model, Some((reply, sequence))) => {
+            (Route::Model, Some((reply, sequence, body))) => {
                 if let Some(delay) = reply.delay {
                     tokio::time::sleep(delay).await;
                 }
-                W::render(&reply, sequence)
+                W::render(&reply, sequence, &body)
             }
             (Route::Model, None) => HttpAnswer::json(500, &serde_json::json!({})),
         }
     };
     into_response(answer)
+}
+
+/// Frames events as SSE: `event: <type>\ndata: <json>\n\n` each.
+pub(crate) fn sse(events: &[serde_json::Value]) -> String {
+    let mut out = String::new();
+    for event in events {
+        let kind = event
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("message");
+        out.push_str("event: ");
+        out.push_str(kind);
+        out.push_str("\ndata: ");
+        out.push_str(&event.to_string());
+        out.push_str("\n\n");
+    }
+    out
 }
 
 fn into_response(answer: HttpAnswer) -> Response {

@@ -1,0 +1,324 @@
+//! A mock of the OpenAI Chat Completions API (`POST …/chat/completions`, server-sent events),
+//! as used by the CodeBuddy Code CLI.
+//!
+//! # What it serves
+//! - `POST …/chat/completions`: a model request. It consumes one [`Script`] step. A request
+//!   with `"stream": true` is answered `200 text/event-stream` with `data: <chunk>\n\n` frames:
+//!   one `chat.completion.chunk` whose `delta` carries the role and the text or tool calls, one
+//!   with an empty `delta` and the `finish_reason`, a usage chunk (`choices: []`) when
+//!   `stream_options.include_usage` is true, then `data: [DONE]`. A request without it gets one
+//!   `chat.completion` object. Errors are OpenAI error bodies.
+//! - `GET …/models`: `200 {"object":"list","data":[]}`.
+//! - Anything else: `404` with a JSON error. Every request is recorded either way.
+//!
+//! # How replies are rendered
+//! - [`Reply::text`]: `delta.content` (`finish_reason: "stop"`).
+//! - [`Reply::tool_call`]: `delta.tool_calls: [{index: 0, id: "call_<n>", type: "function",
+//!   function: {name, arguments}}]` with the name [`mcp_tool_name`]`(server, tool)` (CodeBuddy's
+//!   `mcp__<server with - as _>__<tool>`) and the arguments as one JSON string
+//!   (`finish_reason: "tool_calls"`).
+//! - [`Reply::error`]: the status with `{"error":{"message","type":"test_kit_error","code":null}}`.
+//! - Usage: `prompt_tokens` (with `prompt_tokens_details.cached_tokens`), `completion_tokens`
+//!   (with `completion_tokens_details.reasoning_tokens`) and `total_tokens`.
+//!
+//! The completion id is `chatcmpl_<n>`, `n` being the zero-based index of the model request;
+//! the model is echoed from the request.
+//!
+//! # Pointing CodeBuddy Code at it
+//! ```text
+//! env -i PATH=… HOME=<tmp> CODEBUDDY_CONFIG_DIR=<tmp>/codebuddy CODEBUDDY_BASE_URL=<base_url()> \
+//!   CODEBUDDY_API_KEY=<anything> CODEBUDDY_SKIP_BUILTIN_MARKETPLACE=1 DISABLE_TELEMETRY=1 \
+//!   codebuddy -p --output-format stream-json < prompt
+//! ```
+//! The key arrives as the bearer token (and as `x-api-key`).
+
+use std::net::SocketAddr;
+
+use serde_json::{Value, json};
+
+use crate::record::{FunctionCallOutput, RecordedRequest, WireApi};
+use crate::responses::content_text;
+use crate::script::{Reply, ReplyKind, Script, Usage};
+use crate::server::{HttpAnswer, LoopbackServer, Route, Wire};
+
+/// A scripted OpenAI Chat Completions server on `127.0.0.1:<ephemeral port>`.
+///
+/// It runs on its own thread and Tokio runtime, so it works from synchronous tests and from
+/// any async runtime. It stops on [`MockChat::shutdown`] or when dropped; the recorded requests
+/// stay readable after that.
+#[derive(Debug)]
+pub struct MockChat {
+    server: LoopbackServer,
+}
+
+impl MockChat {
+    /// Binds `127.0.0.1:0` and starts serving `script`.
+    ///
+    /// # Errors
+    /// When the port cannot be bound or the server thread cannot be started.
+    pub fn start(script: Script) -> std::io::Result<MockChat> {
+        Ok(MockChat {
+            server: LoopbackServer::start::<ChatWire>(script)?,
+        })
+    }
+
+    /// The base URL to configure (CodeBuddy: `CODEBUDDY_BASE_URL`): `http://127.0.0.1:<port>`.
+    /// The client adds `/chat/completions`; the mock answers under any prefix, so
+    /// `<base_url()>/v1` works as well for clients that expect one.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.server.addr())
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr()
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.requests()
+    }
+
+    /// The model requests (`POST …/chat/completions`) received so far, in arrival order.
+    pub fn model_requests(&self) -> Vec<RecordedRequest> {
+        let mut requests = self.server.requests();
+        requests.retain(RecordedRequest::is_model_request);
+        requests
+    }
+
+    /// Appends a step to the running script (see [`Script::push`]).
+    pub fn push_reply(&self, reply: Reply) {
+        self.server.push_reply(reply);
+    }
+
+    /// The number of script steps not consumed yet.
+    pub fn pending_replies(&self) -> usize {
+        self.server.pending_replies()
+    }
+
+    /// Stops the server, closing its port and every open connection, and waits for its
+    /// thread. Idempotent; dropping the mock does the same.
+    pub fn shutdown(&mut self) {
+        self.server.shutdown();
+    }
+}
+
+/// The function name under which CodeBuddy Code offers tool `tool` of the MCP server
+/// configured under `server`: `mcp__<server>__<tool>`, each part with every character outside
+/// `[A-Za-z0-9_]` replaced by `_` (`agent-tools`, `ping` → `mcp__agent_tools__ping`).
+pub fn mcp_tool_name(server: &str, tool: &str) -> String {
+    format!("mcp__{}__{}", mangle(server), mangle(tool))
+}
+
+fn mangle(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+struct ChatWire;
+
+impl Wire for ChatWire {
+    const API: WireApi = WireApi::OpenAiChat;
+
+    fn route(method: &str, path: &str, _body: &Value) -> Route {
+        let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
+        if method == "POST" && path.ends_with("/chat/completions") {
+            Route::Model
+        } else if method == "GET" && path.ends_with("/models") {
+            Route::Fixed(HttpAnswer::json(
+                200,
+                &json!({"object": "list", "data": []}),
+            ))
+        } else {
+            Route::Fixed(HttpAnswer::json(
+                404,
+                &json!({"error": {"message": format!("test-kit: no route for {method} {path}"), "type": "not_found", "code": null}}),
+            ))
+        }
+    }
+
+    fn render(reply: &Reply, sequence: usize, request: &Value) -> HttpAnswer {
+        let model = request
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("test-kit-model");
+        let (message, finish_reason) = match &reply.kind {
+            ReplyKind::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
+            ReplyKind::ToolCall {
+                server,
+                tool,
+                arguments,
+            } => (
+                json!({"role": "assistant", "content": null, "tool_calls": [{
+                    "index": 0,
+                    "id": reply.call_id.clone().unwrap_or_else(|| format!("call_{sequence}")),
+                    "type": "function",
+                    "function": {"name": mcp_tool_name(server, tool), "arguments": arguments.to_string()},
+                }]}),
+                "tool_calls",
+            ),
+            ReplyKind::Error { status, message } => {
+                return HttpAnswer::json(
+                    *status,
+                    &json!({"error": {"message": message, "type": "test_kit_error", "code": null}}),
+                );
+            }
+            ReplyKind::Raw {
+                status,
+                content_type,
+                body,
+            } => {
+                return HttpAnswer {
+                    status: *status,
+                    content_type: content_type.clone(),
+                    body: body.clone(),
+                };
+            }
+        };
+        let id = format!("chatcmpl_{sequence}");
+        let usage = usage_json(&reply.usage);
+        if request.get("stream").and_then(Value::as_bool) != Some(true) {
+            let mut message = message;
+            if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                for call in calls {
+                    if let Some(call) = call.as_object_mut() {
+                        call.remove("index");
+                    }
+                }
+            }
+            return HttpAnswer::json(
+                200,
+                &json!({
+                    "id": id, "object": "chat.completion", "created": 0, "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+                    "usage": usage,
+                }),
+            );
+        }
+        let chunk = |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": choices});
+        let mut frames = vec![
+            chunk(json!([{"index": 0, "delta": message, "finish_reason": null}])),
+            chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}])),
+        ];
+        let include_usage = request
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            == Some(true);
+        if include_usage {
+            let mut last = chunk(json!([]));
+            last["usage"] = usage;
+            frames.push(last);
+        }
+        let mut body = String::new();
+        for frame in frames {
+            body.push_str("data: ");
+            body.push_str(&frame.to_string());
+            body.push_str("\n\n");
+        }
+        body.push_str("data: [DONE]\n\n");
+        HttpAnswer {
+            status: 200,
+            content_type: "text/event-stream".to_owned(),
+            body,
+        }
+    }
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_output_tokens},
+    })
+}
+
+fn messages(body: &Value) -> &[Value] {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn role(message: &Value) -> &str {
+    message
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// (role, text) of every message, any role; the text of a message with parts is its text parts
+/// concatenated, leaving out parts that are a whole `<system-reminder>`. An assistant message
+/// with tool calls and no text is skipped.
+pub(crate) fn input_messages(body: &Value) -> Vec<(String, String)> {
+    messages(body)
+        .iter()
+        .filter_map(|message| {
+            let text = match message.get("content") {
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|part| part.get("text").and_then(Value::as_str))
+                    .filter(|text| !crate::anthropic::is_system_reminder(text))
+                    .collect(),
+                Some(other) => content_text(other),
+                None => String::new(),
+            };
+            if text.is_empty() && message.get("tool_calls").is_some() {
+                return None;
+            }
+            Some((role(message).to_owned(), text))
+        })
+        .collect()
+}
+
+pub(crate) fn function_call_outputs(body: &Value) -> Vec<FunctionCallOutput> {
+    messages(body)
+        .iter()
+        .filter(|message| role(message) == "tool")
+        .map(|message| FunctionCallOutput {
+            call_id: message
+                .get("tool_call_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            output: match message.get("content") {
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|part| part.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                Some(other) => content_text(other),
+                None => String::new(),
+            },
+        })
+        .collect()
+}
+
+pub(crate) fn last_input_is_tool_output(body: &Value) -> bool {
+    messages(body)
+        .last()
+        .is_some_and(|message| role(message) == "tool")
+}
+
+pub(crate) fn tool_names(body: &Value) -> Vec<String> {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|tool| {
+            tool.pointer("/function/name")
+                .or_else(|| tool.get("name"))
+                .or_else(|| tool.get("type"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
