@@ -41,7 +41,8 @@ fn validate_session_id(id: &str) -> Result<(), driver_spi::CodecError> {
 /// only UUIDs.
 pub const CLAUDE_CODE_CODEC: GuardedCodec = GuardedCodec::new(CODEC_NAME, validate_session_id);
 
-/// The phrase Claude Code prints (on stderr, exit 1) for a session id it does not know.
+/// The phrase Claude Code prints (on stderr, exit 1, with a lone `error_during_execution`
+/// result and no `system/init`) for a session id it does not know.
 const UNKNOWN_SESSION: &str = "no conversation found with session id";
 
 /// The variables that switch off Claude Code's non-essential traffic.
@@ -126,6 +127,9 @@ impl ClaudeCodeDriver {
             .redactor(request.redactor());
         if let Some(url) = &self.options.base_url {
             command = command.var("ANTHROPIC_BASE_URL", url.as_str());
+        }
+        if let Some(retries) = self.options.max_retries {
+            command = command.var("CLAUDE_CODE_MAX_RETRIES", retries.to_string());
         }
         if self.options.offline {
             for (name, value) in OFFLINE_VARS {
@@ -356,7 +360,7 @@ fn judge(
         && (invocation == Invocation::Stateless || translator.session_id().is_some());
     if !clean {
         let (kind, message) = match result {
-            Some(r) if !r.is_success() => (classify(&r.subtype, &r.text), r.text.clone()),
+            Some(r) if !r.is_success() => (classify(r), r.text.clone()),
             _ => match finished.status {
                 ExitStatus::Success => (
                     FailureKind::Protocol,
@@ -409,15 +413,19 @@ fn judge(
     Ok(response)
 }
 
-/// The failure class of a `result` event.
-fn classify(subtype: &str, text: &str) -> FailureKind {
-    let lower = text.to_ascii_lowercase();
-    if subtype.starts_with("error_max_") {
+/// The failure class of a failed `result` event: the model API's HTTP status when Claude
+/// Code reports one, else the subtype and text.
+fn classify(result: &driver_stream_json::TurnResult) -> FailureKind {
+    match result.api_error_status {
+        Some(401 | 403) => return FailureKind::Authentication,
+        Some(429) => return FailureKind::RateLimited,
+        Some(_) => return FailureKind::Provider,
+        None => {}
+    }
+    let lower = result.text.to_ascii_lowercase();
+    if result.subtype.starts_with("error_max_") {
         FailureKind::Limit
-    } else if lower.contains("401")
-        || lower.contains("authentication")
-        || lower.contains("api key")
-        || lower.contains("invalid x-api-key")
+    } else if lower.contains("401") || lower.contains("authentication") || lower.contains("api key")
     {
         FailureKind::Authentication
     } else if lower.contains("429") || lower.contains("rate limit") {

@@ -18,6 +18,9 @@ pub enum PermissionMode {
     AcceptEdits,
     /// `plan`: the model may read and plan, not change anything.
     Plan,
+    /// `dontAsk`: every tool that is not allowed is denied at once instead of waiting for an
+    /// answer nobody can give in `-p` mode.
+    DontAsk,
 }
 
 impl PermissionMode {
@@ -27,6 +30,7 @@ impl PermissionMode {
             Self::Default => "default",
             Self::AcceptEdits => "acceptEdits",
             Self::Plan => "plan",
+            Self::DontAsk => "dontAsk",
         }
     }
 }
@@ -41,7 +45,7 @@ impl PermissionMode {
 pub enum PermissionPolicy {
     /// Allow every tool of the request's MCP servers (`--allowedTools mcp__<server>` for each
     /// server), plus [`ClaudeCodeOptions::with_allowed_tools`]; everything else follows
-    /// `mode`. The default, with [`PermissionMode::Default`].
+    /// `mode`. The default, with [`PermissionMode::DontAsk`].
     AllowRequestServers {
         /// The permission mode for all other tools.
         mode: PermissionMode,
@@ -61,7 +65,7 @@ pub enum PermissionPolicy {
 impl Default for PermissionPolicy {
     fn default() -> Self {
         Self::AllowRequestServers {
-            mode: PermissionMode::Default,
+            mode: PermissionMode::DontAsk,
         }
     }
 }
@@ -102,6 +106,7 @@ pub struct ClaudeCodeOptions {
     pub(crate) allowed_tools: Vec<String>,
     pub(crate) base_url: Option<String>,
     pub(crate) max_turns: Option<u32>,
+    pub(crate) max_retries: Option<u32>,
     pub(crate) offline: bool,
     pub(crate) limits: Limits,
     pub(crate) minimum_version: Version,
@@ -126,6 +131,7 @@ impl ClaudeCodeOptions {
             allowed_tools: Vec::new(),
             base_url: None,
             max_turns: None,
+            max_retries: None,
             offline: true,
             limits: Limits::default(),
             minimum_version: MINIMUM_VERSION,
@@ -173,6 +179,14 @@ impl ClaudeCodeOptions {
     /// The most agentic turns one run may take (`--max-turns`).
     pub fn with_max_turns(mut self, turns: u32) -> Self {
         self.max_turns = Some(turns);
+        self
+    }
+
+    /// How often Claude Code retries a failed model request (`CLAUDE_CODE_MAX_RETRIES`;
+    /// Claude Code's default of 10, about three minutes of back-off, when unset). Not part of
+    /// the config fingerprint.
+    pub fn with_max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = Some(retries);
         self
     }
 

@@ -94,7 +94,7 @@ async fn start_resume_and_fork_argv_and_the_mcp_file() {
             config_path.as_str(),
             "--strict-mcp-config",
             "--permission-mode",
-            "default",
+            "dontAsk",
             "--allowedTools",
             "mcp__agent-ui",
         ]

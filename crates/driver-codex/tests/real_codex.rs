@@ -342,9 +342,16 @@ fn watch_argv(secrets: Secrets) -> ArgvWatch {
 }
 
 impl ArgvWatch {
-    async fn finish(self) -> (bool, Vec<String>) {
+    async fn finish(mut self) -> (bool, Vec<String>) {
         self.stop.store(true, Ordering::SeqCst);
-        self.task.await.unwrap()
+        (&mut self.task).await.unwrap()
+    }
+}
+
+impl Drop for ArgvWatch {
+    /// Stops the sampler when a failed assertion unwinds, so the runtime can shut down.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
     }
 }
 
@@ -391,7 +398,7 @@ async fn unknown_thread_is_rejected(dir: &Path, bin: &Path, model: &MockResponse
     );
     let mut state = SessionState::new("1f9c3813-6aa8-448e-8c61-b9a6080c42ad");
     SessionGuard::new(profile.session_compatibility, None).write_to(&mut state);
-    let before = model.requests().len();
+    let before = model.model_requests().len();
     let sink = Arc::new(CollectingSink::new());
     let request = Request::new(RunId::new("unknown"), "hello", profile)
         .with_session(SessionContext::continue_only(state));
@@ -401,7 +408,7 @@ async fn unknown_thread_is_rejected(dir: &Path, bin: &Path, model: &MockResponse
         DriverError::resume_rejected(ResumeRejectReason::UnknownSession)
     );
     assert!(sink.is_empty(), "no event before a rejection");
-    assert_eq!(model.requests().len(), before, "no model request was made");
+    assert_eq!(model.model_requests().len(), before, "no model request was made");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -475,7 +482,7 @@ async fn scenario(bin: PathBuf, log: Log) {
 
     // ---- Host 2: new process, new port, token and env-var name; resume_only ----
     let host2 = host(dir.path(), &bin, &model, "host-2", "1", &calls, &secrets).await;
-    let before = model.requests().len();
+    let before = model.model_requests().len();
     let second = host2
         .agent
         .thread(THREAD)
@@ -508,7 +515,7 @@ async fn scenario(bin: PathBuf, log: Log) {
         Some(&("host-2".to_owned(), "two".to_owned()))
     );
     // The resumed request carried the earlier turn.
-    let requests = model.requests();
+    let requests = model.model_requests();
     let resumed = &requests[before];
     let history = resumed.input_texts().join("\n");
     assert!(
@@ -539,7 +546,7 @@ async fn scenario(bin: PathBuf, log: Log) {
 
     // ---- A semantic change (a tool revision) is refused before codex is spawned ----
     let host3 = host(dir.path(), &bin, &model, "host-3", "2", &calls, &secrets).await;
-    let requests_before = model.requests().len();
+    let requests_before = model.model_requests().len();
     let refused = host3
         .agent
         .thread(THREAD)
@@ -552,7 +559,7 @@ async fn scenario(bin: PathBuf, log: Log) {
         "{refused}"
     );
     assert_eq!(host3.runs.load(Ordering::SeqCst), 0, "the driver never ran");
-    assert_eq!(model.requests().len(), requests_before, "codex never ran");
+    assert_eq!(model.model_requests().len(), requests_before, "codex never ran");
     host3.agent.close().await;
     host2.agent.close().await;
 

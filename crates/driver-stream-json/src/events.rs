@@ -36,6 +36,9 @@ pub struct TurnResult {
     pub text: String,
     /// Token usage of this invocation.
     pub usage: Option<Usage>,
+    /// The HTTP status of the model API error that ended the turn, when the CLI reports one
+    /// (`api_error_status`).
+    pub api_error_status: Option<u16>,
 }
 
 impl TurnResult {
@@ -196,8 +199,9 @@ impl StreamTranslator {
                 }
             }
             "result" => {
+                // No `RunStarted` here: a CLI that refuses to start (an unknown session)
+                // prints a lone `result` without `system/init`.
                 self.note_session(event);
-                self.start(&mut out);
                 let text = event.get("result").and_then(Value::as_str).unwrap_or("");
                 self.result = Some(TurnResult {
                     subtype: event
@@ -211,6 +215,10 @@ impl StreamTranslator {
                         .unwrap_or(false),
                     text: self.redactor.redact(text),
                     usage: event.get("usage").map(usage),
+                    api_error_status: event
+                        .get("api_error_status")
+                        .and_then(Value::as_u64)
+                        .and_then(|s| u16::try_from(s).ok()),
                 });
             }
             "error" => {
