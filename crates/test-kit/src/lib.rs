@@ -14,7 +14,9 @@
 //! - [`chat`]: the OpenAI Chat Completions API (SSE), as the CodeBuddy Code CLI uses it.
 //!
 //! [`real_cli::binary`] finds a real CLI for an end-to-end test and applies the skip rule:
-//! a visible `SKIPPED` locally, a failure under CI.
+//! a visible `SKIPPED` locally, a failure under CI. [`restart::run_scenario`] is the
+//! host-restart scenario (rotated MCP endpoint, resume, semantic change, canary scan) that
+//! every real-CLI driver test runs.
 //!
 //! # Invariants
 //! - **Loopback only.** Every server binds `127.0.0.1` on an ephemeral port; nothing here opens
@@ -74,6 +76,7 @@ pub mod chat;
 pub mod real_cli;
 mod record;
 pub mod responses;
+pub mod restart;
 mod script;
 mod server;
 
