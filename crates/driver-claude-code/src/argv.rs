@@ -2,20 +2,9 @@
 
 use std::path::Path;
 
-use crate::options::{ClaudeCodeOptions, PermissionPolicy};
+use driver_stream_json::SessionPlan;
 
-/// What the invocation does with sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Invocation<'a> {
-    /// A new, persisted session under a host-chosen id.
-    Start(&'a str),
-    /// A new session that is not persisted.
-    Stateless,
-    /// Continue the stored session.
-    Resume(&'a str),
-    /// Branch a new session from the stored one.
-    Fork(&'a str),
-}
+use crate::options::{ClaudeCodeOptions, PermissionPolicy};
 
 /// Builds the argv (without the program). The prompt is read from stdin: nothing follows
 /// the variadic `--allowedTools`, and no prompt argument can be mistaken for a tool name.
@@ -25,21 +14,12 @@ pub(crate) fn build(
     instructions: Option<&str>,
     mcp_config: &Path,
     server_names: &[&str],
-    invocation: Invocation<'_>,
+    plan: SessionPlan<'_>,
 ) -> Vec<String> {
     let mut args: Vec<String> = ["-p", "--output-format", "stream-json", "--verbose"]
         .map(str::to_owned)
         .to_vec();
-    match invocation {
-        Invocation::Start(id) => args.extend(["--session-id".to_owned(), id.to_owned()]),
-        Invocation::Stateless => args.push("--no-session-persistence".to_owned()),
-        Invocation::Resume(id) => args.extend(["--resume".to_owned(), id.to_owned()]),
-        Invocation::Fork(id) => args.extend([
-            "--resume".to_owned(),
-            id.to_owned(),
-            "--fork-session".to_owned(),
-        ]),
-    }
+    args.extend(plan.flags(Some("--no-session-persistence")));
     if let Some(model) = model.or(options.model.as_deref()) {
         args.extend(["--model".to_owned(), model.to_owned()]);
     }

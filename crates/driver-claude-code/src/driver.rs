@@ -5,19 +5,18 @@ use std::sync::Arc;
 use compat_fingerprint::Fingerprint;
 use driver_cli::{CliCommand, CliError, RunFiles, Version};
 use driver_spi::{
-    Capabilities, Checkpoint, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter,
-    Descriptor, Driver, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind, GuardedCodec,
-    Request, Response, ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode,
-    SessionState, Unsupported,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver,
+    DriverError, EventSink, FailureKind, GuardedCodec, Request, Response, SessionCodec,
 };
 use driver_stream_json::{
-    McpConfigError, McpDialect, StreamTranslator, ToolNames, TurnOutput, mcp_config, run_turn,
+    Judgement, McpConfigError, McpDialect, SessionPlan, StreamTranslator, ToolNames, TurnResult,
+    classify_text, judge, mcp_config, run_turn,
 };
 use run_service::TransportKind;
 use runtime_env::{RuntimeEnv, RuntimeKind};
 use tokio::sync::OnceCell;
 
-use crate::argv::{self, Invocation};
+use crate::argv;
 use crate::options::{ClaudeCodeOptions, PermissionPolicy};
 
 /// The driver type: part of every Claude Code Thread's fingerprint.
@@ -108,7 +107,7 @@ impl ClaudeCodeDriver {
     fn command(
         &self,
         request: &Request,
-        invocation: Invocation<'_>,
+        plan: SessionPlan<'_>,
         mcp_config: &std::path::Path,
     ) -> CliCommand {
         let names: Vec<&str> = request.mcp.iter().map(|s| s.name.as_str()).collect();
@@ -118,7 +117,7 @@ impl ClaudeCodeDriver {
             request.instructions.as_deref(),
             mcp_config,
             &names,
-            invocation,
+            plan,
         );
         let mut command = CliCommand::new(&self.options.binary)
             .args(args)
@@ -156,33 +155,6 @@ fn config_fingerprint(options: &ClaudeCodeOptions, env: &RuntimeEnv) -> Fingerpr
         .str("namespace", env.namespace().as_str())
         .str("isolation_level", env.level().name())
         .finish()
-}
-
-/// The session plan of one request. A new session gets a fresh UUID chosen here.
-fn plan<'r>(request: &'r Request, new_id: &'r str) -> Result<Invocation<'r>, DriverError> {
-    let session = &request.session;
-    Ok(match session.mode {
-        SessionMode::Stateless => Invocation::Stateless,
-        SessionMode::ContinueOrStart if session.state.is_none() => Invocation::Start(new_id),
-        SessionMode::ContinueOrStart | SessionMode::ContinueOnly => {
-            Invocation::Resume(stored_id(request, session.state.as_ref())?)
-        }
-        SessionMode::Fork => Invocation::Fork(stored_id(request, session.state.as_ref())?),
-        _ => return Err(Unsupported::Resume.into()),
-    })
-}
-
-/// The id of a stored state that is well-formed and whose guard admits `request`.
-fn stored_id<'r>(
-    request: &Request,
-    state: Option<&'r SessionState>,
-) -> Result<&'r str, DriverError> {
-    let state = state.ok_or(ResumeRejectReason::MissingState)?;
-    if CLAUDE_CODE_CODEC.to_params(Some(state)).is_err() || !driver_cli::is_uuid(&state.resume_id) {
-        return Err(ResumeRejectReason::InvalidState.into());
-    }
-    SessionGuard::for_request(request).check(state)?;
-    Ok(state.resume_id.as_str())
 }
 
 fn mcp_error(err: McpConfigError) -> DriverError {
@@ -258,7 +230,7 @@ impl Driver for ClaudeCodeDriver {
         self.validate_config()?;
         self.descriptor().capabilities.check(&request)?;
         let new_id = uuid::Uuid::now_v7().to_string();
-        let invocation = plan(&request, &new_id)?;
+        let plan = SessionPlan::of(&request, &CLAUDE_CODE_CODEC, &new_id)?;
         let config = mcp_config(
             &request.mcp,
             &request.mcp_secret_names(),
@@ -275,7 +247,7 @@ impl Driver for ClaudeCodeDriver {
         let path = files
             .write("mcp.json", config.to_string().as_bytes())
             .map_err(CliError::into_driver_error)?;
-        let command = self.command(&request, invocation, &path);
+        let command = self.command(&request, plan, &path);
         let names = ToolNames::new(request.mcp.iter().map(|s| s.name.as_str()));
         let required: Vec<&str> = request
             .mcp
@@ -295,7 +267,21 @@ impl Driver for ClaudeCodeDriver {
         .await;
         // Removed whatever happened; a failure to remove is not the run's failure.
         drop(files);
-        judge(&request, invocation, output?, &*sink)
+        let output = output?;
+        // Claude Code says so on stderr (exit 1), with a lone result and no `system/init`.
+        let unknown_session = [
+            output.finished.stderr_tail.as_str(),
+            output.translator.error().unwrap_or(""),
+        ]
+        .iter()
+        .any(|text| text.to_ascii_lowercase().contains(UNKNOWN_SESSION));
+        let judgement = Judgement {
+            plan,
+            unknown_session,
+            codec: &CLAUDE_CODE_CODEC,
+            classify,
+        };
+        judge(&request, judgement, output, &*sink)
     }
 
     fn session_codec(&self) -> Option<&dyn SessionCodec> {
@@ -313,124 +299,18 @@ impl ConfigFingerprinter for ClaudeCodeDriver {
     }
 }
 
-/// Judges a turn whose output ended: Claude Code exits 1 when a turn fails, and reports an
-/// unknown session on stderr before any event.
-fn judge(
-    request: &Request,
-    invocation: Invocation<'_>,
-    output: TurnOutput,
-    sink: &dyn EventSink,
-) -> Result<Response, DriverError> {
-    let mut translator = output.translator;
-    let finished = output.finished;
-    let resuming = matches!(invocation, Invocation::Resume(_) | Invocation::Fork(_));
-    let unknown = |text: &str| text.to_ascii_lowercase().contains(UNKNOWN_SESSION);
-    if resuming
-        && !translator.started()
-        && (unknown(&finished.stderr_tail) || translator.error().is_some_and(unknown))
-    {
-        return Err(ResumeRejectReason::UnknownSession.into());
-    }
-    // A resumed session must report the id it was asked to continue.
-    let expected = match invocation {
-        Invocation::Start(id) | Invocation::Resume(id) => Some(id),
-        _ => None,
-    };
-    if let (Some(want), Some(got)) = (expected, translator.session_id())
-        && !got.eq_ignore_ascii_case(want)
-    {
-        if translator.started() {
-            sink.emit(DriverEvent::RunFailed {
-                kind: FailureKind::Protocol,
-            });
-        }
-        return Err(if matches!(invocation, Invocation::Resume(_)) {
-            ResumeRejectReason::UnknownSession.into()
-        } else {
-            DriverError::Failed(RunFailure::new(
-                FailureKind::Protocol,
-                "claude reported another session id than the one it was given",
-            ))
-        });
-    }
-
-    let result = translator.result();
-    let clean = finished.status.is_success()
-        && result.is_some_and(|r| r.is_success())
-        && (invocation == Invocation::Stateless || translator.session_id().is_some());
-    if !clean {
-        let (kind, message) = match result {
-            Some(r) if !r.is_success() => (classify(r), r.text.clone()),
-            _ => match finished.status {
-                ExitStatus::Success => (
-                    FailureKind::Protocol,
-                    "claude exited without a successful result".to_owned(),
-                ),
-                status => (
-                    driver_cli::failure_kind(status).unwrap_or(FailureKind::Process),
-                    finished.stderr_tail.clone(),
-                ),
-            },
-        };
-        if !translator.started() {
-            return Err(DriverError::Failed(RunFailure::new(kind, message)));
-        }
-        sink.emit(DriverEvent::RunFailed { kind });
-        let exit = if finished.status.is_success() {
-            ExitStatus::Code(1)
-        } else {
-            finished.status
-        };
-        let mut response = Response::new(translator.output())
-            .with_exit(exit)
-            .with_failure(RunFailure::new(kind, message));
-        if let Some(usage) = result.and_then(|r| r.usage) {
-            response = response.with_usage(usage);
-        }
-        return Ok(response);
-    }
-
-    for event in translator.close_open_calls() {
-        sink.emit(event);
-    }
-    sink.emit(DriverEvent::RunFinished);
-    let mut response = Response::new(translator.output());
-    if let Some(usage) = translator.result().and_then(|r| r.usage) {
-        response = response.with_usage(usage);
-    }
-    if invocation != Invocation::Stateless
-        && let Some(id) = translator.session_id()
-    {
-        let mut state = SessionState::new(id);
-        SessionGuard::for_request(request).write_to(&mut state);
-        let checkpoint = if CLAUDE_CODE_CODEC.to_params(Some(&state)).is_ok() {
-            Checkpoint::valid(state)
-        } else {
-            Checkpoint::invalid(state)
-        };
-        response = response.with_checkpoint(checkpoint);
-    }
-    Ok(response)
-}
-
 /// The failure class of a failed `result` event: the model API's HTTP status when Claude
 /// Code reports one, else the subtype and text.
-fn classify(result: &driver_stream_json::TurnResult) -> FailureKind {
+fn classify(result: &TurnResult) -> FailureKind {
     match result.api_error_status {
         Some(401 | 403) => return FailureKind::Authentication,
         Some(429) => return FailureKind::RateLimited,
         Some(_) => return FailureKind::Provider,
         None => {}
     }
-    let lower = result.text.to_ascii_lowercase();
     if result.subtype.starts_with("error_max_") {
         FailureKind::Limit
-    } else if lower.contains("401") || lower.contains("authentication") || lower.contains("api key")
-    {
-        FailureKind::Authentication
-    } else if lower.contains("429") || lower.contains("rate limit") {
-        FailureKind::RateLimited
     } else {
-        FailureKind::Provider
+        classify_text(&result.failure_text())
     }
 }

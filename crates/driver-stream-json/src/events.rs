@@ -39,6 +39,19 @@ pub struct TurnResult {
     /// The HTTP status of the model API error that ended the turn, when the CLI reports one
     /// (`api_error_status`).
     pub api_error_status: Option<u16>,
+    /// The error messages of a failed turn (`errors`, redacted).
+    pub errors: Vec<String>,
+}
+
+impl TurnResult {
+    /// The text that explains a failure: the result text, else the errors.
+    pub fn failure_text(&self) -> String {
+        if self.text.is_empty() {
+            self.errors.join("\n")
+        } else {
+            self.text.clone()
+        }
+    }
 }
 
 impl TurnResult {
@@ -219,6 +232,17 @@ impl StreamTranslator {
                         .get("api_error_status")
                         .and_then(Value::as_u64)
                         .and_then(|s| u16::try_from(s).ok()),
+                    errors: event
+                        .get("errors")
+                        .and_then(Value::as_array)
+                        .map(|errors| {
+                            errors
+                                .iter()
+                                .filter_map(Value::as_str)
+                                .map(|e| self.redactor.redact(e))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 });
             }
             "error" => {
@@ -284,10 +308,11 @@ impl StreamTranslator {
         }
         self.closed_calls.insert(id.to_owned());
         let output = match block.get("content") {
-            Some(Value::String(s)) => s.clone(),
+            Some(Value::String(s)) => unwrap_encoded_blocks(s),
             Some(Value::Array(blocks)) => blocks
                 .iter()
                 .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .map(unwrap_encoded_blocks)
                 .collect::<Vec<_>>()
                 .join("\n"),
             _ => String::new(),
@@ -310,6 +335,30 @@ impl StreamTranslator {
                 DriverEvent::tool_call_result(id, "the tool call did not complete", true)
             })
             .collect()
+    }
+}
+
+/// CodeBuddy reports an MCP result as one text block whose text is the JSON-encoded content
+/// array (`[{"type":"text","text":"pong"}]`); such a text becomes the joined inner texts.
+/// Any other text is kept as it is.
+fn unwrap_encoded_blocks(text: &str) -> String {
+    if !text.starts_with("[{") {
+        return text.to_owned();
+    }
+    match serde_json::from_str::<Vec<Value>>(text) {
+        Ok(blocks)
+            if !blocks.is_empty()
+                && blocks
+                    .iter()
+                    .all(|b| b.get("type").and_then(Value::as_str) == Some("text")) =>
+        {
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        _ => text.to_owned(),
     }
 }
 
@@ -400,6 +449,8 @@ mod tests {
             json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}),
             json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"a\nb","is_error":true}]}}),
             json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"again"}]}}),
+            json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t3","name":"mcp__agent_ui__echo","input":{}}]}}),
+            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t3","content":[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"pong:hi\"}]"}],"is_error":false}]}}),
             json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"zz","content":"?"}]}}),
             json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"mcp__agent-ui__ping","input":{}}]}}),
         ]);
@@ -410,6 +461,9 @@ mod tests {
                 DriverEvent::tool_call_started("t1", "Bash"),
                 DriverEvent::tool_call_arguments("t1", r#"{"command":"ls"}"#),
                 DriverEvent::tool_call_result("t1", "a\nb", true),
+                DriverEvent::tool_call_started("t3", "mcp__agent-ui__echo"),
+                DriverEvent::tool_call_arguments("t3", "{}"),
+                DriverEvent::tool_call_result("t3", "pong:hi", false),
                 DriverEvent::tool_call_started("t2", "mcp__agent-ui__ping"),
                 DriverEvent::tool_call_arguments("t2", "{}"),
             ]

@@ -15,7 +15,10 @@
 //!   so that only variable names reach the disk, and an [`McpDialect`] for what differs;
 //! * [`run_turn`]: one turn on the shared CLI-process layer (`driver-cli`): spawn, translate
 //!   and forward events, end the process early when a required MCP server did not connect
-//!   ([`FailureKind::McpUnavailable`](driver_spi::FailureKind::McpUnavailable)), wait.
+//!   ([`FailureKind::McpUnavailable`](driver_spi::FailureKind::McpUnavailable)), wait;
+//! * [`SessionPlan`] and [`judge`]: host-chosen session ids, `--resume` and `--fork-session`,
+//!   the guard checked before spawning, and the judgement of a finished turn, given the
+//!   driver's own reading of "unknown session" and of failures ([`Judgement`]).
 //!
 //! # Invariants
 //! - No secret value is ever written: bearer tokens and stdio secrets are `${NAME}`
@@ -28,9 +31,9 @@
 //!   is a typed [`MalformedEvent`].
 //!
 //! # What it deliberately does not do
-//! It writes no file and builds no command line, and [`run_turn`] judges no outcome: argv,
-//! environment, permission flags, exit-status rules and how an unknown session is reported
-//! differ between the CLIs, and stay explicit in each driver crate.
+//! It writes no file and builds no full command line. Argv, environment, permission flags,
+//! how an unknown session is reported and how failures are classified differ between the
+//! CLIs and stay explicit in each driver crate.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
@@ -39,9 +42,11 @@
 mod events;
 mod mcp_config;
 mod names;
+mod session;
 mod turn;
 
 pub use events::{MalformedEvent, McpStatus, StreamTranslator, TurnResult};
 pub use mcp_config::{McpConfigError, McpDialect, mcp_config};
 pub use names::{ToolNames, sanitize};
+pub use session::{Judgement, SessionPlan, classify_text, judge};
 pub use turn::{TurnOutput, run_turn};
