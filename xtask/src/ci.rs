@@ -18,7 +18,7 @@ const POSTGRES_URL_VAR: &str = "THREAD_STORE_POSTGRES_URL";
 
 /// The variables that point the real-binary driver tests at the installed CLIs
 /// (`.ci/run` exports them; under CI a missing one fails its tests).
-const REAL_CLI_VARS: &[&str] = &["CODEX_BIN"];
+const REAL_CLI_VARS: &[&str] = &["CODEX_BIN", "CLAUDE_BIN", "CODEBUDDY_BIN"];
 
 /// What a step does.
 enum Action {

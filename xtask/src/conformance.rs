@@ -91,6 +91,13 @@ pub(crate) const SUITES: &[Suite] = &[
         test_target: "conformance",
         implementations: &[("claude_code_fake_cli", None)],
     },
+    Suite {
+        name: "driver-codebuddy",
+        package: "driver-codebuddy",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[("codebuddy_fake_cli", None)],
+    },
 ];
 
 /// Width of the `suite / implementation ....` column.

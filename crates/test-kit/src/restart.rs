@@ -471,6 +471,7 @@ pub async fn run_scenario(setup: Setup<'_>) {
     let watch = watch_argv(setup.argv_marker, setup.secrets.clone());
 
     // ---- Host 1 ----
+    println!("1. host 1: a new Thread; the model makes the CLI call the hosted `ping` tool");
     let host1 = host(&setup, "host-1", "1", &calls).await;
     let first = host1
         .agent
@@ -498,6 +499,8 @@ pub async fn run_scenario(setup: Setup<'_>) {
     drop(host1);
 
     // ---- Host 2: new port, token and env-var name; resume_only ----
+    println!("   started session {session_id}; the call reached host 1's server");
+    println!("2. host 2 (new port, token and env-var name): resume_only");
     let host2 = host(&setup, "host-2", "1", &calls).await;
     let before = (setup.model_requests)().len();
     let second = host2
@@ -547,6 +550,11 @@ pub async fn run_scenario(setup: Setup<'_>) {
     assert_ne!(mcp_status(&new.url, new.token.expose_secret()).await, 401);
 
     // ---- Host 3: a new tool revision, refused before the driver runs ----
+    println!(
+        "   resumed session {resumed_id}; the model saw the first turn; the call reached the \
+         new server; the old token gets 401"
+    );
+    println!("3. host 3 serves a new tool revision: resume_only must refuse");
     let host3 = host(&setup, "host-3", "2", &calls).await;
     let before = (setup.model_requests)().len();
     let refused = host3
@@ -566,6 +574,10 @@ pub async fn run_scenario(setup: Setup<'_>) {
     host2.agent.close().await;
 
     // ---- The canary scan ----
+    println!("   refused before the driver ran: {refused}");
+    println!(
+        "4. canary scan: argv, events, results, error, TRACE log, every file under the test dir"
+    );
     let (saw_cli, leaks) = watch.finish();
     assert!(saw_cli, "the argv watcher saw the CLI running");
     assert!(leaks.is_empty(), "secrets in the argv of {leaks:?}");

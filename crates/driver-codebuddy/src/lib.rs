@@ -1,0 +1,43 @@
+//! The CodeBuddy Code CLI driver: one `codebuddy -p --output-format stream-json` process per
+//! turn, resumable across host restarts.
+//!
+//! CodeBuddy Code mirrors Claude Code closely, so [`CodeBuddyDriver`] shares the stream-json
+//! protocol, the `--mcp-config` file, session handling and turn judgement with the Claude Code
+//! driver ([`driver_stream_json`]), and runs on the shared CLI-process layer
+//! ([`driver_cli`]). What differs is explicit here:
+//!
+//! | | CodeBuddy |
+//! |---|---|
+//! | state | `CODEBUDDY_CONFIG_DIR` and HOME from the namespace (it writes under HOME too) |
+//! | model endpoint | `CODEBUDDY_BASE_URL` (OpenAI Chat Completions) and `CODEBUDDY_API_KEY`, a secret ([`CodeBuddyOptions::with_api_key`]) |
+//! | privacy | `CODEBUDDY_SKIP_BUILTIN_MARKETPLACE=1`, `DISABLE_TELEMETRY=1` ([`CodeBuddyOptions::with_offline`]), and `ACC_USER_ID`/`ACC_USER_NICKNAME` so no part of the key is sent or logged as the user |
+//! | MCP tools | deferred behind a search tool by default: every server is written with `"defer_loading": false` so the request's tools are directly callable |
+//! | tool names | `mcp__agent-ui__ping` in `system/init`, `mcp__agent_ui__ping` in `tool_use`: both are reported as the declared `mcp__agent-ui__ping` |
+//! | permissions | MCP tools run in `-p` mode without asking, also as root; [`PermissionMode`] is optional |
+//! | failures | exit status 0 even for a failed turn: success is judged from the `result` event; an unknown resume id is a lone `{"type":"error"}` line |
+//! | hangs | with the model endpoint refusing connections CodeBuddy never prints a result: the idle and total timeouts end the run (`Timeout`) |
+//! | stateless | no flag to skip persistence: a new session whose checkpoint is not returned |
+//!
+//! # Invariants
+//! - **The current request, every turn**: the MCP file is written per run (0600, in a
+//!   directory of its own under the namespace) and removed after it; bearers are
+//!   `${VAR}` references, so no secret is on disk or in argv.
+//! - **Resume is guarded twice**: the session guard before spawning, and CodeBuddy's own
+//!   "No conversation found" as [`ResumeRejected`](driver_spi::DriverError::ResumeRejected).
+//! - **A required MCP server that did not connect stops the run** (CodeBuddy leaves a failed
+//!   server out of `system/init`).
+//!
+//! # What it deliberately does not do
+//! It keeps no CodeBuddy process across turns (no control or ACP mode) and does not log
+//! CodeBuddy in.
+//!
+//! Stability: pre-1.0, the API may change in any release.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod argv;
+mod driver;
+mod options;
+
+pub use driver::{CODEBUDDY_CODEC, CODEC_NAME, CodeBuddyDriver, DRIVER_TYPE};
+pub use options::{CodeBuddyOptions, MINIMUM_VERSION, PermissionMode};

@@ -1,0 +1,134 @@
+//! End to end against the real `codebuddy` binary, fully offline: a loopback mock of the
+//! OpenAI Chat Completions API stands in for the model, and the workspace's hosted-tools provider
+//! serves a real bearer-checking MCP tool on a fresh port with a fresh token and env-var name
+//! per host (the shared scenario: [`test_kit::restart`]).
+//!
+//! The binary comes from `CODEBUDDY_BIN` (`.ci/run` installs the pinned
+//! `@tencent-ai/agent-sdk@0.3.201`, which bundles the CLI at `cli/bin/codebuddy`, and exports
+//! it). Without it the test prints a visible
+//! `SKIPPED` line locally; under CI a missing binary fails the test.
+//!
+//! This is its own test binary because the scenario installs a global TRACE subscriber for
+//! its canary scan.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use compat_fingerprint::{Fingerprint, Kind};
+use driver_cli::Limits;
+use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions};
+use driver_spi::{
+    CollectingSink, Driver, DriverError, ProfilePayload, Request, ResumeRejectReason,
+    SessionContext, SessionGuard, SessionState,
+};
+use run_service::{RunId, SecretString};
+use runtime_env::{HostEnv, RuntimeEnv};
+use test_kit::chat::MockChat;
+use test_kit::restart::{self, Secrets, Setup};
+
+/// The model API key: a canary that must reach only CodeBuddy's environment.
+const MODEL_KEY: &str = "cb-model-key-canary-3f9a2c71";
+
+fn driver(dir: &Path, bin: &Path, model: &MockChat) -> CodeBuddyDriver {
+    let env = RuntimeEnv::builder(
+        dir.join("rt"),
+        "user:e2e".parse().unwrap(),
+        dir.join("workspace"),
+    )
+    .host_env(HostEnv::from_vars([(
+        "PATH",
+        std::env::var("PATH").unwrap_or_default(),
+    )]))
+    .build()
+    .unwrap();
+    let options = CodeBuddyOptions::new()
+        .with_binary(bin)
+        .with_base_url(model.base_url())
+        .with_api_key(SecretString::from(MODEL_KEY))
+        .with_offline(true)
+        // CodeBuddy hangs when the model endpoint refuses connections: bound every turn.
+        .with_limits(
+            Limits::default()
+                .with_idle_timeout(std::time::Duration::from_secs(90))
+                .with_total_timeout(std::time::Duration::from_secs(180)),
+        );
+    CodeBuddyDriver::new(Arc::new(env), options)
+}
+
+/// The real codebuddy, asked to resume a session it has never seen, prints a lone `error`
+/// event "No conversation found with session ID" (exit 0); the driver reports
+/// `ResumeRejected`, emits nothing, and no model request is made.
+async fn unknown_session_is_rejected(driver: &CodeBuddyDriver, model: &MockChat) {
+    const K: Kind = Kind::new("driver-codebuddy e2e 2026-11-30 profile v1");
+    let profile = ProfilePayload::new(
+        Fingerprint::of(K, |e| e.str("exact")),
+        Fingerprint::of(K, |e| e.str("session")),
+    );
+    let mut state = SessionState::new("1f9c3813-6aa8-448e-8c61-b9a6080c42ad");
+    SessionGuard::new(profile.session_compatibility, None).write_to(&mut state);
+    let before = model.model_requests().len();
+    let sink = Arc::new(CollectingSink::new());
+    let request = Request::new(RunId::new("unknown"), "hello", profile)
+        .with_session(SessionContext::continue_only(state));
+    let result = driver.run(request, sink.clone()).await;
+    assert_eq!(
+        result.unwrap_err(),
+        DriverError::resume_rejected(ResumeRejectReason::UnknownSession)
+    );
+    assert!(sink.is_empty(), "no event before a rejection");
+    assert_eq!(
+        model.model_requests().len(),
+        before,
+        "no model request was made"
+    );
+}
+
+#[test]
+fn codebuddy_resumes_one_session_across_a_host_restart_with_a_rotated_endpoint() {
+    let Some(bin) = test_kit::real_cli::binary(
+        "CODEBUDDY_BIN",
+        "driver-codebuddy end to end against the real codebuddy",
+    ) else {
+        return;
+    };
+    let log = restart::trace_log();
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockChat::start(restart::script()).unwrap();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            restart::run_scenario(Setup {
+                dir: dir.path(),
+                driver: &|_| Arc::new(driver(dir.path(), &bin, &model)),
+                model_requests: &|| model.model_requests(),
+                argv_marker: "--output-format stream-json",
+                // The key's tail too: without ACC_USER_ID CodeBuddy would log it.
+                secrets: Secrets::new([
+                    MODEL_KEY.to_owned(),
+                    MODEL_KEY[MODEL_KEY.len() - 8..].to_owned(),
+                ]),
+                log,
+            })
+            .await;
+            unknown_session_is_rejected(&driver(dir.path(), &bin, &model), &model).await;
+            let tail = &MODEL_KEY[MODEL_KEY.len() - 8..];
+            for request in model.model_requests() {
+                assert_eq!(
+                    request.bearer(),
+                    Some(MODEL_KEY),
+                    "the key reached codebuddy's env"
+                );
+                // ACC_USER_ID keeps the key's tail out of the user id CodeBuddy sends and logs.
+                let user = request.header("x-user-id").unwrap_or_default();
+                assert!(
+                    !user.contains(tail),
+                    "x-user-id carries part of the key: {user}"
+                );
+            }
+        });
+}
