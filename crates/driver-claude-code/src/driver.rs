@@ -3,14 +3,13 @@
 use std::sync::Arc;
 
 use compat_fingerprint::Fingerprint;
-use driver_cli::{CliCommand, CliError, RunFiles, Version};
+use driver_cli::{CliCommand, CliError, Version};
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver,
     DriverError, EventSink, FailureKind, GuardedCodec, Request, Response, SessionCodec,
 };
 use driver_stream_json::{
-    Judgement, McpConfigError, McpDialect, SessionPlan, StreamTranslator, ToolNames, TurnResult,
-    classify_text, judge, mcp_config, run_turn,
+    CliDialect, McpDialect, SessionPlan, TurnOutput, TurnResult, classify_text, run_request,
 };
 use run_service::TransportKind;
 use runtime_env::{RuntimeEnv, RuntimeKind};
@@ -43,6 +42,26 @@ pub const CLAUDE_CODE_CODEC: GuardedCodec = GuardedCodec::new(CODEC_NAME, valida
 /// The phrase Claude Code prints (on stderr, exit 1, with a lone `error_during_execution`
 /// result and no `system/init`) for a session id it does not know.
 const UNKNOWN_SESSION: &str = "no conversation found with session id";
+
+/// What differs about this CLI, for the shared stream-json turn.
+const DIALECT: CliDialect = CliDialect {
+    runtime: RuntimeKind::ClaudeCode,
+    mcp: McpDialect::new(),
+    codec: &CLAUDE_CODE_CODEC,
+    unknown_session,
+    classify,
+};
+
+/// Whether the CLI said it does not know the session.
+fn unknown_session(output: &TurnOutput) -> bool {
+    // Claude Code says so on stderr (exit 1), with a lone result and no `system/init`.
+    [
+        output.finished.stderr_tail.as_str(),
+        output.translator.error().unwrap_or(""),
+    ]
+    .iter()
+    .any(|text| text.to_ascii_lowercase().contains(UNKNOWN_SESSION))
+}
 
 /// The variables that switch off Claude Code's non-essential traffic.
 const OFFLINE_VARS: &[(&str, &str)] = &[
@@ -157,20 +176,6 @@ fn config_fingerprint(options: &ClaudeCodeOptions, env: &RuntimeEnv) -> Fingerpr
         .finish()
 }
 
-fn mcp_error(err: McpConfigError) -> DriverError {
-    let reason = match err {
-        McpConfigError::InvalidServerName { .. } => {
-            "server names must be 1-64 ASCII letters, digits, `-` or `_`"
-        }
-        McpConfigError::DuplicateServerName => "server names must be unique within a run",
-        McpConfigError::Expansion { .. } => "values must not contain `${`",
-        McpConfigError::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
-        McpConfigError::PlainAuthorization => "use bearer_token_env_var, not a plain header",
-        _ => "cannot be written as an --mcp-config file",
-    };
-    ConfigError::invalid("mcp", reason).into()
-}
-
 #[async_trait::async_trait]
 impl Driver for ClaudeCodeDriver {
     fn descriptor(&self) -> Descriptor {
@@ -231,57 +236,19 @@ impl Driver for ClaudeCodeDriver {
         self.descriptor().capabilities.check(&request)?;
         let new_id = uuid::Uuid::now_v7().to_string();
         let plan = SessionPlan::of(&request, &CLAUDE_CODE_CODEC, &new_id)?;
-        let config = mcp_config(
-            &request.mcp,
-            &request.mcp_secret_names(),
-            McpDialect::default(),
-        )
-        .map_err(mcp_error)?;
         self.check_version()
             .await
             .map_err(CliError::into_driver_error)?;
-
-        // The MCP file lives for this run only, in a directory of its own (0700, file 0600).
-        let files = RunFiles::create(&self.env, RuntimeKind::ClaudeCode, request.run_id.as_str())
-            .map_err(CliError::into_driver_error)?;
-        let path = files
-            .write("mcp.json", config.to_string().as_bytes())
-            .map_err(CliError::into_driver_error)?;
-        let command = self.command(&request, plan, &path);
-        let names = ToolNames::new(request.mcp.iter().map(|s| s.name.as_str()));
-        let required: Vec<&str> = request
-            .mcp
-            .iter()
-            .filter(|s| s.required)
-            .map(|s| s.name.as_str())
-            .collect();
-        let translator = StreamTranslator::new(request.redactor(), names);
-        let output = run_turn(
+        run_request(
             &self.env,
-            command,
+            &DIALECT,
+            &request,
+            plan,
             self.options.limits,
-            translator,
-            &required,
+            |mcp_config| self.command(&request, plan, mcp_config),
             &*sink,
         )
-        .await;
-        // Removed whatever happened; a failure to remove is not the run's failure.
-        drop(files);
-        let output = output?;
-        // Claude Code says so on stderr (exit 1), with a lone result and no `system/init`.
-        let unknown_session = [
-            output.finished.stderr_tail.as_str(),
-            output.translator.error().unwrap_or(""),
-        ]
-        .iter()
-        .any(|text| text.to_ascii_lowercase().contains(UNKNOWN_SESSION));
-        let judgement = Judgement {
-            plan,
-            unknown_session,
-            codec: &CLAUDE_CODE_CODEC,
-            classify,
-        };
-        judge(&request, judgement, output, &*sink)
+        .await
     }
 
     fn session_codec(&self) -> Option<&dyn SessionCodec> {

@@ -16,14 +16,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use compat_fingerprint::{Fingerprint, Kind};
 use driver_cli::Limits;
 use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions};
-use driver_spi::{
-    CollectingSink, Driver, DriverError, ProfilePayload, Request, ResumeRejectReason,
-    SessionContext, SessionGuard, SessionState,
-};
-use run_service::{RunId, SecretString};
+use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::chat::MockChat;
 use test_kit::restart::{self, Secrets, Setup};
@@ -57,34 +52,6 @@ fn driver(dir: &Path, bin: &Path, model: &MockChat) -> CodeBuddyDriver {
     CodeBuddyDriver::new(Arc::new(env), options)
 }
 
-/// The real codebuddy, asked to resume a session it has never seen, prints a lone `error`
-/// event "No conversation found with session ID" (exit 0); the driver reports
-/// `ResumeRejected`, emits nothing, and no model request is made.
-async fn unknown_session_is_rejected(driver: &CodeBuddyDriver, model: &MockChat) {
-    const K: Kind = Kind::new("driver-codebuddy e2e 2026-11-30 profile v1");
-    let profile = ProfilePayload::new(
-        Fingerprint::of(K, |e| e.str("exact")),
-        Fingerprint::of(K, |e| e.str("session")),
-    );
-    let mut state = SessionState::new("1f9c3813-6aa8-448e-8c61-b9a6080c42ad");
-    SessionGuard::new(profile.session_compatibility, None).write_to(&mut state);
-    let before = model.model_requests().len();
-    let sink = Arc::new(CollectingSink::new());
-    let request = Request::new(RunId::new("unknown"), "hello", profile)
-        .with_session(SessionContext::continue_only(state));
-    let result = driver.run(request, sink.clone()).await;
-    assert_eq!(
-        result.unwrap_err(),
-        DriverError::resume_rejected(ResumeRejectReason::UnknownSession)
-    );
-    assert!(sink.is_empty(), "no event before a rejection");
-    assert_eq!(
-        model.model_requests().len(),
-        before,
-        "no model request was made"
-    );
-}
-
 #[test]
 fn codebuddy_resumes_one_session_across_a_host_restart_with_a_rotated_endpoint() {
     let Some(bin) = test_kit::real_cli::binary(
@@ -115,7 +82,11 @@ fn codebuddy_resumes_one_session_across_a_host_restart_with_a_rotated_endpoint()
                 log,
             })
             .await;
-            unknown_session_is_rejected(&driver(dir.path(), &bin, &model), &model).await;
+            // The CLI itself refuses a session its namespace does not hold.
+            restart::unknown_session_is_rejected(&driver(dir.path(), &bin, &model), &|| {
+                model.model_requests()
+            })
+            .await;
             let tail = &MODEL_KEY[MODEL_KEY.len() - 8..];
             for request in model.model_requests() {
                 assert_eq!(

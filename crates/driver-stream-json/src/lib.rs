@@ -16,6 +16,8 @@
 //! * [`run_turn`]: one turn on the shared CLI-process layer (`driver-cli`): spawn, translate
 //!   and forward events, end the process early when a required MCP server did not connect
 //!   ([`FailureKind::McpUnavailable`](driver_spi::FailureKind::McpUnavailable)), wait;
+//! * [`run_request`]: one whole turn for a request (per-run MCP file, process, judgement),
+//!   given the driver's [`CliDialect`];
 //! * [`SessionPlan`] and [`judge`]: host-chosen session ids, `--resume` and `--fork-session`,
 //!   the guard checked before spawning, and the judgement of a finished turn, given the
 //!   driver's own reading of "unknown session" and of failures ([`Judgement`]).
@@ -39,12 +41,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod drive;
 mod events;
 mod mcp_config;
 mod names;
 mod session;
 mod turn;
 
+pub use drive::{CliDialect, run_request};
 pub use events::{MalformedEvent, McpStatus, StreamTranslator, TurnResult};
 pub use mcp_config::{McpConfigError, McpDialect, mcp_config};
 pub use names::{ToolNames, sanitize};

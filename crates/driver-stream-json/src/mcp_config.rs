@@ -51,8 +51,15 @@ pub struct McpDialect {
 }
 
 impl McpDialect {
+    /// The plain dialect: nothing beyond the common fields.
+    pub const fn new() -> Self {
+        Self {
+            defer_loading: None,
+        }
+    }
+
     /// The dialect with `defer_loading` set.
-    pub fn with_defer_loading(mut self, defer: bool) -> Self {
+    pub const fn with_defer_loading(mut self, defer: bool) -> Self {
         self.defer_loading = Some(defer);
         self
     }

@@ -607,3 +607,38 @@ pub async fn run_scenario(setup: Setup<'_>) {
         }
     }
 }
+
+/// The real CLI, asked to resume a session its namespace has never seen, must say so in its
+/// own words: the driver reports `ResumeRejected { UnknownSession }`, emits no event, and no
+/// model request is made. The stored state carries a valid guard, so only the CLI can refuse.
+///
+/// # Panics
+/// When the driver does anything else.
+pub async fn unknown_session_is_rejected(
+    driver: &dyn Driver,
+    model_requests: &(dyn Fn() -> Vec<RecordedRequest> + Sync),
+) {
+    use compat_fingerprint::{Fingerprint, Kind};
+    use driver_spi::{
+        CollectingSink, ProfilePayload, ResumeRejectReason, SessionContext, SessionGuard,
+        SessionState,
+    };
+    const K: Kind = Kind::new("agent-sdk 2026-11-30 test-kit unknown-session profile v1");
+    let profile = ProfilePayload::new(
+        Fingerprint::of(K, |e| e.str("exact")),
+        Fingerprint::of(K, |e| e.str("session")),
+    );
+    let mut state = SessionState::new("1f9c3813-6aa8-448e-8c61-b9a6080c42ad");
+    SessionGuard::new(profile.session_compatibility, None).write_to(&mut state);
+    let before = model_requests().len();
+    let sink = Arc::new(CollectingSink::new());
+    let request = Request::new(RunId::new("unknown-session"), "hello", profile)
+        .with_session(SessionContext::continue_only(state));
+    let result = driver.run(request, sink.clone()).await;
+    assert_eq!(
+        result.expect_err("an unknown session cannot continue"),
+        DriverError::resume_rejected(ResumeRejectReason::UnknownSession)
+    );
+    assert!(sink.is_empty(), "no event before a rejection");
+    assert_eq!(model_requests().len(), before, "no model request was made");
+}
