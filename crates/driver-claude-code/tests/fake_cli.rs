@@ -16,9 +16,10 @@ use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
     ResumeRejectReason, RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
 };
+use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
-use support::{FakeClaude, HOST_CREDENTIAL, claude_like};
+use support::{FakeClaude, claude_like};
 
 const K: Kind = Kind::new("driver-claude-code tests 2026-11-30 profile v1");
 const SECRET: &str = "mcp-canary-secret-77aa01";

@@ -17,10 +17,11 @@ use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
     ResumeRejectReason, RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
 };
+use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 use secrecy::SecretString;
-use support::{FakeCodeBuddy, HOST_CREDENTIAL, codebuddy_like};
+use support::{FakeCodeBuddy, codebuddy_like};
 
 const K: Kind = Kind::new("driver-codebuddy tests 2026-11-30 profile v1");
 const SECRET: &str = "mcp-canary-secret-c0ffee11";

@@ -15,9 +15,10 @@ use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, ExitStatus, FailureKind, ProfilePayload,
     Request, ResumeRejectReason, RuntimePayload, SessionContext, SessionState, check_sequence,
 };
+use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
-use support::{FakeCodex, HOST_CREDENTIAL, codex_like, overrides, text_turn};
+use support::{FakeCodex, codex_like, overrides, text_turn};
 
 const K: Kind = Kind::new("driver-codex tests 2026-11-30 profile v1");
 

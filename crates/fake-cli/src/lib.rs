@@ -56,6 +56,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`Harness`] wraps the usual test setup: a temporary directory, a credential namespace whose
+//! child environment names the scenario (and whose host environment carries credentials the
+//! child must not see), a workspace, and the invocation record.
+//!
 //! `binary_path` builds the binary on first use (once per test process, a no-op when it is
 //! fresh), so driver crates that use the fake need no build script and no artifact
 //! dependency.
@@ -64,9 +68,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod harness;
 mod locate;
 mod scenario;
 
+pub use harness::{HOST_CREDENTIAL, Harness};
 pub use locate::{LocateError, binary_path, try_binary_path};
 pub use scenario::{
     BAD_SCENARIO_EXIT, CaptureFiles, CapturedFile, GRANDCHILD_ENV, Invocation, Rule, SCENARIO_ENV,

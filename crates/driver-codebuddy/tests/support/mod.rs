@@ -3,19 +3,14 @@
 
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::ops::Deref;
+use std::path::PathBuf;
 
 use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions};
-use fake_cli::{Invocation, Rule, SCENARIO_ENV, Scenario, read_invocations};
-use runtime_env::{HostEnv, RuntimeEnv};
-use tempfile::TempDir;
+use fake_cli::{Harness, Rule, Scenario};
 
-/// `codebuddy --version` of the pinned release.
+/// `--version` of the pinned release.
 pub(crate) const VERSION: &str = "2.117.0";
-
-/// A host credential that must never reach the child.
-pub(crate) const HOST_CREDENTIAL: &str = "host-credential-canary-73d1";
 
 /// The events of a clean text turn on session `session_id` (a template).
 pub(crate) fn text_turn(rule: Rule, session_id: &str, text: &str) -> Rule {
@@ -57,46 +52,26 @@ pub(crate) fn codebuddy_like() -> Scenario {
         ))
 }
 
-/// A namespace, a fake `codebuddy` and the record of its invocations.
-pub(crate) struct FakeCodeBuddy {
-    pub(crate) dir: TempDir,
-    pub(crate) record: PathBuf,
-    pub(crate) env: Arc<RuntimeEnv>,
-    pub(crate) workspace: PathBuf,
+/// A namespace, a fake CLI and the record of its invocations ([`Harness`]).
+pub(crate) struct FakeCodeBuddy(Harness);
+
+impl Deref for FakeCodeBuddy {
+    type Target = Harness;
+    fn deref(&self) -> &Harness {
+        &self.0
+    }
 }
 
 impl FakeCodeBuddy {
-    /// A fake that follows `scenario` (its version and record are set here), recording the
-    /// values of `record_env`.
+    /// A fake that follows `scenario`, recording the values of `record_env`; the host
+    /// environment carries this CLI's credential variables.
     pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let record = dir.path().join("invocations.jsonl");
-        let scenario_path = dir.path().join("scenario.json");
-        let mut scenario = scenario.version(VERSION).record(&record);
-        scenario = scenario.record_env_values(record_env.iter().copied());
-        scenario.write_to(&scenario_path).expect("scenario written");
-        let workspace = dir.path().join("workspace");
-        std::fs::create_dir(&workspace).expect("workspace");
-        let host = HostEnv::from_vars([
-            ("PATH", std::env::var("PATH").unwrap_or_default()),
-            ("CODEBUDDY_API_KEY", HOST_CREDENTIAL.to_owned()),
-            ("CODEBUDDY_AUTH_TOKEN", HOST_CREDENTIAL.to_owned()),
-        ]);
-        let env = RuntimeEnv::builder(
-            dir.path().join("rt"),
-            "user:fake".parse().expect("namespace"),
-            &workspace,
-        )
-        .host_env(host)
-        .var(SCENARIO_ENV, scenario_path.as_os_str())
-        .build()
-        .expect("runtime env");
-        Self {
-            dir,
-            record,
-            env: Arc::new(env),
-            workspace,
-        }
+        Self(Harness::new(
+            scenario,
+            VERSION,
+            record_env,
+            &["CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"],
+        ))
     }
 
     /// Options pointing at the fake binary.
@@ -112,27 +87,8 @@ impl FakeCodeBuddy {
         )
     }
 
-    /// Every invocation but the version probes, oldest first.
-    pub(crate) fn invocations(&self) -> Vec<Invocation> {
-        read_invocations(&self.record)
-            .expect("record readable")
-            .into_iter()
-            .filter(|i| i.argv != ["--version"])
-            .collect()
-    }
-
-    /// The last invocation.
-    pub(crate) fn last(&self) -> Invocation {
-        self.invocations().pop().expect("codebuddy was invoked")
-    }
-
     /// The namespace's `CODEBUDDY_CONFIG_DIR`.
     pub(crate) fn config_dir(&self) -> PathBuf {
         self.env.state_dir(runtime_env::RuntimeKind::CodeBuddy)
-    }
-
-    /// The temp dir.
-    pub(crate) fn path(&self) -> &Path {
-        self.dir.path()
     }
 }
