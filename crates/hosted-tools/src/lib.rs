@@ -20,6 +20,9 @@
 //! - **The token is a secret**: it exists as a [`secrecy::SecretString`] and leaves the crate
 //!   only as the run's secret [`EnvBinding`](run_service::EnvBinding); it is never logged,
 //!   never put in an event, an error or a fingerprint.
+//! - **No session to lose.** The endpoint is stateless by default ([`SessionMode`]): rmcp
+//!   would reap an idle MCP session and answer its id with 404, and Claude Code and Codex do
+//!   not re-initialize, so a quiet stretch in a long run would cost it its tools.
 //! - **Lifecycle.** The server starts on the first attach and stops on
 //!   [`close`](run_service::RunServiceProvider::close) (or when the provider is dropped),
 //!   releasing its port.
@@ -76,6 +79,7 @@ mod tool;
 pub use catalog::{CatalogError, MAX_NAME_LEN, MAX_REVISION_LEN, ToolSet};
 pub use credential::TOKEN_ENV_PREFIX;
 pub use provider::HostedToolsProvider;
+pub use server::SessionMode;
 pub use tool::{HostedTool, ToolCall, ToolOutput, ToolRejection};
 
 /// The resume-compatibility id of every hosted-tools attachment. Its meaning is immutable: a

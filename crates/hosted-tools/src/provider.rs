@@ -12,7 +12,7 @@ use run_service::{
 use tokio::sync::{Mutex, mpsc};
 
 use crate::credential::{Credential, expose, random_hex};
-use crate::server::{MCP_PATH, Running, Shared};
+use crate::server::{MCP_PATH, Running, SessionMode, Shared};
 use crate::{COMPATIBILITY_ID, SERVICE_ID, ToolSet};
 
 /// Serves a [`ToolSet`] to every run of one agent over a loopback MCP Streamable HTTP
@@ -38,6 +38,7 @@ use crate::{COMPATIBILITY_ID, SERVICE_ID, ToolSet};
 /// fingerprint.
 pub struct HostedToolsProvider {
     tools: ToolSet,
+    sessions: SessionMode,
     state: Mutex<State>,
 }
 
@@ -55,8 +56,16 @@ impl HostedToolsProvider {
     pub fn new(tools: ToolSet) -> Self {
         Self {
             tools,
+            sessions: SessionMode::default(),
             state: Mutex::new(State::Idle),
         }
+    }
+
+    /// How the endpoint keeps MCP sessions; [`SessionMode::Stateless`] by default. Takes
+    /// effect when the server starts (the first attach).
+    pub fn with_session_mode(mut self, sessions: SessionMode) -> Self {
+        self.sessions = sessions;
+        self
     }
 
     /// The catalog.
@@ -82,6 +91,7 @@ impl std::fmt::Debug for HostedToolsProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostedToolsProvider")
             .field("tools", &self.tools.len())
+            .field("sessions", &self.sessions)
             .finish_non_exhaustive()
     }
 }
@@ -108,9 +118,11 @@ impl RunServiceProvider for HostedToolsProvider {
             let credential = Credential::mint()
                 .map_err(|e| ProviderError::new(format!("cannot mint a tool token: {e}")))?;
             let shared = Arc::new(Shared::new(self.tools.clone(), credential));
-            let running = Running::start(Arc::clone(&shared)).await.map_err(|e| {
-                ProviderError::new(format!("cannot start the tool server: {}", e.kind()))
-            })?;
+            let running = Running::start(Arc::clone(&shared), self.sessions)
+                .await
+                .map_err(|e| {
+                    ProviderError::new(format!("cannot start the tool server: {}", e.kind()))
+                })?;
             *state = State::Serving { running, shared };
         }
         let State::Serving { running, shared } = &*state else {

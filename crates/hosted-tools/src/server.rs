@@ -36,6 +36,29 @@ use crate::{
     ToolSet,
 };
 
+/// How the tool endpoint handles MCP sessions.
+///
+/// MCP Streamable HTTP lets a server keep a session per client (`Mcp-Session-Id`). rmcp reaps
+/// a session after a stretch without traffic and answers later requests that carry its id
+/// with 404; the spec then asks the client to initialize again, and Claude Code and Codex do
+/// not: every later tool call fails until the CLI restarts. A run with a long quiet stretch
+/// between two tool calls (a long coding task) would lose its tools for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SessionMode {
+    /// No sessions: every request stands alone (rmcp's stateless mode, JSON responses), so
+    /// no idle gap, however long, strands a runtime. Tool calls, per-run attribution (by
+    /// URL path), the bearer gate and events need no session. The default.
+    #[default]
+    Stateless,
+    /// rmcp sessions, reaped after `idle_limit` without traffic (rmcp's default, 5 minutes,
+    /// when `None`). Only for clients that re-initialize after a 404; see the type docs.
+    Stateful {
+        /// How long a silent session lives.
+        idle_limit: Option<Duration>,
+    },
+}
+
 /// How long `close` waits for in-flight requests before it drops the listener by force.
 const GRACEFUL_CLOSE: Duration = Duration::from_secs(1);
 
@@ -124,13 +147,27 @@ pub(crate) struct Running {
 
 impl Running {
     /// Binds `127.0.0.1:0` and serves until [`stop`](Self::stop) or drop.
-    pub(crate) async fn start(shared: Arc<Shared>) -> std::io::Result<Self> {
+    pub(crate) async fn start(shared: Arc<Shared>, sessions: SessionMode) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let port = listener.local_addr()?.port();
         let cancel = CancellationToken::new();
-        let config = StreamableHttpServerConfig::default()
+        let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(cancel.child_token())
             .with_sse_keep_alive(Some(Duration::from_secs(15)));
+        let mut session_manager = LocalSessionManager::default();
+        match sessions {
+            SessionMode::Stateless => {
+                config = config
+                    .with_legacy_session_mode(false)
+                    .with_json_response(true);
+            }
+            SessionMode::Stateful { idle_limit } => {
+                config = config.with_legacy_session_mode(true);
+                if let Some(limit) = idle_limit {
+                    session_manager.session_config.keep_alive = Some(limit);
+                }
+            }
+        }
         let handler_shared = Arc::clone(&shared);
         let mcp = StreamableHttpService::new(
             move || {
@@ -138,7 +175,7 @@ impl Running {
                     shared: Arc::clone(&handler_shared),
                 })
             },
-            Arc::new(LocalSessionManager::default()),
+            Arc::new(session_manager),
             config,
         );
         let app = axum::Router::new()

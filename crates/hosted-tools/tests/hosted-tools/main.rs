@@ -6,4 +6,5 @@ mod support;
 
 mod attribution;
 mod gate;
+mod idle;
 mod serve;
