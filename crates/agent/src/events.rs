@@ -9,8 +9,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use driver_spi::{DriverEvent, EventSink, FailureKind};
 use run_service::RunId;
 use runtime_env::Redactor;
+use secrecy::SecretString;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::stream_redact::{Stream, StreamRedactor};
 use crate::{RunResult, ThreadError};
 
 /// What happened, as part of one run's event stream.
@@ -95,15 +97,21 @@ fn now_ms() -> i64 {
 }
 
 /// The sink the core hands to the driver: it enforces the order (one start first, nothing
-/// after the terminal), numbers and timestamps events, and redacts their text.
+/// after the terminal), numbers and timestamps events, and redacts their text, streams as
+/// streams (a secret split across deltas is redacted whole; see
+/// [`StreamRedactor`](crate::stream_redact)).
 pub(crate) struct CoreSink {
     run_id: RunId,
-    redactor: Redactor,
     seq: AtomicU64,
     started: AtomicBool,
     ended: AtomicBool,
-    // One lock orders numbering and delivery, so seq order is delivery order.
-    tx: Mutex<mpsc::UnboundedSender<ThreadEvent>>,
+    // One lock orders redaction, numbering and delivery, so seq order is delivery order.
+    state: Mutex<SinkState>,
+}
+
+struct SinkState {
+    tx: mpsc::UnboundedSender<ThreadEvent>,
+    streams: StreamRedactor,
 }
 
 impl std::fmt::Debug for CoreSink {
@@ -115,41 +123,90 @@ impl std::fmt::Debug for CoreSink {
 }
 
 impl CoreSink {
+    /// A sink for `run_id` whose text is redacted by `redactor`, which knows `secrets`.
     pub(crate) fn new(
         run_id: RunId,
         redactor: Redactor,
+        secrets: Vec<SecretString>,
         tx: mpsc::UnboundedSender<ThreadEvent>,
     ) -> Self {
         Self {
             run_id,
-            redactor,
             seq: AtomicU64::new(0),
             started: AtomicBool::new(false),
             ended: AtomicBool::new(false),
-            tx: Mutex::new(tx),
+            state: Mutex::new(SinkState {
+                tx,
+                streams: StreamRedactor::new(redactor, secrets),
+            }),
         }
-    }
-
-    fn redact(&self, text: &str) -> String {
-        self.redactor.redact(text).into_owned()
     }
 
     /// Emits an event of the core's own (service events, or a closing terminal).
     pub(crate) fn push(&self, kind: ThreadEventKind) {
-        let Ok(tx) = self.tx.lock() else { return };
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        self.deliver(&mut state, kind);
+    }
+
+    /// Delivers one event: ends a pending stream first when the event is not its
+    /// continuation, then numbers and sends it.
+    fn deliver(&self, state: &mut SinkState, kind: ThreadEventKind) {
         if self.ended.load(Ordering::SeqCst) {
             return;
         }
         if !self.started.swap(true, Ordering::SeqCst) && kind != ThreadEventKind::RunStarted {
-            self.send(&tx, ThreadEventKind::RunStarted);
+            self.send(&state.tx, ThreadEventKind::RunStarted);
         }
         if kind == ThreadEventKind::RunStarted && self.seq.load(Ordering::SeqCst) > 0 {
             return; // a second start is dropped
         }
+        let kind = match kind {
+            ThreadEventKind::TextDelta { delta } => {
+                self.stream_piece(state, Stream::Text, &delta);
+                return;
+            }
+            ThreadEventKind::ToolCallArguments { call_id, delta } => {
+                self.stream_piece(state, Stream::Arguments(call_id), &delta);
+                return;
+            }
+            other => other,
+        };
+        if let Some(ended) = state.streams.flush() {
+            self.send_stream(&state.tx, ended);
+        }
         if kind.is_terminal() {
             self.ended.store(true, Ordering::SeqCst);
         }
-        self.send(&tx, kind);
+        self.send(&state.tx, kind);
+    }
+
+    fn stream_piece(&self, state: &mut SinkState, stream: Stream, delta: &str) {
+        let (ended, ready) = state.streams.push(stream.clone(), delta);
+        if let Some(ended) = ended {
+            self.send_stream(&state.tx, ended);
+        }
+        self.send_stream(&state.tx, (stream, ready));
+    }
+
+    /// Sends redacted stream text as its delta event; empty text sends nothing.
+    fn send_stream(
+        &self,
+        tx: &mpsc::UnboundedSender<ThreadEvent>,
+        (stream, text): (Stream, String),
+    ) {
+        if text.is_empty() {
+            return;
+        }
+        let kind = match stream {
+            Stream::Text => ThreadEventKind::TextDelta { delta: text },
+            Stream::Arguments(call_id) => ThreadEventKind::ToolCallArguments {
+                call_id,
+                delta: text,
+            },
+        };
+        self.send(tx, kind);
     }
 
     fn send(&self, tx: &mpsc::UnboundedSender<ThreadEvent>, kind: ThreadEventKind) {
@@ -169,34 +226,60 @@ impl CoreSink {
     }
 
     pub(crate) fn service_event(&self, event: run_service::RunServiceEvent) {
-        let data = serde_json::to_string(&event.data)
-            .map(|text| {
-                let redacted = self.redact(&text);
-                serde_json::from_str(&redacted).unwrap_or(serde_json::Value::String(redacted))
-            })
-            .unwrap_or(serde_json::Value::Null);
-        self.push(ThreadEventKind::ServiceEvent {
-            service_id: event.service_id,
-            name: event.name,
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        // Each string leaf (keys included) is redacted as it is, not in its JSON-escaped
+        // form, where a secret with `"`, `\` or a control character would not match.
+        let data = redact_value(&state.streams, event.data);
+        let kind = ThreadEventKind::ServiceEvent {
+            service_id: state.streams.redact(&event.service_id),
+            name: state.streams.redact(&event.name),
             data,
-        });
+        };
+        self.deliver(&mut state, kind);
+    }
+}
+
+/// A JSON value with every string leaf and object key redacted.
+fn redact_value(streams: &StreamRedactor, value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(streams.redact(&s)),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| redact_value(streams, v))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (streams.redact(&k), redact_value(streams, v)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 
 impl EventSink for CoreSink {
     fn emit(&self, event: DriverEvent) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        // Ids and names pass the known-secret pass too; the same input always gives the same
+        // output, so a call's events still share one id.
+        let r = |text: &str| state.streams.redact(text);
         let kind = match event {
             DriverEvent::RunStarted => ThreadEventKind::RunStarted,
-            DriverEvent::TextDelta { delta } => ThreadEventKind::TextDelta {
-                delta: self.redact(&delta),
+            DriverEvent::TextDelta { delta } => ThreadEventKind::TextDelta { delta },
+            DriverEvent::ToolCallStarted { call_id, name } => ThreadEventKind::ToolCallStarted {
+                call_id: r(&call_id),
+                name: r(&name),
             },
-            DriverEvent::ToolCallStarted { call_id, name } => {
-                ThreadEventKind::ToolCallStarted { call_id, name }
-            }
             DriverEvent::ToolCallArguments { call_id, delta } => {
                 ThreadEventKind::ToolCallArguments {
-                    call_id,
-                    delta: self.redact(&delta),
+                    call_id: r(&call_id),
+                    delta,
                 }
             }
             DriverEvent::ToolCallResult {
@@ -204,8 +287,8 @@ impl EventSink for CoreSink {
                 output,
                 is_error,
             } => ThreadEventKind::ToolCallResult {
-                call_id,
-                output: self.redact(&output),
+                call_id: r(&call_id),
+                output: r(&output),
                 is_error,
             },
             DriverEvent::RunFinished => ThreadEventKind::RunFinished,
@@ -213,7 +296,7 @@ impl EventSink for CoreSink {
             // Event kinds added to the SPI later are not forwarded until the core maps them.
             _ => return,
         };
-        self.push(kind);
+        self.deliver(&mut state, kind);
     }
 }
 
@@ -291,5 +374,120 @@ impl futures_core::Stream for RunStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ThreadEvent>> {
         self.events.poll_recv(cx)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn sink(secrets: &[&str]) -> (CoreSink, mpsc::UnboundedReceiver<ThreadEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let secrets: Vec<SecretString> = secrets.iter().map(|s| SecretString::from(*s)).collect();
+        let sink = CoreSink::new(
+            RunId::new("r"),
+            Redactor::with_secrets(secrets.clone()),
+            secrets,
+            tx,
+        );
+        (sink, rx)
+    }
+
+    fn drain(rx: &mut mpsc::UnboundedReceiver<ThreadEvent>) -> Vec<ThreadEventKind> {
+        let mut out = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            out.push(event.kind);
+        }
+        out
+    }
+
+    fn chunks(text: &str, size: usize) -> Vec<String> {
+        text.as_bytes()
+            .chunks(size)
+            .map(|c| String::from_utf8(c.to_vec()).unwrap())
+            .collect()
+    }
+
+    /// A driver prints a 64-hex token in 8-byte chunks, in text and in a tool call's
+    /// arguments, and names a tool and a call after it: the token appears in no event, not
+    /// even when the deltas are joined.
+    #[test]
+    fn a_secret_split_across_deltas_is_redacted_whole() {
+        let token = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let (sink, mut rx) = sink(&[token]);
+        sink.emit(DriverEvent::RunStarted);
+        for piece in chunks(&format!("Here it is: {token}. Keep it safe, please."), 8) {
+            sink.emit(DriverEvent::text(piece));
+        }
+        let call = format!("call-{token}");
+        sink.emit(DriverEvent::tool_call_started(
+            &call,
+            format!("tool_{token}"),
+        ));
+        for piece in chunks(&format!(r#"{{"token":"{token}","n":1}}"#), 8) {
+            sink.emit(DriverEvent::tool_call_arguments(&call, piece));
+        }
+        sink.emit(DriverEvent::tool_call_result(&call, "ok", false));
+        sink.emit(DriverEvent::RunFinished);
+        let events = drain(&mut rx);
+        let mut text = String::new();
+        let mut arguments = String::new();
+        let mut everything = String::new();
+        for event in &events {
+            everything.push_str(&serde_json::to_string(event).unwrap());
+            match event {
+                ThreadEventKind::TextDelta { delta } => text.push_str(delta),
+                ThreadEventKind::ToolCallArguments { delta, .. } => arguments.push_str(delta),
+                _ => {}
+            }
+        }
+        for part in [&token[..8], &token[8..16], &token[56..]] {
+            assert!(!text.contains(part), "{text}");
+            assert!(!arguments.contains(part), "{arguments}");
+            assert!(!everything.contains(part), "{everything}");
+        }
+        assert_eq!(text, "Here it is: [REDACTED]. Keep it safe, please.");
+        assert_eq!(arguments, r#"{"token":"[REDACTED]","n":1}"#);
+        // Order and the event rules still hold: text, then the call, then its result.
+        assert_eq!(events.first(), Some(&ThreadEventKind::RunStarted));
+        assert_eq!(events.last(), Some(&ThreadEventKind::RunFinished));
+        let started = events
+            .iter()
+            .position(|e| matches!(e, ThreadEventKind::ToolCallStarted { .. }))
+            .unwrap();
+        assert!(
+            events[..started]
+                .iter()
+                .skip(1)
+                .all(|e| matches!(e, ThreadEventKind::TextDelta { .. }))
+        );
+        assert!(events.iter().all(|e| !matches!(
+            e,
+            ThreadEventKind::TextDelta { delta } | ThreadEventKind::ToolCallArguments { delta, .. }
+                if delta.is_empty()
+        )));
+    }
+
+    /// A secret that JSON escapes (quotes, backslashes, control characters) is redacted in
+    /// service-event data, keys included.
+    #[test]
+    fn service_event_data_is_redacted_leaf_by_leaf() {
+        let secret = "p\"a\\ss\nw0rd-canary";
+        let (sink, mut rx) = sink(&[secret]);
+        sink.service_event(run_service::RunServiceEvent::new(
+            "svc",
+            "login",
+            serde_json::json!({"note": format!("using {secret} now"), secret: [secret, 1]}),
+        ));
+        let events = drain(&mut rx);
+        let text = serde_json::to_string(&events).unwrap();
+        let escaped = serde_json::to_string(secret).unwrap();
+        assert!(!text.contains(escaped.trim_matches('"')), "{text}");
+        let ThreadEventKind::ServiceEvent { data, .. } = &events[1] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(data["note"], "using [REDACTED] now");
+        assert_eq!(data["[REDACTED]"][0], "[REDACTED]");
     }
 }

@@ -71,6 +71,7 @@ mod error;
 mod events;
 mod pipeline;
 mod result;
+mod stream_redact;
 mod thread;
 pub mod tools;
 

@@ -137,8 +137,14 @@ async fn execute_inner(
         }
     }
 
-    let redactor = Redactor::with_secrets(attachments.iter().flat_map(secret_values));
-    let sink = Arc::new(CoreSink::new(run_id.clone(), redactor.clone(), events));
+    let secrets: Vec<secrecy::SecretString> = attachments.iter().flat_map(secret_values).collect();
+    let redactor = Redactor::with_secrets(secrets.clone());
+    let sink = Arc::new(CoreSink::new(
+        run_id.clone(),
+        redactor.clone(),
+        secrets,
+        events,
+    ));
     let cx = RunCx {
         thread,
         store,
