@@ -59,6 +59,14 @@ pub enum ThreadEventKind {
         /// Its payload, redacted.
         data: serde_json::Value,
     },
+    /// Something the host should know that did not fail the run, named by a stable `code`
+    /// (for example [`NotPersisted::CODE`](crate::NotPersisted::CODE)).
+    Warning {
+        /// A stable machine-readable code.
+        code: String,
+        /// A human-readable explanation, redacted.
+        message: String,
+    },
     /// The run finished. Terminal.
     RunFinished,
     /// The run failed. Terminal.
@@ -112,6 +120,10 @@ pub(crate) struct CoreSink {
 struct SinkState {
     tx: mpsc::UnboundedSender<ThreadEvent>,
     streams: StreamRedactor,
+    /// The driver's terminal event arrived: the driver may emit nothing more, and the core
+    /// sends the run's terminal event itself once the run's outcome (persistence included) is
+    /// known ([`CoreSink::finish`]).
+    driver_done: bool,
 }
 
 impl std::fmt::Debug for CoreSink {
@@ -138,16 +150,34 @@ impl CoreSink {
             state: Mutex::new(SinkState {
                 tx,
                 streams: StreamRedactor::new(redactor, secrets),
+                driver_done: false,
             }),
         }
     }
 
-    /// Emits an event of the core's own (service events, or a closing terminal).
+    /// Emits an event of the core's own (a service event, a warning); not a terminal one,
+    /// which only [`finish`](Self::finish) sends.
     pub(crate) fn push(&self, kind: ThreadEventKind) {
+        if kind.is_terminal() {
+            return;
+        }
         let Ok(mut state) = self.state.lock() else {
             return;
         };
         self.deliver(&mut state, kind);
+    }
+
+    /// Ends the stream with the run's terminal event, chosen by the core once the outcome is
+    /// known (the driver's own terminal event is held back until then). Idempotent.
+    pub(crate) fn finish(&self, terminal: ThreadEventKind) {
+        if !terminal.is_terminal() {
+            return;
+        }
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.driver_done = true;
+        self.deliver(&mut state, terminal);
     }
 
     /// Delivers one event: ends a pending stream first when the event is not its
@@ -180,6 +210,22 @@ impl CoreSink {
             self.ended.store(true, Ordering::SeqCst);
         }
         self.send(&state.tx, kind);
+    }
+
+    /// A driver's event: nothing after its terminal event, which is held for
+    /// [`finish`](Self::finish).
+    fn deliver_driver_event(&self, state: &mut SinkState, kind: ThreadEventKind) {
+        if state.driver_done {
+            return;
+        }
+        if kind.is_terminal() {
+            state.driver_done = true;
+            if let Some(ended) = state.streams.flush() {
+                self.send_stream(&state.tx, ended);
+            }
+            return;
+        }
+        self.deliver(state, kind);
     }
 
     fn stream_piece(&self, state: &mut SinkState, stream: Stream, delta: &str) {
@@ -218,11 +264,6 @@ impl CoreSink {
             run_id: self.run_id.clone(),
             kind,
         });
-    }
-
-    /// Whether a terminal event was delivered.
-    pub(crate) fn ended(&self) -> bool {
-        self.ended.load(Ordering::SeqCst)
     }
 
     pub(crate) fn service_event(&self, event: run_service::RunServiceEvent) {
@@ -296,7 +337,7 @@ impl EventSink for CoreSink {
             // Event kinds added to the SPI later are not forwarded until the core maps them.
             _ => return,
         };
-        self.deliver(&mut state, kind);
+        self.deliver_driver_event(&mut state, kind);
     }
 }
 
@@ -430,6 +471,8 @@ mod tests {
         }
         sink.emit(DriverEvent::tool_call_result(&call, "ok", false));
         sink.emit(DriverEvent::RunFinished);
+        sink.emit(DriverEvent::text("after the end"));
+        sink.finish(ThreadEventKind::RunFinished);
         let events = drain(&mut rx);
         let mut text = String::new();
         let mut arguments = String::new();

@@ -79,5 +79,5 @@ pub use agent::{Agent, AgentBuilder, DEFAULT_LEASE_TTL, DEFAULT_TEARDOWN_BUDGET}
 pub use compat::{SCHEME_VERSION, SchemeMigration};
 pub use error::{BuildError, Incompatibility, ThreadError};
 pub use events::{RunStream, ThreadEvent, ThreadEventKind};
-pub use result::{RunResult, SessionOutcome};
+pub use result::{NotPersisted, RunResult, SessionOutcome};
 pub use thread::{Thread, ThreadCheckpoint};

@@ -31,7 +31,8 @@ use crate::compat::{SCHEME_VERSION, profile_payload, thread_breakdown, thread_fi
 use crate::events::CoreSink;
 use crate::thread::{Mode, Thread};
 use crate::{
-    Incompatibility, RunResult, SessionOutcome, ThreadError, ThreadEvent, ThreadEventKind,
+    Incompatibility, NotPersisted, RunResult, SessionOutcome, ThreadError, ThreadEvent,
+    ThreadEventKind,
 };
 
 /// Stores accept names of up to 512 bytes; the lease target adds the `thread:` prefix.
@@ -154,15 +155,15 @@ async fn execute_inner(
         cancel,
     };
     let result = attached_run(&cx, prompt, &mut attachments).await;
-    if !sink.ended() {
-        sink.push(match &result {
-            Ok(_) => ThreadEventKind::RunFinished,
-            Err(ThreadError::Driver { kind, .. }) => ThreadEventKind::RunFailed { kind: *kind },
-            Err(_) => ThreadEventKind::RunFailed {
-                kind: FailureKind::Other,
-            },
-        });
-    }
+    // The terminal event follows the outcome, persistence included: a run whose checkpoint
+    // could not be stored does not report `RunFinished`.
+    sink.finish(match &result {
+        Ok(_) => ThreadEventKind::RunFinished,
+        Err(ThreadError::Driver { kind, .. }) => ThreadEventKind::RunFailed { kind: *kind },
+        Err(_) => ThreadEventKind::RunFailed {
+            kind: FailureKind::Other,
+        },
+    });
     // 7. Teardown, bounded.
     detach_all(&attached, run_id, inner.teardown_budget).await;
     result
@@ -604,13 +605,24 @@ async fn leased_run(
             parent: parent.id.clone(),
         },
     };
-    let record_id = match response.persistable_checkpoint() {
-        Some(state) => {
-            Some(persist(thread, store, &plan, breakdown, fingerprint, state, leases).await?)
-        }
+    let (record_id, not_persisted) = match response.persistable_checkpoint() {
+        Some(state) => (
+            Some(persist(thread, store, &plan, breakdown, fingerprint, state, leases).await?),
+            None,
+        ),
         None => {
             release_all(store, &leases).await;
-            None
+            let why = if response.checkpoint.is_some() {
+                NotPersisted::InvalidCheckpoint
+            } else {
+                NotPersisted::NoCheckpoint
+            };
+            tracing::warn!(reason = %why, "run finished without a stored checkpoint");
+            sink.push(ThreadEventKind::Warning {
+                code: NotPersisted::CODE.to_owned(),
+                message: why.to_string(),
+            });
+            (None, Some(why))
         }
     };
     Ok(RunResult {
@@ -620,6 +632,7 @@ async fn leased_run(
         usage: response.usage,
         session,
         record_id,
+        not_persisted,
         events: Vec::new(),
     })
 }

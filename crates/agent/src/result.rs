@@ -30,6 +30,33 @@ pub enum SessionOutcome {
     },
 }
 
+/// Why a clean run stored no checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NotPersisted {
+    /// The driver returned no checkpoint (for example a stateless run).
+    NoCheckpoint,
+    /// The driver returned a checkpoint that may not be stored: marked invalid, or without
+    /// a resume id.
+    InvalidCheckpoint,
+}
+
+impl NotPersisted {
+    /// The [`Warning`](crate::ThreadEventKind::Warning) code of a run that stored nothing.
+    pub const CODE: &'static str = "checkpoint_not_persisted";
+}
+
+impl std::fmt::Display for NotPersisted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::NoCheckpoint => "the driver returned no checkpoint; nothing was stored",
+            Self::InvalidCheckpoint => {
+                "the driver's checkpoint may not be stored (invalid or without a resume id)"
+            }
+        })
+    }
+}
+
 /// A finished run.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -44,9 +71,13 @@ pub struct RunResult {
     pub usage: Option<Usage>,
     /// Resume, start, restart or fork.
     pub session: SessionOutcome,
-    /// The record the checkpoint was stored in; `None` when the driver returned no
-    /// persistable checkpoint.
+    /// The record the checkpoint was stored in; `None` when nothing was stored, and then
+    /// [`not_persisted`](Self::not_persisted) says why.
     pub record_id: Option<RecordId>,
+    /// Why a clean run stored nothing (the next run of the Thread cannot resume this one);
+    /// `None` when the checkpoint was stored. The run's events carry a
+    /// [`Warning`](crate::ThreadEventKind::Warning) with [`NotPersisted::CODE`] as well.
+    pub not_persisted: Option<NotPersisted>,
     /// The run's events (for [`Thread::run`](crate::Thread::run): all of them; for a stream:
     /// the ones not read before [`RunStream::result`](crate::RunStream::result)).
     pub events: Vec<ThreadEvent>,

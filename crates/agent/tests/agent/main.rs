@@ -8,6 +8,7 @@ mod contract;
 mod incompatible;
 mod lifecycle;
 mod matrix;
+mod persistence;
 mod races;
 mod tool_fixtures;
 mod tools;
