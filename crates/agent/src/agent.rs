@@ -45,6 +45,7 @@ pub(crate) struct Inner {
     pub(crate) store: Option<Arc<dyn ThreadStore>>,
     pub(crate) providers: Vec<Arc<dyn RunServiceProvider>>,
     pub(crate) host_mcp: Vec<McpServer>,
+    pub(crate) endpoints: crate::EndpointPolicy,
     pub(crate) profile: Profile,
     pub(crate) statics: Breakdown,
     pub(crate) migrations: Vec<SchemeMigration>,
@@ -66,6 +67,7 @@ impl Agent {
             store: None,
             providers: Vec::new(),
             host_mcp: Vec::new(),
+            endpoints: crate::EndpointPolicy::default(),
             profile: Profile {
                 identity: "default".to_owned(),
                 ..Profile::default()
@@ -158,6 +160,7 @@ pub struct AgentBuilder {
     store: Option<Arc<dyn ThreadStore>>,
     providers: Vec<Arc<dyn RunServiceProvider>>,
     host_mcp: Vec<McpServer>,
+    endpoints: crate::EndpointPolicy,
     profile: Profile,
     skills: Vec<(String, String)>,
     migrations: Vec<SchemeMigration>,
@@ -194,6 +197,14 @@ impl AgentBuilder {
         {
             self.providers.push(provider);
         }
+        self
+    }
+
+    /// The endpoint policy: which network endpoints run services may point the runtime at
+    /// (see [`EndpointPolicy`](crate::EndpointPolicy); any, by default). Checked on every run
+    /// before anything launches.
+    pub fn endpoint_policy(mut self, policy: crate::EndpointPolicy) -> Self {
+        self.endpoints = policy;
         self
     }
 
@@ -288,6 +299,7 @@ impl AgentBuilder {
                 store: self.store,
                 providers: self.providers,
                 host_mcp: self.host_mcp,
+                endpoints: self.endpoints,
                 profile: self.profile,
                 statics,
                 migrations: self.migrations,

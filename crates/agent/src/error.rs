@@ -140,6 +140,14 @@ pub enum ThreadError {
     /// A run-service attachment is invalid. Nothing launched; every provider was detached.
     #[error("invalid run-service attachment: {0}")]
     InvalidAttachment(#[from] ValidationError),
+    /// A run service names a network endpoint the agent's
+    /// [`EndpointPolicy`](crate::EndpointPolicy) refuses. Nothing launched; every provider was
+    /// detached.
+    #[error("a run service names an endpoint the endpoint policy refuses (url {endpoint})")]
+    EndpointRefused {
+        /// A short digest of the refused URL (never the URL: it may carry provider identity).
+        endpoint: compat_fingerprint::ShortDigest,
+    },
     /// A run-service provider failed to attach. Providers attached before it were detached.
     #[error("run-service provider {index} failed to attach: {message}")]
     Provider {

@@ -67,6 +67,7 @@
 
 mod agent;
 mod compat;
+mod endpoint;
 mod error;
 mod events;
 mod pipeline;
@@ -77,6 +78,7 @@ pub mod tools;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_LEASE_TTL, DEFAULT_TEARDOWN_BUDGET};
 pub use compat::{SCHEME_VERSION, SchemeMigration};
+pub use endpoint::EndpointPolicy;
 pub use error::{BuildError, Incompatibility, ThreadError};
 pub use events::{RunStream, ThreadEvent, ThreadEventKind};
 pub use result::{NotPersisted, RunResult, SessionOutcome};

@@ -250,6 +250,9 @@ async fn attached_run(
     let inner = &thread.agent.inner;
     // 2b and 3. Validate everything and build both views before anything launches.
     let views = build_views(attachments, &inner.host_mcp)?;
+    if let Some(endpoint) = inner.endpoints.first_refused(attachments, &inner.host_mcp) {
+        return Err(ThreadError::EndpointRefused { endpoint });
+    }
     let breakdown = thread_breakdown(&inner.statics, &views);
     let fingerprint = thread_fingerprint(&breakdown);
     let identity = Identity {

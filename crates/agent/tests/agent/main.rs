@@ -5,6 +5,7 @@
 mod support;
 
 mod contract;
+mod endpoints;
 mod incompatible;
 mod lifecycle;
 mod matrix;
