@@ -1,12 +1,11 @@
-//! The config-fingerprinter capability and a builder that hashes env values instead of
-//! storing them.
+//! The config-fingerprinter capability and a builder that keeps secret env values out of
+//! it.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use compat_fingerprint::{Encoder, Fingerprint, Kind};
 use run_service::EnvBinding;
-use secrecy::ExposeSecret;
 
 /// The config-fingerprinter capability: a stable fingerprint of the driver's construction
 /// config, part of the Thread fingerprint (a changed driver config makes a stored Thread
@@ -16,8 +15,9 @@ use secrecy::ExposeSecret;
 /// - Stable: equal across calls, instances and processes for the same config (no random
 ///   keys, no timestamps, no pointer values, no `HashMap` order).
 /// - Non-empty: never the all-zero fingerprint.
-/// - Env *values* in the config are hashed, never stored; [`ConfigFingerprintBuilder`] does
-///   this.
+/// - Secret env *values* never enter it ([`ConfigFingerprintBuilder::env`] keeps the names
+///   only), so a stored fingerprint cannot be used to test guessed secrets offline, and a
+///   rotated key does not make stored Threads incompatible.
 /// - It covers the construction config only. Per-invocation values (endpoints, run secrets)
 ///   reach the driver in the [`Request`](crate::Request) and stay out of it.
 pub trait ConfigFingerprinter: Send + Sync {
@@ -31,8 +31,8 @@ const ENV_VALUE: Kind = Kind::new("agent-sdk 2026-11-30 driver-spi config-env-va
 /// Builds a [`ConfigFingerprinter`] result from named fields.
 ///
 /// Field names are code constants; each may be set once (a repeated name replaces the
-/// earlier value). Env values, plain or secret, are reduced to a one-way digest before they
-/// enter the projection, and `Debug` shows field names only.
+/// earlier value). Secret env bindings contribute their names only; plain env values are
+/// reduced to a one-way digest. `Debug` shows field names only.
 ///
 /// ```
 /// use driver_spi::ConfigFingerprintBuilder;
@@ -45,9 +45,8 @@ const ENV_VALUE: Kind = Kind::new("agent-sdk 2026-11-30 driver-spi config-env-va
 ///         .env("env", &[EnvBinding::new("OPENAI_API_KEY", key.to_owned())])
 ///         .finish()
 /// };
-/// assert_eq!(fp("sk-1"), fp("sk-1"));
-/// assert_ne!(fp("sk-1"), fp("sk-2")); // values are hashed in...
-/// assert!(!fp("sk-1").to_string().contains("sk-1")); // ...never stored
+/// assert_eq!(fp("sk-1"), fp("sk-2")); // a secret's value never enters the fingerprint
+/// assert!(!fp("sk-1").to_string().contains("sk-1"));
 /// ```
 #[derive(Clone)]
 pub struct ConfigFingerprintBuilder {
@@ -100,25 +99,17 @@ impl ConfigFingerprintBuilder {
         self.field(name, |e| e.list(values, |e, v| e.str(v.as_ref())))
     }
 
-    /// An env map of secret bindings: names are kept, each value is replaced by its digest.
-    /// A later binding with the same name wins, as in an environment.
+    /// An env map of secret bindings: the names are kept, the values are left out. A digest
+    /// of a secret in a stored fingerprint, under a public context, could be tested against
+    /// guessed values offline; and rotating a key must not make stored Threads incompatible.
     pub fn env<'a>(
         self,
         name: &'static str,
         env: impl IntoIterator<Item = &'a EnvBinding>,
     ) -> Self {
-        let digests: BTreeMap<String, Fingerprint> = env
-            .into_iter()
-            .map(|b| {
-                (
-                    b.name().to_owned(),
-                    env_value_digest(b.value().expose_secret()),
-                )
-            })
-            .collect();
-        self.field(name, |e| {
-            e.map(&digests, |e, k| e.str(k), |e, d| e.bytes(d.as_bytes()))
-        })
+        let names: std::collections::BTreeSet<String> =
+            env.into_iter().map(|b| b.name().to_owned()).collect();
+        self.field(name, |e| e.set(&names, |e, n| e.str(n)))
     }
 
     /// An env map of plain values: names are kept, each value is replaced by its digest.

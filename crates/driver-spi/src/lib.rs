@@ -13,7 +13,7 @@
 //! |---|---|
 //! | [`Driver`] | object-safe async trait: [`Descriptor`], config validation, `run(request, sink)` |
 //! | [`SessionCodec`] | optional: checkpoint state ⇄ stored [`SessionParams`], guard fingerprint |
-//! | [`ConfigFingerprinter`] | optional: stable fingerprint of the construction config (env values hashed) |
+//! | [`ConfigFingerprinter`] | optional: stable fingerprint of the construction config (secret env values left out) |
 //! | [`ProcessLifecycle`] | optional: close every provider process the driver owns |
 //! | [`Request`] | the concrete, current invocation: prompt, [`SessionContext`], [`RuntimePayload`] (services, secret env), effective MCP servers, [`ProfilePayload`], workspace, model, instructions, metadata |
 //! | [`Response`] | output, [`ExitStatus`], [`Usage`], [`Checkpoint`], typed [`RunFailure`] |
@@ -31,7 +31,7 @@
 //!   replaces a persistent process before the prompt is sent, which is delivered at most once.
 //! - **Secrets are a type.** Secret values travel only as [`secrecy::SecretString`] inside
 //!   [`run_service::EnvBinding`]s: redacted in `Debug`, written as names only by `Serialize`,
-//!   hashed (never stored) in config fingerprints, and keyed-hashed with a random per-process
+//!   left out of config fingerprints (names only), and keyed-hashed with a random per-process
 //!   key in process signatures. No error message carries a secret value or free provider text.
 //! - **Events are ordered** (see [`DriverEvent`], checked by [`check_sequence`]) and carry no
 //!   sequence numbers or timestamps: the core assigns them.

@@ -167,26 +167,31 @@ impl fmt::Display for Location {
 
 /// A run's attachments are invalid. Nothing was launched.
 ///
-/// The message names the position, the field, the reason, the value's length and a short
-/// digest of it: it never reproduces the value, which may be a secret or a provider string.
+/// The message names the position, the field, the reason, the value's length and, unless
+/// the value may be a credential, a short digest of it: it never reproduces the value, which
+/// may be a secret or a provider string.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {field} {reason} ({len} bytes, digest {digest})")]
+#[error("{location}: {field} {reason} ({len} bytes{})", digest.map(|d| format!(", digest {d}")).unwrap_or_default())]
 pub struct ValidationError {
     location: Location,
     field: Field,
     reason: Reason,
     len: usize,
-    digest: ShortDigest,
+    digest: Option<ShortDigest>,
 }
 
 impl ValidationError {
     fn new(location: Location, field: Field, reason: Reason, value: &str) -> Self {
+        // A digest under a public context lets anyone test guesses of the value offline: for
+        // a value that may be a credential (a 48-bit digest of a token is close to the token
+        // itself), none is given.
+        let digest = (reason != Reason::CredentialInHeader).then(|| ShortDigest::of_str(value));
         Self {
             location,
             field,
             reason,
             len: value.len(),
-            digest: ShortDigest::of_str(value),
+            digest,
         }
     }
 
@@ -210,8 +215,9 @@ impl ValidationError {
         self.len == 0
     }
 
-    /// A short digest of the offending value, to correlate without revealing it.
-    pub fn digest(&self) -> ShortDigest {
+    /// A short digest of the offending value, to correlate without revealing it; `None` when
+    /// the value may be a credential.
+    pub fn digest(&self) -> Option<ShortDigest> {
         self.digest
     }
 

@@ -1,4 +1,4 @@
-//! Config fingerprints: stable, env values hashed and never stored.
+//! Config fingerprints: stable; secret env values never enter them, plain ones are hashed.
 
 use driver_spi::ConfigFingerprintBuilder;
 use run_service::EnvBinding;
@@ -16,10 +16,18 @@ fn fingerprint(key: &str) -> compat_fingerprint::Fingerprint {
 }
 
 #[test]
-fn config_fingerprint_is_stable_and_hashes_env_values() {
+fn config_fingerprint_is_stable_and_leaves_secret_values_out() {
     assert_eq!(fingerprint("sk-canary-1"), fingerprint("sk-canary-1"));
-    assert_ne!(fingerprint("sk-canary-1"), fingerprint("sk-canary-2"));
+    // Not even a digest of the secret: the fingerprint cannot confirm a guessed key.
+    assert_eq!(fingerprint("sk-canary-1"), fingerprint("sk-canary-2"));
     assert!(!fingerprint("sk-canary-1").to_string().contains("sk-canary"));
+    // The names still count.
+    let with = |name: &str| {
+        ConfigFingerprintBuilder::new("codex")
+            .env("env", &[EnvBinding::new(name, "v")])
+            .finish()
+    };
+    assert_ne!(with("OPENAI_API_KEY"), with("CODEX_API_KEY"));
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod events;
 #[cfg(feature = "conformance")]
 mod kit_fails;
 mod process;
+mod redactor_forms;
 mod reference;
 mod secrets;
 mod session;
