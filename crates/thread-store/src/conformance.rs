@@ -173,6 +173,10 @@ pub const CONTRACTS: &[Contract] = &[
         id: "TS-15",
         name: "invalid requests are refused and write nothing",
     },
+    Contract {
+        id: "TS-16",
+        name: "delete fences the key: a finalize under a lease taken before it is LeaseLost",
+    },
 ];
 
 /// One contract's result.
@@ -260,6 +264,7 @@ async fn run_one(id: &str, h: &Harness, ns: &str) -> Result<(), String> {
         "TS-13" => ts13_list_pages(h, ns).await,
         "TS-14" => ts14_delete(h, ns).await,
         "TS-15" => ts15_invalid(h, ns).await,
+        "TS-16" => ts16_delete_fences(h, ns).await,
         other => Err(format!("no contract named {other}")),
     }
 }
@@ -1467,6 +1472,151 @@ async fn ts15_invalid(h: &Harness, ns: &str) -> Check {
     ensure!(
         is_current(h, &lease).await?,
         "a refused finalize released its lease"
+    );
+    Ok(())
+}
+
+/// A lease holder's finalize must not undo an erase: once `delete` ran, a finalize of that key
+/// that presents a lease acquired before the delete is `LeaseLost` and writes nothing, while
+/// other keys, and leases acquired after the delete, are unaffected.
+async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
+    let key = format!("{ns}erased");
+    let target = format!("{ns}lease");
+    let other_key = format!("{ns}kept");
+    let other_target = format!("{ns}lease-kept");
+
+    // The holder runs a turn and keeps its lease for the next one.
+    let lease = ok!(
+        h.store.acquire_lease(&target, "owner-a", LONG).await,
+        "acquire"
+    );
+    let first = sample(&key, 1);
+    ok!(
+        h.store
+            .finalize(
+                &FinalizeRequest::new(first.clone())
+                    .holding(lease.clone())
+                    .rebind_key()
+            )
+            .await,
+        "finalize (first turn)"
+    );
+    let other_lease = ok!(
+        h.store.acquire_lease(&other_target, "owner-b", LONG).await,
+        "acquire (other key)"
+    );
+
+    let removed = ok!(h.store.delete(&key).await, "delete");
+    ensure!(
+        removed == 1,
+        "delete reported {removed} records, expected 1"
+    );
+
+    // The holder's next turn, under the lease it took before the delete, is refused.
+    let second = sample(&key, 2);
+    match h
+        .store
+        .finalize(
+            &FinalizeRequest::new(second.clone())
+                .holding(lease.clone())
+                .rebind_key()
+                .release_leases(),
+        )
+        .await
+    {
+        Err(StoreError::LeaseLost { .. }) => {}
+        other => {
+            return Err(format!(
+                "a finalize under a lease older than the delete: expected LeaseLost, got {other:?}"
+            ));
+        }
+    }
+    ensure!(
+        by_key(h, &key).await?.is_none(),
+        "a finalize under a pre-delete lease re-bound the erased key"
+    );
+    ensure!(
+        by_id_any(h, &second.id).await?.is_none() && by_id_any(h, &first.id).await?.is_none(),
+        "a finalize under a pre-delete lease wrote a record of the erased key"
+    );
+    ensure!(
+        is_current(h, &lease).await?,
+        "delete or the refused finalize touched the lease"
+    );
+
+    // One stale lease among fresh ones is enough to refuse.
+    let fresh_extra = ok!(
+        h.store
+            .acquire_lease(&format!("{ns}lease-extra"), "owner-a", LONG)
+            .await,
+        "acquire (extra)"
+    );
+    match h
+        .store
+        .finalize(
+            &FinalizeRequest::new(second.clone())
+                .holding(fresh_extra.clone())
+                .holding(lease.clone())
+                .rebind_key(),
+        )
+        .await
+    {
+        Err(StoreError::LeaseLost { .. }) => {}
+        other => {
+            return Err(format!(
+                "a finalize holding one pre-delete lease: expected LeaseLost, got {other:?}"
+            ));
+        }
+    }
+    ensure!(
+        by_key(h, &key).await?.is_none(),
+        "a finalize holding one pre-delete lease wrote the erased key"
+    );
+
+    // Another key is not fenced, even under a lease older than the delete.
+    let other = sample(&other_key, 3);
+    ok!(
+        h.store
+            .finalize(
+                &FinalizeRequest::new(other.clone())
+                    .holding(other_lease)
+                    .rebind_key()
+                    .release_leases()
+            )
+            .await,
+        "finalize (another key, lease older than the delete)"
+    );
+    ensure!(
+        by_key(h, &other_key).await?.as_ref() == Some(&other),
+        "delete fenced another key"
+    );
+
+    // A lease acquired after the delete writes the key again.
+    ok!(h.store.release_lease(&lease).await, "release");
+    let fresh = ok!(
+        h.store.acquire_lease(&target, "owner-a", LONG).await,
+        "acquire (after the delete)"
+    );
+    ok!(
+        h.store
+            .finalize(
+                &FinalizeRequest::new(second.clone())
+                    .holding(fresh.clone())
+                    .holding(fresh_extra)
+                    .require_key_absent()
+                    .rebind_key()
+                    .release_leases()
+            )
+            .await,
+        "finalize (lease acquired after the delete)"
+    );
+    ensure!(
+        by_key(h, &key).await?.as_ref() == Some(&second),
+        "a lease acquired after the delete could not re-create the key"
+    );
+    ensure!(
+        !is_current(h, &fresh).await?,
+        "the re-creating finalize did not release its lease"
     );
     Ok(())
 }

@@ -53,6 +53,17 @@ pub enum StoreError {
         /// What was found, without stored values.
         detail: String,
     },
+    /// A file of the SQLite store exists but is not private to the current user: a symlink,
+    /// not a regular file, owned by another user, or open to its group or to others. The store
+    /// refuses to open it and changes nothing; fix or remove the file, then open again. The
+    /// message names the file by its role, never by its path.
+    #[error("the SQLite {file} is not safe to open: {reason}; nothing was changed")]
+    UnsafeFile {
+        /// Which file.
+        file: StoreFile,
+        /// What is wrong with it.
+        reason: UnsafeFileReason,
+    },
     /// The backend could not be reached or failed (connection, I/O, lock timeout). The
     /// operation may be retried; a failed write wrote nothing.
     #[error("thread store backend unavailable: {detail}")]
@@ -60,6 +71,67 @@ pub enum StoreError {
         /// What failed, without stored values.
         detail: String,
     },
+}
+
+/// One of the files a SQLite store keeps next to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreFile {
+    /// The database file itself (the configured path).
+    Database,
+    /// The write-ahead log, the path with `-wal` appended.
+    WriteAheadLog,
+    /// The WAL index, the path with `-shm` appended.
+    SharedMemory,
+    /// A rollback journal, the path with `-journal` appended.
+    RollbackJournal,
+}
+
+impl std::fmt::Display for StoreFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Database => "database file",
+            Self::WriteAheadLog => "write-ahead log (-wal)",
+            Self::SharedMemory => "shared-memory file (-shm)",
+            Self::RollbackJournal => "rollback journal (-journal)",
+        })
+    }
+}
+
+/// Why an existing store file is not safe to open ([`StoreError::UnsafeFile`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UnsafeFileReason {
+    /// The path is a symbolic link; the store never follows one.
+    Symlink,
+    /// The path is not a regular file (a directory, a FIFO, a device, a socket).
+    NotARegularFile,
+    /// The file belongs to another user.
+    OwnedByAnotherUser {
+        /// The owner's uid.
+        owner: u32,
+    },
+    /// The file grants some permission to its group or to others.
+    OpenToOthers {
+        /// Its permission bits (such as `0o644`).
+        mode: u32,
+    },
+}
+
+impl std::fmt::Display for UnsafeFileReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Symlink => f.write_str("it is a symbolic link"),
+            Self::NotARegularFile => f.write_str("it is not a regular file"),
+            Self::OwnedByAnotherUser { owner } => {
+                write!(f, "it is owned by uid {owner}, not by the current user")
+            }
+            Self::OpenToOthers { mode } => write!(
+                f,
+                "its mode {mode:04o} grants access to group or others (expected 0600)"
+            ),
+        }
+    }
 }
 
 impl StoreError {
@@ -144,6 +216,20 @@ mod tests {
             let digest = compat_fingerprint::ShortDigest::of_str(target).to_string();
             assert!(shown.contains(&digest), "{shown} lacks the digest {digest}");
         }
+    }
+
+    #[test]
+    fn unsafe_file_names_the_role_and_is_not_retryable() {
+        let e = StoreError::UnsafeFile {
+            file: super::StoreFile::WriteAheadLog,
+            reason: super::UnsafeFileReason::OpenToOthers { mode: 0o644 },
+        };
+        assert_eq!(
+            e.to_string(),
+            "the SQLite write-ahead log (-wal) is not safe to open: its mode 0644 grants \
+             access to group or others (expected 0600); nothing was changed"
+        );
+        assert!(!e.is_retryable());
     }
 
     #[test]

@@ -34,6 +34,11 @@
 //! and keeps its token; a stale one gets [`StoreError::LeaseLost`].
 //! [`release_lease`](ThreadStore::release_lease) is idempotent and ignores stale leases.
 //!
+//! [`delete`](ThreadStore::delete) fences the key it erases: it takes a fencing token of its
+//! own, and a later finalize of that key that presents any lease acquired before the delete is
+//! refused with [`StoreError::LeaseLost`], so a lease holder cannot write an erased Thread back.
+//! Leases acquired after the delete work as usual.
+//!
 //! Expiry is measured by one clock per store: the host clock (a [`Clock`]) for the memory and
 //! SQLite stores, which serve one host, and the server's `now()` for PostgreSQL, so hosts with
 //! skewed clocks still agree.
@@ -115,7 +120,7 @@ pub mod postgres;
 pub mod sqlite;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::StoreError;
+pub use error::{StoreError, StoreFile, UnsafeFileReason};
 pub use record::{
     Compatibility, MAX_NAME_LEN, RECORD_FORMAT_VERSION, RecordId, RecordStatus, SessionState,
     ThreadRecord, Timestamp,

@@ -5,7 +5,7 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::store::check_lease_args;
+use crate::store::{check_erase_fence, check_lease_args, is_storable_key};
 use crate::{
     Clock, FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordId, RecordStatus,
     StoreError, SystemClock, ThreadRecord, ThreadStore, Timestamp,
@@ -30,6 +30,8 @@ struct Inner {
     /// Key bindings: key to the record key lookups find.
     bindings: HashMap<String, RecordId>,
     leases: HashMap<String, LeaseRow>,
+    /// Erase fences: a deleted key to the token its last delete took.
+    fences: HashMap<String, u64>,
     last_token: u64,
 }
 
@@ -73,6 +75,15 @@ impl Inner {
     fn record_by_id(&self, id: &RecordId) -> Option<&ThreadRecord> {
         let key = self.keys_by_id.get(id)?;
         self.records.get(&(key.clone(), id.clone()))
+    }
+
+    fn next_token(&mut self) -> Result<u64, StoreError> {
+        let token = self
+            .last_token
+            .checked_add(1)
+            .ok_or_else(|| StoreError::corrupt("the fencing token counter is exhausted"))?;
+        self.last_token = token;
+        Ok(token)
     }
 
     fn check_lease(&self, lease: &Lease, now: Timestamp) -> Result<(), StoreError> {
@@ -140,6 +151,7 @@ impl ThreadStore for MemoryStore {
             inner.check_lease(lease, now)?;
         }
         let record = &request.record;
+        check_erase_fence(&request.held_leases, inner.fences.get(&record.key).copied())?;
         if request.require_key_absent && inner.bindings.contains_key(&record.key) {
             return Err(StoreError::already_exists(&record.key));
         }
@@ -195,11 +207,7 @@ impl ThreadStore for MemoryStore {
         {
             return Err(StoreError::busy(target));
         }
-        let token = inner
-            .last_token
-            .checked_add(1)
-            .ok_or_else(|| StoreError::corrupt("the fencing token counter is exhausted"))?;
-        inner.last_token = token;
+        let token = inner.next_token()?;
         inner.leases.insert(
             target.to_owned(),
             LeaseRow {
@@ -239,7 +247,24 @@ impl ThreadStore for MemoryStore {
     }
 
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        if !is_storable_key(key) {
+            return Ok(0);
+        }
+        let now = self.clock.now();
         let mut inner = self.lock();
+        let fence = inner.next_token()?;
+        inner.fences.insert(key.to_owned(), fence);
+        // A fence matters only while a live lease older than it exists: an expired lease never
+        // passes a finalize's lease check again, and later leases have greater tokens.
+        let oldest_live = inner
+            .leases
+            .values()
+            .filter(|row| row.expires_at > now)
+            .map(|row| row.token)
+            .min();
+        inner
+            .fences
+            .retain(|_, fence| oldest_live.is_some_and(|t| t < *fence));
         inner.bindings.remove(key);
         let ids: Vec<RecordId> = inner
             .records

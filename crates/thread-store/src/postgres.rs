@@ -11,6 +11,14 @@
 //!   `SELECT … FOR UPDATE` (in target order, so two finalizers cannot deadlock on each other),
 //!   compares owner and token and checks `expires_at > now()`, then writes. While those rows are
 //!   locked no other host can take the leases over, so the check holds until commit.
+//! - `delete` and `finalize` agree through the key's erase fence (see
+//!   [`ThreadStore::delete`]). A delete takes `pg_advisory_xact_lock` on a key derived from
+//!   the schema and the thread key, and a finalize that holds leases takes the shared form of
+//!   the same lock before it reads the fence, so the two serialize per key while finalizes of
+//!   one key never block each other. The delete also locks the leases table in `SHARE` mode
+//!   before it draws its fence token, so every acquisition either committed before the delete
+//!   (its token is below the fence) or starts after it (its token is above); deletes are rare,
+//!   and lease operations wait for one only for the length of its short transaction.
 //! - Only serialization failures (`40001`) and deadlocks (`40P01`) are retried, by replaying
 //!   the whole transaction; a failed lease check is an answer, never retried.
 //! - A small built-in pool keeps up to `pool_size` connections, each with its statements
@@ -25,7 +33,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use crate::row::{COLUMNS, StoredRow, decode_all};
-use crate::store::check_lease_args;
+use crate::store::{check_erase_fence, check_lease_args, is_storable_key};
 use crate::{
     FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordStatus, StoreError,
     ThreadRecord, ThreadStore,
@@ -33,7 +41,7 @@ use crate::{
 
 /// The newest schema version this build knows. A schema whose `schema_migrations` table records
 /// a newer version is refused with [`StoreError::Corrupt`].
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How many times a transaction that hit a serialization failure or deadlock is replayed.
 const MAX_ATTEMPTS: u32 = 8;
@@ -150,9 +158,25 @@ fn migration_lock_key(schema: &str) -> i64 {
     i64::from_be_bytes(bytes)
 }
 
+/// The advisory-lock key that serializes a delete of `key` with finalizes of it.
+fn key_lock_key(schema: &str, key: &str) -> i64 {
+    let digest = compat_fingerprint::Fingerprint::of(
+        compat_fingerprint::Kind::new("agent-sdk 2026-11-30 thread-store pg-key-lock v1"),
+        |e| {
+            e.str(schema);
+            e.str(key);
+        },
+    );
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&digest.as_bytes()[..8]);
+    i64::from_be_bytes(bytes)
+}
+
 fn migrations(schema: &str) -> Vec<String> {
-    vec![format!(
-        "CREATE TABLE {s}.threads (
+    let s = quote_ident(schema);
+    vec![
+        format!(
+            "CREATE TABLE {s}.threads (
             id TEXT COLLATE \"C\" PRIMARY KEY,
             key TEXT COLLATE \"C\" NOT NULL,
             status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
@@ -178,9 +202,16 @@ fn migrations(schema: &str) -> Vec<String> {
             token BIGINT NOT NULL,
             expires_at TIMESTAMPTZ NOT NULL
         );
-        CREATE SEQUENCE {s}.lease_tokens AS BIGINT MINVALUE 1;",
-        s = quote_ident(schema)
-    )]
+        CREATE SEQUENCE {s}.lease_tokens AS BIGINT MINVALUE 1;"
+        ),
+        // 2: erase fences: the fencing token each delete of a key took.
+        format!(
+            "CREATE TABLE {s}.erased_keys (
+            key TEXT COLLATE \"C\" PRIMARY KEY,
+            fence BIGINT NOT NULL
+        );"
+        ),
+    ]
 }
 
 fn quote_ident(schema: &str) -> String {
@@ -260,6 +291,10 @@ struct Sql {
     page: String,
     delete_bindings: String,
     delete_threads: String,
+    key_lock: String,
+    key_lock_shared: String,
+    erase: String,
+    prune_fences: String,
 }
 
 impl Sql {
@@ -287,8 +322,9 @@ impl Sql {
                 "DELETE FROM {s}.leases WHERE target = $1 AND owner = $2 AND token = $3"
             ),
             lock_leases: format!(
-                "SELECT target, owner, token, expires_at > now() FROM {s}.leases \
-                 WHERE target = ANY($1::text[]) ORDER BY target FOR UPDATE"
+                "SELECT target, owner, token, expires_at > now(), \
+                 (SELECT fence FROM {s}.erased_keys WHERE key = $2) FROM {s}.leases \
+                 WHERE target = ANY($1::text[]) ORDER BY target FOR UPDATE OF leases"
             ),
             binding_exists: format!("SELECT 1 FROM {s}.bindings WHERE key = $1 FOR UPDATE"),
             archive: format!("UPDATE {s}.threads SET status = 'archived' WHERE id = $1"),
@@ -325,6 +361,16 @@ impl Sql {
             ),
             delete_bindings: format!("DELETE FROM {s}.bindings WHERE key = $1"),
             delete_threads: format!("DELETE FROM {s}.threads WHERE key = $1"),
+            key_lock: "SELECT pg_advisory_xact_lock($1)".to_owned(),
+            key_lock_shared: "SELECT pg_advisory_xact_lock_shared($1)".to_owned(),
+            erase: format!(
+                "INSERT INTO {s}.erased_keys (key, fence) VALUES ($1, nextval('{s}.lease_tokens')) \
+                 ON CONFLICT (key) DO UPDATE SET fence = EXCLUDED.fence"
+            ),
+            prune_fences: format!(
+                "DELETE FROM {s}.erased_keys e WHERE NOT EXISTS (SELECT 1 FROM {s}.leases l \
+                 WHERE l.expires_at > now() AND l.token < e.fence)"
+            ),
         }
     }
 }
@@ -351,6 +397,10 @@ struct Statements {
     page: Statement,
     delete_bindings: Statement,
     delete_threads: Statement,
+    key_lock: Statement,
+    key_lock_shared: Statement,
+    erase: Statement,
+    prune_fences: Statement,
 }
 
 impl Conn {
@@ -376,6 +426,10 @@ impl Conn {
             page: p(&sql.page).await?,
             delete_bindings: p(&sql.delete_bindings).await?,
             delete_threads: p(&sql.delete_threads).await?,
+            key_lock: p(&sql.key_lock).await?,
+            key_lock_shared: p(&sql.key_lock_shared).await?,
+            erase: p(&sql.erase).await?,
+            prune_fences: p(&sql.prune_fences).await?,
         };
         Ok(Self { client, st })
     }
@@ -578,6 +632,7 @@ async fn finalize_once(
     conn: &mut Conn,
     request: &FinalizeRequest,
     row: &StoredRow,
+    key_lock: i64,
 ) -> Result<(), Fail> {
     let st = &conn.st;
     let tx = conn.client.transaction().await?;
@@ -588,7 +643,14 @@ async fn finalize_once(
             .map(|l| l.target.as_str())
             .collect();
         targets.sort_unstable();
-        let locked = tx.query(&st.lock_leases, &[&targets]).await?;
+        // Pipelined: the server runs them in order, so the fence is read (by the second
+        // statement's fresh snapshot) only once no delete of this key is in flight.
+        let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&key_lock];
+        let lease_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&targets, &row.key];
+        let (_, locked) = tokio::try_join!(
+            tx.execute(&st.key_lock_shared, &lock_params),
+            tx.query(&st.lock_leases, &lease_params),
+        )?;
         for lease in &request.held_leases {
             let current = locked.iter().any(|r| {
                 r.try_get::<_, &str>(0).is_ok_and(|t| t == lease.target)
@@ -601,6 +663,14 @@ async fn finalize_once(
                 return Err(StoreError::lease_lost(&lease.target).into());
             }
         }
+        // Every row carries the same fence; none at all means a lease check failed above.
+        let fence = match locked.first() {
+            Some(r) => r
+                .try_get::<_, Option<i64>>(4)
+                .map_err(|_| StoreError::corrupt("an erase fence is not an integer"))?,
+            None => None,
+        };
+        check_erase_fence(&request.held_leases, fence.map(token_from_sql).transpose()?)?;
     }
     if request.require_key_absent
         && tx
@@ -737,7 +807,9 @@ impl ThreadStore for PostgresStore {
     async fn finalize(&self, request: &FinalizeRequest) -> Result<(), StoreError> {
         request.validate()?;
         let row = StoredRow::encode(&request.record)?;
-        retrying!(self, |conn| finalize_once(conn, request, &row).await)
+        let key_lock = key_lock_key(&self.schema, &request.record.key);
+        retrying!(self, |conn| finalize_once(conn, request, &row, key_lock)
+            .await)
     }
 
     async fn acquire_lease(
@@ -797,11 +869,22 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
-        if key.contains('\0') {
+        if !is_storable_key(key) {
             return Ok(0);
         }
+        let key_lock = key_lock_key(&self.schema, key);
+        let lock_leases = format!(
+            "LOCK TABLE {}.leases IN SHARE MODE",
+            quote_ident(&self.schema)
+        );
         retrying!(self, |conn| async {
             let tx = conn.client.transaction().await?;
+            // In this order (the key, then the leases table): a finalize of this key holds the
+            // shared key lock before it touches leases, so the two cannot deadlock.
+            tx.execute(&conn.st.key_lock, &[&key_lock]).await?;
+            tx.batch_execute(&lock_leases).await?;
+            tx.execute(&conn.st.erase, &[&key]).await?;
+            tx.execute(&conn.st.prune_fences, &[]).await?;
             tx.execute(&conn.st.delete_bindings, &[&key]).await?;
             let removed = tx.execute(&conn.st.delete_threads, &[&key]).await?;
             tx.commit().await?;

@@ -1,7 +1,17 @@
 //! The embedded default store: one SQLite file, safe for several processes on one host.
 //!
-//! - The file is created with mode `0600` (SQLite gives its `-wal` and `-shm` files the same
-//!   mode), opened in WAL mode with a busy timeout, and migrated through a numbered
+//! - The file must be private. A missing file is created with mode exactly `0600` (created
+//!   with `O_EXCL | O_NOFOLLOW`, then `fchmod`ed, so the umask does not matter). An existing
+//!   file, and any existing `-wal`, `-shm` or `-journal` next to it, must be a regular file, not
+//!   a symlink, owned by the current user, with no group or other permission bits; otherwise
+//!   opening fails with [`StoreError::UnsafeFile`] and nothing is changed (the store never
+//!   `chmod`s a file it did not create). SQLite opens the path with `SQLITE_OPEN_NOFOLLOW`, and
+//!   creates `-wal` and `-shm` with the database file's permission bits (it copies them and
+//!   `fchmod`s against the umask), so they are `0600` too; after the switch to WAL the store
+//!   checks again that the database is the file it checked and that both companions are
+//!   private. The directory holding the file is the caller's: it should not be writable by
+//!   others.
+//! - The file is opened in WAL mode with a busy timeout, and migrated through a numbered
 //!   `schema_migrations` table inside a `BEGIN IMMEDIATE` transaction, so concurrent starters
 //!   migrate once.
 //! - Every write is one `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock up front:
@@ -17,18 +27,19 @@
 //! - Lease expiry follows the store's [`Clock`] (the host clock by default), which all processes
 //!   on one host share. Do not put the file on a network file system.
 
-use std::os::unix::fs::OpenOptionsExt;
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::row::{COLUMNS, StoredRow, decode_all};
-use crate::store::check_lease_args;
+use crate::store::{check_erase_fence, check_lease_args, is_storable_key};
 use crate::{
     Clock, FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordStatus, StoreError,
-    SystemClock, ThreadRecord, ThreadStore,
+    StoreFile, SystemClock, ThreadRecord, ThreadStore, UnsafeFileReason,
 };
 
 /// SQLite's `synchronous` setting: how hard each commit pushes data to the disk.
@@ -128,7 +139,7 @@ pub struct SqliteStore {
 
 /// The newest schema version this build knows. A database whose `schema_migrations` table
 /// records a newer version is refused with [`StoreError::Corrupt`].
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Numbered migrations: entry `n` brings the schema from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -164,6 +175,11 @@ const MIGRATIONS: &[&str] = &[
         last INTEGER NOT NULL
     );
     INSERT INTO lease_tokens (id, last) VALUES (1, 0);",
+    // 2: erase fences: the fencing token each delete of a key took.
+    "CREATE TABLE erased_keys (
+        key TEXT PRIMARY KEY NOT NULL,
+        fence INTEGER NOT NULL
+    ) WITHOUT ROWID;",
 ];
 
 impl SqliteStore {
@@ -180,7 +196,6 @@ impl SqliteStore {
     /// "busy" without waiting for SQLite's busy handler, so an unavailable database is retried
     /// with a short pause until the busy timeout has passed.
     pub fn open_blocking(config: SqliteConfig) -> Result<Self, StoreError> {
-        create_private_file(&config.path)?;
         let deadline = std::time::Instant::now() + config.busy_timeout;
         let mut pause = Duration::from_millis(5);
         loop {
@@ -195,7 +210,10 @@ impl SqliteStore {
     }
 
     fn try_open(config: &SqliteConfig) -> Result<Self, StoreError> {
-        let mut conn = Connection::open(&config.path).map_err(map_err)?;
+        // Held open until SQLite has opened the same path, so its identity can be compared.
+        let checked = open_private_file(&config.path)?;
+        let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let mut conn = Connection::open_with_flags(&config.path, flags).map_err(map_err)?;
         conn.busy_timeout(config.busy_timeout).map_err(map_err)?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
@@ -205,6 +223,8 @@ impl SqliteStore {
                 "the SQLite file could not be switched to WAL mode",
             ));
         }
+        // The switch to WAL created `-wal` and `-shm` if they were missing.
+        verify_after_open(&config.path, &checked)?;
         conn.execute_batch(&format!(
             "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF;",
             config.synchronous.pragma()
@@ -273,21 +293,110 @@ impl SqliteStore {
     }
 }
 
-/// Creates the database file with mode 0600 if it does not exist yet.
-fn create_private_file(path: &Path) -> Result<(), StoreError> {
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(StoreError::unavailable(format!(
-            "cannot create the SQLite file: {}",
-            e.kind()
-        ))),
+// The file checks below are local on purpose: runtime-env has similar ones in its crate-private
+// `secure_fs`, but the store is a lower layer than the runtime environment, and a dependency
+// edge for four checks would pull its whole crate into every store user. rustix supplies what
+// std lacks (O_NOFOLLOW, the effective uid) without unsafe code.
+
+/// The companions SQLite may keep next to the database file, by suffix.
+const COMPANIONS: [(&str, StoreFile); 3] = [
+    ("-wal", StoreFile::WriteAheadLog),
+    ("-shm", StoreFile::SharedMemory),
+    ("-journal", StoreFile::RollbackJournal),
+];
+
+/// The exact mode of every file the store creates.
+const PRIVATE_MODE: u32 = 0o600;
+
+/// Opens the database file without following a symlink, creating it with mode exactly 0600 if
+/// it is missing, and checks it and every existing companion (see the module docs).
+fn open_private_file(path: &Path) -> Result<std::fs::File, StoreError> {
+    use rustix::fs::{Mode, OFlags};
+    let uid = rustix::process::geteuid().as_raw();
+    // NONBLOCK: opening a FIFO planted at the path must not hang; it is refused below.
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let mode = Mode::from_raw_mode(PRIVATE_MODE);
+    let file = match rustix::fs::open(path, flags | OFlags::CREATE | OFlags::EXCL, mode) {
+        Ok(fd) => {
+            // We created it: fchmod makes it exactly 0600, whatever the umask.
+            rustix::fs::fchmod(&fd, mode).map_err(|e| cannot("set the mode of", e.into()))?;
+            std::fs::File::from(fd)
+        }
+        Err(rustix::io::Errno::EXIST) => match rustix::fs::open(path, flags, Mode::empty()) {
+            Ok(fd) => std::fs::File::from(fd),
+            Err(e) => {
+                // O_NOFOLLOW reports a symlink as ELOOP (EMLINK on some BSDs): ask lstat.
+                if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(unsafe_file(StoreFile::Database, UnsafeFileReason::Symlink));
+                }
+                return Err(cannot("open", e.into()));
+            }
+        },
+        Err(e) => return Err(cannot("create", e.into())),
+    };
+    let meta = file.metadata().map_err(|e| cannot("inspect", e))?;
+    check_private(StoreFile::Database, &meta, uid)?;
+    check_companions(path, uid)?;
+    Ok(file)
+}
+
+/// After SQLite opened the path: it is still the file that was checked, and the companions
+/// SQLite created (or found) are private.
+fn verify_after_open(path: &Path, checked: &std::fs::File) -> Result<(), StoreError> {
+    let uid = rustix::process::geteuid().as_raw();
+    let now = std::fs::symlink_metadata(path).map_err(|e| cannot("inspect", e))?;
+    let was = checked.metadata().map_err(|e| cannot("inspect", e))?;
+    if (now.dev(), now.ino()) != (was.dev(), was.ino()) {
+        return Err(StoreError::unavailable(
+            "the SQLite file was replaced while the store opened it",
+        ));
     }
+    check_private(StoreFile::Database, &now, uid)?;
+    check_companions(path, uid)
+}
+
+fn check_companions(path: &Path, uid: u32) -> Result<(), StoreError> {
+    for (suffix, file) in COMPANIONS {
+        let mut name = OsString::from(path.as_os_str());
+        name.push(suffix);
+        match std::fs::symlink_metadata(&name) {
+            Ok(meta) => check_private(file, &meta, uid)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(cannot("inspect", e)),
+        }
+    }
+    Ok(())
+}
+
+/// A regular file (not a symlink), owned by `uid`, with no group or other permission bits.
+fn check_private(file: StoreFile, meta: &std::fs::Metadata, uid: u32) -> Result<(), StoreError> {
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Err(unsafe_file(file, UnsafeFileReason::Symlink));
+    }
+    if !kind.is_file() {
+        return Err(unsafe_file(file, UnsafeFileReason::NotARegularFile));
+    }
+    if meta.uid() != uid {
+        return Err(unsafe_file(
+            file,
+            UnsafeFileReason::OwnedByAnotherUser { owner: meta.uid() },
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(unsafe_file(file, UnsafeFileReason::OpenToOthers { mode }));
+    }
+    Ok(())
+}
+
+fn unsafe_file(file: StoreFile, reason: UnsafeFileReason) -> StoreError {
+    StoreError::UnsafeFile { file, reason }
+}
+
+/// A file-system failure, named by the operation and the error kind, never by the path.
+fn cannot(what: &str, e: std::io::Error) -> StoreError {
+    StoreError::unavailable(format!("cannot {what} the SQLite file: {}", e.kind()))
 }
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -438,6 +547,15 @@ fn finalize_blocking(
             return Err(StoreError::lease_lost(&lease.target));
         }
     }
+    if !request.held_leases.is_empty() {
+        let fence: Option<i64> = tx
+            .prepare_cached("SELECT fence FROM erased_keys WHERE key = ?1")
+            .map_err(map_err)?
+            .query_row(params![row.key], |r| r.get(0))
+            .optional()
+            .map_err(map_err)?;
+        check_erase_fence(&request.held_leases, fence.map(token_from_sql).transpose()?)?;
+    }
     if request.require_key_absent {
         let bound: Option<i64> = tx
             .prepare_cached("SELECT 1 FROM bindings WHERE key = ?1")
@@ -523,6 +641,16 @@ fn finalize_blocking(
     tx.commit().map_err(map_err)
 }
 
+/// Takes the next fencing token inside `tx`.
+fn next_token(tx: &rusqlite::Transaction<'_>) -> Result<i64, StoreError> {
+    tx.prepare_cached("UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last")
+        .map_err(map_err)?
+        .query_row([], |r| r.get(0))
+        .optional()
+        .map_err(map_err)?
+        .ok_or_else(|| StoreError::corrupt("the lease token counter row is missing"))
+}
+
 fn acquire_blocking(
     conn: &mut Connection,
     clock: &dyn Clock,
@@ -546,13 +674,7 @@ fn acquire_blocking(
     {
         return Err(StoreError::busy(target));
     }
-    let token: i64 = tx
-        .prepare_cached("UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last")
-        .map_err(map_err)?
-        .query_row([], |r| r.get(0))
-        .optional()
-        .map_err(map_err)?
-        .ok_or_else(|| StoreError::corrupt("the lease token counter row is missing"))?;
+    let token = next_token(&tx)?;
     tx.prepare_cached(
         "INSERT INTO leases (target, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, token = excluded.token, \
@@ -701,11 +823,31 @@ impl ThreadStore for SqliteStore {
     }
 
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        if !is_storable_key(key) {
+            return Ok(0);
+        }
         let key = key.to_owned();
-        self.run(move |conn, _| {
+        self.run(move |conn, clock| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(map_err)?;
+            // The write lock is held: the fence is ordered against every acquisition.
+            let fence = next_token(&tx)?;
+            tx.prepare_cached(
+                "INSERT INTO erased_keys (key, fence) VALUES (?1, ?2) \
+                 ON CONFLICT (key) DO UPDATE SET fence = excluded.fence",
+            )
+            .map_err(map_err)?
+            .execute(params![key, fence])
+            .map_err(map_err)?;
+            // A fence matters only while a live lease older than it exists.
+            tx.prepare_cached(
+                "DELETE FROM erased_keys WHERE NOT EXISTS (SELECT 1 FROM leases \
+                 WHERE leases.expires_at > ?1 AND leases.token < erased_keys.fence)",
+            )
+            .map_err(map_err)?
+            .execute(params![clock.now().as_millis()])
+            .map_err(map_err)?;
             tx.prepare_cached("DELETE FROM bindings WHERE key = ?1")
                 .map_err(map_err)?
                 .execute(params![key])

@@ -271,6 +271,28 @@ pub(crate) fn check_lease_args(target: &str, owner: &str, ttl: Duration) -> Resu
     Ok(())
 }
 
+/// The erase fence rule shared by every adapter: a finalize of a key that [`ThreadStore::delete`]
+/// erased, with the fence token that delete took, is refused with [`StoreError::LeaseLost`]
+/// when it presents any lease acquired before the delete (a token below the fence). A finalize
+/// without leases is not fenced.
+pub(crate) fn check_erase_fence(
+    held_leases: &[Lease],
+    fence: Option<u64>,
+) -> Result<(), StoreError> {
+    if let Some(fence) = fence
+        && let Some(stale) = held_leases.iter().find(|l| l.token < fence)
+    {
+        return Err(StoreError::lease_lost(&stale.target));
+    }
+    Ok(())
+}
+
+/// Whether `delete` has anything to erase or fence: a key no finalize can write (empty, too
+/// long, holding a NUL) has no records and needs no fence.
+pub(crate) fn is_storable_key(key: &str) -> bool {
+    check_name("record key", key).is_ok()
+}
+
 /// Where a Thread's durable state lives: records, key bindings and leases.
 ///
 /// Object safe: hosts hold an `Arc<dyn ThreadStore>`. Every implementation must pass the
@@ -307,5 +329,16 @@ pub trait ThreadStore: Send + Sync + std::fmt::Debug {
 
     /// Erases a thread key: its binding and every record (active or archived) with that key.
     /// Returns how many records were removed. Leases are not touched.
+    ///
+    /// The erase is fenced, so a lease holder cannot undo it: in the same commit the delete
+    /// takes a fresh fencing token (greater than every token issued before it, smaller than
+    /// every token issued after) and records it as the key's erase fence. From then on a
+    /// [`finalize`](Self::finalize) of a record with this key that presents **any** held lease
+    /// acquired before the delete is refused with [`StoreError::LeaseLost`] and writes
+    /// nothing; a lease acquired after the delete writes the key again as usual. A finalize
+    /// that presents no lease is not fenced (it was never lease-checked). The delete never
+    /// waits for, refuses because of, or releases a lease; the holder learns of the erase at
+    /// its next finalize. A delete and a finalize of the same key are serialized: the finalize
+    /// either commits first (and the delete removes its record) or is fenced.
     async fn delete(&self, key: &str) -> Result<u64, StoreError>;
 }

@@ -34,6 +34,8 @@ fn sqlite_garbage_file_is_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("garbage.sqlite3");
     std::fs::write(&path, INSIDE.repeat(500)).unwrap();
+    // A private file, so the store gets past its permission checks to the content.
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let result = SqliteStore::open_blocking(SqliteConfig::new(&path));
     expect_corrupt(result.map(drop), "not a database");
     assert_eq!(

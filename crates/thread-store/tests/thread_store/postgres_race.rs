@@ -121,7 +121,10 @@ fn postgres_concurrent_starters_migrate_once() {
             .await
             .unwrap();
         let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-        assert_eq!(versions, vec![thread_store::postgres::SCHEMA_VERSION]);
+        assert_eq!(
+            versions,
+            (1..=thread_store::postgres::SCHEMA_VERSION).collect::<Vec<_>>()
+        );
     });
 }
 
@@ -200,5 +203,53 @@ fn postgres_serialization_failure_is_retried() {
             store.resolve(&Query::key("retry/thread")).await.unwrap(),
             Some(saved)
         );
+    });
+}
+
+/// A delete racing a lease holder's finalize, on separate connections, never leaves the erased
+/// key behind: either the finalize commits first and the delete removes its record, or the
+/// finalize comes second and is refused with `LeaseLost` (the erase fence).
+#[test]
+fn postgres_delete_racing_a_finalize_never_resurrects_the_key() {
+    let schema = PgSchema::new("erase");
+    runtime().block_on(async {
+        let holder = Arc::new(schema.store().await);
+        let eraser = Arc::new(schema.store().await);
+        let (mut fenced, mut erased_after) = (0, 0);
+        for round in 0..40 {
+            let key = format!("erase/{round}");
+            let lease = holder
+                .acquire_lease(&format!("thread:{key}"), "holder", Duration::from_secs(30))
+                .await
+                .unwrap();
+            let saved = record(&key, 1);
+            let finalize = {
+                let (holder, saved) = (Arc::clone(&holder), saved.clone());
+                tokio::spawn(async move {
+                    holder
+                        .finalize(&FinalizeRequest::new(saved).holding(lease).rebind_key())
+                        .await
+                })
+            };
+            let delete = {
+                let (eraser, key) = (Arc::clone(&eraser), key.clone());
+                tokio::spawn(async move { eraser.delete(&key).await })
+            };
+            match (finalize.await.unwrap(), delete.await.unwrap().unwrap()) {
+                (Ok(()), 1) => erased_after += 1,
+                (Err(StoreError::LeaseLost { .. }), 0) => fenced += 1,
+                other => panic!("round {round}: unexpected outcome {other:?}"),
+            }
+            assert_eq!(holder.resolve(&Query::key(&key)).await.unwrap(), None);
+            assert_eq!(
+                holder
+                    .resolve(&Query::id(saved.id.clone()).including_archived())
+                    .await
+                    .unwrap(),
+                None,
+                "round {round}: the erased key's record came back"
+            );
+        }
+        println!("fenced {fenced}, erased after the finalize {erased_after}");
     });
 }

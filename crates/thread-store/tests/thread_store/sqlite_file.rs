@@ -58,7 +58,10 @@ fn sqlite_concurrent_openers_migrate_once_and_state_survives_reopen() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, vec![thread_store::sqlite::SCHEMA_VERSION]);
+    assert_eq!(
+        versions,
+        (1..=thread_store::sqlite::SCHEMA_VERSION).collect::<Vec<_>>()
+    );
 
     let saved = record("survivor", 7);
     runtime().block_on(async {
@@ -105,4 +108,158 @@ fn sqlite_in_place_falls_back_inside_a_local_set() {
         .await
         .unwrap();
     }));
+}
+
+/// What opening a store at `path` must do to a file it refuses: fail, and leave it alone.
+fn expect_refused(path: &std::path::Path, what: &str) -> thread_store::StoreError {
+    match SqliteStore::open_blocking(SqliteConfig::new(path)) {
+        Ok(_) => panic!("{what}: the store opened"),
+        Err(e) => e,
+    }
+}
+
+fn mode_of(path: &std::path::Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+#[test]
+fn sqlite_refuses_a_symlink_at_the_database_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("linked.sqlite3");
+    // Dangling: opening through it would create the target.
+    let target = dir.path().join("elsewhere.sqlite3");
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    let error = expect_refused(&path, "a dangling symlink");
+    assert!(
+        matches!(
+            error,
+            thread_store::StoreError::UnsafeFile {
+                file: thread_store::StoreFile::Database,
+                reason: thread_store::UnsafeFileReason::Symlink,
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(!target.exists(), "the store created the symlink's target");
+
+    // Pointing at a private, valid database: still refused, the target is not touched.
+    drop(SqliteStore::open_blocking(SqliteConfig::new(&target)).unwrap());
+    let before = std::fs::read(&target).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    expect_refused(&path, "a symlink to a database");
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+    assert!(!dir.path().join("linked.sqlite3-wal").exists());
+}
+
+#[test]
+fn sqlite_refuses_a_database_open_to_group_or_others() {
+    for mode in [0o644, 0o640, 0o604, 0o660, 0o620, 0o602] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("open.sqlite3");
+        std::fs::write(&path, b"").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        let error = expect_refused(&path, &format!("mode {mode:o}"));
+        assert!(
+            matches!(
+                error,
+                thread_store::StoreError::UnsafeFile {
+                    file: thread_store::StoreFile::Database,
+                    reason: thread_store::UnsafeFileReason::OpenToOthers { mode: m },
+                } if m == mode
+            ),
+            "mode {mode:o}: {error:?}"
+        );
+        assert_eq!(mode_of(&path), mode, "the store changed the file's mode");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"",
+            "the store wrote the file"
+        );
+        for suffix in ["-wal", "-shm"] {
+            let side = dir.path().join(format!("open.sqlite3{suffix}"));
+            assert!(!side.exists(), "mode {mode:o}: {suffix} was created");
+        }
+    }
+}
+
+#[test]
+fn sqlite_refuses_a_wal_or_shm_open_to_others_or_linked() {
+    for (suffix, file) in [
+        ("-wal", thread_store::StoreFile::WriteAheadLog),
+        ("-shm", thread_store::StoreFile::SharedMemory),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.sqlite3");
+        drop(SqliteStore::open_blocking(SqliteConfig::new(&path)).unwrap());
+        let side = dir.path().join(format!("store.sqlite3{suffix}"));
+        std::fs::write(&side, b"").unwrap();
+        std::fs::set_permissions(&side, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let error = expect_refused(&path, &format!("a 0644 {suffix}"));
+        assert!(
+            matches!(
+                &error,
+                thread_store::StoreError::UnsafeFile {
+                    file: f,
+                    reason: thread_store::UnsafeFileReason::OpenToOthers { mode: 0o644 },
+                } if *f == file
+            ),
+            "{suffix}: {error:?}"
+        );
+        assert_eq!(mode_of(&side), 0o644, "the store changed the {suffix} mode");
+
+        std::fs::remove_file(&side).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&elsewhere, &side).unwrap();
+        let error = expect_refused(&path, &format!("a symlinked {suffix}"));
+        assert!(
+            matches!(
+                &error,
+                thread_store::StoreError::UnsafeFile {
+                    file: f,
+                    reason: thread_store::UnsafeFileReason::Symlink,
+                } if *f == file
+            ),
+            "{suffix}: {error:?}"
+        );
+        assert!(
+            !elsewhere.exists(),
+            "the store wrote through a {suffix} symlink"
+        );
+    }
+}
+
+#[test]
+fn sqlite_refuses_a_database_owned_by_another_user() {
+    if rustix_free_euid() != 0 {
+        println!("SKIPPED: changing a file's owner needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.sqlite3");
+    drop(SqliteStore::open_blocking(SqliteConfig::new(&path)).unwrap());
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    let error = expect_refused(&path, "a file owned by uid 65534");
+    assert!(
+        matches!(
+            error,
+            thread_store::StoreError::UnsafeFile {
+                file: thread_store::StoreFile::Database,
+                reason: thread_store::UnsafeFileReason::OwnedByAnotherUser { owner: 65534 },
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(!dir.path().join("foreign.sqlite3-wal").exists());
+}
+
+/// The effective uid, read from a file the test creates (tests do not depend on rustix).
+fn rustix_free_euid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let probe = tempfile::NamedTempFile::new().unwrap();
+    probe.as_file().metadata().unwrap().uid()
 }
