@@ -107,8 +107,18 @@ pub enum Reason {
     /// Two MCP servers of one run share a key.
     DuplicateMcpKey,
     /// A credential-carrying header (`Authorization`, `Proxy-Authorization`, `Cookie`,
-    /// `X-Api-Key`) was given inline; name a bearer-token env var instead.
+    /// `X-Api-Key`, `Api-Key`, `X-Auth-Token`, `Private-Token`, …) was given inline; name a
+    /// bearer-token env var instead.
     CredentialInHeader,
+    /// A URL carries a credential: userinfo (`https://user:pw@host`) or a credential query
+    /// parameter (`?token=`, `?access_token=`, `?api_key=`, `?key=`, `?sig=`, …).
+    CredentialInUrl,
+    /// A command argument carries a credential (`--token x`, `--api-key=x`, `--password x`,
+    /// …); pass it through a secret env binding instead.
+    CredentialInArgument,
+    /// A plain (non-secret) env value or metadata entry is named like a credential
+    /// (`*_TOKEN`, `*_API_KEY`, `*_SECRET`, `*_PASSWORD`, …); use a secret env binding.
+    CredentialInPlainValue,
 }
 
 impl fmt::Display for Reason {
@@ -126,6 +136,15 @@ impl fmt::Display for Reason {
             Self::DuplicateSecretEnv => "is bound twice in one run",
             Self::DuplicateMcpKey => "is declared by two MCP servers of one run",
             Self::CredentialInHeader => "carries a credential inline; use a bearer-token env var",
+            Self::CredentialInUrl => {
+                "carries a credential (userinfo or a credential query parameter)"
+            }
+            Self::CredentialInArgument => {
+                "passes a credential as an argument; use a secret env binding"
+            }
+            Self::CredentialInPlainValue => {
+                "is named like a credential but given as a plain value; use a secret env binding"
+            }
         })
     }
 }
@@ -185,7 +204,14 @@ impl ValidationError {
         // A digest under a public context lets anyone test guesses of the value offline: for
         // a value that may be a credential (a 48-bit digest of a token is close to the token
         // itself), none is given.
-        let digest = (reason != Reason::CredentialInHeader).then(|| ShortDigest::of_str(value));
+        let credential = matches!(
+            reason,
+            Reason::CredentialInHeader
+                | Reason::CredentialInUrl
+                | Reason::CredentialInArgument
+                | Reason::CredentialInPlainValue
+        );
+        let digest = (!credential).then(|| ShortDigest::of_str(value));
         Self {
             location,
             field,
@@ -302,12 +328,142 @@ fn check_env_name(at: Location, field: Field, name: &str) -> Result<(), Validati
     }
 }
 
-const CREDENTIAL_HEADERS: [&str; 4] = [
+const CREDENTIAL_HEADERS: [&str; 11] = [
     "authorization",
     "proxy-authorization",
     "cookie",
     "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "private-token",
+    "x-access-token",
+    "x-goog-api-key",
+    "x-amz-security-token",
+    "authentication",
 ];
+
+/// Query parameters that carry credentials, lower case.
+const CREDENTIAL_QUERY_KEYS: [&str; 13] = [
+    "token",
+    "access_token",
+    "id_token",
+    "refresh_token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "key",
+    "sig",
+    "signature",
+    "password",
+    "secret",
+    "client_secret",
+];
+
+/// Argument flags that carry credentials, lower case and without leading dashes.
+const CREDENTIAL_FLAGS: [&str; 10] = [
+    "token",
+    "api-key",
+    "apikey",
+    "api_key",
+    "password",
+    "passwd",
+    "secret",
+    "access-token",
+    "auth-token",
+    "client-secret",
+];
+
+/// Name suffixes of credential variables (as runtime-env's child environment treats them).
+const CREDENTIAL_SUFFIXES: [&str; 7] = [
+    "_TOKEN",
+    "_API_KEY",
+    "_APIKEY",
+    "_SECRET",
+    "_PASSWORD",
+    "_ACCESS_KEY",
+    "_PRIVATE_KEY",
+];
+
+fn is_credential_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase().replace('-', "_");
+    CREDENTIAL_SUFFIXES.iter().any(|s| upper.ends_with(s))
+        || matches!(
+            upper.as_str(),
+            "TOKEN" | "API_KEY" | "APIKEY" | "SECRET" | "PASSWORD"
+        )
+}
+
+/// Whether a URL carries userinfo or a credential query parameter.
+fn url_carries_credential(url: &str) -> bool {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = after_scheme
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    if authority.contains('@') {
+        return true;
+    }
+    let Some((_, query)) = url.split_once('?') else {
+        return false;
+    };
+    let query = query.split('#').next().unwrap_or_default();
+    query.split('&').any(|pair| {
+        let key = pair
+            .split('=')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        CREDENTIAL_QUERY_KEYS.contains(&key.as_str())
+    })
+}
+
+/// Whether argument `i` of `args` is a credential flag with its value (`--token=x`, or
+/// `--token` followed by a value).
+fn argument_carries_credential(args: &[String], i: usize) -> bool {
+    let Some(flag) = args[i]
+        .strip_prefix("--")
+        .or_else(|| args[i].strip_prefix('-'))
+    else {
+        return false;
+    };
+    let (name, inline) = match flag.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (flag, None),
+    };
+    let name = name.to_ascii_lowercase();
+    if !CREDENTIAL_FLAGS.contains(&name.as_str()) {
+        return false;
+    }
+    inline.is_some_and(|v| !v.is_empty()) || args.get(i + 1).is_some_and(|v| !v.starts_with('-'))
+}
+
+fn check_url(at: Location, url: &str) -> Result<(), ValidationError> {
+    check_text(at, Field::Url, url, Limits::TEXT, true)?;
+    if url_carries_credential(url) {
+        return Err(ValidationError::new(
+            at,
+            Field::Url,
+            Reason::CredentialInUrl,
+            url,
+        ));
+    }
+    Ok(())
+}
+
+fn check_args(at: Location, args: &[String]) -> Result<(), ValidationError> {
+    for (i, arg) in args.iter().enumerate() {
+        check_text(at, Field::Command, arg, Limits::TEXT, false)?;
+        if argument_carries_credential(args, i) {
+            return Err(ValidationError::new(
+                at,
+                Field::Command,
+                Reason::CredentialInArgument,
+                arg,
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Validates every attachment of one effective run plus the host's own MCP servers, before
 /// anything launches.
@@ -413,8 +569,10 @@ fn first_duplicate<'a>(names: &mut [(&'a str, Location)]) -> Option<(&'a str, Lo
 fn check_service(at: Location, s: &ServiceRef) -> Result<(), ValidationError> {
     check_text(at, Field::ServiceId, &s.id, Limits::IDENTIFIER, true)?;
     check_text(at, Field::ServiceName, &s.name, Limits::IDENTIFIER, false)?;
+    if let Some(url) = &s.url {
+        check_url(at, url)?;
+    }
     for (field, value) in [
-        (Field::Url, &s.url),
         (Field::Command, &s.command),
         (Field::Cwd, &s.cwd),
         (Field::ReuseKey, &s.reuse_key),
@@ -423,12 +581,18 @@ fn check_service(at: Location, s: &ServiceRef) -> Result<(), ValidationError> {
             check_text(at, field, v, Limits::TEXT, true)?;
         }
     }
-    for arg in &s.args {
-        check_text(at, Field::Command, arg, Limits::TEXT, false)?;
-    }
+    check_args(at, &s.args)?;
     for (k, v) in &s.metadata {
         check_text(at, Field::Metadata, k, Limits::IDENTIFIER, true)?;
         check_text(at, Field::Metadata, v, Limits::TEXT, false)?;
+        if is_credential_name(k) && !v.is_empty() {
+            return Err(ValidationError::new(
+                at,
+                Field::Metadata,
+                Reason::CredentialInPlainValue,
+                v,
+            ));
+        }
     }
     Ok(())
 }
@@ -438,12 +602,18 @@ fn check_mcp(at: Location, mcp: &McpServer) -> Result<(), ValidationError> {
     match &mcp.transport {
         McpTransport::Stdio { command, args, env } => {
             check_text(at, Field::Command, command, Limits::TEXT, true)?;
-            for arg in args {
-                check_text(at, Field::Command, arg, Limits::TEXT, false)?;
-            }
+            check_args(at, args)?;
             for (name, value) in env {
                 check_env_name(at, Field::McpEnv, name)?;
                 check_text(at, Field::McpEnv, value, Limits::TEXT, false)?;
+                if is_credential_name(name) && !value.is_empty() {
+                    return Err(ValidationError::new(
+                        at,
+                        Field::McpEnv,
+                        Reason::CredentialInPlainValue,
+                        value,
+                    ));
+                }
             }
         }
         McpTransport::StreamableHttp {
@@ -456,7 +626,7 @@ fn check_mcp(at: Location, mcp: &McpServer) -> Result<(), ValidationError> {
             headers,
             bearer_token_env_var,
         } => {
-            check_text(at, Field::Url, url, Limits::TEXT, true)?;
+            check_url(at, url)?;
             for (name, value) in headers {
                 check_text(at, Field::McpHeader, name, Limits::IDENTIFIER, true)?;
                 if CREDENTIAL_HEADERS

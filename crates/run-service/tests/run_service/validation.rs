@@ -227,3 +227,98 @@ fn valid_runs_pass() {
     )
     .unwrap();
 }
+
+/// Credentials in places that are shown and hashed (URLs, headers, arguments, plain env and
+/// metadata) are refused with a typed reason, and the error shows neither them nor a digest.
+#[test]
+fn credential_shaped_values_are_refused_without_echo() {
+    let url = |u: &str| McpServer::streamable_http("svc", u);
+    let cases: Vec<(McpServer, Field, Reason)> = vec![
+        (
+            url(&format!("https://user:{CANARY}@tools.example/mcp")),
+            Field::Url,
+            Reason::CredentialInUrl,
+        ),
+        (
+            url(&format!("postgresql://app:{CANARY}@db/x")),
+            Field::Url,
+            Reason::CredentialInUrl,
+        ),
+        (
+            url(&format!("https://t.example/mcp?token={CANARY}")),
+            Field::Url,
+            Reason::CredentialInUrl,
+        ),
+        (
+            url(&format!("https://t.example/mcp?a=1&access_token={CANARY}")),
+            Field::Url,
+            Reason::CredentialInUrl,
+        ),
+        (
+            url(&format!("https://t.example/mcp?key={CANARY}#x")),
+            Field::Url,
+            Reason::CredentialInUrl,
+        ),
+        (
+            url("https://t.example/mcp").with_header("api-key", CANARY),
+            Field::McpHeader,
+            Reason::CredentialInHeader,
+        ),
+        (
+            url("https://t.example/mcp").with_header("X-Auth-Token", CANARY),
+            Field::McpHeader,
+            Reason::CredentialInHeader,
+        ),
+        (
+            url("https://t.example/mcp").with_header("Private-Token", CANARY),
+            Field::McpHeader,
+            Reason::CredentialInHeader,
+        ),
+        (
+            McpServer::stdio("s", "bin").with_args(["--token", CANARY]),
+            Field::Command,
+            Reason::CredentialInArgument,
+        ),
+        (
+            McpServer::stdio("s", "bin").with_args([format!("--api-key={CANARY}")]),
+            Field::Command,
+            Reason::CredentialInArgument,
+        ),
+        (
+            McpServer::stdio("s", "bin").with_env("GITHUB_TOKEN", CANARY),
+            Field::McpEnv,
+            Reason::CredentialInPlainValue,
+        ),
+        (
+            McpServer::stdio("s", "bin").with_env("SERVICE_API_KEY", CANARY),
+            Field::McpEnv,
+            Reason::CredentialInPlainValue,
+        ),
+    ];
+    for (server, field, reason) in cases {
+        let e = err(&[], &[server]);
+        assert_case(&e, field, reason);
+        assert_eq!(e.digest(), None, "{e}");
+        assert!(!e.to_string().contains(CANARY), "{e}");
+        assert!(!format!("{e:?}").contains(CANARY), "{e:?}");
+    }
+    // Metadata named like a credential, on a service.
+    let service = ServiceRef::new("svc", "Svc")
+        .with_url("http://127.0.0.1:1/mcp")
+        .with_metadata("upstream_token", CANARY);
+    let e = validate_run(&[RunAttachment::new([service])], &[]).unwrap_err();
+    assert_eq!(e.reason(), Reason::CredentialInPlainValue);
+    assert!(!e.to_string().contains(CANARY));
+    // Ordinary values still pass.
+    validate_run(
+        &[],
+        &[
+            url("https://t.example/mcp?page=2&q=key+points"),
+            McpServer::stdio("s", "bin").with_args(["--token-file", "/run/secrets/t", "--verbose"]),
+            McpServer::stdio("s2", "bin")
+                .with_env("LOG_LEVEL", "debug")
+                .with_args(["--token"]),
+        ],
+    )
+    .unwrap();
+}
