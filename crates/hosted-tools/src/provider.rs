@@ -27,8 +27,9 @@ use crate::{COMPATIBILITY_ID, SERVICE_ID, ToolSet};
 ///   [`RunServiceCompatibility`] of [`COMPATIBILITY_ID`] and the catalog fingerprint.
 /// - **Attribution**: every run gets its own URL path, `/mcp/<run-slot>` (16 random hex
 ///   digits). A call is attributed to the run whose slot its URL names, while that run is
-///   attached; concurrent runs therefore never see each other's calls. A call on a detached
-///   slot or on the bare `/mcp` path is still served, and emits no run event.
+///   attached; concurrent runs therefore never see each other's calls. Nothing is served
+///   outside an attached run: a detached slot and the bare `/mcp` path answer 404, and every
+///   handler learns the run it serves ([`ToolCall::run`](crate::ToolCall::run)).
 /// - **Close**: [`close`](RunServiceProvider::close) stops the server and releases the port;
 ///   later attaches fail.
 ///

@@ -107,7 +107,7 @@ impl Shared {
     }
 
     /// Closes every slot of `run`: its event stream ends, and later calls on its URL are
-    /// served unattributed.
+    /// refused (404).
     pub(crate) fn close_run(&self, run: &RunId) {
         self.slots().retain(|_, slot| &slot.run != run);
     }
@@ -116,9 +116,19 @@ impl Shared {
         self.slots().clear();
     }
 
-    fn sink(&self, slot: Option<&CallSlot>) -> Option<mpsc::UnboundedSender<RunServiceEvent>> {
+    /// The run a slot belongs to and its event sink, while that run is attached.
+    fn attached(
+        &self,
+        slot: Option<&CallSlot>,
+    ) -> Option<(RunId, mpsc::UnboundedSender<RunServiceEvent>)> {
         let slot = slot?;
-        self.slots().get(&slot.0).map(|s| s.events.clone())
+        self.slots()
+            .get(&slot.0)
+            .map(|s| (s.run.clone(), s.events.clone()))
+    }
+
+    fn is_attached(&self, slot: &CallSlot) -> bool {
+        self.slots().contains_key(&slot.0)
     }
 }
 
@@ -249,12 +259,15 @@ async fn gate(State(shared): State<Arc<Shared>>, mut request: Request, next: Nex
         )
             .into_response();
     }
-    let Some(slot) = parse_path(request.uri().path()) else {
+    // Only an attached run's own URL is served: the bare endpoint and the URL of a run that
+    // detached answer 404, so no handler runs outside a run it could be attributed to.
+    let Some(Some(slot)) = parse_path(request.uri().path()) else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    if let Some(slot) = slot {
-        request.extensions_mut().insert(slot);
+    if !shared.is_attached(&slot) {
+        return StatusCode::NOT_FOUND.into_response();
     }
+    request.extensions_mut().insert(slot);
     next.run(request).await
 }
 
@@ -329,7 +342,14 @@ impl ServerHandler for McpHandler {
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<CallSlot>());
-        let sink = self.shared.sink(slot);
+        // The gate admitted the request for an attached run; it may have detached since.
+        let Some((run, sink)) = self.shared.attached(slot) else {
+            return Err(ErrorData::invalid_request(
+                "the run this URL belongs to is not attached",
+                None,
+            ));
+        };
+        let sink = Some(sink);
         let name = request.name.to_string();
         let arguments = request.arguments.unwrap_or_default();
         Self::emit(
@@ -359,6 +379,7 @@ impl ServerHandler for McpHandler {
             call_id: call_id.clone(),
             tool: name.clone(),
             arguments,
+            run,
         };
         let outcome = Self::run_handler(tool, call, context.ct.clone()).await;
         let (result, output, structured) = match outcome {

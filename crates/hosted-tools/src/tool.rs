@@ -133,6 +133,9 @@ pub struct ToolCall {
     /// The arguments: always a JSON object (empty when the client sent none). The server does
     /// not validate them against the input schema; the handler does.
     pub arguments: serde_json::Map<String, serde_json::Value>,
+    /// The run the call serves (calls are served only within an attached run), so a handler
+    /// can scope what it does, for example by tenant.
+    pub run: run_service::RunId,
 }
 
 /// What a successful call returns.

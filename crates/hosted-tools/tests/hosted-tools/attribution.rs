@@ -1,5 +1,5 @@
-//! Per-run attribution: a call reaches the events of the run whose URL it used, and only
-//! while that run is attached; unattributed calls are still served.
+//! Per-run attribution: a call reaches the events of the run whose URL it used, and is served
+//! only while that run is attached; the bare endpoint serves nothing.
 
 use std::sync::Arc;
 
@@ -50,32 +50,48 @@ async fn concurrent_runs_see_only_their_own_calls() {
     assert!(ready_events(&mut ev_a).is_empty());
     assert!(ready_events(&mut ev_b).is_empty());
 
-    // After run a detaches, its URL is still served, and nothing is attributed to anyone.
+    // After run a detaches, its URL serves nothing: no handler runs outside a run.
     provider.detach_run(&run_a).await.unwrap();
     assert_eq!(next_event(&mut ev_a).await, None);
+    let before = calls.total();
     let late = client_a
         .call_tool(call("add", json!({"a": 5, "b": 5})))
-        .await
-        .unwrap();
-    assert_eq!(text(&late), "10");
+        .await;
+    assert!(late.is_err(), "a detached run's URL is refused: {late:?}");
     assert!(
         ready_events(&mut ev_b).is_empty(),
         "run b never sees run a's calls"
     );
 
-    // The bare endpoint is served too, unattributed.
+    // The bare endpoint serves nothing either.
     let base = ep_b.url.rsplit_once('/').unwrap().0.to_owned();
-    let bare = connect(&base, Some(&ep_b.token)).await.unwrap();
-    let result = bare
-        .call_tool(call("add", json!({"a": 0, "b": 7})))
-        .await
-        .unwrap();
-    assert_eq!(text(&result), "7");
-    assert!(ready_events(&mut ev_b).is_empty());
-    assert_eq!(calls.total(), 4);
+    assert!(connect(&base, Some(&ep_b.token)).await.is_err());
+    assert_eq!(calls.total(), before, "no handler ran");
+    assert_eq!(calls.total(), 2);
 
-    for client in [client_a, client_b, bare] {
-        client.cancel().await.unwrap();
+    for client in [client_a, client_b] {
+        let _ = client.cancel().await;
     }
+    provider.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_handler_knows_the_run_it_serves() {
+    use hosted_tools::{HostedTool, HostedToolsProvider, ToolOutput, ToolSet};
+    let whoami = HostedTool::new(
+        "whoami",
+        "Names the run.",
+        json!({"type": "object"}),
+        |call| async move { Ok(ToolOutput::text(call.run.as_str().to_owned())) },
+    )
+    .with_revision("1");
+    let provider = HostedToolsProvider::new(ToolSet::new([whoami]).unwrap());
+    let run = RunId::new("tenant-a-run-7");
+    let attachment = provider.attach_run(&run).await.unwrap();
+    let ep = endpoint(&attachment);
+    let client = connect(&ep.url, Some(&ep.token)).await.unwrap();
+    let result = client.call_tool(call("whoami", json!({}))).await.unwrap();
+    assert_eq!(text(&result), "tenant-a-run-7");
+    let _ = client.cancel().await;
     provider.close().await.unwrap();
 }
