@@ -267,6 +267,23 @@ async fn call_hosted_tool(
     Ok((endpoint.url, text))
 }
 
+/// Runs `thread` while the runtime calls the hosted `lookup_order` tool mid-run, as a real CLI
+/// would: the reference driver stalls (a CLI at work), the call goes through the MCP endpoint
+/// the driver received, then the run finishes. The tool server serves only runs in flight.
+async fn run_calling_the_tool(
+    thread: agent::Thread,
+    prompt: &str,
+    backend: &ReferenceBackend,
+) -> Result<(agent::RunResult, (String, String)), Box<dyn Error>> {
+    backend.push_behavior(driver_spi::reference::Behavior::Stall);
+    let run = thread.stream(prompt.to_owned())?;
+    backend.wait_for_stalled(1).await;
+    let call = call_hosted_tool(backend, "lookup_order", serde_json::json!({"id": "42"})).await;
+    backend.release_stalled();
+    let result = run.result().await?;
+    Ok((result, call?))
+}
+
 /// A run's relation to the stored conversation, in words.
 fn describe(outcome: &SessionOutcome) -> String {
     match outcome {
@@ -321,7 +338,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
     println!("1. Host 1 starts; the provider allocates port A and token A.");
     let provider_a = AgentUiProvider::new("1", true);
     let host1 = start_host(&db, &backend, &provider_a).await?;
-    let first = host1.thread(key).run("My order has not arrived.").await?;
+    println!("   The runtime calls the host's `lookup_order` tool through the SDK's MCP endpoint");
+    println!("   while the run is in flight:");
+    let (first, (tools_url_a, answer)) =
+        run_calling_the_tool(host1.thread(key), "My order has not arrived.", &backend).await?;
     let port_a = provider_a.port().ok_or("provider A did not start")?;
     let first_request = last_request(&backend)?;
     let stored = host1
@@ -352,9 +372,6 @@ async fn main() -> Result<(), Box<dyn Error>> {
     )?;
     println!();
 
-    println!("   The runtime calls the host's `lookup_order` tool through the SDK's MCP endpoint:");
-    let (tools_url_a, answer) =
-        call_hosted_tool(&backend, "lookup_order", serde_json::json!({"id": "42"})).await?;
     ensure(
         answer == "order 42: shipped",
         "the hosted tool answers on host 1",
@@ -379,11 +396,13 @@ async fn main() -> Result<(), Box<dyn Error>> {
     // 3. -------------------------------------------------------------------------------
     println!();
     println!("3. A resume-only run on host 2.");
-    let second = host2
-        .thread(key)
-        .resume_only()
-        .run("Any news on my order?")
-        .await?;
+    println!("   The resumed runtime calls the same tool, at host 2's new endpoint, mid-run:");
+    let (second, (tools_url_b, answer)) = run_calling_the_tool(
+        host2.thread(key).resume_only(),
+        "Any news on my order?",
+        &backend,
+    )
+    .await?;
     let port_b = provider_b.port().ok_or("provider B did not start")?;
     ensure(port_b != port_a, "the restarted provider got a new port")?;
     let recorded = last_request(&backend)?;
@@ -399,9 +418,6 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 .expose_secret_env(name)
                 .is_none_or(|v| !provider_a.minted(&v))
         });
-    println!("   The resumed runtime calls the same tool at host 2's new endpoint:");
-    let (tools_url_b, answer) =
-        call_hosted_tool(&backend, "lookup_order", serde_json::json!({"id": "42"})).await?;
     ensure(
         answer == "order 42: shipped",
         "the hosted tool answers on host 2",

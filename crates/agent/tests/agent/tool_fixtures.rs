@@ -130,12 +130,19 @@ pub(crate) async fn connect(url: &str, token: Option<&str>) -> Result<Client, St
 }
 
 pub(crate) async fn call_lookup(client: &Client, id: &str) -> CallToolResult {
+    call_lookup_result(client, id).await.unwrap()
+}
+
+/// A `lookup_order` call that may fail (outside a run the server serves nothing).
+pub(crate) async fn call_lookup_result(
+    client: &Client,
+    id: &str,
+) -> Result<CallToolResult, rmcp::ServiceError> {
     let mut arguments = serde_json::Map::new();
     arguments.insert("id".into(), id.into());
     client
         .call_tool(CallToolRequestParams::new("lookup_order").with_arguments(arguments))
         .await
-        .unwrap()
 }
 
 pub(crate) fn text(result: &CallToolResult) -> String {

@@ -14,8 +14,8 @@ use serde_json::json;
 
 use crate::support::SqliteFile;
 use crate::tool_fixtures::{
-    Decl, V1, call_lookup, connect, endpoint, lookup, raw_status, read_until_tool_events,
-    service_events, text, tool_host,
+    Decl, V1, call_lookup, call_lookup_result, connect, endpoint, lookup, raw_status,
+    read_until_tool_events, service_events, text, tool_host,
 };
 
 #[tokio::test]
@@ -101,24 +101,26 @@ async fn restart_resumes_with_a_new_endpoint_that_serves_and_the_old_port_is_clo
     let runs = Arc::new(AtomicUsize::new(0));
 
     let agent1 = tool_host(file.open().await, &backend, lookup(&V1, &runs));
-    let first = agent1.thread("t").run("first").await.unwrap();
-    assert_eq!(first.session, SessionOutcome::Started);
+    // The runtime calls the tool mid-run (the reference driver stalls as a CLI at work).
+    backend.push_behavior(Behavior::Stall);
+    let run = agent1.thread("t").stream("first").unwrap();
+    backend.wait_for_stalled(1).await;
     let old = endpoint(&backend.last_request().unwrap());
-    // Between runs the server still serves (unattributed).
     let client = connect(&old.url, Some(&old.token)).await.unwrap();
     assert_eq!(text(&call_lookup(&client, "1").await), "order 1: shipped");
-    client.cancel().await.unwrap();
+    backend.release_stalled();
+    let first = run.result().await.unwrap();
+    assert_eq!(first.session, SessionOutcome::Started);
+    // Between runs the server serves nothing: no run to attribute a call to.
+    assert!(call_lookup_result(&client, "9").await.is_err());
+    let _ = client.cancel().await;
     agent1.close().await;
     drop(agent1);
 
     let agent2 = tool_host(file.open().await, &backend, lookup(&V1, &runs));
-    let second = agent2
-        .thread("t")
-        .resume_only()
-        .run("second")
-        .await
-        .unwrap();
-    assert_eq!(second.session, SessionOutcome::Resumed);
+    backend.push_behavior(Behavior::Stall);
+    let run = agent2.thread("t").resume_only().stream("second").unwrap();
+    backend.wait_for_stalled(1).await;
     let recorded = backend.last_request().unwrap();
     let new = endpoint(&recorded);
     assert_ne!(new.url, old.url, "the driver received the new URL");
@@ -133,6 +135,9 @@ async fn restart_resumes_with_a_new_endpoint_that_serves_and_the_old_port_is_clo
     let client = connect(&new.url, Some(&new.token)).await.unwrap();
     assert_eq!(text(&call_lookup(&client, "2").await), "order 2: shipped");
     client.cancel().await.unwrap();
+    backend.release_stalled();
+    let second = run.result().await.unwrap();
+    assert_eq!(second.session, SessionOutcome::Resumed);
 
     // The old endpoint does not: its port refuses connections (and should the OS have handed
     // the same port to the new server, the old token is refused).
