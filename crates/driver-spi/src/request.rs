@@ -351,14 +351,16 @@ mod known {
         secrets: impl Iterator<Item = &'s str>,
     ) -> Option<String> {
         let bytes = text.as_bytes();
-        let has_escape = bytes.iter().any(|&b| matches!(b, b'%' | b'\\' | b'+'));
+        let decoded = escaped_bytes(bytes);
         let mut spans: Vec<(usize, usize)> = Vec::new();
         for secret in secrets {
             let s = secret.as_bytes();
             if s.is_empty() {
                 continue;
             }
-            if has_escape {
+            // The escape-aware scan only when some escape in the text stands for a byte of
+            // this secret; otherwise every occurrence is literal (the fast, common case).
+            if s.iter().any(|&b| decoded[usize::from(b)]) {
                 find_encoded(bytes, s, &mut spans);
             } else {
                 find_literal(text, secret, &mut spans);
@@ -393,6 +395,21 @@ mod known {
         }
         out.push_str(&text[copied..]);
         Some(out)
+    }
+
+    /// Which bytes the escapes in `text` stand for.
+    fn escaped_bytes(text: &[u8]) -> [bool; 256] {
+        let mut decoded = [false; 256];
+        for (t, &b) in text.iter().enumerate() {
+            if matches!(b, b'%' | b'\\' | b'+')
+                && let Some(unit) = decode(text, t)
+            {
+                for &d in &unit.bytes[..unit.len] {
+                    decoded[usize::from(d)] = true;
+                }
+            }
+        }
+        decoded
     }
 
     /// Every literal occurrence, overlapping ones included.

@@ -3,35 +3,43 @@
 //! A [`ChildEnv`] is assembled in a fixed order:
 //!
 //! 1. it starts empty;
-//! 2. host variables on the allow-list ([`ALLOWED_HOST_VARS`], plus every `LC_*`) are copied;
+//! 2. host variables on the allow-list ([`ALLOWED_HOST_VARS`]) are copied; the proxy variables
+//!    ([`PROXY_VARS`]) lose any userinfo (`http://user:pass@proxy:3128` becomes
+//!    `http://proxy:3128`, see [`strip_proxy_userinfo`]);
 //! 3. caller-supplied plain variables are added;
 //! 4. the namespace variables (HOME, XDG_*, TMPDIR and each runtime's state variable) are set;
 //! 5. explicitly injected secrets are added.
 //!
 //! Credential variables ([`CREDENTIAL_VARS`] and names that look like credentials, see
 //! [`is_credential_var`]) are never copied from the host; the only way to pass one is to inject
-//! it as a [`SecretString`].
+//! it as a [`SecretString`]. The same holds for a proxy that needs credentials: inject the
+//! whole URL as a secret under the proxy variable's name (for example
+//! `.secret("HTTPS_PROXY", url)` on the builder), which replaces the stripped host value.
+//!
+//! Only the POSIX/glibc locale variables are copied (`LANG`, `LANGUAGE`, `LC_ALL` and the
+//! twelve `LC_<category>` variables), never an arbitrary `LC_*`: SSH forwards `LC_*` from the
+//! client, so a name like `LC_GH_PAT` can carry anything.
 //!
 //! Values of a `ChildEnv` leave it only through [`ChildEnv::apply_to`], which configures a
 //! [`std::process::Command`] (convert that into a `tokio::process::Command` with `From` when
 //! needed); the paths the crate itself chose (HOME, XDG_*, state variables) can also be read
 //! with [`ChildEnv::get`]. `Debug` prints variable names only, and there is no `Serialize`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::process::Command;
 
 use secrecy::{ExposeSecret, SecretString};
 
-/// Host variables copied into every child environment (besides `LC_*`).
+/// Host variables copied into every child environment.
 ///
-/// Proxy variables may embed credentials (`http://user:pass@proxy`); they are copied because
-/// runtimes need them to reach their API, and like every value they never appear in a summary.
+/// The proxy variables among them ([`PROXY_VARS`]) are copied without userinfo; a proxy that
+/// needs credentials must be injected as a secret.
 pub const ALLOWED_HOST_VARS: &[&str] = &[
     "PATH",
-    "LANG",
-    "LANGUAGE",
     "TERM",
     "COLORTERM",
     "TZ",
@@ -51,10 +59,34 @@ pub const ALLOWED_HOST_VARS: &[&str] = &[
     "NODE_EXTRA_CA_CERTS",
     "REQUESTS_CA_BUNDLE",
     "CURL_CA_BUNDLE",
+    // Locale: POSIX and glibc categories only.
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_COLLATE",
+    "LC_MESSAGES",
+    "LC_MONETARY",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_ADDRESS",
+    "LC_IDENTIFICATION",
+    "LC_MEASUREMENT",
+    "LC_NAME",
+    "LC_PAPER",
+    "LC_TELEPHONE",
 ];
 
-/// Prefixes of host variables copied into every child environment.
-pub const ALLOWED_HOST_PREFIXES: &[&str] = &["LC_"];
+/// Proxy variables whose host values are copied with their userinfo removed
+/// ([`strip_proxy_userinfo`]). `NO_PROXY`/`no_proxy` are host lists and copied as they are.
+pub const PROXY_VARS: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
 
 /// Variables that carry credentials. Never copied from the host; pass them by injection.
 pub const CREDENTIAL_VARS: &[&str] = &[
@@ -105,11 +137,50 @@ pub fn is_credential_var(name: &str) -> bool {
         || CREDENTIAL_SUFFIXES.iter().any(|s| upper.ends_with(s))
 }
 
-/// Whether a host variable is copied into child environments.
+/// Whether a host variable is copied into child environments (names are case-sensitive).
 pub fn is_allowed_host_var(name: &str) -> bool {
-    !is_credential_var(name)
-        && (ALLOWED_HOST_VARS.contains(&name)
-            || ALLOWED_HOST_PREFIXES.iter().any(|p| name.starts_with(p)))
+    !is_credential_var(name) && ALLOWED_HOST_VARS.contains(&name)
+}
+
+/// A proxy URL without its userinfo: `http://user:pass@proxy:3128/` becomes
+/// `http://proxy:3128/`, `user:pass@proxy:3128` becomes `proxy:3128`. A value without userinfo
+/// is returned as it is.
+///
+/// Everything between `scheme://` (or the start, without a scheme) and the last `@` in the
+/// value goes, `@` included: a password may hold a raw `@`, `:` or `/`, and a proxy URL has no
+/// path worth keeping.
+///
+/// ```
+/// use runtime_env::child_env::strip_proxy_userinfo;
+/// use std::ffi::OsStr;
+///
+/// let url = OsStr::new("socks5://u:p@socks.example:1080");
+/// assert_eq!(strip_proxy_userinfo(url), OsStr::new("socks5://socks.example:1080"));
+/// let plain = OsStr::new("http://proxy:3128");
+/// assert_eq!(strip_proxy_userinfo(plain), plain);
+/// ```
+pub fn strip_proxy_userinfo(value: &OsStr) -> Cow<'_, OsStr> {
+    let bytes = value.as_bytes();
+    let authority = scheme_len(bytes).map_or(0, |n| n + 3);
+    match bytes[authority..].iter().rposition(|&b| b == b'@') {
+        None => Cow::Borrowed(value),
+        Some(at) => {
+            let mut out = bytes[..authority].to_vec();
+            out.extend_from_slice(&bytes[authority + at + 1..]);
+            Cow::Owned(OsString::from_vec(out))
+        }
+    }
+}
+
+/// The length of a URL scheme (`[A-Za-z][A-Za-z0-9+.-]*`) followed by `://`.
+fn scheme_len(bytes: &[u8]) -> Option<usize> {
+    let sep = bytes.windows(3).position(|w| w == b"://")?;
+    let scheme = &bytes[..sep];
+    let valid = scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'));
+    valid.then_some(sep)
 }
 
 /// A variable name is `[A-Za-z_][A-Za-z0-9_]*`, at most 256 bytes.
@@ -171,10 +242,17 @@ impl HostEnv {
         (!v.is_empty() && p.is_absolute()).then(|| p.to_owned())
     }
 
-    pub(crate) fn allowed(&self) -> impl Iterator<Item = (&OsString, &OsString)> {
-        self.vars
-            .iter()
-            .filter(|(k, _)| k.to_str().is_some_and(is_allowed_host_var))
+    /// The allow-listed variables, proxy values without userinfo.
+    pub(crate) fn allowed(&self) -> impl Iterator<Item = (&OsString, OsString)> {
+        self.vars.iter().filter_map(|(k, v)| {
+            let name = k.to_str().filter(|n| is_allowed_host_var(n))?;
+            let value = if PROXY_VARS.contains(&name) {
+                strip_proxy_userinfo(v).into_owned()
+            } else {
+                v.clone()
+            };
+            Some((k, value))
+        })
     }
 }
 

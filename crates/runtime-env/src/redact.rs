@@ -2,22 +2,40 @@
 //!
 //! [`redact`] replaces, with [`REDACTED`]:
 //!
-//! * the credential after `Bearer` or `Basic` (any case, then spaces or tabs);
-//! * API keys by their shape: `sk-…` (OpenAI, Anthropic; at least 10 characters after `sk-`),
-//!   GitHub `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_`/`github_pat_` tokens, and Google `AIza…` keys;
+//! * in an `Authorization` or `Proxy-Authorization` header (`Authorization: …`, or as a JSON
+//!   or quoted field), everything after a known scheme (`Bearer`, `Basic`, `Token`, `Digest`,
+//!   `Negotiate`, `NTLM`, `AWS4-HMAC-SHA256`, …) up to the end of the line or of the quoted
+//!   value; the whole value when the scheme is unknown;
+//! * the whole value of a `Cookie` or `Set-Cookie` header;
+//! * elsewhere, the credential after `Bearer` or `Basic` (any case, then spaces or tabs);
+//! * the password of a URL's userinfo (`https://user:[REDACTED]@host`,
+//!   `postgresql://app:[REDACTED]@db`), or the whole userinfo when it has no password
+//!   (`https://[REDACTED]@github.com`);
+//! * tokens by their shape: bare JWTs (`eyJ…`), `sk-…` (OpenAI, Anthropic), GitHub
+//!   `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_`/`github_pat_`, Google `AIza…`, AWS `AKIA…`/`ASIA…`
+//!   key ids, Slack `xoxb-`/`xoxp-`/`xoxa-`/`xoxr-`/`xoxs-`/`xoxe-`/`xapp-`, GitLab
+//!   `glpat-`/`gldt-`/`glrt-`, Stripe `sk_live_`/`sk_test_`/`rk_live_`/`rk_test_`, npm `npm_`
+//!   and Hugging Face `hf_` tokens;
+//! * the body of a PEM private key block (`-----BEGIN … PRIVATE KEY-----`);
 //! * the value of a sensitive field, in JSON (`"access_token": "…"`), key=value
 //!   (`refresh_token=…&`) or header (`x-api-key: …`) form. The fields are `access_token`,
 //!   `refresh_token`, `id_token` (also camelCase, e.g. `accessToken`), `x-api-key`, `api_key`,
-//!   `api-key`, `apikey`, `client_secret`, and the generic `token`, `password`, `passwd` and
-//!   `secret`, in any case, wherever they start a word (so `max_token=5` is redacted too:
-//!   over-redacting is the safe mistake).
+//!   `api-key`, `apikey`, `client_secret`, `private_key`, `secret_access_key`, `secret_key`,
+//!   `auth`, `passphrase`, `pgpassword`, `pwd`, and the generic `token`, `password`, `passwd`
+//!   and `secret`; the query-style `key`, `sig` and `signature` only in `key=value` form. Case
+//!   is ignored, and a field matches wherever it starts a word (so `max_token=5` and
+//!   `AWS_SECRET_ACCESS_KEY=…` are redacted: over-redacting is the safe mistake).
 //!
 //! [`Redactor::with_secrets`] also replaces every occurrence of known secret values (for
-//! example the secrets injected into a runtime), before the patterns run.
+//! example the secrets injected into a runtime), before the patterns run. A known secret is
+//! found literally and in its percent-encoded (`%40`, `%2f`, `+` for a space) and JSON-escaped
+//! (`\"`, `\/`, `\u00e9`, surrogate pairs) forms, in any mix; where occurrences of several
+//! secrets overlap or touch, their union is replaced, so no part of either survives.
 //!
 //! The scanner is hand-written: one pass over the bytes, a cheap first-byte test at each
-//! position, and no allocation when nothing matches (the result borrows the input). It keeps
-//! no dependency on a regex engine, and it cannot be broken by escaping mistakes in patterns.
+//! position (a table built from the rule lists), and no allocation when nothing matches (the
+//! result borrows the input). It keeps no dependency on a regex engine, and it cannot be
+//! broken by escaping mistakes in patterns.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -38,6 +56,7 @@ pub const MIN_SECRET_LEN: usize = 4;
 ///
 /// assert_eq!(redact("Authorization: Bearer abc.def"), "Authorization: Bearer [REDACTED]");
 /// assert_eq!(redact(r#"{"refresh_token":"r1"}"#), r#"{"refresh_token":"[REDACTED]"}"#);
+/// assert_eq!(redact("postgresql://app:pw@db/app"), "postgresql://app:[REDACTED]@db/app");
 /// assert!(matches!(redact("nothing here"), std::borrow::Cow::Borrowed(_)));
 /// ```
 pub fn redact(text: &str) -> Cow<'_, str> {
@@ -49,7 +68,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 /// `Debug` shows only how many secrets it holds.
 #[derive(Clone, Default)]
 pub struct Redactor {
-    /// Longest first, so a secret containing another is replaced whole.
+    /// Longest first (the order does not change the result; it keeps `Debug` stable).
     secrets: Vec<SecretString>,
 }
 
@@ -59,14 +78,17 @@ impl Redactor {
         Self::default()
     }
 
-    /// A redactor that also replaces each of `secrets` wherever it occurs.
+    /// A redactor that also replaces each of `secrets` wherever it occurs, also
+    /// percent-encoded or JSON-escaped.
     ///
     /// ```
     /// use runtime_env::Redactor;
     /// use secrecy::SecretString;
     ///
-    /// let r = Redactor::with_secrets([SecretString::from("hunter2-pw")]);
-    /// assert_eq!(r.redact("password is hunter2-pw"), "password is [REDACTED]");
+    /// let r = Redactor::with_secrets([SecretString::from("hunter2/pw")]);
+    /// assert_eq!(r.redact("password is hunter2/pw"), "password is [REDACTED]");
+    /// assert_eq!(r.redact("?p=hunter2%2Fpw&x=1"), "?p=[REDACTED]&x=1");
+    /// assert_eq!(r.redact(r#"{"p":"hunter2\/pw"}"#), r#"{"p":"[REDACTED]"}"#);
     /// ```
     pub fn with_secrets<I: IntoIterator<Item = SecretString>>(secrets: I) -> Self {
         let mut r = Self::new();
@@ -87,18 +109,11 @@ impl Redactor {
         self.secrets.insert(pos, secret);
     }
 
-    /// Redacts known secrets, then token patterns.
+    /// Redacts known secrets (in every form, overlaps merged), then token patterns.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut current: Cow<'a, str> = Cow::Borrowed(text);
-        for secret in &self.secrets {
-            let s = secret.expose_secret();
-            if current.contains(s) {
-                current = Cow::Owned(current.replace(s, REDACTED));
-            }
-        }
-        match current {
-            Cow::Borrowed(t) => redact_patterns(t),
-            Cow::Owned(t) => Cow::Owned(redact_patterns(&t).into_owned()),
+        match known::replace(text, self.secrets.iter().map(|s| s.expose_secret())) {
+            None => redact_patterns(text),
+            Some(t) => Cow::Owned(redact_patterns(&t).into_owned()),
         }
     }
 }
@@ -111,28 +126,288 @@ impl fmt::Debug for Redactor {
     }
 }
 
-/// Field names whose values are redacted (matched ASCII-case-insensitively).
-const SENSITIVE_KEYS: &[&[u8]] = &[
-    b"access_token",
-    b"accesstoken",
-    b"refresh_token",
-    b"refreshtoken",
-    b"id_token",
-    b"idtoken",
-    b"x-api-key",
-    b"api_key",
-    b"api-key",
-    b"apikey",
-    b"client_secret",
-    b"clientsecret",
-    b"token",
-    b"password",
-    b"passwd",
-    b"secret",
+/// Finding known secret values in text, literally or percent-encoded or JSON-escaped.
+mod known {
+    use super::REDACTED;
+
+    /// `text` with every occurrence of each secret replaced by [`REDACTED`], or `None` when
+    /// there is none. Occurrences may be literal, percent-encoded (either hex case, `+` for a
+    /// space) or JSON-escaped, in any mix. Overlapping or touching occurrences, of one secret
+    /// or of several, are replaced as one span, so no part of any secret survives.
+    pub(super) fn replace<'s>(
+        text: &str,
+        secrets: impl Iterator<Item = &'s str>,
+    ) -> Option<String> {
+        let bytes = text.as_bytes();
+        let decoded = escaped_bytes(bytes);
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        for secret in secrets {
+            let s = secret.as_bytes();
+            if s.is_empty() {
+                continue;
+            }
+            // The escape-aware scan only when some escape in the text stands for a byte of
+            // this secret; otherwise every occurrence is literal (the fast, common case).
+            if s.iter().any(|&b| decoded[usize::from(b)]) {
+                find_encoded(bytes, s, &mut spans);
+            } else {
+                find_literal(text, secret, &mut spans);
+            }
+        }
+        if spans.is_empty() {
+            return None;
+        }
+        for span in &mut spans {
+            *span = (floor_boundary(text, span.0), ceil_boundary(text, span.1));
+        }
+        spans.sort_unstable();
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        let mut current: Option<(usize, usize)> = None;
+        for (a, b) in spans {
+            match &mut current {
+                Some(cur) if a <= cur.1 => cur.1 = cur.1.max(b),
+                _ => {
+                    if let Some((ca, cb)) = current.replace((a, b)) {
+                        out.push_str(&text[copied..ca]);
+                        out.push_str(REDACTED);
+                        copied = cb;
+                    }
+                }
+            }
+        }
+        if let Some((ca, cb)) = current {
+            out.push_str(&text[copied..ca]);
+            out.push_str(REDACTED);
+            copied = cb;
+        }
+        out.push_str(&text[copied..]);
+        Some(out)
+    }
+
+    /// Which bytes the escapes in `text` stand for.
+    fn escaped_bytes(text: &[u8]) -> [bool; 256] {
+        let mut decoded = [false; 256];
+        for (t, &b) in text.iter().enumerate() {
+            if matches!(b, b'%' | b'\\' | b'+')
+                && let Some(unit) = decode(text, t)
+            {
+                for &d in &unit.bytes[..unit.len] {
+                    decoded[usize::from(d)] = true;
+                }
+            }
+        }
+        decoded
+    }
+
+    /// Every literal occurrence, overlapping ones included.
+    fn find_literal(text: &str, secret: &str, spans: &mut Vec<(usize, usize)>) {
+        let mut from = 0;
+        while let Some(pos) = text.get(from..).and_then(|t| t.find(secret)) {
+            let start = from + pos;
+            spans.push((start, start + secret.len()));
+            from = ceil_boundary(text, start + 1);
+        }
+    }
+
+    /// Every occurrence in any mix of literal bytes and escapes.
+    fn find_encoded(text: &[u8], s: &[u8], spans: &mut Vec<(usize, usize)>) {
+        for (i, &b) in text.iter().enumerate() {
+            if b != s[0] && !matches!(b, b'%' | b'\\' | b'+') {
+                continue;
+            }
+            if let Some(end) = match_at(text, i, s, false).or_else(|| match_at(text, i, s, true)) {
+                spans.push((i, end));
+            }
+        }
+    }
+
+    /// Where a match of `s` starting at `t` ends. At each step a literal byte or an escape
+    /// may match; `prefer_escape` says which to try first (a secret may itself contain `%`
+    /// or `\`).
+    fn match_at(text: &[u8], mut t: usize, s: &[u8], prefer_escape: bool) -> Option<usize> {
+        let mut j = 0;
+        while j < s.len() {
+            let literal = text.get(t) == Some(&s[j]);
+            if literal && !prefer_escape {
+                t += 1;
+                j += 1;
+                continue;
+            }
+            if let Some(unit) = decode(text, t)
+                && s[j..].starts_with(&unit.bytes[..unit.len])
+            {
+                t += unit.width;
+                j += unit.len;
+                continue;
+            }
+            if !literal {
+                return None;
+            }
+            t += 1;
+            j += 1;
+        }
+        Some(t)
+    }
+
+    /// The bytes one escape stands for.
+    struct Unit {
+        bytes: [u8; 4],
+        len: usize,
+        /// How many bytes of text the escape takes.
+        width: usize,
+    }
+
+    impl Unit {
+        fn byte(b: u8, width: usize) -> Self {
+            Self {
+                bytes: [b, 0, 0, 0],
+                len: 1,
+                width,
+            }
+        }
+    }
+
+    /// The escape at `t`: `%XX`, `+` (a space in form encoding), or a JSON escape.
+    fn decode(text: &[u8], t: usize) -> Option<Unit> {
+        match *text.get(t)? {
+            b'%' => {
+                let v = hex(text.get(t + 1..t + 3)?)?;
+                Some(Unit::byte(u8::try_from(v).ok()?, 3))
+            }
+            b'+' => Some(Unit::byte(b' ', 1)),
+            b'\\' => {
+                let b = match *text.get(t + 1)? {
+                    b'"' => b'"',
+                    b'\\' => b'\\',
+                    b'/' => b'/',
+                    b'b' => 0x08,
+                    b'f' => 0x0c,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'u' => return decode_unicode(text, t),
+                    _ => return None,
+                };
+                Some(Unit::byte(b, 2))
+            }
+            _ => None,
+        }
+    }
+
+    /// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`, as UTF-8.
+    fn decode_unicode(text: &[u8], t: usize) -> Option<Unit> {
+        let hi = hex(text.get(t + 2..t + 6)?)?;
+        let (code, width) = if (0xD800..0xDC00).contains(&hi) {
+            if text.get(t + 6..t + 8)? != b"\\u" {
+                return None;
+            }
+            let lo = hex(text.get(t + 8..t + 12)?)?;
+            if !(0xDC00..0xE000).contains(&lo) {
+                return None;
+            }
+            (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 12)
+        } else {
+            (hi, 6)
+        };
+        let c = char::from_u32(code)?;
+        let mut bytes = [0; 4];
+        let len = c.encode_utf8(&mut bytes).len();
+        Some(Unit { bytes, len, width })
+    }
+
+    fn hex(digits: &[u8]) -> Option<u32> {
+        digits
+            .iter()
+            .try_fold(0u32, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
+    }
+
+    fn floor_boundary(text: &str, mut i: usize) -> usize {
+        while i > 0 && !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    }
+
+    fn ceil_boundary(text: &str, mut i: usize) -> usize {
+        while i < text.len() && !text.is_char_boundary(i) {
+            i += 1;
+        }
+        i.min(text.len())
+    }
+}
+
+/// Field names whose values are redacted (matched ASCII-case-insensitively), and whether the
+/// field counts only in `key=value` form (query parameters such as `?key=` and `?sig=`).
+const SENSITIVE_KEYS: &[(&[u8], bool)] = &[
+    (b"access_token", false),
+    (b"accesstoken", false),
+    (b"refresh_token", false),
+    (b"refreshtoken", false),
+    (b"id_token", false),
+    (b"idtoken", false),
+    (b"x-api-key", false),
+    (b"api_key", false),
+    (b"api-key", false),
+    (b"apikey", false),
+    (b"client_secret", false),
+    (b"clientsecret", false),
+    (b"private_key", false),
+    (b"privatekey", false),
+    (b"secret_access_key", false),
+    (b"secret_key", false),
+    (b"secretkey", false),
+    (b"auth", false),
+    (b"passphrase", false),
+    (b"pgpassword", false),
+    (b"pwd", false),
+    (b"token", false),
+    (b"password", false),
+    (b"passwd", false),
+    (b"secret", false),
+    (b"key", true),
+    (b"sig", true),
+    (b"signature", true),
 ];
 
-/// Authorization schemes whose credential is redacted.
+/// Authorization schemes whose credential is redacted wherever they appear.
 const SCHEMES: &[&[u8]] = &[b"bearer", b"basic"];
+
+/// Headers whose value is redacted, and how.
+const HEADERS: &[(&[u8], HeaderValue)] = &[
+    (b"authorization", HeaderValue::AfterScheme),
+    (b"cookie", HeaderValue::Whole),
+];
+
+/// What of a header's value is redacted.
+#[derive(Clone, Copy)]
+enum HeaderValue {
+    /// Everything after a known scheme ([`AUTH_SCHEMES`]); everything for another scheme.
+    AfterScheme,
+    /// The whole value.
+    Whole,
+}
+
+/// Authorization schemes left readable in front of a redacted credential.
+const AUTH_SCHEMES: &[&[u8]] = &[
+    b"bearer",
+    b"basic",
+    b"token",
+    b"digest",
+    b"negotiate",
+    b"ntlm",
+    b"dpop",
+    b"hoba",
+    b"mutual",
+    b"vapid",
+    b"gnap",
+    b"privatetoken",
+    b"scram-sha-1",
+    b"scram-sha-256",
+    b"aws4-hmac-sha256",
+    b"apikey",
+    b"sso-key",
+];
 
 /// A token prefix (case-sensitive), the minimum body length after it, and the body charset.
 type PrefixRule = (&'static [u8], usize, fn(u8) -> bool);
@@ -140,21 +415,55 @@ type PrefixRule = (&'static [u8], usize, fn(u8) -> bool);
 /// Token shapes recognised by their prefix.
 const PREFIXED: &[PrefixRule] = &[
     (b"sk-", 10, is_key_byte),
+    (b"sk_live_", 20, is_alnum),
+    (b"sk_test_", 20, is_alnum),
+    (b"rk_live_", 20, is_alnum),
+    (b"rk_test_", 20, is_alnum),
     (b"github_pat_", 20, is_key_byte),
     (b"ghp_", 20, is_alnum),
     (b"gho_", 20, is_alnum),
     (b"ghu_", 20, is_alnum),
     (b"ghs_", 20, is_alnum),
     (b"ghr_", 20, is_alnum),
+    (b"glpat-", 20, is_key_byte),
+    (b"gldt-", 20, is_key_byte),
+    (b"glrt-", 20, is_key_byte),
     (b"AIza", 30, is_key_byte),
+    (b"AKIA", 16, is_upper_or_digit),
+    (b"ASIA", 16, is_upper_or_digit),
+    (b"xoxb-", 10, is_key_byte),
+    (b"xoxp-", 10, is_key_byte),
+    (b"xoxa-", 10, is_key_byte),
+    (b"xoxr-", 10, is_key_byte),
+    (b"xoxs-", 10, is_key_byte),
+    (b"xoxe-", 10, is_key_byte),
+    (b"xapp-", 10, is_key_byte),
+    (b"npm_", 36, is_alnum),
+    (b"hf_", 30, is_alnum),
+    // A JWT (or JWS/JWE): base64url JSON `{"…`, then more dot-separated parts.
+    (b"eyJ", 10, is_jwt_byte),
 ];
+
+/// The header line of a PEM block; redacted when its label ends with `PRIVATE KEY`.
+const PEM_BEGIN: &[u8] = b"-----BEGIN ";
+const PEM_DASHES: &[u8] = b"-----";
+const PEM_END: &[u8] = b"-----END";
+const PEM_PRIVATE: &[u8] = b"PRIVATE KEY";
 
 fn is_alnum(b: u8) -> bool {
     b.is_ascii_alphanumeric()
 }
 
+fn is_upper_or_digit(b: u8) -> bool {
+    b.is_ascii_uppercase() || b.is_ascii_digit()
+}
+
 fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
+fn is_jwt_byte(b: u8) -> bool {
+    is_key_byte(b) || b == b'.' || b == b'='
 }
 
 /// RFC 7235 token68 characters.
@@ -171,16 +480,148 @@ fn ends_bare_value(b: u8) -> bool {
         )
 }
 
+/// Where a URL's authority (`user:pass@host:port`) ends.
+fn ends_authority(b: u8) -> bool {
+    b.is_ascii_whitespace()
+        || matches!(
+            b,
+            b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'`' | b'\\'
+        )
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
 fn starts_with_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.len() >= needle.len() && haystack[..needle.len()].eq_ignore_ascii_case(needle)
 }
 
-/// Could a pattern start at a byte with this value? (A cheap filter before the real tests.)
-fn is_candidate_start(b: u8) -> bool {
-    matches!(
-        b.to_ascii_lowercase(),
-        b'a' | b'b' | b'c' | b'g' | b'i' | b'p' | b'r' | b's' | b't' | b'x'
-    )
+fn skip_blanks(bytes: &[u8], mut j: usize) -> usize {
+    while j < bytes.len() && is_blank(bytes[j]) {
+        j += 1;
+    }
+    j
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Rule families, as bits of [`CANDIDATE`].
+const HEADER: u8 = 1;
+const SCHEME: u8 = 2;
+const PREFIX: u8 = 4;
+const KEY: u8 = 8;
+const PEM: u8 = 16;
+
+/// For each byte, the rule families that may start with it; built from the rule lists, so a
+/// new rule cannot be forgotten here. Zero for most bytes: the cheap first test.
+static CANDIDATE: [u8; 256] = candidate_table();
+
+/// The second test: a bit per pair of first two bytes that some rule starts with.
+static PAIRS: [u64; 1024] = pair_table();
+
+const RULE_COUNT: usize = SENSITIVE_KEYS.len() + SCHEMES.len() + HEADERS.len() + PREFIXED.len() + 1;
+
+/// Every rule's leading word, whether it matches in any ASCII case, and its family.
+static RULES: [(&[u8], bool, u8); RULE_COUNT] = all_rules();
+
+const fn all_rules() -> [(&'static [u8], bool, u8); RULE_COUNT] {
+    let mut out: [(&'static [u8], bool, u8); RULE_COUNT] = [(PEM_BEGIN, false, PEM); RULE_COUNT];
+    let mut n = 0;
+    let mut i = 0;
+    while i < SENSITIVE_KEYS.len() {
+        out[n] = (SENSITIVE_KEYS[i].0, true, KEY);
+        n += 1;
+        i += 1;
+    }
+    i = 0;
+    while i < SCHEMES.len() {
+        out[n] = (SCHEMES[i], true, SCHEME);
+        n += 1;
+        i += 1;
+    }
+    i = 0;
+    while i < HEADERS.len() {
+        out[n] = (HEADERS[i].0, true, HEADER);
+        n += 1;
+        i += 1;
+    }
+    i = 0;
+    while i < PREFIXED.len() {
+        out[n] = (PREFIXED[i].0, false, PREFIX);
+        n += 1;
+        i += 1;
+    }
+    // The last entry stays the PEM rule.
+    out
+}
+
+const fn candidate_table() -> [u8; 256] {
+    let mut t = [0; 256];
+    let mut i = 0;
+    while i < RULE_COUNT {
+        let (word, any_case, family) = RULES[i];
+        let b = word[0];
+        if any_case {
+            t[b.to_ascii_lowercase() as usize] |= family;
+            t[b.to_ascii_uppercase() as usize] |= family;
+        } else {
+            t[b as usize] |= family;
+        }
+        i += 1;
+    }
+    t
+}
+
+const fn pair_table() -> [u64; 1024] {
+    let mut t = [0; 1024];
+    let mut i = 0;
+    while i < RULE_COUNT {
+        let (word, any_case, _) = RULES[i];
+        let (a, b) = (word[0], word[1]);
+        if any_case {
+            let (al, au) = (a.to_ascii_lowercase(), a.to_ascii_uppercase());
+            let (bl, bu) = (b.to_ascii_lowercase(), b.to_ascii_uppercase());
+            set_pair(&mut t, al, bl);
+            set_pair(&mut t, al, bu);
+            set_pair(&mut t, au, bl);
+            set_pair(&mut t, au, bu);
+        } else {
+            set_pair(&mut t, a, b);
+        }
+        i += 1;
+    }
+    t
+}
+
+const fn set_pair(t: &mut [u64; 1024], a: u8, b: u8) {
+    let bit = (a as usize) << 8 | b as usize;
+    t[bit / 64] |= 1 << (bit % 64);
+}
+
+/// Whether some rule starts with the two bytes at `i`.
+fn is_candidate_pair(bytes: &[u8], i: usize) -> bool {
+    bytes.get(i + 1).is_some_and(|&b| {
+        let bit = usize::from(bytes[i]) << 8 | usize::from(b);
+        PAIRS[bit / 64] & (1 << (bit % 64)) != 0
+    })
+}
+
+/// Whether a word may start at `i`: at the start, after a non-alphanumeric byte, or after a
+/// JSON-escaped line break or tab (`\n`, `\r`, `\t` inside a JSON string).
+fn is_boundary(bytes: &[u8], i: usize) -> bool {
+    i == 0
+        || !bytes[i - 1].is_ascii_alphanumeric()
+        || (i >= 2 && bytes[i - 2] == b'\\' && matches!(bytes[i - 1], b'n' | b'r' | b't'))
+}
+
+/// Whether `bytes[start..]` begins with [`REDACTED`] followed by the end of the value (as
+/// `ends` tells), so that redacting is idempotent.
+fn is_redacted_value(bytes: &[u8], start: usize, ends: impl Fn(u8) -> bool) -> bool {
+    bytes[start..].starts_with(REDACTED.as_bytes())
+        && bytes.get(start + REDACTED.len()).is_none_or(|&b| ends(b))
 }
 
 /// A matched span to replace with [`REDACTED`], and where scanning resumes.
@@ -188,6 +629,30 @@ struct Hit {
     start: usize,
     end: usize,
     resume: usize,
+    /// False when the span is already redacted: it is skipped, not replaced again (so the
+    /// other rules do not see it either, as on the first pass).
+    replace: bool,
+}
+
+impl Hit {
+    fn new(start: usize, end: usize) -> Self {
+        Self {
+            start,
+            end,
+            resume: end,
+            replace: true,
+        }
+    }
+
+    /// An already redacted value, skipped up to `end`.
+    fn skip(end: usize) -> Self {
+        Self {
+            start: end,
+            end,
+            resume: end,
+            replace: false,
+        }
+    }
 }
 
 fn redact_patterns(text: &str) -> Cow<'_, str> {
@@ -197,15 +662,21 @@ fn redact_patterns(text: &str) -> Cow<'_, str> {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        let boundary = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
-        if !boundary || !is_candidate_start(b) {
-            i += 1;
-            continue;
-        }
-        let hit = match_scheme(bytes, i)
-            .or_else(|| match_prefixed(bytes, i))
-            .or_else(|| match_key(bytes, i));
+        let families = CANDIDATE[usize::from(b)];
+        let hit = if b == b':' {
+            match_userinfo(bytes, i)
+        } else if families == 0 || !is_candidate_pair(bytes, i) || !is_boundary(bytes, i) {
+            None
+        } else {
+            let on = |family: u8| families & family != 0;
+            None.or_else(|| on(HEADER).then(|| match_header(bytes, i)).flatten())
+                .or_else(|| on(SCHEME).then(|| match_scheme(bytes, i)).flatten())
+                .or_else(|| on(PREFIX).then(|| match_prefixed(bytes, i)).flatten())
+                .or_else(|| on(KEY).then(|| match_key(bytes, i)).flatten())
+                .or_else(|| on(PEM).then(|| match_pem(bytes, i)).flatten())
+        };
         match hit {
+            Some(hit) if !hit.replace => i = hit.resume,
             Some(hit) => {
                 let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
                 // Every span boundary sits next to an ASCII byte, so it is a char boundary.
@@ -226,13 +697,110 @@ fn redact_patterns(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Where a quoted value that starts at `start` ends (at its closing `quote`, or the end of
+/// the text). In a double-quoted value an escaped byte does not end it.
+fn quoted_end(bytes: &[u8], start: usize, quote: u8) -> usize {
+    let mut k = start;
+    while k < bytes.len() && bytes[k] != quote {
+        k += if bytes[k] == b'\\' && quote == b'"' {
+            2
+        } else {
+            1
+        };
+    }
+    k.min(bytes.len())
+}
+
+/// Where an unquoted header value that starts at `start` ends: at a line break (literal or
+/// JSON-escaped), or at `quote` when the whole header line sits inside quotes.
+fn line_end(bytes: &[u8], start: usize, quote: Option<u8>) -> usize {
+    let mut k = start;
+    while k < bytes.len() {
+        let b = bytes[k];
+        if b == b'\r' || b == b'\n' || Some(b) == quote {
+            break;
+        }
+        if b == b'\\' {
+            if matches!(bytes.get(k + 1), Some(b'r' | b'n')) {
+                break;
+            }
+            k += 1;
+        }
+        k += 1;
+    }
+    k.min(bytes.len())
+}
+
+/// `Authorization: <scheme> <credentials>`, `Cookie: …`, also as JSON or quoted fields.
+fn match_header(bytes: &[u8], i: usize) -> Option<Hit> {
+    let rest = &bytes[i..];
+    let &(name, kind) = HEADERS
+        .iter()
+        .find(|(name, _)| starts_with_ignore_case(rest, name))?;
+    let mut j = i + name.len();
+    // The name must end here (not `Cookie-Policy`, `cookies`).
+    if bytes
+        .get(j)
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return None;
+    }
+    // `"Authorization": "…"` (a quoted field name) or `'Authorization: …'` (a quoted line).
+    let mut line_quote = None;
+    if let Some(&q @ (b'"' | b'\'')) = i.checked_sub(1).and_then(|p| bytes.get(p)) {
+        if bytes.get(j) == Some(&q) {
+            j += 1;
+        } else {
+            line_quote = Some(q);
+        }
+    }
+    j = skip_blanks(bytes, j);
+    if bytes.get(j) != Some(&b':') {
+        return None;
+    }
+    j = skip_blanks(bytes, j + 1);
+    let (start, end) = match bytes.get(j) {
+        Some(&q @ (b'"' | b'\'')) => (j + 1, quoted_end(bytes, j + 1, q)),
+        _ => (j, line_end(bytes, j, line_quote)),
+    };
+    let value = &bytes[start..end];
+    if value.is_empty() {
+        return None;
+    }
+    if value == REDACTED.as_bytes() {
+        return Some(Hit::skip(end));
+    }
+    let from = match kind {
+        HeaderValue::Whole => start,
+        HeaderValue::AfterScheme => {
+            let word = value
+                .iter()
+                .position(|&b| is_blank(b))
+                .unwrap_or(value.len());
+            let credential = skip_blanks(value, word);
+            let known = AUTH_SCHEMES
+                .iter()
+                .any(|s| value[..word].eq_ignore_ascii_case(s));
+            if known && credential < value.len() {
+                if &value[credential..] == REDACTED.as_bytes() {
+                    return Some(Hit::skip(end));
+                }
+                start + credential
+            } else {
+                start
+            }
+        }
+    };
+    Some(Hit::new(from, end))
+}
+
 /// `Bearer <token68>` / `Basic <token68>`.
 fn match_scheme(bytes: &[u8], i: usize) -> Option<Hit> {
     let rest = &bytes[i..];
     let scheme = SCHEMES.iter().find(|s| starts_with_ignore_case(rest, s))?;
     let mut j = i + scheme.len();
     let ws_start = j;
-    while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
+    while j < bytes.len() && is_blank(bytes[j]) {
         j += 1;
     }
     if j == ws_start {
@@ -242,102 +810,135 @@ fn match_scheme(bytes: &[u8], i: usize) -> Option<Hit> {
     while j < bytes.len() && is_token68_byte(bytes[j]) {
         j += 1;
     }
-    (j > start).then_some(Hit {
-        start,
-        end: j,
-        resume: j,
-    })
+    (j > start).then_some(Hit::new(start, j))
 }
 
-/// `sk-…`, GitHub and Google keys.
+/// Keys and tokens recognised by their prefix (`sk-…`, `ghp_…`, `AKIA…`, `eyJ…`, …). The
+/// token must end at a word boundary.
 fn match_prefixed(bytes: &[u8], i: usize) -> Option<Hit> {
     let rest = &bytes[i..];
     for &(prefix, min, body) in PREFIXED {
-        if !rest.starts_with(prefix) {
+        if prefix[0] != rest[0] || !rest.starts_with(prefix) {
             continue;
         }
         let mut j = i + prefix.len();
         while j < bytes.len() && body(bytes[j]) {
             j += 1;
         }
-        if j - (i + prefix.len()) >= min {
-            return Some(Hit {
-                start: i,
-                end: j,
-                resume: j,
-            });
+        let ends_word = bytes.get(j).is_none_or(|b| !b.is_ascii_alphanumeric());
+        if j - (i + prefix.len()) >= min && ends_word {
+            return Some(Hit::new(i, j));
         }
     }
     None
 }
 
+/// The body of `-----BEGIN … PRIVATE KEY-----` up to `-----END` (or the end of the text).
+fn match_pem(bytes: &[u8], i: usize) -> Option<Hit> {
+    if !bytes[i..].starts_with(PEM_BEGIN) {
+        return None;
+    }
+    let label_start = i + PEM_BEGIN.len();
+    let label_len = find(&bytes[label_start..], PEM_DASHES)?;
+    let label = &bytes[label_start..label_start + label_len];
+    if label_len > 64 || !label.ends_with(PEM_PRIVATE) || label.contains(&b'\n') {
+        return None;
+    }
+    let start = label_start + label_len + PEM_DASHES.len();
+    let end = find(&bytes[start..], PEM_END).map_or(bytes.len(), |p| start + p);
+    let body = &bytes[start..end];
+    if body.is_empty() {
+        return None;
+    }
+    if body == REDACTED.as_bytes() {
+        return Some(Hit::skip(end));
+    }
+    Some(Hit::new(start, end))
+}
+
+/// The password of `scheme://user:password@host` (the whole userinfo when it has no
+/// password), found at the `:` of `://`.
+fn match_userinfo(bytes: &[u8], i: usize) -> Option<Hit> {
+    if i == 0 || !bytes[i - 1].is_ascii_alphanumeric() || !bytes[i + 1..].starts_with(b"//") {
+        return None;
+    }
+    let authority = i + 3;
+    let mut k = authority;
+    let mut at = None;
+    while k < bytes.len() && !ends_authority(bytes[k]) {
+        if bytes[k] == b'@' {
+            at = Some(k);
+        }
+        k += 1;
+    }
+    let at = at?;
+    let start = bytes[authority..at]
+        .iter()
+        .position(|&b| b == b':')
+        .map_or(authority, |c| authority + c + 1);
+    if start == at {
+        return None;
+    }
+    if &bytes[start..at] == REDACTED.as_bytes() {
+        return Some(Hit::skip(at));
+    }
+    Some(Hit::new(start, at))
+}
+
 /// `key: value`, `key=value`, `"key": "value"`, `'key': 'value'`.
 fn match_key(bytes: &[u8], i: usize) -> Option<Hit> {
     let rest = &bytes[i..];
-    let key = SENSITIVE_KEYS
+    let first = rest[0].to_ascii_lowercase();
+    SENSITIVE_KEYS
         .iter()
-        .find(|k| starts_with_ignore_case(rest, k))?;
-    let mut j = i + key.len();
+        .filter(|(key, _)| key[0] == first && starts_with_ignore_case(rest, key))
+        .find_map(|&(key, eq_only)| match_value(bytes, i + key.len(), eq_only))
+}
+
+/// The value after a key that ends at `j`.
+fn match_value(bytes: &[u8], mut j: usize, eq_only: bool) -> Option<Hit> {
     // The key must end here: an optional closing quote, blanks, then `:` or `=`.
     if j < bytes.len() && (bytes[j] == b'"' || bytes[j] == b'\'') {
         j += 1;
     }
-    while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
-        j += 1;
+    j = skip_blanks(bytes, j);
+    match bytes.get(j) {
+        Some(b'=') => {}
+        Some(b':') if !eq_only => {}
+        _ => return None,
     }
-    if j >= bytes.len() || !(bytes[j] == b':' || bytes[j] == b'=') {
-        return None;
-    }
-    j += 1;
-    while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
-        j += 1;
-    }
+    j = skip_blanks(bytes, j + 1);
     let quote = *bytes.get(j)?;
-    let value_start = if quote == b'"' || quote == b'\'' {
-        j + 1
-    } else {
-        j
-    };
-    if bytes[value_start..].starts_with(REDACTED.as_bytes()) {
-        // Already redacted: keeps `redact` idempotent.
+    if quote == b'{' {
+        // A JSON object (`"auth": {…}`): its own fields are checked one by one.
         return None;
     }
-    if quote == b'"' || quote == b'\'' {
+    let (start, end) = if quote == b'"' || quote == b'\'' {
         let start = j + 1;
-        let mut k = start;
-        while k < bytes.len() && bytes[k] != quote {
-            // JSON escapes: skip the escaped byte (an escaped quote does not end the string).
-            k += if bytes[k] == b'\\' && quote == b'"' {
-                2
-            } else {
-                1
-            };
-        }
-        let end = k.min(bytes.len());
-        if end == start {
+        if is_redacted_value(bytes, start, |b| b == quote) {
+            // Already redacted: keeps `redact` idempotent.
             return None;
         }
-        Some(Hit {
-            start,
-            end,
-            resume: end,
-        })
+        (start, quoted_end(bytes, start, quote))
     } else {
-        let start = j;
+        if is_redacted_value(bytes, j, ends_bare_value) {
+            return None;
+        }
+        // A value that starts with the marker but goes on is redacted whole.
         let mut k = j;
+        if bytes[j..].starts_with(REDACTED.as_bytes()) {
+            k += REDACTED.len();
+        }
         while k < bytes.len() && !ends_bare_value(bytes[k]) {
             k += 1;
         }
-        let value = &bytes[start..k];
-        if value.is_empty() || matches!(value, b"null" | b"true" | b"false") {
+        let value = &bytes[j..k];
+        if matches!(value, b"null" | b"true" | b"false") {
             return None;
         }
-        Some(Hit {
-            start,
-            end: k,
-            resume: k,
-        })
-    }
+        (j, k)
+    };
+    (end > start).then_some(Hit::new(start, end))
 }
 
 #[cfg(test)]
@@ -367,6 +968,14 @@ mod tests {
         assert_eq!(
             redact(r#"{"refresh_token":"a\"b","x":1}"#),
             r#"{"refresh_token":"[REDACTED]","x":1}"#
+        );
+    }
+
+    #[test]
+    fn objects_are_not_values() {
+        assert_eq!(
+            redact(r#"{"auth": {"type": "oauth", "token": "t1"}}"#),
+            r#"{"auth": {"type": "oauth", "token": "[REDACTED]"}}"#
         );
     }
 

@@ -644,7 +644,11 @@ fn config_validation_and_fingerprint() {
     let b = ReferenceDriver::new().with_config(config("key-1"));
     let c = ReferenceDriver::new().with_config(config("key-2"));
     assert_eq!(fp(&a), fp(&b), "stable across instances and backends");
-    assert_eq!(fp(&a), fp(&c), "a secret's value never enters the fingerprint");
+    assert_eq!(
+        fp(&a),
+        fp(&c),
+        "a secret's value never enters the fingerprint"
+    );
     assert_ne!(fp(&a), fp(&ReferenceDriver::new()));
 }
 

@@ -2,12 +2,14 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod auth;
+mod child_env_host;
 mod ephemeral;
 mod fake_cli;
 mod layout;
 mod locking;
 mod namespace_props;
 mod redaction;
+mod redaction_shapes;
 mod safety;
 mod secrets;
 mod snapshot;
