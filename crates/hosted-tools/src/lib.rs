@@ -23,6 +23,10 @@
 //! - **No session to lose.** The endpoint is stateless by default ([`SessionMode`]): rmcp
 //!   would reap an idle MCP session and answer its id with 404, and Claude Code and Codex do
 //!   not re-initialize, so a quiet stretch in a long run would cost it its tools.
+//! - **Tool data stays out of the host's logs.** rmcp logs whole requests (arguments
+//!   included) at DEBUG; the server runs on a thread of its own whose dispatcher drops rmcp's
+//!   logging below INFO before it reaches the host's subscriber. Tool handlers run on the
+//!   host's runtime.
 //! - **Lifecycle.** The server starts on the first attach and stops on
 //!   [`close`](run_service::RunServiceProvider::close) (or when the provider is dropped),
 //!   releasing its port.
@@ -73,6 +77,7 @@
 mod catalog;
 mod credential;
 mod provider;
+mod quiet;
 mod server;
 mod tool;
 

@@ -73,6 +73,8 @@ struct Slot {
 
 /// State shared by the gate, every MCP session and the provider.
 pub(crate) struct Shared {
+    /// The host's runtime, where tool handlers run.
+    host: tokio::runtime::Handle,
     tools: ToolSet,
     listed: Vec<Tool>,
     pub(crate) credential: Credential,
@@ -84,6 +86,7 @@ impl Shared {
     pub(crate) fn new(tools: ToolSet, credential: Credential) -> Self {
         let listed = tools.iter().map(to_mcp_tool).collect();
         Self {
+            host: tokio::runtime::Handle::current(),
             tools,
             listed,
             credential,
@@ -148,17 +151,22 @@ fn to_mcp_tool(tool: &HostedTool) -> Tool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct CallSlot(String);
 
-/// A running server. Dropping it stops the listener.
+/// A running server, on a thread of its own (see [`crate::quiet`]). Dropping it stops the
+/// listener.
 pub(crate) struct Running {
     pub(crate) port: u16,
     cancel: CancellationToken,
-    task: Option<tokio::task::JoinHandle<()>>,
+    /// Ends the accept loop at once (after the graceful stop's grace period).
+    force: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Fires when the server thread has stopped serving.
+    stopped: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 impl Running {
     /// Binds `127.0.0.1:0` and serves until [`stop`](Self::stop) or drop.
     pub(crate) async fn start(shared: Arc<Shared>, sessions: SessionMode) -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
         let cancel = CancellationToken::new();
         let mut config = StreamableHttpServerConfig::default()
@@ -192,19 +200,57 @@ impl Running {
             .fallback_service(mcp)
             .layer(middleware::from_fn_with_state(shared, gate));
         let shutdown = cancel.clone();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { shutdown.cancelled().await })
-                .await;
-            if served.is_err() {
-                tracing::debug!("tool server stopped with an I/O error");
-            }
-        });
+        let (force_tx, force_rx) = tokio::sync::oneshot::channel::<()>();
+        let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<std::io::Result<()>>();
+        let quiet = crate::quiet::Quiet::around_current();
+        std::thread::Builder::new()
+            .name("hosted-tools".to_owned())
+            .spawn(move || {
+                let _quiet = tracing::dispatcher::set_default(&tracing::Dispatch::new(quiet));
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(listener) => listener,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    let serve = axum::serve(listener, app)
+                        .with_graceful_shutdown(async move { shutdown.cancelled().await });
+                    tokio::select! {
+                        served = serve => {
+                            if served.is_err() {
+                                tracing::debug!("tool server stopped with an I/O error");
+                            }
+                        }
+                        _ = force_rx => {}
+                    }
+                });
+                // Dropping the runtime ends whatever rmcp still runs.
+                runtime.shutdown_timeout(GRACEFUL_CLOSE);
+                let _ = stopped_tx.send(());
+            })?;
+        ready_rx
+            .await
+            .map_err(|_| std::io::Error::other("the tool server thread did not start"))??;
         tracing::debug!(port, "tool server listening on loopback");
         Ok(Self {
             port,
             cancel,
-            task: Some(task),
+            force: Some(force_tx),
+            stopped: Some(stopped_rx),
         })
     }
 
@@ -212,13 +258,16 @@ impl Running {
     /// stops the accept loop by force. The port is released when this returns.
     pub(crate) async fn stop(mut self) {
         self.cancel.cancel();
-        if let Some(mut task) = self.task.take()
-            && tokio::time::timeout(GRACEFUL_CLOSE, &mut task)
+        if let Some(mut stopped) = self.stopped.take() {
+            if tokio::time::timeout(GRACEFUL_CLOSE, &mut stopped)
                 .await
                 .is_err()
-        {
-            task.abort();
-            let _ = task.await;
+            {
+                if let Some(force) = self.force.take() {
+                    let _ = force.send(());
+                }
+                let _ = tokio::time::timeout(GRACEFUL_CLOSE * 2, stopped).await;
+            }
         }
         tracing::debug!(port = self.port, "tool server stopped");
     }
@@ -227,8 +276,8 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.cancel.cancel();
-        if let Some(task) = self.task.take() {
-            task.abort();
+        if let Some(force) = self.force.take() {
+            let _ = force.send(());
         }
     }
 }
@@ -290,12 +339,15 @@ impl McpHandler {
     }
 
     async fn run_handler(
+        host: &tokio::runtime::Handle,
         tool: &HostedTool,
         call: ToolCall,
         cancelled: CancellationToken,
     ) -> Result<ToolOutput, String> {
-        // A separate task, so a panicking handler becomes an error result, not a dead session.
-        let mut task = tokio::spawn((tool.handler)(call));
+        // A separate task, so a panicking handler becomes an error result, not a dead session;
+        // on the host's runtime, where the handler's own resources live (the server's thread
+        // only runs rmcp).
+        let mut task = host.spawn((tool.handler)(call));
         tokio::select! {
             joined = &mut task => match joined {
                 Ok(Ok(output)) => Ok(output),
@@ -381,7 +433,7 @@ impl ServerHandler for McpHandler {
             arguments,
             run,
         };
-        let outcome = Self::run_handler(tool, call, context.ct.clone()).await;
+        let outcome = Self::run_handler(&self.shared.host, tool, call, context.ct.clone()).await;
         let (result, output, structured) = match outcome {
             Ok(output) => {
                 let mut result = CallToolResult::success(
