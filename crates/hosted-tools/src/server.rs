@@ -258,16 +258,15 @@ impl Running {
     /// stops the accept loop by force. The port is released when this returns.
     pub(crate) async fn stop(mut self) {
         self.cancel.cancel();
-        if let Some(mut stopped) = self.stopped.take() {
-            if tokio::time::timeout(GRACEFUL_CLOSE, &mut stopped)
+        if let Some(mut stopped) = self.stopped.take()
+            && tokio::time::timeout(GRACEFUL_CLOSE, &mut stopped)
                 .await
                 .is_err()
-            {
-                if let Some(force) = self.force.take() {
-                    let _ = force.send(());
-                }
-                let _ = tokio::time::timeout(GRACEFUL_CLOSE * 2, stopped).await;
+        {
+            if let Some(force) = self.force.take() {
+                let _ = force.send(());
             }
+            let _ = tokio::time::timeout(GRACEFUL_CLOSE * 2, stopped).await;
         }
         tracing::debug!(port = self.port, "tool server stopped");
     }
