@@ -216,7 +216,11 @@ impl ProcessSignatureBuilder {
                 e.map(&self.components, |e, k| e.str(k), |e, v| e.str(v))
             });
         });
-        let hash = blake3::keyed_hash(process_key(), enc.as_bytes());
+        let mut bytes = enc.into_bytes();
+        let hash = blake3::keyed_hash(process_key(), &bytes);
+        // The encoding holds secret values in the clear; wipe it before it is freed. (Copies
+        // left by the buffer's growth are not reachable from here; see docs/security.md.)
+        zeroize::Zeroize::zeroize(&mut bytes);
         ProcessSignature(hash)
     }
 }

@@ -13,6 +13,12 @@
 //! The `conformance` feature adds `thread_store::conformance`, the kit of named contracts
 //! (TS-01 …) that every adapter passes.
 //!
+//! The PostgreSQL adapter speaks TLS through rustls (ring provider, no OpenSSL) and honours
+//! libpq's `sslmode` in the connection string: `disable`, `prefer` (the default: TLS when
+//! the server offers it), `require` (TLS, certificate not verified, as in libpq), `verify-ca`
+//! and `verify-full`. The verifying modes trust the platform's roots plus any root
+//! certificate added to the `PostgresConfig`; see `thread_store::postgres::SslMode`.
+//!
 //! # Leases and fencing
 //!
 //! A lease gives one `owner` exclusive use of a `target` string (a thread key, a record id)
@@ -108,6 +114,8 @@ mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
+#[cfg(feature = "postgres")]
+mod pg_tls;
 mod record;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod row;

@@ -23,6 +23,31 @@
 //!   the whole transaction; a failed lease check is an answer, never retried.
 //! - A small built-in pool keeps up to `pool_size` connections, each with its statements
 //!   prepared once. The connection tasks are spawned on the current Tokio runtime.
+//! - TLS follows libpq's `sslmode` ([`SslMode`]): `disable`, `prefer` (the default),
+//!   `require`, `verify-ca` and `verify-full`, read from the connection string or set with
+//!   [`PostgresConfig::ssl_mode`]. It runs on rustls with the ring provider; the verifying
+//!   modes trust the platform's roots plus any [`RootCertificate`] the config adds. Client
+//!   certificates (`sslcert`/`sslkey`) are not supported.
+//!
+//! ```no_run
+//! use thread_store::postgres::{PostgresConfig, PostgresStore, RootCertificate};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // The server's certificate must chain to the platform's roots or to the database CA, and
+//! // name db.internal.example.
+//! let ca = RootCertificate::from_pem(&std::fs::read("/etc/agent/db-ca.pem")?)?;
+//! let mut config = PostgresConfig::from_url(
+//!     "postgresql://agent@db.internal.example/threads?sslmode=verify-full",
+//!     "agent_threads",
+//! )?;
+//! for root in ca {
+//!     config = config.root_certificate(root);
+//! }
+//! let store = PostgresStore::connect(config).await?;
+//! # drop(store);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,6 +56,9 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row, Statement};
+
+use crate::pg_tls::{Connector, TlsSettings};
+pub use crate::pg_tls::{RootCertificate, SslMode};
 
 use crate::row::{COLUMNS, StoredRow, decode_all};
 use crate::store::{check_erase_fence, check_lease_args, is_storable_key};
@@ -52,13 +80,16 @@ pub struct PostgresConfig {
     pg: tokio_postgres::Config,
     schema: String,
     pool_size: usize,
+    tls: TlsSettings,
 }
 
 impl PostgresConfig {
     /// A store in `schema` of the database `pg` points to, with a pool of 4 connections.
     ///
     /// The schema name must be 1 to 63 characters of `a-z`, `0-9` and `_`, starting with a
-    /// letter or `_`; it is created if missing.
+    /// letter or `_`; it is created if missing. The TLS mode is the one `pg` asks for
+    /// (`disable`, `prefer` or `require`); see [`ssl_mode`](Self::ssl_mode) for the verifying
+    /// modes.
     pub fn new(pg: tokio_postgres::Config, schema: &str) -> Result<Self, StoreError> {
         let valid = !schema.is_empty()
             && schema.len() <= 63
@@ -71,20 +102,62 @@ impl PostgresConfig {
                 "the schema name must be 1 to 63 characters of [a-z0-9_], not starting with a digit",
             ));
         }
+        let tls = TlsSettings {
+            mode: SslMode::from_pg(pg.get_ssl_mode()),
+            ..TlsSettings::default()
+        };
         Ok(Self {
             pg,
             schema: schema.to_owned(),
             pool_size: 4,
+            tls,
         })
     }
 
     /// Parses a connection URL or key-value string (`postgresql://user@host:5432/db`). The
     /// message of a parse failure never repeats the string, which may hold a password.
+    ///
+    /// An `sslmode` parameter takes any of libpq's values but `allow` (see [`SslMode`]);
+    /// without one the mode is `prefer`, as in libpq.
     pub fn from_url(url: &str, schema: &str) -> Result<Self, StoreError> {
-        let pg = url
+        let (rest, mode) = crate::pg_tls::take_sslmode(url)?;
+        let pg = rest
             .parse::<tokio_postgres::Config>()
             .map_err(|_| StoreError::invalid("the PostgreSQL connection string does not parse"))?;
-        Self::new(pg, schema)
+        let config = Self::new(pg, schema)?;
+        Ok(match mode {
+            Some(mode) => config.ssl_mode(mode),
+            None => config,
+        })
+    }
+
+    /// Sets the TLS mode, overriding the connection string's `sslmode`.
+    pub fn ssl_mode(mut self, mode: SslMode) -> Self {
+        self.pg.ssl_mode(mode.to_pg());
+        self.tls.mode = mode;
+        self
+    }
+
+    /// The TLS mode the store will connect with.
+    pub fn get_ssl_mode(&self) -> SslMode {
+        self.tls.mode
+    }
+
+    /// Trusts `root` as a certificate authority for the server's certificate, like libpq's
+    /// `sslrootcert`. As in libpq, once a root is configured, `prefer` and `require` verify
+    /// the certificate chain too (the host name only under `verify-full`).
+    pub fn root_certificate(mut self, root: RootCertificate) -> Self {
+        self.tls.roots.push(root);
+        self
+    }
+
+    /// Whether the verifying modes also trust the platform's root certificates (the default:
+    /// yes; read through rustls-native-certs, which honours `SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR`). Turn it off to trust only the configured
+    /// [`root_certificate`](Self::root_certificate)s.
+    pub fn system_roots(mut self, trust: bool) -> Self {
+        self.tls.no_system_roots = !trust;
+        self
     }
 
     /// Sets how many connections the store keeps (at least 1).
@@ -104,13 +177,19 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     /// Connects, creates the schema if needed and applies pending migrations.
+    ///
+    /// A TLS configuration that cannot be used (a root certificate that does not parse, a
+    /// verifying mode with no trusted root at all) is [`StoreError::InvalidInput`]; a failed
+    /// TLS handshake, like any connection failure, is [`StoreError::Unavailable`].
     pub async fn connect(config: PostgresConfig) -> Result<Self, StoreError> {
-        let (mut client, _) = open_client(&config.pg).await?;
+        let tls = crate::pg_tls::connector(&config.tls)?;
+        let (mut client, _) = open_client(&config.pg, &tls).await?;
         migrate(&mut client, &config.schema).await?;
         let sql = Arc::new(Sql::new(&config.schema));
         let first = Conn::prepare(client, &sql).await?;
         let pool = Pool {
             pg: config.pg,
+            tls,
             sql,
             idle: Mutex::new(vec![first]),
             permits: Semaphore::new(config.pool_size),
@@ -135,14 +214,36 @@ impl PostgresStore {
 }
 
 /// Opens one connection and spawns its driver task.
-async fn open_client(pg: &tokio_postgres::Config) -> Result<(Client, ()), StoreError> {
-    let (client, connection) = pg.connect(NoTls).await.map_err(|e| map_pg(&e))?;
+async fn open_client(
+    pg: &tokio_postgres::Config,
+    tls: &Connector,
+) -> Result<(Client, ()), StoreError> {
+    let client = match tls {
+        Connector::Plain => {
+            let (client, connection) = pg.connect(NoTls).await.map_err(|e| map_pg(&e))?;
+            spawn_connection(connection);
+            client
+        }
+        Connector::Rustls(make) => {
+            let (client, connection) = pg.connect(make.clone()).await.map_err(|e| map_pg(&e))?;
+            spawn_connection(connection);
+            client
+        }
+    };
+    Ok((client, ()))
+}
+
+/// Drives one connection on the current runtime until it ends.
+fn spawn_connection<S, T>(connection: tokio_postgres::Connection<S, T>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %map_pg(&e), "thread-store PostgreSQL connection ended");
         }
     });
-    Ok((client, ()))
 }
 
 /// The advisory-lock key of a schema's migrations: stable across builds and hosts.
@@ -438,6 +539,7 @@ impl Conn {
 /// A fixed-size pool of prepared connections.
 struct Pool {
     pg: tokio_postgres::Config,
+    tls: Connector,
     sql: Arc<Sql>,
     idle: Mutex<Vec<Conn>>,
     permits: Semaphore,
@@ -448,6 +550,7 @@ impl std::fmt::Debug for Pool {
         // tokio_postgres::Config's Debug redacts the password.
         f.debug_struct("Pool")
             .field("pg", &self.pg)
+            .field("tls", &self.tls)
             .field("available", &self.permits.available_permits())
             .finish_non_exhaustive()
     }
@@ -483,7 +586,7 @@ impl Pool {
         let conn = match idle {
             Some(conn) => conn,
             None => {
-                let (client, ()) = open_client(&self.pg).await?;
+                let (client, ()) = open_client(&self.pg, &self.tls).await?;
                 Conn::prepare(client, &self.sql).await?
             }
         };
@@ -557,7 +660,12 @@ fn map_pg(e: &tokio_postgres::Error) -> StoreError {
     if e.is_closed() {
         return StoreError::unavailable("the PostgreSQL connection is closed");
     }
-    StoreError::unavailable(format!("PostgreSQL client error: {e}"))
+    // The source says why (a refused certificate, a reset connection); tokio-postgres's own
+    // text leaves it out. Neither carries the connection string or its password.
+    match std::error::Error::source(e) {
+        Some(source) => StoreError::unavailable(format!("PostgreSQL client error: {e}: {source}")),
+        None => StoreError::unavailable(format!("PostgreSQL client error: {e}")),
+    }
 }
 
 fn column<'a, T: tokio_postgres::types::FromSql<'a>>(

@@ -9,6 +9,7 @@
 mod bad_data;
 mod canary;
 mod postgres_race;
+mod postgres_tls;
 mod processes;
 mod roundtrip;
 mod sqlite_file;
