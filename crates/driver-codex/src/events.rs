@@ -127,6 +127,17 @@ impl EventTranslator {
     /// [`MalformedEvent`] for a known event with a malformed shape; unknown event and item
     /// types are ignored.
     pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        // A malformed event emits nothing, so it must not mark the run started either: the
+        // `RunStarted` it would have produced is dropped with it.
+        let started = self.started;
+        let translated = self.translate_event(event);
+        if translated.is_err() {
+            self.started = started;
+        }
+        translated
+    }
+
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = event
             .get("type")
@@ -256,7 +267,7 @@ impl EventTranslator {
     }
 
     fn open_call(&mut self, id: &str, name: &str, arguments: &str, out: &mut Vec<DriverEvent>) {
-        if self.open_calls.contains(id) || self.closed_calls.contains(id) {
+        if id.is_empty() || self.open_calls.contains(id) || self.closed_calls.contains(id) {
             return;
         }
         self.open_calls.insert(id.to_owned());

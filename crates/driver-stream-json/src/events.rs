@@ -169,6 +169,17 @@ impl StreamTranslator {
     /// # Errors
     /// [`MalformedEvent`] for a known event with a malformed shape.
     pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        // A malformed event emits nothing, so it must not mark the run started either: the
+        // `RunStarted` it would have produced is dropped with it.
+        let started = self.started;
+        let translated = self.translate_event(event);
+        if translated.is_err() {
+            self.started = started;
+        }
+        translated
+    }
+
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = event
             .get("type")

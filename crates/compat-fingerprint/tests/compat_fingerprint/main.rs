@@ -2,5 +2,6 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod breakdown;
+mod fuzz;
 mod golden;
 mod properties;

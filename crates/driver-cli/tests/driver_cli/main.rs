@@ -5,6 +5,7 @@ mod cancel;
 mod env;
 mod exit;
 mod files;
+mod fuzz;
 mod spawn_errors;
 mod stream;
 mod support;

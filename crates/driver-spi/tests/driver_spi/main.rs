@@ -3,6 +3,7 @@
 
 mod config;
 mod events;
+mod fuzz;
 #[cfg(feature = "conformance")]
 mod kit_fails;
 mod process;

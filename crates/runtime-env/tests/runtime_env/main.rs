@@ -5,6 +5,7 @@ mod auth;
 mod child_env_host;
 mod ephemeral;
 mod fake_cli;
+mod fuzz;
 mod layout;
 mod locking;
 mod namespace_props;
