@@ -1,6 +1,7 @@
 //! Integration tests for `run-service`: views, validation, secrets and the semantic builder.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod fuzz;
 mod properties;
 mod secrets;
 mod semantic;

@@ -8,6 +8,7 @@
 
 mod bad_data;
 mod canary;
+mod fuzz;
 mod postgres_race;
 mod postgres_tls;
 mod processes;
