@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent::{Agent, ThreadError};
-use driver_spi::FailureKind;
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
+use driver_spi::{DriverEvent, FailureKind};
 use thread_store::{
     FinalizeRequest, Lease, ListPage, ListQuery, Query, StoreError, ThreadRecord, ThreadStore,
 };
@@ -54,6 +54,21 @@ impl Surfaces {
                 for event in &result.events {
                     self.0.push(serde_json::to_string(event).unwrap());
                 }
+                // A host joins streamed deltas: a secret split across them must not survive
+                // the join either.
+                let mut text = String::new();
+                let mut arguments = String::new();
+                for event in &result.events {
+                    match &event.kind {
+                        agent::ThreadEventKind::TextDelta { delta } => text.push_str(delta),
+                        agent::ThreadEventKind::ToolCallArguments { delta, .. } => {
+                            arguments.push_str(delta);
+                        }
+                        _ => {}
+                    }
+                }
+                self.0.push(text);
+                self.0.push(arguments);
             }
             Err(error) => {
                 self.0.push(error.to_string());
@@ -99,6 +114,23 @@ impl ThreadStore for LosingStore {
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
         self.0.delete(key).await
     }
+}
+
+fn chunks(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 fn spec(generation: u16) -> ProviderSpec {
@@ -188,7 +220,35 @@ where
     seen.outcome(&lost);
     backend.release_stalled();
 
-    for a in [a2, a3, a4, a5, a6] {
+    // A driver that streams the secret back in the shapes real CLIs produce: split across
+    // small text deltas, JSON-escaped inside a tool call's arguments (also split), and
+    // percent-encoded in text. The token contains characters that both escapings change.
+    let mut streamed = spec(7);
+    streamed.token_prefix = format!("{CANARY} \"q\\/&x=");
+    let (a7, provider7) = agent(open().await, &backend, streamed);
+    let token = provider7.allocation(0).token;
+    let mut events = vec![DriverEvent::RunStarted];
+    let text = format!("Your key is {token}, keep it.");
+    events.extend(chunks(&text, 5).into_iter().map(DriverEvent::text));
+    events.push(DriverEvent::tool_call_started("call-1", "save"));
+    let arguments = serde_json::json!({ "key": token }).to_string();
+    events.extend(
+        chunks(&arguments, 7)
+            .into_iter()
+            .map(|c| DriverEvent::tool_call_arguments("call-1", c)),
+    );
+    events.push(DriverEvent::tool_call_result("call-1", "saved", false));
+    events.push(DriverEvent::text(format!(
+        " (url form: {})",
+        percent_encode(&token)
+    )));
+    events.push(DriverEvent::RunFinished);
+    backend.push_behavior(Behavior::Events(events));
+    let streamed_run = a7.thread("streamed").run("seventh").await;
+    assert!(streamed_run.is_ok(), "{streamed_run:?}");
+    seen.outcome(&streamed_run);
+
+    for a in [a2, a3, a4, a5, a6, a7] {
         a.close().await;
     }
     (seen, backend)
