@@ -121,7 +121,7 @@ async fn execute_inner(
             detach_all(&attached, run_id, inner.teardown_budget).await;
             return Err(ThreadError::Cancelled);
         }
-        match provider.attach_run(run_id).await {
+        match provider.attach_thread_run(run_id, &thread.key).await {
             Ok(attachment) => {
                 attached.push(Arc::clone(provider));
                 attachments.push(attachment);

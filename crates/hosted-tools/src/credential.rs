@@ -36,6 +36,9 @@ pub(crate) struct Credential {
     /// blake3 of the token: presented tokens are hashed and compared with `blake3::Hash`'s
     /// constant-time equality, so neither content nor length leaks through timing.
     digest: blake3::Hash,
+    /// Random key of the digest that names a Thread's slot, so a slot path reveals neither
+    /// the thread key nor a digest that links it across agents.
+    slot_key: [u8; 32],
 }
 
 impl Credential {
@@ -43,11 +46,21 @@ impl Credential {
         let env_var = format!("{TOKEN_ENV_PREFIX}{}", random_hex(8)?.to_uppercase());
         let token = random_hex(TOKEN_BYTES)?;
         let digest = blake3::hash(token.as_bytes());
+        let mut slot_key = [0u8; 32];
+        getrandom::fill(&mut slot_key).map_err(|_| RandomUnavailable)?;
         Ok(Self {
             env_var,
             token: SecretString::from(token),
             digest,
+            slot_key,
         })
+    }
+
+    /// The slot (32 hex digits) of the Thread `thread`: the same for every run of the Thread
+    /// served by this credential's server, unrelated across servers.
+    pub(crate) fn thread_slot(&self, thread: &str) -> String {
+        let hash = blake3::keyed_hash(&self.slot_key, thread.as_bytes());
+        hash.to_hex()[..32].to_owned()
     }
 
     pub(crate) fn env_var(&self) -> &str {

@@ -25,18 +25,24 @@ use crate::{COMPATIBILITY_ID, SERVICE_ID, ToolSet};
 ///   the port, an MCP Streamable HTTP declaration naming the token's env var, and the token as
 ///   a secret env binding; the attachment carries the run's tool-call events and a
 ///   [`RunServiceCompatibility`] of [`COMPATIBILITY_ID`] and the catalog fingerprint.
-/// - **Attribution**: every run gets its own URL path, `/mcp/<run-slot>` (16 random hex
-///   digits). A call is attributed to the run whose slot its URL names, while that run is
-///   attached; concurrent runs therefore never see each other's calls. Nothing is served
-///   outside an attached run: a detached slot and the bare `/mcp` path answer 404, and every
-///   handler learns the run it serves ([`ToolCall::run`](crate::ToolCall::run)).
+/// - **Attribution**: every attached run holds one slot, named by its URL path
+///   `/mcp/<slot>`. A Thread run ([`attach_thread_run`](RunServiceProvider::attach_thread_run))
+///   takes its Thread's slot (32 hex digits, a digest of the thread key under a random key of
+///   this server), the same on every turn; a bare run, or a second run of a Thread whose slot
+///   is still held, takes a fresh random slot (16 hex digits). A call is attributed to the
+///   run holding the slot its URL names, while that run is attached; concurrent runs
+///   therefore never see each other's calls. Nothing is served outside an attached run: a
+///   free slot and the bare `/mcp` path answer 404, and every handler learns the run and the
+///   Thread it serves ([`ToolCall::run`](crate::ToolCall::run),
+///   [`ToolCall::thread`](crate::ToolCall::thread)).
 /// - **Close**: [`close`](RunServiceProvider::close) stops the server and releases the port;
 ///   later attaches fail.
 ///
-/// Because the URL names the run, the concrete endpoint differs on every run: a driver with
-/// persistent provider processes replaces the process on each run (its exact signature
-/// changes), while the Thread still resumes, since only the semantic tuple enters the Thread
-/// fingerprint.
+/// Because a Thread's slot is stable, the concrete endpoint (URL, token, env-var name) is the
+/// same on every turn of a Thread within one agent: a driver with persistent provider
+/// processes keeps the process across turns (its exact signature is unchanged). After a host
+/// restart everything is new, and the Thread still resumes, since only the semantic tuple
+/// enters the Thread fingerprint.
 pub struct HostedToolsProvider {
     tools: ToolSet,
     sessions: SessionMode,
@@ -79,6 +85,79 @@ impl HostedToolsProvider {
         RunServiceCompatibility::new(COMPATIBILITY_ID, self.tools.fingerprint())
     }
 
+    async fn attach(
+        &self,
+        run: &RunId,
+        thread: Option<&str>,
+    ) -> Result<RunAttachment, ProviderError> {
+        let mut state = self.state.lock().await;
+        if matches!(*state, State::Closed) {
+            return Err(ProviderError::new("the tool server is closed"));
+        }
+        if matches!(*state, State::Idle) {
+            let credential = Credential::mint()
+                .map_err(|e| ProviderError::new(format!("cannot mint a tool token: {e}")))?;
+            let shared = Arc::new(Shared::new(self.tools.clone(), credential));
+            let running = Running::start(Arc::clone(&shared), self.sessions)
+                .await
+                .map_err(|e| {
+                    ProviderError::new(format!("cannot start the tool server: {}", e.kind()))
+                })?;
+            *state = State::Serving { running, shared };
+        }
+        let State::Serving { running, shared } = &*state else {
+            unreachable!("started above")
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        // A Thread keeps one slot across its runs; a bare run, or a second run of a Thread
+        // whose slot is still held (it will lose the lease race), gets a fresh random one.
+        let thread_slot = thread.map(|thread| shared.credential.thread_slot(thread));
+        let slot = match thread_slot {
+            Some(slot)
+                if shared.open_slot(
+                    slot.clone(),
+                    run.clone(),
+                    thread.map(str::to_owned),
+                    tx.clone(),
+                ) =>
+            {
+                slot
+            }
+            _ => loop {
+                let slot = random_hex(8)
+                    .map_err(|e| ProviderError::new(format!("cannot allocate a run slot: {e}")))?;
+                if shared.open_slot(
+                    slot.clone(),
+                    run.clone(),
+                    thread.map(str::to_owned),
+                    tx.clone(),
+                ) {
+                    break slot;
+                }
+            },
+        };
+
+        let port = running.port;
+        let url = format!("http://127.0.0.1:{port}{MCP_PATH}/{slot}");
+        let env_var = shared.credential.env_var().to_owned();
+        let service = ServiceRef::new(SERVICE_ID, "Agent tools")
+            .with_url(&url)
+            .with_port(port)
+            .with_lifecycle(Lifecycle::Shared)
+            .with_mcp(
+                McpServer::streamable_http(SERVICE_ID, &url)
+                    .required(true)
+                    .with_bearer_token_env(&env_var),
+            )
+            .with_secret_env(EnvBinding::new(
+                env_var,
+                expose(shared.credential.token()).to_owned(),
+            ));
+        Ok(RunAttachment::new([service])
+            .with_events(RunEvents::new(EventStream(rx)))
+            .with_resume_compatibility(self.resume_compatibility()))
+    }
+
     /// The port the server listens on, while it runs.
     pub async fn port(&self) -> Option<u16> {
         match &*self.state.lock().await {
@@ -111,48 +190,15 @@ impl futures_core::Stream for EventStream {
 #[async_trait]
 impl RunServiceProvider for HostedToolsProvider {
     async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
-        let mut state = self.state.lock().await;
-        if matches!(*state, State::Closed) {
-            return Err(ProviderError::new("the tool server is closed"));
-        }
-        if matches!(*state, State::Idle) {
-            let credential = Credential::mint()
-                .map_err(|e| ProviderError::new(format!("cannot mint a tool token: {e}")))?;
-            let shared = Arc::new(Shared::new(self.tools.clone(), credential));
-            let running = Running::start(Arc::clone(&shared), self.sessions)
-                .await
-                .map_err(|e| {
-                    ProviderError::new(format!("cannot start the tool server: {}", e.kind()))
-                })?;
-            *state = State::Serving { running, shared };
-        }
-        let State::Serving { running, shared } = &*state else {
-            unreachable!("started above")
-        };
-        let slot = random_hex(8)
-            .map_err(|e| ProviderError::new(format!("cannot allocate a run slot: {e}")))?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        shared.open_slot(slot.clone(), run.clone(), tx);
+        self.attach(run, None).await
+    }
 
-        let port = running.port;
-        let url = format!("http://127.0.0.1:{port}{MCP_PATH}/{slot}");
-        let env_var = shared.credential.env_var().to_owned();
-        let service = ServiceRef::new(SERVICE_ID, "Agent tools")
-            .with_url(&url)
-            .with_port(port)
-            .with_lifecycle(Lifecycle::Shared)
-            .with_mcp(
-                McpServer::streamable_http(SERVICE_ID, &url)
-                    .required(true)
-                    .with_bearer_token_env(&env_var),
-            )
-            .with_secret_env(EnvBinding::new(
-                env_var,
-                expose(shared.credential.token()).to_owned(),
-            ));
-        Ok(RunAttachment::new([service])
-            .with_events(RunEvents::new(EventStream(rx)))
-            .with_resume_compatibility(self.resume_compatibility()))
+    async fn attach_thread_run(
+        &self,
+        run: &RunId,
+        thread: &str,
+    ) -> Result<RunAttachment, ProviderError> {
+        self.attach(run, Some(thread)).await
     }
 
     async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError> {

@@ -2,9 +2,9 @@
 //! behind a bearer-token gate, with per-run call attribution by URL path.
 //!
 //! Request flow: axum accepts on `127.0.0.1:<os port>` → [`gate`] checks
-//! `Authorization: Bearer <token>` (401 before anything else runs) and the path (`/mcp` or
-//! `/mcp/<run-slot>`, else 404) and records the slot in the request's extensions → rmcp
-//! answers `initialize`, `tools/list` and `tools/call` through [`McpHandler`], which reads the
+//! `Authorization: Bearer <token>` (401 before anything else runs) and the path
+//! (`/mcp/<slot>` of an attached run, else 404) and records the slot in the request's
+//! extensions → rmcp answers `initialize`, `tools/list` and `tools/call` through [`McpHandler`], which reads the
 //! slot back from the request parts rmcp attaches to each request.
 
 use std::collections::HashMap;
@@ -65,9 +65,11 @@ const GRACEFUL_CLOSE: Duration = Duration::from_secs(1);
 /// The path prefix of the MCP endpoint.
 pub(crate) const MCP_PATH: &str = "/mcp";
 
-/// The run a live slot belongs to, and where its events go.
+/// The run a live slot belongs to, the Thread it serves (if any), and where its events go.
+#[derive(Clone)]
 struct Slot {
     run: RunId,
+    thread: Option<String>,
     events: mpsc::UnboundedSender<RunServiceEvent>,
 }
 
@@ -100,13 +102,25 @@ impl Shared {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Binds `slot` to `run` unless another run holds it; whether it did.
     pub(crate) fn open_slot(
         &self,
         slot: String,
         run: RunId,
+        thread: Option<String>,
         events: mpsc::UnboundedSender<RunServiceEvent>,
-    ) {
-        self.slots().insert(slot, Slot { run, events });
+    ) -> bool {
+        match self.slots().entry(slot) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                vacant.insert(Slot {
+                    run,
+                    thread,
+                    events,
+                });
+                true
+            }
+        }
     }
 
     /// Closes every slot of `run`: its event stream ends, and later calls on its URL are
@@ -120,14 +134,9 @@ impl Shared {
     }
 
     /// The run a slot belongs to and its event sink, while that run is attached.
-    fn attached(
-        &self,
-        slot: Option<&CallSlot>,
-    ) -> Option<(RunId, mpsc::UnboundedSender<RunServiceEvent>)> {
+    fn attached(&self, slot: Option<&CallSlot>) -> Option<Slot> {
         let slot = slot?;
-        self.slots()
-            .get(&slot.0)
-            .map(|s| (s.run.clone(), s.events.clone()))
+        self.slots().get(&slot.0).cloned()
     }
 
     fn is_attached(&self, slot: &CallSlot) -> bool {
@@ -394,7 +403,12 @@ impl ServerHandler for McpHandler {
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<CallSlot>());
         // The gate admitted the request for an attached run; it may have detached since.
-        let Some((run, sink)) = self.shared.attached(slot) else {
+        let Some(Slot {
+            run,
+            thread,
+            events: sink,
+        }) = self.shared.attached(slot)
+        else {
             return Err(ErrorData::invalid_request(
                 "the run this URL belongs to is not attached",
                 None,
@@ -431,6 +445,7 @@ impl ServerHandler for McpHandler {
             tool: name.clone(),
             arguments,
             run,
+            thread,
         };
         let outcome = Self::run_handler(&self.shared.host, tool, call, context.ct.clone()).await;
         let (result, output, structured) = match outcome {

@@ -136,6 +136,9 @@ pub struct ToolCall {
     /// The run the call serves (calls are served only within an attached run), so a handler
     /// can scope what it does, for example by tenant.
     pub run: run_service::RunId,
+    /// The key of the Thread the run belongs to, for a Thread run (`None` for a bare
+    /// [`attach_run`](run_service::RunServiceProvider::attach_run)).
+    pub thread: Option<String>,
 }
 
 /// What a successful call returns.

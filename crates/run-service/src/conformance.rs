@@ -9,6 +9,7 @@
 //! | `RS-03` | no secret value (the provider's own secret env values, or a caller canary) appears in the compatibility id or fingerprint, or in any `Debug` output |
 //! | `RS-04` | no allocation detail (run id, concrete URL) appears in the compatibility id or fingerprint |
 //! | `RS-05` | every successful attach can be detached |
+//! | `RS-06` | a Thread run ([`attach_thread_run`](crate::RunServiceProvider::attach_thread_run)) validates and gives the same compatibility tuple as a bare run, with no trace of the thread key in it |
 //!
 //! ```
 //! # use run_service::{async_trait, ProviderError, RunAttachment, RunId, RunServiceProvider};
@@ -21,7 +22,7 @@
 //! # async fn demo() {
 //! use run_service::conformance::{check_provider, KitOptions};
 //! let report = check_provider(&Mine, &KitOptions::default().canary("sk-CANARY")).await.unwrap();
-//! assert!(report.clauses_passed >= 5);
+//! assert!(report.clauses_passed >= 6);
 //! # }
 //! ```
 
@@ -83,8 +84,12 @@ fn fail(clause: &'static str, message: impl Into<String>) -> KitFailure {
     }
 }
 
+/// The thread key of the kit's Thread run.
+const THREAD_KEY: &str = "conformance-thread";
+
 /// Runs every clause against `provider`. Attaches two runs (`conformance-run-1` and
-/// `conformance-run-2`, one after the other, as across a restart) and detaches both.
+/// `conformance-run-2`, one after the other, as across a restart) and one Thread run
+/// (`conformance-run-3` of Thread `conformance-thread`), and detaches each.
 pub async fn check_provider(
     provider: &dyn RunServiceProvider,
     options: &KitOptions,
@@ -105,6 +110,15 @@ pub async fn check_provider(
             .map_err(|_| fail("RS-05", format!("detach_run failed for {run}")))?;
         attachments.push(attachment);
     }
+    let thread_run = RunId::new("conformance-run-3");
+    let threaded = provider
+        .attach_thread_run(&thread_run, THREAD_KEY)
+        .await
+        .map_err(|_| fail("RS-06", "attach_thread_run failed"))?;
+    provider
+        .detach_run(&thread_run)
+        .await
+        .map_err(|_| fail("RS-05", format!("detach_run failed for {thread_run}")))?;
 
     for (i, a) in attachments.iter().enumerate() {
         validate_run(std::slice::from_ref(a), &[])
@@ -128,6 +142,25 @@ pub async fn check_provider(
             "the session view differs between two attachments",
         ));
     }
+
+    validate_run(std::slice::from_ref(&threaded), &[])
+        .map_err(|e| fail("RS-06", format!("the Thread run's attachment: {e}")))?;
+    if threaded.resume_compatibility != attachments[0].resume_compatibility {
+        return Err(fail(
+            "RS-06",
+            "the compatibility tuple of a Thread run differs from a bare run's",
+        ));
+    }
+    if let Some(compat) = &threaded.resume_compatibility
+        && (compat.id.contains(THREAD_KEY) || compat.fingerprint.contains(THREAD_KEY))
+    {
+        return Err(fail(
+            "RS-06",
+            "the compatibility tuple contains the thread key",
+        ));
+    }
+    let opted_in = first.resume_compatibility.is_some();
+    attachments.push(threaded);
 
     let mut secrets: Vec<String> = options.canaries.clone();
     for a in &attachments {
@@ -161,6 +194,7 @@ pub async fn check_provider(
             ));
         }
         let mut allocation: Vec<&str> = runs.iter().map(RunId::as_str).collect();
+        allocation.push(thread_run.as_str());
         for s in &a.services {
             allocation.extend(s.url.as_deref());
             if let Some(McpTransport::StreamableHttp { url, .. } | McpTransport::Sse { url, .. }) =
@@ -181,8 +215,8 @@ pub async fn check_provider(
     }
 
     Ok(KitReport {
-        clauses_passed: 5,
-        opted_in: first.resume_compatibility.is_some(),
+        clauses_passed: 6,
+        opted_in,
     })
 }
 

@@ -56,7 +56,8 @@ impl ProviderError {
 
 /// Host-trusted code that attaches services to every run of an agent.
 ///
-/// `attach_run` is called once per run before the driver launches, in provider order;
+/// `attach_run` (for a Thread run, [`attach_thread_run`](Self::attach_thread_run), which
+/// defaults to it) is called once per run before the driver launches, in provider order;
 /// `detach_run` is called once for every successful attach, in reverse order, when the run
 /// ends (also when a later provider or validation fails); `close` is called when the agent
 /// closes.
@@ -97,6 +98,29 @@ impl ProviderError {
 pub trait RunServiceProvider: Send + Sync {
     /// Allocates (or reuses) this provider's services for one run.
     async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError>;
+
+    /// Allocates (or reuses) this provider's services for one run of the Thread `thread`.
+    ///
+    /// The agent calls this, not [`attach_run`](Self::attach_run), for every Thread run. A
+    /// Thread has at most one run at a time, so a provider may key something stable on the
+    /// Thread (a URL path, a slot) and hand the same concrete endpoint to every turn: a
+    /// driver that keeps its provider process alive by exact signature then keeps it across
+    /// turns, instead of replacing it because the endpoint changed. The thread key is
+    /// host-supplied; a provider that puts anything derived from it into an endpoint should
+    /// use a keyed digest, not the key. Two runs of one Thread may still overlap briefly (the
+    /// second attaches before it finds the Thread's lease taken), so a provider must not let
+    /// the second take over the first's calls.
+    ///
+    /// The default calls [`attach_run`](Self::attach_run); [`detach_run`](Self::detach_run)
+    /// ends either kind of attachment.
+    async fn attach_thread_run(
+        &self,
+        run: &RunId,
+        thread: &str,
+    ) -> Result<RunAttachment, ProviderError> {
+        let _ = thread;
+        self.attach_run(run).await
+    }
 
     /// Releases what [`attach_run`](Self::attach_run) allocated for this run.
     async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError>;

@@ -24,7 +24,7 @@ fn example_provider() {
     let provider = loopback_provider::LoopbackProvider::new("1");
     let report = block_on(check_provider(&provider, &KitOptions::default())).unwrap();
     assert!(report.opted_in);
-    assert_eq!(report.clauses_passed, 5);
+    assert_eq!(report.clauses_passed, 6);
 }
 
 /// A provider whose behaviour each broken case tweaks.

@@ -160,6 +160,59 @@ async fn restart_resumes_with_a_new_endpoint_that_serves_and_the_old_port_is_clo
     );
 }
 
+/// A Thread keeps its tool endpoint across turns within one agent, so the driver's persistent
+/// provider process (matched by exact signature, token included) is reused, not replaced on
+/// every turn; between turns the endpoint serves nothing; another Thread gets its own.
+#[tokio::test]
+async fn turns_of_one_thread_reuse_the_endpoint_and_the_provider_process() {
+    let file = SqliteFile::new();
+    let backend = ReferenceBackend::new();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = tool_host(file.open().await, &backend, lookup(&V1, &runs));
+
+    backend.push_behavior(Behavior::Stall);
+    let run = agent.thread("t").stream("first").unwrap();
+    backend.wait_for_stalled(1).await;
+    let first = endpoint(&backend.last_request().unwrap());
+    let client = connect(&first.url, Some(&first.token)).await.unwrap();
+    assert_eq!(text(&call_lookup(&client, "1").await), "order 1: shipped");
+    backend.release_stalled();
+    run.result().await.unwrap();
+    assert!(
+        call_lookup_result(&client, "9").await.is_err(),
+        "between turns the endpoint serves nothing"
+    );
+    let _ = client.cancel().await;
+
+    backend.push_behavior(Behavior::Stall);
+    let run = agent.thread("t").resume_only().stream("second").unwrap();
+    backend.wait_for_stalled(1).await;
+    let second = endpoint(&backend.last_request().unwrap());
+    assert_eq!(second, first, "the same concrete endpoint on the next turn");
+    let client = connect(&second.url, Some(&second.token)).await.unwrap();
+    assert_eq!(text(&call_lookup(&client, "2").await), "order 2: shipped");
+    backend.release_stalled();
+    assert_eq!(run.result().await.unwrap().session, SessionOutcome::Resumed);
+    let _ = client.cancel().await;
+
+    let stats = backend.process_stats();
+    assert_eq!(
+        (stats.spawned, stats.reused, stats.replaced),
+        (1, 1, 0),
+        "{stats:?}"
+    );
+
+    // Another Thread's endpoint differs (and so does its process).
+    backend.push_behavior(Behavior::Stall);
+    let run = agent.thread("u").stream("other").unwrap();
+    backend.wait_for_stalled(1).await;
+    assert_ne!(endpoint(&backend.last_request().unwrap()).url, first.url);
+    backend.release_stalled();
+    run.result().await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    agent.close().await;
+}
+
 #[tokio::test]
 async fn a_changed_schema_revision_or_description_makes_resume_only_incompatible() {
     let runs = Arc::new(AtomicUsize::new(0));

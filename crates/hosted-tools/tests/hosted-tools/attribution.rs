@@ -95,3 +95,81 @@ async fn a_handler_knows_the_run_it_serves() {
     let _ = client.cancel().await;
     provider.close().await.unwrap();
 }
+
+/// A Thread keeps one endpoint across its turns, so a persistent provider process (matched by
+/// exact signature) is not replaced each turn; the slot still serves only the attached run,
+/// and a run that overlaps the Thread's current one gets a slot of its own.
+#[tokio::test]
+async fn a_thread_keeps_its_endpoint_across_turns_and_serves_only_the_attached_run() {
+    use hosted_tools::{HostedTool, HostedToolsProvider, ToolOutput, ToolSet};
+    let whoami = HostedTool::new(
+        "whoami",
+        "Names the run and the Thread.",
+        json!({"type": "object"}),
+        |call| async move {
+            Ok(ToolOutput::text(format!(
+                "{}|{}",
+                call.run.as_str(),
+                call.thread.as_deref().unwrap_or("-")
+            )))
+        },
+    )
+    .with_revision("1");
+    let provider = HostedToolsProvider::new(ToolSet::new([whoami]).unwrap());
+    let turn = |n: u32| RunId::new(format!("turn-{n}"));
+
+    let first = provider
+        .attach_thread_run(&turn(1), "tenant-a/chat")
+        .await
+        .unwrap();
+    let ep1 = endpoint(&first);
+    assert!(
+        !ep1.url.contains("tenant-a"),
+        "the slot is a keyed digest, not the key: {}",
+        ep1.url
+    );
+    // An overlapping run of the same Thread (it will lose the lease) never takes the slot.
+    let overlap = provider
+        .attach_thread_run(&turn(9), "tenant-a/chat")
+        .await
+        .unwrap();
+    assert_ne!(endpoint(&overlap).url, ep1.url);
+    provider.detach_run(&turn(9)).await.unwrap();
+
+    let client = connect(&ep1.url, Some(&ep1.token)).await.unwrap();
+    let result = client.call_tool(call("whoami", json!({}))).await.unwrap();
+    assert_eq!(text(&result), "turn-1|tenant-a/chat");
+    provider.detach_run(&turn(1)).await.unwrap();
+    assert!(
+        client.call_tool(call("whoami", json!({}))).await.is_err(),
+        "between turns the Thread's slot serves nothing"
+    );
+    let _ = client.cancel().await;
+
+    // The next turn gets the very same concrete endpoint, bound to the new run.
+    let second = provider
+        .attach_thread_run(&turn(2), "tenant-a/chat")
+        .await
+        .unwrap();
+    let ep2 = endpoint(&second);
+    assert_eq!(
+        (&ep2.url, ep2.port, &ep2.env_var, &ep2.token),
+        (&ep1.url, ep1.port, &ep1.env_var, &ep1.token)
+    );
+    assert_eq!(first.services[0].mcp, second.services[0].mcp);
+    let client = connect(&ep2.url, Some(&ep2.token)).await.unwrap();
+    let result = client.call_tool(call("whoami", json!({}))).await.unwrap();
+    assert_eq!(text(&result), "turn-2|tenant-a/chat");
+
+    // Another Thread, and a bare run, get endpoints of their own.
+    let other = provider
+        .attach_thread_run(&turn(3), "tenant-b/chat")
+        .await
+        .unwrap();
+    let bare = provider.attach_run(&turn(4)).await.unwrap();
+    assert_ne!(endpoint(&other).url, ep2.url);
+    assert_ne!(endpoint(&bare).url, ep2.url);
+
+    let _ = client.cancel().await;
+    provider.close().await.unwrap();
+}

@@ -5,6 +5,7 @@
 mod support;
 
 mod attribution;
+mod conformance;
 mod gate;
 mod idle;
 mod serve;
