@@ -7,6 +7,11 @@
 //! dispatcher the host had when the server started. rmcp's tasks all run on that thread (a
 //! current-thread runtime), so the filter covers them; tool handlers run on the host's runtime
 //! and log as usual.
+//!
+//! `max_level_hint` and `current_span` keep their defaults (no hint; unknown span): `tracing`'s
+//! `Dispatch` does not expose the host's hint, so every callsite on this thread reaches
+//! [`Quiet::enabled`], which asks the host. That costs a call per disabled callsite on the
+//! server's thread, never correctness.
 
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
