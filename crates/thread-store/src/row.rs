@@ -114,3 +114,168 @@ impl StoredRow {
 pub(crate) fn decode_all(rows: Vec<StoredRow>) -> Result<Vec<ThreadRecord>, StoreError> {
     rows.into_iter().map(StoredRow::decode).collect()
 }
+
+/// Property suite of the private row decoder (issue 13): whatever a SQL row holds, decoding
+/// never panics, refuses with `Corrupt` naming the record only by digest and never echoing a
+/// column, and a row encoded from a record decodes to that record.
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod fuzz {
+    use std::collections::BTreeMap;
+
+    use compat_fingerprint::{Breakdown, ComponentName, Fingerprint};
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngSeed};
+
+    use super::StoredRow;
+    use crate::{
+        Compatibility, RECORD_FORMAT_VERSION, RecordId, RecordStatus, SessionState, StoreError,
+        ThreadRecord, Timestamp,
+    };
+
+    fn config() -> Config {
+        Config {
+            cases: 10_000,
+            rng_seed: RngSeed::Fixed(0x1513_f022),
+            failure_persistence: None,
+            ..Config::default()
+        }
+    }
+
+    /// Column text: arbitrary, JSON-looking, or valid values of some column.
+    fn column() -> impl Strategy<Value = String> {
+        prop_oneof![
+            3 => "\\PC{0,40}",
+            1 => Just("active".to_owned()),
+            1 => Just("archived".to_owned()),
+            1 => Just(Fingerprint::from_bytes([7; 32]).to_string()),
+            1 => Just("{}".to_owned()),
+            1 => Just(r#"{"resume_id":"r","display_id":null,"data":{}}"#.to_owned()),
+            1 => "\\{\"[a-z_]{1,10}\":\\PC{0,12}\\}",
+        ]
+    }
+
+    fn number() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            Just(i64::from(RECORD_FORMAT_VERSION)),
+            Just(1),
+            any::<i64>(),
+        ]
+    }
+
+    prop_compose! {
+        fn stored_row()(
+            id in column(), key in column(), status in column(), format in number(),
+            driver_type in column(), agent in column(), fingerprint in column(),
+            scheme_version in number(), components in column(), codec in column(),
+            state in column(), created_at in any::<i64>(), updated_at in any::<i64>(),
+        ) -> StoredRow {
+            StoredRow {
+                id, key, status, format, driver_type, agent, fingerprint, scheme_version,
+                components, codec, state, created_at, updated_at,
+            }
+        }
+    }
+
+    prop_compose! {
+        fn record()(
+            key in "[a-z0-9/_-]{1,24}",
+            archived in any::<bool>(),
+            driver in "\\PC{0,12}",
+            agent in "\\PC{0,12}",
+            root in any::<[u8; 32]>(),
+            scheme_version in any::<u32>(),
+            parts in proptest::collection::btree_map("[a-z][a-z0-9_.]{0,12}", any::<[u8; 32]>(), 0..4),
+            codec in "\\PC{0,12}",
+            resume_id in "\\PC{0,24}",
+            display_id in proptest::option::of("\\PC{0,12}"),
+            data in proptest::collection::btree_map("\\PC{0,8}", "\\PC{0,8}", 0..4),
+            created_at in any::<i64>(),
+            updated_at in any::<i64>(),
+        ) -> ThreadRecord {
+            let mut components = Breakdown::new();
+            for (name, digest) in parts {
+                if let Ok(name) = ComponentName::new(&name) {
+                    components.insert_or_replace(name, Fingerprint::from_bytes(digest));
+                }
+            }
+            ThreadRecord {
+                id: RecordId::generate(),
+                key,
+                status: if archived { RecordStatus::Archived } else { RecordStatus::Active },
+                driver_type: driver,
+                agent,
+                compatibility: Compatibility {
+                    fingerprint: Fingerprint::from_bytes(root),
+                    scheme_version,
+                    components,
+                },
+                session_codec: codec,
+                state: SessionState { resume_id, display_id, data: data.into_iter().collect::<BTreeMap<_, _>>() },
+                created_at: Timestamp::from_millis(created_at),
+                updated_at: Timestamp::from_millis(updated_at),
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn any_row_decodes_or_is_refused_as_corrupt_without_echo(row in stored_row()) {
+            let columns = [
+                row.id.clone(), row.key.clone(), row.status.clone(), row.driver_type.clone(),
+                row.agent.clone(), row.fingerprint.clone(), row.components.clone(),
+                row.codec.clone(), row.state.clone(),
+            ];
+            match row.decode() {
+                Ok(record) => {
+                    prop_assert_eq!(record.status.as_str(), columns[2].as_str());
+                    prop_assert_eq!(&record.state, &serde_json::from_str::<SessionState>(&columns[8]).unwrap());
+                }
+                Err(StoreError::Corrupt { .. }) => {}
+                Err(other) => prop_assert!(false, "not Corrupt: {other:?}"),
+            }
+        }
+
+        #[test]
+        fn refusals_never_reproduce_a_column(row in stored_row()) {
+            let columns = [
+                row.id.clone(), row.key.clone(), row.status.clone(), row.driver_type.clone(),
+                row.agent.clone(), row.fingerprint.clone(), row.components.clone(),
+                row.codec.clone(), row.state.clone(),
+            ];
+            if let Err(error) = row.decode() {
+                let message = error.to_string();
+                for column in columns.iter().filter(|c| c.len() >= 12) {
+                    prop_assert!(!message.contains(column.as_str()), "{message}");
+                }
+            }
+        }
+
+        #[test]
+        fn encoded_records_decode_to_themselves(record in record()) {
+            let row = StoredRow::encode(&record).unwrap();
+            prop_assert_eq!(row.decode().unwrap(), record);
+        }
+
+        #[test]
+        fn a_damaged_column_of_a_good_row_is_refused(record in record(), which in 0usize..5, junk in "\\PC{0,16}") {
+            let mut row = StoredRow::encode(&record).unwrap();
+            match which {
+                0 => row.status = junk.clone(),
+                1 => row.fingerprint = junk.clone(),
+                2 => row.components = format!("[{junk}"),
+                3 => row.state = format!("{{{junk}"),
+                _ => row.format = i64::from(RECORD_FORMAT_VERSION) + 1,
+            }
+            let refused = matches!(row.decode(), Err(StoreError::Corrupt { .. }));
+            let still_valid = match which {
+                0 => RecordStatus::parse(&junk).is_some(),
+                1 => junk.parse::<Fingerprint>().is_ok(),
+                _ => false,
+            };
+            prop_assert_eq!(refused, !still_valid);
+        }
+    }
+}
