@@ -18,7 +18,7 @@ use crate::{COMPATIBILITY_ID, SERVICE_ID, ToolSet};
 /// Serves a [`ToolSet`] to every run of one agent over a loopback MCP Streamable HTTP
 /// endpoint.
 ///
-/// - **Start**: the server starts on the first [`attach_run`](RunServiceProvider::attach_run)
+/// - **Start**: the server starts on the first attach (of either kind)
 ///   (listening on `127.0.0.1` at a port the OS allocates), with a bearer token and an
 ///   env-var name, both random and minted once for this provider (so, once per agent).
 /// - **Attach**: each run gets one [`ServiceRef`] (id [`SERVICE_ID`]) with the run's URL,
