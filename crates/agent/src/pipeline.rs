@@ -29,6 +29,7 @@ use tracing::Instrument;
 
 use crate::compat::{SCHEME_VERSION, profile_payload, thread_breakdown, thread_fingerprint};
 use crate::events::CoreSink;
+use crate::explain::{Explanation, Verdict};
 use crate::thread::{Mode, Thread};
 use crate::{
     Incompatibility, NotPersisted, RunResult, SessionOutcome, ThreadError, ThreadEvent,
@@ -98,45 +99,9 @@ async fn execute_inner(
 ) -> Result<RunResult, ThreadError> {
     let inner = &thread.agent.inner;
     // 1. The thread contract.
-    let store = inner.store.clone().ok_or(ThreadError::StoreRequired)?;
-    check_key(&thread.key)?;
-    if let Some(parent) = &thread.fork_from {
-        check_key(parent)?;
-    }
-    let driver = &inner.driver_info;
-    if !driver.resume || driver.codec.is_none() {
-        return Err(ThreadError::Unsupported {
-            capability: "session resume with a session codec",
-        });
-    }
-    if thread.fork_from.is_some() && !driver.fork {
-        return Err(ThreadError::Unsupported { capability: "fork" });
-    }
-
+    let store = check_contract(thread)?;
     // 2. Attach providers in order; unwind in reverse if one fails.
-    let mut attached: Vec<Arc<dyn RunServiceProvider>> = Vec::new();
-    let mut attachments: Vec<RunAttachment> = Vec::new();
-    for (index, provider) in inner.providers.iter().enumerate() {
-        if *cancel.borrow() {
-            detach_all(&attached, run_id, inner.teardown_budget).await;
-            return Err(ThreadError::Cancelled);
-        }
-        match provider.attach_thread_run(run_id, &thread.key).await {
-            Ok(attachment) => {
-                attached.push(Arc::clone(provider));
-                attachments.push(attachment);
-            }
-            Err(error) => {
-                detach_all(&attached, run_id, inner.teardown_budget).await;
-                let secrets = attachments.iter().flat_map(secret_values);
-                let message = Redactor::with_secrets(secrets)
-                    .redact(error.message())
-                    .into_owned();
-                tracing::debug!(provider = index, "provider failed to attach");
-                return Err(ThreadError::Provider { index, message });
-            }
-        }
-    }
+    let (attached, mut attachments) = attach_providers(thread, run_id, &cancel).await?;
 
     let secrets: Vec<secrecy::SecretString> = attachments.iter().flat_map(secret_values).collect();
     let redactor = Redactor::with_secrets(secrets.clone());
@@ -167,6 +132,119 @@ async fn execute_inner(
     // 7. Teardown, bounded.
     detach_all(&attached, run_id, inner.teardown_budget).await;
     result
+}
+
+/// Step 1: what a Thread needs of the agent and its driver; the store it runs on.
+fn check_contract(thread: &Thread) -> Result<Arc<dyn ThreadStore>, ThreadError> {
+    let inner = &thread.agent.inner;
+    let store = inner.store.clone().ok_or(ThreadError::StoreRequired)?;
+    check_key(&thread.key)?;
+    if let Some(parent) = &thread.fork_from {
+        check_key(parent)?;
+    }
+    let driver = &inner.driver_info;
+    if !driver.resume || driver.codec.is_none() {
+        return Err(ThreadError::Unsupported {
+            capability: "session resume with a session codec",
+        });
+    }
+    if thread.fork_from.is_some() && !driver.fork {
+        return Err(ThreadError::Unsupported { capability: "fork" });
+    }
+    Ok(store)
+}
+
+/// Step 2: attaches every provider in order for a run of `thread`; on a failure, detaches
+/// those attached in reverse and reports the failure redacted.
+async fn attach_providers(
+    thread: &Thread,
+    run_id: &RunId,
+    cancel: &watch::Receiver<bool>,
+) -> Result<(Vec<Arc<dyn RunServiceProvider>>, Vec<RunAttachment>), ThreadError> {
+    let inner = &thread.agent.inner;
+    let mut attached: Vec<Arc<dyn RunServiceProvider>> = Vec::new();
+    let mut attachments: Vec<RunAttachment> = Vec::new();
+    for (index, provider) in inner.providers.iter().enumerate() {
+        if *cancel.borrow() {
+            detach_all(&attached, run_id, inner.teardown_budget).await;
+            return Err(ThreadError::Cancelled);
+        }
+        match provider.attach_thread_run(run_id, &thread.key).await {
+            Ok(attachment) => {
+                attached.push(Arc::clone(provider));
+                attachments.push(attachment);
+            }
+            Err(error) => {
+                detach_all(&attached, run_id, inner.teardown_budget).await;
+                let secrets = attachments.iter().flat_map(secret_values);
+                let message = Redactor::with_secrets(secrets)
+                    .redact(error.message())
+                    .into_owned();
+                tracing::debug!(provider = index, "provider failed to attach");
+                return Err(ThreadError::Provider { index, message });
+            }
+        }
+    }
+    Ok((attached, attachments))
+}
+
+/// Steps 2b and 3: validates every attachment and the endpoint policy, builds both views and
+/// the run's compatibility identity.
+fn identity(thread: &Thread, attachments: &[RunAttachment]) -> Result<Identity, ThreadError> {
+    let inner = &thread.agent.inner;
+    let views = build_views(attachments, &inner.host_mcp)?;
+    if let Some(endpoint) = inner.endpoints.first_refused(attachments, &inner.host_mcp) {
+        return Err(ThreadError::EndpointRefused { endpoint });
+    }
+    let breakdown = thread_breakdown(&inner.statics, &views);
+    let fingerprint = thread_fingerprint(&breakdown);
+    Ok(Identity {
+        views,
+        breakdown,
+        fingerprint,
+    })
+}
+
+/// What a run of `thread` would decide now, through the same steps 1 to 4 (and the decoding
+/// of the stored state), without the lease, the driver or any write. Providers are attached
+/// as for a run, under `run_id`, and detached before it returns.
+pub(crate) async fn explain(
+    thread: &Thread,
+    run_id: &RunId,
+    cancel: watch::Receiver<bool>,
+) -> Result<Explanation, ThreadError> {
+    let inner = &thread.agent.inner;
+    let store = check_contract(thread)?;
+    let (attached, attachments) = attach_providers(thread, run_id, &cancel).await?;
+    let decided = async {
+        let Identity {
+            breakdown,
+            fingerprint,
+            ..
+        } = identity(thread, &attachments)?;
+        let plan = decide(thread, &store, &breakdown, fingerprint).await?;
+        let verdict = match plan {
+            Plan::Start { archive, changes } => Verdict::Start {
+                replaces: archive.map(|r| r.id),
+                changes: changes.unwrap_or_default(),
+            },
+            Plan::Resume { record } => {
+                decode_state(thread, &record.state)?;
+                Verdict::Resume { record: record.id }
+            }
+            Plan::Fork { parent } => {
+                decode_state(thread, &parent.state)?;
+                Verdict::Fork { parent: parent.id }
+            }
+        };
+        Ok(Explanation {
+            verdict,
+            fingerprint,
+        })
+    }
+    .await;
+    detach_all(&attached, run_id, inner.teardown_budget).await;
+    decided
 }
 
 fn secret_values(attachment: &RunAttachment) -> Vec<secrecy::SecretString> {
@@ -249,17 +327,7 @@ async fn attached_run(
     } = cx;
     let inner = &thread.agent.inner;
     // 2b and 3. Validate everything and build both views before anything launches.
-    let views = build_views(attachments, &inner.host_mcp)?;
-    if let Some(endpoint) = inner.endpoints.first_refused(attachments, &inner.host_mcp) {
-        return Err(ThreadError::EndpointRefused { endpoint });
-    }
-    let breakdown = thread_breakdown(&inner.statics, &views);
-    let fingerprint = thread_fingerprint(&breakdown);
-    let identity = Identity {
-        views,
-        breakdown,
-        fingerprint,
-    };
+    let identity = identity(thread, attachments)?;
 
     // 4. Lease (the key; for a fork the parent too, so it cannot move meanwhile), resolve,
     // decide.

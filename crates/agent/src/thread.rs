@@ -5,6 +5,7 @@ use run_service::RunId;
 use thread_store::{Query, RecordId, Timestamp};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::explain::Explanation;
 use crate::pipeline;
 use crate::{Agent, RunResult, RunStream, ThreadError};
 
@@ -115,6 +116,41 @@ impl Thread {
             driver_type: r.driver_type,
             updated_at: r.updated_at,
         }))
+    }
+
+    /// What a run of this Thread (with its mode and fork parent) would do now, decided by the
+    /// same code a run uses, without a prompt: the providers attach and detach as for a run,
+    /// the attachments are validated, the endpoint policy applies, and the stored record is
+    /// resolved, judged and its checkpoint decoded. It takes no lease, does not run the
+    /// driver and writes nothing.
+    ///
+    /// `Ok` says what the run would do; `Err` is exactly the error the run would fail with
+    /// before its driver runs (`Incompatible` names the drifted components). The stored
+    /// record may change before a later run; the run decides again, under its lease.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use agent::{Agent, Verdict};
+    /// # use driver_spi::reference::ReferenceDriver;
+    /// # use thread_store::memory::MemoryStore;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let agent = Agent::builder(Arc::new(ReferenceDriver::new()))
+    ///     .store(Arc::new(MemoryStore::new()))
+    ///     .build()
+    ///     .unwrap();
+    /// let thread = agent.thread("support/42");
+    /// assert!(matches!(thread.explain().await.unwrap().verdict, Verdict::Start { replaces: None, .. }));
+    /// thread.run("hello").await.unwrap();
+    /// assert!(matches!(thread.explain().await.unwrap().verdict, Verdict::Resume { .. }));
+    /// # }
+    /// ```
+    pub async fn explain(&self) -> Result<Explanation, ThreadError> {
+        let run_id = new_run_id();
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let registration = self.agent.register(run_id.clone(), cancel_tx)?;
+        let explained = pipeline::explain(self, &run_id, cancel_rx).await;
+        drop(registration);
+        explained
     }
 
     /// Runs one prompt to completion.

@@ -6,6 +6,7 @@ mod support;
 
 mod contract;
 mod endpoints;
+mod explain;
 mod incompatible;
 mod lifecycle;
 mod matrix;
