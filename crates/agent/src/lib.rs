@@ -83,5 +83,6 @@ pub use endpoint::EndpointPolicy;
 pub use error::{BuildError, Incompatibility, ThreadError};
 pub use events::{RunStream, ThreadEvent, ThreadEventKind};
 pub use explain::{Explanation, Verdict};
+pub use pipeline::THREAD_LEASE_PREFIX;
 pub use result::{NotPersisted, RunResult, SessionOutcome};
 pub use thread::{Thread, ThreadCheckpoint};

@@ -38,7 +38,9 @@ use crate::{
 
 /// Stores accept names of up to 512 bytes; the lease target adds the `thread:` prefix.
 const MAX_KEY_LEN: usize = 512 - LEASE_PREFIX.len();
-const LEASE_PREFIX: &str = "thread:";
+/// The lease target of a Thread is this prefix and its key.
+pub const THREAD_LEASE_PREFIX: &str = "thread:";
+const LEASE_PREFIX: &str = THREAD_LEASE_PREFIX;
 
 /// Thread keys are host-chosen names: non-empty, bounded, no control characters.
 pub(crate) fn check_key(key: &str) -> Result<(), ThreadError> {

@@ -1,0 +1,273 @@
+//! `agentctl`: an operator CLI for the Threads the SDK keeps.
+//!
+//! This first slice reads and steers the thread store: `threads list` pages through the
+//! stored Threads, `threads show` prints one record with its fingerprint components, and
+//! `threads delete` erases a Thread, honouring its lease unless `--force`. It works only
+//! through the library crates' public APIs.
+//!
+//! Invariants:
+//! - Read commands never write: a SQLite path that does not exist is reported, not created.
+//! - Output never carries a secret: records hold none by contract, and a PostgreSQL URL (which
+//!   may hold a password) is never printed.
+//! - `threads list` holds one page at a time, whatever the number of Threads.
+//! - Exit codes: 0 success, 1 any other failure, 2 usage error, 4 busy (leased), 5 not found.
+//!
+//! Not yet here (issue 14): `run`, `threads explain`, `auth status`, `runtime-env show`,
+//! `support-bundle` and `serve --dev`.
+#![forbid(unsafe_code)]
+
+mod output;
+mod store;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use thread_store::{ListQuery, Query, StoreError, ThreadStore};
+
+use crate::store::StoreSpec;
+
+/// Operate on the Threads an agent-sdk host keeps.
+#[derive(Debug, Parser)]
+#[command(name = "agentctl", version)]
+struct Cli {
+    /// The thread store: `sqlite:PATH` or a `postgresql://` URL. Default: the SQLite file
+    /// `$XDG_DATA_HOME/agentctl/threads.sqlite3` (`~/.local/share/...` without XDG_DATA_HOME).
+    #[arg(long, global = true, value_name = "STORE")]
+    store: Option<String>,
+    /// The PostgreSQL schema holding the store's tables.
+    #[arg(
+        long,
+        global = true,
+        default_value = "agent_threads",
+        value_name = "SCHEMA"
+    )]
+    pg_schema: String,
+    /// On failure, print the chain of causes too.
+    #[arg(long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Stored Threads.
+    #[command(subcommand)]
+    Threads(ThreadsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ThreadsCommand {
+    /// List Threads, in key order, a page at a time.
+    List {
+        /// Only keys starting with this prefix.
+        #[arg(long, default_value = "")]
+        prefix: String,
+        /// Archived records too (superseded by a restart).
+        #[arg(long)]
+        archived: bool,
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one Thread's active record: ids, driver, session, fingerprint components.
+    Show {
+        /// The thread key.
+        key: String,
+        /// A JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a Thread. Refused while a host holds its lease, unless `--force`.
+    Delete {
+        /// The thread key.
+        key: String,
+        /// Delete even while a run holds the Thread's lease. That run keeps going, but its
+        /// checkpoint is refused (the erase fences it), so its conversation is lost.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// A failure, with its exit code. Messages never hold a secret.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: u8,
+    message: String,
+    chain: Vec<String>,
+}
+
+impl Failure {
+    pub(crate) fn new(code: u8, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            chain: Vec::new(),
+        }
+    }
+
+    fn store(context: &str, error: &StoreError) -> Self {
+        let code = match error {
+            StoreError::Busy { .. } => exit::BUSY,
+            StoreError::NotFound { .. } => exit::NOT_FOUND,
+            _ => exit::FAILURE,
+        };
+        let mut chain = Vec::new();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            chain.push(cause.to_string());
+            source = cause.source();
+        }
+        Self {
+            code,
+            message: format!("{context}: {error}"),
+            chain,
+        }
+    }
+}
+
+/// Exit codes.
+pub(crate) mod exit {
+    /// Any failure without a more specific code.
+    pub(crate) const FAILURE: u8 = 1;
+    /// The Thread is leased by a running host.
+    pub(crate) const BUSY: u8 = 4;
+    /// No such Thread or store.
+    pub(crate) const NOT_FOUND: u8 = 5;
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("agentctl: cannot start the async runtime: {error}");
+            return ExitCode::from(exit::FAILURE);
+        }
+    };
+    match runtime.block_on(execute(&cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("agentctl: {}", failure.message);
+            if cli.verbose {
+                for cause in &failure.chain {
+                    eprintln!("  caused by: {cause}");
+                }
+            }
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+async fn execute(cli: &Cli) -> Result<(), Failure> {
+    let spec = StoreSpec::from_arg(cli.store.as_deref())?;
+    match &cli.command {
+        Command::Threads(ThreadsCommand::List {
+            prefix,
+            archived,
+            json,
+        }) => {
+            let store = spec.open_existing(&cli.pg_schema).await?;
+            list(store.as_ref(), prefix, *archived, *json).await
+        }
+        Command::Threads(ThreadsCommand::Show { key, json }) => {
+            let store = spec.open_existing(&cli.pg_schema).await?;
+            show(store.as_ref(), key, *json).await
+        }
+        Command::Threads(ThreadsCommand::Delete { key, force }) => {
+            let store = spec.open_existing(&cli.pg_schema).await?;
+            delete(store.as_ref(), key, *force).await
+        }
+    }
+}
+
+/// Records per page: large enough to be quick, small enough that memory stays flat.
+const PAGE: u32 = 500;
+
+async fn list(
+    store: &dyn ThreadStore,
+    prefix: &str,
+    archived: bool,
+    json: bool,
+) -> Result<(), Failure> {
+    let mut query = ListQuery::prefix(prefix).limit(PAGE);
+    if archived {
+        query = query.including_archived();
+    }
+    let mut out = output::Out::stdout();
+    if !json {
+        out.line(&output::list_header())?;
+    }
+    loop {
+        let page = store
+            .list(&query)
+            .await
+            .map_err(|e| Failure::store("cannot list Threads", &e))?;
+        for record in &page.records {
+            let line = if json {
+                output::list_json(record).to_string()
+            } else {
+                output::list_row(record)
+            };
+            out.line(&line)?;
+        }
+        match page.next {
+            Some(next) => query.after = Some(next),
+            None => return Ok(()),
+        }
+    }
+}
+
+async fn show(store: &dyn ThreadStore, key: &str, json: bool) -> Result<(), Failure> {
+    let record = store
+        .resolve(&Query::key(key))
+        .await
+        .map_err(|e| Failure::store("cannot read the Thread", &e))?
+        .ok_or_else(|| Failure::new(exit::NOT_FOUND, "no Thread is stored under that key"))?;
+    let mut out = output::Out::stdout();
+    if json {
+        out.line(&serde_json::to_string_pretty(&output::show_json(&record)).unwrap_or_default())
+    } else {
+        for line in output::show_text(&record) {
+            out.line(&line)?;
+        }
+        Ok(())
+    }
+}
+
+/// How long the delete holds the Thread's lease; it needs it only for the erase itself.
+const DELETE_LEASE_TTL: Duration = Duration::from_secs(30);
+
+async fn delete(store: &dyn ThreadStore, key: &str, force: bool) -> Result<(), Failure> {
+    let target = format!("{}{key}", agent::THREAD_LEASE_PREFIX);
+    let owner = format!("agentctl/{}", std::process::id());
+    let lease = match store.acquire_lease(&target, &owner, DELETE_LEASE_TTL).await {
+        Ok(lease) => Some(lease),
+        Err(StoreError::Busy { .. }) if force => None,
+        Err(StoreError::Busy { .. }) => {
+            return Err(Failure::new(
+                exit::BUSY,
+                "the Thread is leased by a running host; retry when its run ends, or pass \
+                 --force (that run then cannot save its checkpoint, so its turn is lost)",
+            ));
+        }
+        Err(e) => return Err(Failure::store("cannot lease the Thread", &e)),
+    };
+    let deleted = store.delete(key).await;
+    if let Some(lease) = &lease {
+        // Best effort: the lease expires by itself within its TTL anyway.
+        let _ = store.release_lease(lease).await;
+    }
+    let deleted = deleted.map_err(|e| Failure::store("cannot delete the Thread", &e))?;
+    if deleted == 0 {
+        return Err(Failure::new(
+            exit::NOT_FOUND,
+            "no Thread is stored under that key",
+        ));
+    }
+    output::Out::stdout().line(&format!("deleted {deleted} record(s)"))
+}

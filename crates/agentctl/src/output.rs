@@ -1,0 +1,182 @@
+//! What the commands print: aligned text for people, stable JSON for scripts.
+
+use std::io::{BufWriter, ErrorKind, Stdout, Write};
+
+use serde_json::{Value, json};
+use thread_store::{ThreadRecord, Timestamp};
+
+use crate::{Failure, exit};
+
+/// Buffered standard output. A closed pipe (`agentctl threads list | head`) ends the process
+/// quietly with success, as for any Unix filter.
+pub(crate) struct Out(BufWriter<Stdout>);
+
+impl Out {
+    pub(crate) fn stdout() -> Self {
+        Self(BufWriter::new(std::io::stdout()))
+    }
+
+    pub(crate) fn line(&mut self, line: &str) -> Result<(), Failure> {
+        match writeln!(self.0, "{line}") {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::BrokenPipe => std::process::exit(0),
+            Err(e) => Err(Failure::new(
+                exit::FAILURE,
+                format!("cannot write output: {e}"),
+            )),
+        }
+    }
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        let _ = self.0.flush();
+    }
+}
+
+/// Width of a driver type column; longer names still print, shifting only their row.
+const DRIVER_WIDTH: usize = 14;
+
+pub(crate) fn list_header() -> String {
+    format!(
+        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:<12}  KEY",
+        "UPDATED", "CREATED", "DRIVER", "STATUS", "FINGERPRINT"
+    )
+}
+
+pub(crate) fn list_row(record: &ThreadRecord) -> String {
+    format!(
+        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:<12}  {}",
+        rfc3339(record.updated_at),
+        rfc3339(record.created_at),
+        record.driver_type,
+        record.status.as_str(),
+        record.compatibility.fingerprint.short().to_string(),
+        record.key
+    )
+}
+
+/// One line of `threads list --json`.
+pub(crate) fn list_json(record: &ThreadRecord) -> Value {
+    json!({
+        "key": record.key,
+        "record_id": record.id.as_str(),
+        "status": record.status.as_str(),
+        "driver_type": record.driver_type,
+        "created_at": rfc3339(record.created_at),
+        "updated_at": rfc3339(record.updated_at),
+        "fingerprint": record.compatibility.fingerprint.to_string(),
+    })
+}
+
+/// `threads show --json`.
+pub(crate) fn show_json(record: &ThreadRecord) -> Value {
+    let components: serde_json::Map<String, Value> = record
+        .compatibility
+        .components
+        .iter()
+        .map(|(name, digest)| (name.as_str().to_owned(), json!(digest.to_string())))
+        .collect();
+    let mut value = list_json(record);
+    if let Value::Object(map) = &mut value {
+        map.insert("agent".into(), json!(record.agent));
+        map.insert("session_codec".into(), json!(record.session_codec));
+        map.insert("resume_id".into(), json!(record.state.resume_id));
+        map.insert("display_id".into(), json!(record.state.display_id));
+        map.insert(
+            "scheme_version".into(),
+            json!(record.compatibility.scheme_version),
+        );
+        map.insert("components".into(), Value::Object(components));
+    }
+    value
+}
+
+/// `threads show`, as aligned lines.
+pub(crate) fn show_text(record: &ThreadRecord) -> Vec<String> {
+    let mut lines = vec![
+        format!("key           {}", record.key),
+        format!("record        {}", record.id.as_str()),
+        format!("status        {}", record.status.as_str()),
+        format!("driver        {}", record.driver_type),
+        format!("agent         {}", record.agent),
+        format!("codec         {}", record.session_codec),
+        format!("resume id     {}", record.state.resume_id),
+    ];
+    if let Some(display) = &record.state.display_id {
+        lines.push(format!("display id    {display}"));
+    }
+    lines.push(format!(
+        "fingerprint   {} (scheme {})",
+        record.compatibility.fingerprint, record.compatibility.scheme_version
+    ));
+    lines.push(format!("created       {}", rfc3339(record.created_at)));
+    lines.push(format!("updated       {}", rfc3339(record.updated_at)));
+    lines.push("components".to_owned());
+    let width = record
+        .compatibility
+        .components
+        .iter()
+        .map(|(name, _)| name.as_str().len())
+        .max()
+        .unwrap_or(0);
+    for (name, digest) in record.compatibility.components.iter() {
+        lines.push(format!("  {:<width$}  {}", name.as_str(), digest.short()));
+    }
+    lines
+}
+
+/// A timestamp as RFC 3339 in UTC, with milliseconds.
+pub(crate) fn rfc3339(at: Timestamp) -> String {
+    let millis = at.as_millis();
+    let (secs, ms) = (millis.div_euclid(1000), millis.rem_euclid(1000));
+    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        day_secs / 3600,
+        day_secs % 3600 / 60,
+        day_secs % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use thread_store::Timestamp;
+
+    use super::rfc3339;
+
+    #[test]
+    fn timestamps_render_as_rfc3339_utc() {
+        assert_eq!(
+            rfc3339(Timestamp::from_millis(0)),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(Timestamp::from_millis(1_700_000_000_123)),
+            "2023-11-14T22:13:20.123Z"
+        );
+        assert_eq!(
+            rfc3339(Timestamp::from_millis(951_782_400_000)),
+            "2000-02-29T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(Timestamp::from_millis(-1)),
+            "1969-12-31T23:59:59.999Z"
+        );
+    }
+}
