@@ -52,8 +52,12 @@ async fn open(path: &Path) -> Arc<dyn ThreadStore> {
 
 /// Runs one turn on each key through a real agent.
 async fn seed(path: &Path, keys: &[&str]) {
+    seed_store(open(path).await, keys).await;
+}
+
+async fn seed_store(store: Arc<dyn ThreadStore>, keys: &[&str]) {
     let agent = Agent::builder(Arc::new(ReferenceDriver::new()))
-        .store(open(path).await)
+        .store(store)
         .model("model-1")
         .provider(Arc::new(SecretUi))
         .build()
@@ -128,8 +132,8 @@ async fn list_pages_through_more_records_than_a_page() {
         .await
         .unwrap()
         .unwrap();
-    // 1,234 records: three pages of 500.
-    for n in 0..1_234 {
+    // 10,000 records: twenty pages of 500.
+    for n in 0..10_000 {
         let record = ThreadRecord::new(
             format!("bulk/{n:05}"),
             template.driver_type.clone(),
@@ -152,7 +156,7 @@ async fn list_pages_through_more_records_than_a_page() {
                 .to_owned()
         })
         .collect();
-    let expected: Vec<String> = (0..1_234).map(|n| format!("bulk/{n:05}")).collect();
+    let expected: Vec<String> = (0..10_000).map(|n| format!("bulk/{n:05}")).collect();
     assert_eq!(keys, expected, "every record once, in key order");
 }
 
@@ -267,4 +271,46 @@ fn usage_and_missing_stores_have_their_exit_codes() {
         .unwrap();
     assert_eq!(pg.status.code(), Some(1));
     assert!(!String::from_utf8_lossy(&pg.stderr).contains("hunter2-secret"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_store_lists_and_shows() {
+    use thread_store::postgres::{PostgresConfig, PostgresStore};
+    let url = std::env::var("THREAD_STORE_POSTGRES_URL").expect(
+        "THREAD_STORE_POSTGRES_URL is not set: this PostgreSQL test cannot run \
+         (run with --skip postgres to skip it visibly)",
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let schema = format!("agentctl_{}_{nanos}", std::process::id());
+    let store = PostgresStore::connect(PostgresConfig::from_url(&url, &schema).unwrap())
+        .await
+        .unwrap();
+    seed_store(Arc::new(store), &["pg/1", "pg/2"]).await;
+
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+            .args(["--store", url.as_str(), "--pg-schema", schema.as_str()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let list = run(&["threads", "list", "--json"]);
+    assert!(list.status.success(), "{list:?}");
+    let keys: Vec<String> = stdout(&list)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(keys, ["pg/1", "pg/2"]);
+    let show = run(&["threads", "show", "pg/2"]);
+    assert!(stdout(&show).contains("key           pg/2"), "{show:?}");
+    assert_no_secret(&list);
+    assert_no_secret(&show);
 }
