@@ -1,7 +1,8 @@
 //! `agentctl`: an operator CLI for the Threads the SDK keeps.
 //!
-//! This first slice reads and steers the thread store: `threads list` pages through the
-//! stored Threads, `threads show` prints one record with its fingerprint components, and
+//! `run` runs a prompt on a Thread; `threads list` pages through the stored Threads,
+//! `threads show` prints one record with its fingerprint components, `threads explain` is the
+//! dry run of a run's compatibility decision ([`agent::Thread::explain`]), and
 //! `threads delete` erases a Thread, honouring its lease unless `--force`. It works only
 //! through the library crates' public APIs.
 //!
@@ -10,13 +11,17 @@
 //! - Output never carries a secret: records hold none by contract, and a PostgreSQL URL (which
 //!   may hold a password) is never printed.
 //! - `threads list` holds one page at a time, whatever the number of Threads.
-//! - Exit codes: 0 success, 1 any other failure, 2 usage error, 4 busy (leased), 5 not found.
+//! - Exit codes: 0 success, 1 any other failure, 2 usage error, 3 incompatible, 4 busy
+//!   (leased), 5 not found.
+//! - `run` and `threads explain` build their agent through one function from one set of
+//!   options, so an explanation describes exactly the run.
 //!
-//! Not yet here (issue 14): `run`, `threads explain`, `auth status`, `runtime-env show`,
-//! `support-bundle` and `serve --dev`.
+//! Not yet here (issue 14): runtimes other than `reference`, `auth status`,
+//! `runtime-env show`, `support-bundle` and `serve --dev`.
 #![forbid(unsafe_code)]
 
 mod output;
+mod run;
 mod store;
 
 use std::process::ExitCode;
@@ -52,6 +57,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run one prompt on a Thread: text on stdout, tool calls and progress on stderr, then a
+    /// line with the session outcome, usage and record id.
+    Run {
+        /// The thread key.
+        #[arg(long, value_name = "KEY")]
+        thread: String,
+        #[command(flatten)]
+        options: run::RunOptions,
+        /// Print the typed events as NDJSON on stdout instead.
+        #[arg(long)]
+        json: bool,
+        /// The prompt.
+        prompt: String,
+    },
     /// Stored Threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
@@ -75,6 +94,17 @@ enum ThreadsCommand {
     Show {
         /// The thread key.
         key: String,
+        /// A JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What a run with these options would do: resume, start, start over (and why) or be
+    /// refused. Takes no lease, runs nothing, writes nothing; exits as the run would fail.
+    Explain {
+        /// The thread key.
+        key: String,
+        #[command(flatten)]
+        options: run::RunOptions,
         /// A JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -131,6 +161,10 @@ impl Failure {
 pub(crate) mod exit {
     /// Any failure without a more specific code.
     pub(crate) const FAILURE: u8 = 1;
+    /// A usage error (clap uses 2 as well).
+    pub(crate) const USAGE: u8 = 2;
+    /// The stored Thread is incompatible with the current configuration.
+    pub(crate) const INCOMPATIBLE: u8 = 3;
     /// The Thread is leased by a running host.
     pub(crate) const BUSY: u8 = 4;
     /// No such Thread or store.
@@ -177,6 +211,19 @@ async fn execute(cli: &Cli) -> Result<(), Failure> {
         Command::Threads(ThreadsCommand::Show { key, json }) => {
             let store = spec.open_existing(&cli.pg_schema).await?;
             show(store.as_ref(), key, *json).await
+        }
+        Command::Run {
+            thread,
+            options,
+            json,
+            prompt,
+        } => {
+            let store = spec.open_or_create(&cli.pg_schema).await?;
+            run::run(store, thread, options, prompt.clone(), *json).await
+        }
+        Command::Threads(ThreadsCommand::Explain { key, options, json }) => {
+            let store = spec.open_existing(&cli.pg_schema).await?;
+            run::explain(store, key, options, *json).await
         }
         Command::Threads(ThreadsCommand::Delete { key, force }) => {
             let store = spec.open_existing(&cli.pg_schema).await?;

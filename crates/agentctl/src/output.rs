@@ -17,7 +17,12 @@ impl Out {
     }
 
     pub(crate) fn line(&mut self, line: &str) -> Result<(), Failure> {
-        match writeln!(self.0, "{line}") {
+        self.text(&format!("{line}\n"))
+    }
+
+    /// Text as it arrives, flushed so a reader sees it at once.
+    pub(crate) fn text(&mut self, text: &str) -> Result<(), Failure> {
+        match write!(self.0, "{text}").and_then(|()| self.0.flush()) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::BrokenPipe => std::process::exit(0),
             Err(e) => Err(Failure::new(

@@ -36,6 +36,29 @@ impl StoreSpec {
         }
     }
 
+    /// Opens the store, creating a missing SQLite file (and its 0700 directory) for a run.
+    pub(crate) async fn open_or_create(
+        &self,
+        pg_schema: &str,
+    ) -> Result<Arc<dyn ThreadStore>, Failure> {
+        if let Self::Sqlite(path) = self
+            && let Some(dir) = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+        {
+            create_private_dir(dir)?;
+        }
+        if let Self::Sqlite(path) = self
+            && !path.exists()
+        {
+            let store = SqliteStore::open(SqliteConfig::new(path))
+                .await
+                .map_err(|e| Failure::store("cannot create the SQLite store", &e))?;
+            return Ok(Arc::new(store));
+        }
+        self.open_existing(pg_schema).await
+    }
+
     /// Opens a store that already exists: a missing SQLite file is reported, not created.
     pub(crate) async fn open_existing(
         &self,
@@ -64,6 +87,20 @@ impl StoreSpec {
             }
         }
     }
+}
+
+fn create_private_dir(dir: &std::path::Path) -> Result<(), Failure> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })
 }
 
 /// `$XDG_DATA_HOME/agentctl/threads.sqlite3`, or `$HOME/.local/share/agentctl/…`.

@@ -1,0 +1,303 @@
+//! `agentctl run` and `agentctl threads explain`: both build the agent from the same
+//! [`RunOptions`] through [`build_agent`], so an explanation describes exactly the run.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent::{Agent, SessionOutcome, Thread, ThreadError, ThreadEventKind, Verdict};
+use clap::{Args, ValueEnum};
+use driver_spi::reference::ReferenceDriver;
+use run_service::McpServer;
+use serde_json::json;
+use thread_store::ThreadStore;
+
+use crate::{Failure, exit, output};
+
+/// The runtimes `--runtime` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Runtime {
+    /// The SDK's in-process reference runtime (sessions live in this process only).
+    Reference,
+    /// The Codex CLI.
+    Codex,
+    /// The Claude Code CLI.
+    ClaudeCode,
+    /// The CodeBuddy CLI.
+    Codebuddy,
+}
+
+/// The configuration of a run: what enters its compatibility fingerprint.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RunOptions {
+    /// The runtime to drive.
+    #[arg(long, value_enum, default_value_t = Runtime::Reference)]
+    runtime: Runtime,
+    /// Refuse instead of starting a new conversation.
+    #[arg(long)]
+    resume_only: bool,
+    /// Fork the conversation of this Thread into the new key.
+    #[arg(long, value_name = "KEY")]
+    fork_from: Option<String>,
+    /// The model.
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The workspace directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// A host MCP server (Streamable HTTP), repeatable.
+    #[arg(long = "mcp", value_name = "NAME=URL")]
+    mcp: Vec<String>,
+    /// The env var holding the bearer token of the MCP server NAME, repeatable. The value is
+    /// read by the runtime, never by agentctl.
+    #[arg(long = "mcp-bearer-env", value_name = "NAME=VAR")]
+    mcp_bearer_env: Vec<String>,
+}
+
+fn split_pair<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str), Failure> {
+    value
+        .split_once('=')
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| Failure::new(exit::USAGE, format!("{flag} takes NAME=VALUE")))
+}
+
+/// The agent a run with these options uses.
+pub(crate) fn build_agent(
+    options: &RunOptions,
+    store: Arc<dyn ThreadStore>,
+) -> Result<Agent, Failure> {
+    let driver = match options.runtime {
+        Runtime::Reference => Arc::new(ReferenceDriver::new()),
+        other => {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "runtime `{}` is not available in agentctl yet; use `reference`",
+                    other
+                        .to_possible_value()
+                        .map(|v| v.get_name().to_owned())
+                        .unwrap_or_default()
+                ),
+            ));
+        }
+    };
+    let workspace = match &options.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot read the current directory: {e}"),
+            )
+        })?,
+    };
+    let mut builder = Agent::builder(driver)
+        .store(store)
+        .workspace(workspace.to_string_lossy().into_owned());
+    if let Some(model) = &options.model {
+        builder = builder.model(model.clone());
+    }
+    let mut bearers = Vec::new();
+    for pair in &options.mcp_bearer_env {
+        bearers.push(split_pair("--mcp-bearer-env", pair)?);
+    }
+    for pair in &options.mcp {
+        let (name, url) = split_pair("--mcp", pair)?;
+        let mut server = McpServer::streamable_http(name, url);
+        if let Some((_, var)) = bearers.iter().find(|(n, _)| *n == name) {
+            server = server.with_bearer_token_env(*var);
+        }
+        builder = builder.mcp_server(server);
+    }
+    if let Some((name, _)) = bearers.iter().find(|(n, _)| {
+        !options
+            .mcp
+            .iter()
+            .any(|m| m.split_once('=').map(|p| p.0) == Some(*n))
+    }) {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("--mcp-bearer-env names `{name}`, which no --mcp declares"),
+        ));
+    }
+    builder
+        .build()
+        .map_err(|e| Failure::new(exit::USAGE, format!("invalid configuration: {e}")))
+}
+
+/// The Thread a run with these options runs on.
+pub(crate) fn thread(agent: &Agent, key: &str, options: &RunOptions) -> Thread {
+    let thread = match &options.fork_from {
+        Some(parent) => agent.thread(parent.clone()).fork(key),
+        None => agent.thread(key),
+    };
+    if options.resume_only {
+        thread.resume_only()
+    } else {
+        thread
+    }
+}
+
+/// The exit code of a run's error.
+pub(crate) fn failure(error: &ThreadError) -> Failure {
+    let code = match error {
+        ThreadError::Incompatible { .. } => exit::INCOMPATIBLE,
+        ThreadError::Busy { .. } => exit::BUSY,
+        ThreadError::NotFound { .. } => exit::NOT_FOUND,
+        _ => exit::FAILURE,
+    };
+    let mut message = error.to_string();
+    if let Some(incompatibility) = error.incompatibility() {
+        for change in incompatibility.changes() {
+            message.push_str(&format!("\n  drifted: {change}"));
+        }
+    }
+    Failure::new(code, message)
+}
+
+/// `threads explain`: what a run would do, and exit as the run would fail before its driver.
+pub(crate) async fn explain(
+    store: Arc<dyn ThreadStore>,
+    key: &str,
+    options: &RunOptions,
+    json: bool,
+) -> Result<(), Failure> {
+    let agent = build_agent(options, store)?;
+    let explained = thread(&agent, key, options).explain().await;
+    agent.close().await;
+    let mut out = output::Out::stdout();
+    match explained {
+        Ok(explanation) => {
+            let fingerprint = explanation.fingerprint;
+            let (text, value) = match explanation.verdict {
+                Verdict::Resume { record } => (
+                    format!("resume: record {}", record.as_str()),
+                    json!({"would": "resume", "record_id": record.as_str()}),
+                ),
+                Verdict::Start {
+                    replaces: None,
+                    changes: _,
+                } => (
+                    "start: nothing is stored under this key".to_owned(),
+                    json!({"would": "start", "replaces": null, "changes": []}),
+                ),
+                Verdict::Start {
+                    replaces: Some(record),
+                    changes,
+                } => {
+                    let mut text = format!("start over, archiving record {}", record.as_str());
+                    if changes.is_empty() {
+                        text.push_str(": it holds no checkpoint");
+                    }
+                    for change in &changes {
+                        text.push_str(&format!("\n  drifted: {change}"));
+                    }
+                    let changes: Vec<String> = changes.iter().map(ToString::to_string).collect();
+                    (
+                        text,
+                        json!({"would": "start", "replaces": record.as_str(), "changes": changes}),
+                    )
+                }
+                Verdict::Fork { parent } => (
+                    format!("fork: from record {}", parent.as_str()),
+                    json!({"would": "fork", "parent_record_id": parent.as_str()}),
+                ),
+                _ => (
+                    "an outcome this agentctl does not know".to_owned(),
+                    json!({"would": "unknown"}),
+                ),
+            };
+            if json {
+                let mut value = value;
+                value["fingerprint"] = json!(fingerprint.to_string());
+                out.line(&value.to_string())
+            } else {
+                out.line(&text)?;
+                out.line(&format!("fingerprint {fingerprint}"))
+            }
+        }
+        Err(error) => {
+            let failure = failure(&error);
+            if json {
+                let changes: Vec<String> = error
+                    .incompatibility()
+                    .map(|i| i.changes().iter().map(ToString::to_string).collect())
+                    .unwrap_or_default();
+                out.line(
+                    &json!({"would": "refuse", "error": error.to_string(), "changes": changes})
+                        .to_string(),
+                )?;
+            }
+            Err(failure)
+        }
+    }
+}
+
+/// `run`: streams the run, text on stdout, the rest on stderr (or NDJSON events with
+/// `--json`); Ctrl-C cancels it.
+pub(crate) async fn run(
+    store: Arc<dyn ThreadStore>,
+    key: &str,
+    options: &RunOptions,
+    prompt: String,
+    json: bool,
+) -> Result<(), Failure> {
+    let agent = build_agent(options, store)?;
+    let mut stream = thread(&agent, key, options)
+        .stream(prompt)
+        .map_err(|e| failure(&e))?;
+    let mut out = output::Out::stdout();
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    let mut interrupted = false;
+    loop {
+        let event = tokio::select! {
+            event = stream.next_event() => event,
+            _ = &mut interrupt, if !interrupted => {
+                interrupted = true;
+                stream.cancel();
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        if json {
+            out.line(&serde_json::to_string(&event).unwrap_or_default())?;
+            continue;
+        }
+        match &event.kind {
+            ThreadEventKind::TextDelta { delta } => out.text(delta)?,
+            ThreadEventKind::ToolCallStarted { name, .. } => eprintln!("[tool] {name}"),
+            ThreadEventKind::ToolCallResult { is_error: true, .. } => eprintln!("[tool] failed"),
+            ThreadEventKind::Warning { code, message } => eprintln!("[warning] {code}: {message}"),
+            ThreadEventKind::RunFailed { kind } => eprintln!("[failed] {kind:?}"),
+            _ => {}
+        }
+    }
+    let result = stream.result().await;
+    agent.close().await;
+    let result = result.map_err(|e| failure(&e))?;
+    if !json {
+        out.line("")?;
+    }
+    let session = match &result.session {
+        SessionOutcome::Started => "started".to_owned(),
+        SessionOutcome::Resumed => "resumed".to_owned(),
+        SessionOutcome::Restarted { changes } => format!("restarted ({} drifted)", changes.len()),
+        SessionOutcome::RestartedAfterRejection => "restarted (resume rejected)".to_owned(),
+        SessionOutcome::Forked { .. } => "forked".to_owned(),
+        _ => "other".to_owned(),
+    };
+    let usage = result.usage.map_or_else(
+        || "unknown".to_owned(),
+        |u| format!("{} in / {} out", u.input_tokens, u.output_tokens),
+    );
+    let record = result
+        .record_id
+        .as_ref()
+        .map_or("not persisted", |id| id.as_str());
+    let summary = format!("session {session}; usage {usage}; record {record}");
+    if json {
+        eprintln!("{summary}");
+    } else {
+        out.line(&summary)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! `agentctl run` and `agentctl threads explain` as real processes over one SQLite store, with
+//! the reference runtime: a run creates the store and persists; explain names the stored
+//! record; after a configuration change explain and the resume-only run refuse alike, with the
+//! same exit code and drift, before any driver runs.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn agentctl(store: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        .arg("--store")
+        .arg(format!("sqlite:{}", store.display()))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn run_then_explain_then_refuse_alike_after_a_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("nested/threads.sqlite3");
+    let ws = dir.path().to_str().unwrap().to_owned();
+    let base = ["--workspace", ws.as_str(), "--model", "m1"];
+
+    // Nothing stored: explain says start; resume-only would be refused as not found.
+    let run = agentctl(
+        &db,
+        &[&["run", "--thread", "t"][..], &base, &["hello"]].concat(),
+    );
+    assert!(run.status.success(), "{run:?}");
+    let out = text(&run.stdout);
+    assert!(out.contains("session started"), "{out}");
+    let record = out.rsplit("record ").next().unwrap().trim().to_owned();
+    assert!(!record.is_empty() && record != "not persisted", "{out}");
+    let mode = std::fs::metadata(db.parent().unwrap()).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o700
+    );
+
+    // Compatible: explain names the stored record, and changes nothing.
+    let explain = agentctl(&db, &[&["threads", "explain", "t"][..], &base].concat());
+    assert!(explain.status.success(), "{explain:?}");
+    assert_eq!(
+        text(&explain.stdout).lines().next().unwrap(),
+        format!("resume: record {record}")
+    );
+    let json = agentctl(
+        &db,
+        &[&["threads", "explain", "t", "--json"][..], &base].concat(),
+    );
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["would"], "resume");
+    assert_eq!(value["record_id"], record.as_str());
+
+    // The model changed: both refuse with exit 3 and name the drift.
+    let changed = ["--workspace", ws.as_str(), "--model", "m2", "--resume-only"];
+    let explain = agentctl(&db, &[&["threads", "explain", "t"][..], &changed].concat());
+    let run = agentctl(
+        &db,
+        &[&["run", "--thread", "t"][..], &changed, &["again"]].concat(),
+    );
+    assert_eq!(explain.status.code(), Some(3), "{explain:?}");
+    assert_eq!(run.status.code(), Some(3), "{run:?}");
+    assert!(text(&explain.stderr).contains("drifted: model changed"));
+    assert!(text(&run.stderr).contains("drifted: model changed"));
+    assert!(run.stdout.is_empty(), "the driver never ran");
+
+    // Without resume-only a run would start over, archiving the record.
+    let changed = ["--workspace", ws.as_str(), "--model", "m2"];
+    let explain = agentctl(&db, &[&["threads", "explain", "t"][..], &changed].concat());
+    assert!(
+        text(&explain.stdout).starts_with(&format!("start over, archiving record {record}")),
+        "{explain:?}"
+    );
+    let run = agentctl(
+        &db,
+        &[&["run", "--thread", "t"][..], &changed, &["again"]].concat(),
+    );
+    assert!(
+        text(&run.stdout).contains("session restarted (1 drifted)"),
+        "{run:?}"
+    );
+
+    // Not found alike.
+    let explain = agentctl(&db, &["threads", "explain", "nope", "--resume-only"]);
+    let run = agentctl(&db, &["run", "--thread", "nope", "--resume-only", "x"]);
+    assert_eq!(explain.status.code(), Some(5));
+    assert_eq!(run.status.code(), Some(5));
+}
+
+#[test]
+fn run_json_prints_typed_events_and_unknown_runtimes_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("threads.sqlite3");
+    let run = agentctl(&db, &["run", "--thread", "j", "--json", "hello"]);
+    assert!(run.status.success(), "{run:?}");
+    let kinds: Vec<String> = text(&run.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["kind"]["type"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("run_started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
+    assert!(text(&run.stderr).contains("session started"));
+
+    let codex = agentctl(&db, &["run", "--runtime", "codex", "--thread", "c", "hi"]);
+    assert_eq!(codex.status.code(), Some(2));
+    assert!(text(&codex.stderr).contains("runtime `codex` is not available"));
+    let bad = agentctl(&db, &["run", "--thread", "c", "--mcp", "nourl", "hi"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
