@@ -16,10 +16,13 @@
 //! - `run` and `threads explain` build their agent through one function from one set of
 //!   options, so an explanation describes exactly the run.
 //!
-//! Not yet here (issue 14): runtimes other than `reference`, `auth status`,
-//! `runtime-env show`, `support-bundle` and `serve --dev`.
+//! `auth status` and `runtime-env show` report what `runtime-env` sees for a namespace.
+//!
+//! Not yet here (issue 14): runtimes other than `reference` for `run`, `support-bundle` and
+//! `serve --dev`.
 #![forbid(unsafe_code)]
 
+mod env;
 mod output;
 mod run;
 mod store;
@@ -74,6 +77,41 @@ enum Command {
     /// Stored Threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
+    /// Runtime logins.
+    #[command(subcommand)]
+    Auth(AuthCommand),
+    /// The isolated runtime environment of a namespace.
+    #[command(subcommand, name = "runtime-env")]
+    RuntimeEnv(RuntimeEnvCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum AuthCommand {
+    /// Per runtime: logged in or not, how, and a safe label of the credential (a variable
+    /// name or a placeholder path; never an account or a value). Opens no credential file.
+    Status {
+        /// Only this runtime.
+        #[arg(long, value_enum)]
+        runtime: Option<env::Runtime>,
+        #[command(flatten)]
+        env: env::EnvOptions,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RuntimeEnvCommand {
+    /// The effective HOME/XDG/state paths (as placeholders), the child's variable names, auth
+    /// status and the snapshot of config and policy sources. No value, no secret.
+    Show {
+        #[command(flatten)]
+        env: env::EnvOptions,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -198,8 +236,18 @@ fn main() -> ExitCode {
 }
 
 async fn execute(cli: &Cli) -> Result<(), Failure> {
+    match &cli.command {
+        Command::Auth(AuthCommand::Status { runtime, env, json }) => {
+            return env::auth_status(env, *runtime, *json);
+        }
+        Command::RuntimeEnv(RuntimeEnvCommand::Show { env, json }) => {
+            return env::show(env, *json);
+        }
+        _ => {}
+    }
     let spec = StoreSpec::from_arg(cli.store.as_deref())?;
     match &cli.command {
+        Command::Auth(_) | Command::RuntimeEnv(_) => Ok(()),
         Command::Threads(ThreadsCommand::List {
             prefix,
             archived,

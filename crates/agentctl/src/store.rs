@@ -89,7 +89,8 @@ impl StoreSpec {
     }
 }
 
-fn create_private_dir(dir: &std::path::Path) -> Result<(), Failure> {
+/// Creates `dir` and its missing parents, 0700.
+pub(crate) fn create_private_dir(dir: &std::path::Path) -> Result<(), Failure> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -105,6 +106,11 @@ fn create_private_dir(dir: &std::path::Path) -> Result<(), Failure> {
 
 /// `$XDG_DATA_HOME/agentctl/threads.sqlite3`, or `$HOME/.local/share/agentctl/…`.
 fn default_sqlite_path() -> Result<PathBuf, Failure> {
+    Ok(data_dir()?.join("threads.sqlite3"))
+}
+
+/// agentctl's data directory: `$XDG_DATA_HOME/agentctl`, or `$HOME/.local/share/agentctl`.
+pub(crate) fn data_dir() -> Result<PathBuf, Failure> {
     let absolute = |var: &str| {
         std::env::var_os(var)
             .map(PathBuf::from)
@@ -115,10 +121,10 @@ fn default_sqlite_path() -> Result<PathBuf, Failure> {
         .ok_or_else(|| {
             Failure::new(
                 exit::FAILURE,
-                "neither XDG_DATA_HOME nor HOME is set: pass --store",
+                "neither XDG_DATA_HOME nor HOME is set: pass --store (or --base)",
             )
         })?;
-    Ok(data.join("agentctl").join("threads.sqlite3"))
+    Ok(data.join("agentctl"))
 }
 
 #[cfg(test)]

@@ -1,0 +1,151 @@
+//! `agentctl auth status` and `agentctl runtime-env show`: what `runtime-env` reports for a
+//! namespace, without a secret (its summaries carry names and placeholder paths only).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use runtime_env::{CredentialNamespace, HostEnv, IsolationLevel, RuntimeEnv, RuntimeKind, Tenancy};
+use serde_json::Value;
+
+use crate::store::{create_private_dir, data_dir};
+use crate::{Failure, exit, output};
+
+/// The isolation levels `--level` names (an ephemeral level needs a session of a run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Level {
+    /// The host's own HOME/XDG (single tenant).
+    Shared,
+    /// One persistent HOME/XDG tree per namespace.
+    Namespaced,
+}
+
+/// The runtimes `auth status --runtime` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Runtime {
+    /// The Codex CLI.
+    Codex,
+    /// Claude Code.
+    ClaudeCode,
+    /// The Cursor CLI.
+    Cursor,
+    /// CodeBuddy Code.
+    Codebuddy,
+    /// The Gemini CLI.
+    Gemini,
+}
+
+impl From<Runtime> for RuntimeKind {
+    fn from(runtime: Runtime) -> Self {
+        match runtime {
+            Runtime::Codex => Self::Codex,
+            Runtime::ClaudeCode => Self::ClaudeCode,
+            Runtime::Cursor => Self::Cursor,
+            Runtime::Codebuddy => Self::CodeBuddy,
+            Runtime::Gemini => Self::Gemini,
+        }
+    }
+}
+
+/// Which environment to look at.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct EnvOptions {
+    /// The credential namespace: `kind` or `kind:id` (e.g. `user:alice`).
+    #[arg(long, default_value = "default", value_name = "NAMESPACE")]
+    namespace: String,
+    /// The isolation level.
+    #[arg(long, value_enum, default_value_t = Level::Namespaced)]
+    level: Level,
+    /// The base directory of namespaced state (default: `<data dir>/agentctl/runtime-env`).
+    #[arg(long, value_name = "DIR")]
+    base: Option<PathBuf>,
+}
+
+fn build(options: &EnvOptions) -> Result<RuntimeEnv, Failure> {
+    let namespace: CredentialNamespace = options
+        .namespace
+        .parse()
+        .map_err(|e| Failure::new(exit::USAGE, format!("--namespace: {e}")))?;
+    let base = match &options.base {
+        Some(base) => base.clone(),
+        None => data_dir()?.join("runtime-env"),
+    };
+    if let Some(parent) = base.parent().filter(|p| !p.exists()) {
+        create_private_dir(parent)?;
+    }
+    let cwd = std::env::current_dir().map_err(|e| {
+        Failure::new(
+            exit::FAILURE,
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
+    let (level, tenancy) = match options.level {
+        Level::Shared => (IsolationLevel::Shared, Tenancy::Single),
+        Level::Namespaced => (IsolationLevel::Namespaced, Tenancy::Multi),
+    };
+    RuntimeEnv::builder(base, namespace, cwd)
+        .level(level)
+        .tenancy(tenancy)
+        .host_env(HostEnv::capture())
+        .build()
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot build the runtime environment: {e}"),
+            )
+        })
+}
+
+/// A serialized enum's name, as `--json` shows it.
+fn name(value: impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(Value::Null) => "none".to_owned(),
+        _ => "?".to_owned(),
+    }
+}
+
+/// `auth status`.
+pub(crate) fn auth_status(
+    options: &EnvOptions,
+    runtime: Option<Runtime>,
+    json: bool,
+) -> Result<(), Failure> {
+    let env = build(options)?;
+    let statuses = match runtime {
+        Some(runtime) => vec![env.auth_status(runtime.into())],
+        None => env.auth_statuses(),
+    };
+    let mut out = output::Out::stdout();
+    if json {
+        let value = serde_json::to_string_pretty(&statuses).unwrap_or_default();
+        return out.line(&value);
+    }
+    out.line(&format!(
+        "{:<12}  {:<9}  {:<12}  LABEL",
+        "RUNTIME", "LOGGED_IN", "MODEL"
+    ))?;
+    for status in &statuses {
+        out.line(&format!(
+            "{:<12}  {:<9}  {:<12}  {}",
+            status.runtime.to_string(),
+            name(status.logged_in),
+            name(status.auth_model),
+            status.account_label.as_deref().unwrap_or("-")
+        ))?;
+        for warning in &status.warnings {
+            out.line(&format!("  warning: {warning}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `runtime-env show`.
+pub(crate) fn show(options: &EnvOptions, json: bool) -> Result<(), Failure> {
+    let summary = build(options)?.summary();
+    let mut out = output::Out::stdout();
+    if json {
+        out.line(&serde_json::to_string_pretty(&summary).unwrap_or_default())
+    } else {
+        out.text(&summary.to_string())
+    }
+}
