@@ -60,7 +60,8 @@ pub(crate) struct EnvOptions {
     base: Option<PathBuf>,
 }
 
-fn build(options: &EnvOptions) -> Result<RuntimeEnv, Failure> {
+/// The runtime environment these options name (its directories are created if missing).
+pub(crate) fn build(options: &EnvOptions) -> Result<RuntimeEnv, Failure> {
     let namespace: CredentialNamespace = options
         .namespace
         .parse()

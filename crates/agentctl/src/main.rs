@@ -18,15 +18,18 @@
 //!
 //! `auth status` and `runtime-env show` report what `runtime-env` sees for a namespace.
 //!
-//! Not yet here (issue 14): runtimes other than `reference` for `run`, `support-bundle` and
-//! `serve --dev`.
+//! `support-bundle` writes those reports, probed CLI versions and the SDK version to one file.
+//!
+//! Not yet here (issue 14): runtimes other than `reference` for `run`, and `serve --dev`.
 #![forbid(unsafe_code)]
 
+mod bundle;
 mod env;
 mod output;
 mod run;
 mod store;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -83,6 +86,17 @@ enum Command {
     /// The isolated runtime environment of a namespace.
     #[command(subcommand, name = "runtime-env")]
     RuntimeEnv(RuntimeEnvCommand),
+    /// Write one JSON file for a support request: the SDK version, the probed CLI versions,
+    /// the namespace, isolation level and mode, auth status and the config-source hashes. It
+    /// holds no secret.
+    SupportBundle {
+        /// Where to write it (never over an existing file). Default:
+        /// `agentctl-support-<unix time>.json` in the current directory.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        env: env::EnvOptions,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -243,11 +257,14 @@ async fn execute(cli: &Cli) -> Result<(), Failure> {
         Command::RuntimeEnv(RuntimeEnvCommand::Show { env, json }) => {
             return env::show(env, *json);
         }
+        Command::SupportBundle { output, env } => {
+            return bundle::write(env, output.as_deref()).await;
+        }
         _ => {}
     }
     let spec = StoreSpec::from_arg(cli.store.as_deref())?;
     match &cli.command {
-        Command::Auth(_) | Command::RuntimeEnv(_) => Ok(()),
+        Command::Auth(_) | Command::RuntimeEnv(_) | Command::SupportBundle { .. } => Ok(()),
         Command::Threads(ThreadsCommand::List {
             prefix,
             archived,

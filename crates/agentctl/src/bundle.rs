@@ -1,0 +1,93 @@
+//! `agentctl support-bundle`: one JSON file an operator can attach to a support request. It
+//! holds identifiers, versions, statuses and hashes only (never a value of a variable, the
+//! content of a file, or a credential), all taken from `runtime-env`'s secret-free reports.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use driver_cli::{CliError, Version, probe_version};
+use serde_json::{Value, json};
+
+use crate::env::{EnvOptions, build};
+use crate::{Failure, exit};
+
+/// Format version of the bundle.
+const BUNDLE_FORMAT: u32 = 1;
+
+/// How long one `--version` probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The CLIs probed: runtime name, the variable that may name the binary, the default program.
+const PROBED: &[(&str, &str, &str)] = &[
+    ("codex", "CODEX_BIN", "codex"),
+    ("claude_code", "CLAUDE_BIN", "claude"),
+    ("codebuddy", "CODEBUDDY_BIN", "codebuddy"),
+];
+
+/// Writes the bundle to `path` (0600, never over an existing file) and names it on stderr.
+pub(crate) async fn write(options: &EnvOptions, path: Option<&Path>) -> Result<(), Failure> {
+    let env = build(options)?;
+    let summary = env.summary();
+    let mut runtimes = Vec::new();
+    for (runtime, variable, default) in PROBED {
+        let program = std::env::var_os(variable)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(default));
+        let probed = probe_version(&env, &program, Version::new(0, 0, 0), PROBE_TIMEOUT).await;
+        let (version, probe) = match probed {
+            Ok(version) => (Value::String(version.to_string()), "ok"),
+            Err(CliError::NotFound { .. }) => (Value::Null, "not_found"),
+            Err(CliError::TotalTimeout { .. }) => (Value::Null, "timed_out"),
+            Err(CliError::VersionUnparseable) => (Value::Null, "unparseable"),
+            Err(_) => (Value::Null, "failed"),
+        };
+        runtimes.push(json!({"runtime": runtime, "version": version, "probe": probe}));
+    }
+    let bundle = json!({
+        "format": BUNDLE_FORMAT,
+        "sdk_version": env!("CARGO_PKG_VERSION"),
+        "runtime_env": {
+            "namespace": summary.namespace.to_string(),
+            "level": summary.level,
+            "mode": summary.mode.to_string(),
+            "tenancy": summary.tenancy.to_string(),
+        },
+        "runtimes": runtimes,
+        "auth": summary.auth,
+        "snapshot": summary.snapshot,
+    });
+    let path = match path {
+        Some(path) => path.to_path_buf(),
+        None => {
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            PathBuf::from(format!("agentctl-support-{secs}.json"))
+        }
+    };
+    let text = serde_json::to_string_pretty(&bundle)
+        .map_err(|e| Failure::new(exit::FAILURE, format!("cannot encode the bundle: {e}")))?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot create {}: {e}", path.display()),
+            )
+        })?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.write_all(b"\n"))
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
