@@ -20,13 +20,16 @@
 //!
 //! `support-bundle` writes those reports, probed CLI versions and the SDK version to one file.
 //!
-//! Not yet here (issue 14): runtimes other than `reference` for `run`, and `serve --dev`.
+//! `serve --dev` answers the same reports over loopback HTTP behind a one-time bearer token.
+//!
+//! Not yet here (issue 14): runtimes other than `reference` for `run`.
 #![forbid(unsafe_code)]
 
 mod bundle;
 mod env;
 mod output;
 mod run;
+mod serve;
 mod store;
 
 use std::path::PathBuf;
@@ -94,6 +97,21 @@ enum Command {
         /// `agentctl-support-<unix time>.json` in the current directory.
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        env: env::EnvOptions,
+    },
+    /// Serve `GET /auth/status` and `GET /runtime-env` as JSON for local debugging, behind a
+    /// bearer token printed once at start. Loopback only. Stops on Ctrl-C.
+    Serve {
+        /// Required: this is a development aid, not a production endpoint.
+        #[arg(long, required = true)]
+        dev: bool,
+        /// The loopback address to bind.
+        #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+        bind: std::net::IpAddr,
+        /// The port (0 lets the OS choose).
+        #[arg(long, default_value_t = 0, value_name = "PORT")]
+        port: u16,
         #[command(flatten)]
         env: env::EnvOptions,
     },
@@ -181,6 +199,10 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
     pub(crate) fn new(code: u8, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -260,11 +282,20 @@ async fn execute(cli: &Cli) -> Result<(), Failure> {
         Command::SupportBundle { output, env } => {
             return bundle::write(env, output.as_deref()).await;
         }
+        Command::Serve {
+            dev: _,
+            bind,
+            port,
+            env,
+        } => return serve::serve(env, *bind, *port).await,
         _ => {}
     }
     let spec = StoreSpec::from_arg(cli.store.as_deref())?;
     match &cli.command {
-        Command::Auth(_) | Command::RuntimeEnv(_) | Command::SupportBundle { .. } => Ok(()),
+        Command::Auth(_)
+        | Command::RuntimeEnv(_)
+        | Command::SupportBundle { .. }
+        | Command::Serve { .. } => Ok(()),
         Command::Threads(ThreadsCommand::List {
             prefix,
             archived,
