@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use runtime_env::{CredentialNamespace, HostEnv, IsolationLevel, RuntimeEnv, RuntimeKind, Tenancy};
+use runtime_env::{
+    CredentialNamespace, HostEnv, IsolationLevel, RuntimeEnv, RuntimeEnvBuilder, RuntimeKind,
+    Tenancy,
+};
 use serde_json::Value;
 
 use crate::store::{create_private_dir, data_dir};
@@ -62,6 +65,27 @@ pub(crate) struct EnvOptions {
 
 /// The runtime environment these options name (its directories are created if missing).
 pub(crate) fn build(options: &EnvOptions) -> Result<RuntimeEnv, Failure> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        Failure::new(
+            exit::FAILURE,
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
+    finish(builder(options, cwd)?)
+}
+
+/// Builds a prepared environment.
+pub(crate) fn finish(builder: RuntimeEnvBuilder) -> Result<RuntimeEnv, Failure> {
+    builder.build().map_err(|e| {
+        Failure::new(
+            exit::FAILURE,
+            format!("cannot build the runtime environment: {e}"),
+        )
+    })
+}
+
+/// The builder of the environment these options name, for a runtime working in `cwd`.
+pub(crate) fn builder(options: &EnvOptions, cwd: PathBuf) -> Result<RuntimeEnvBuilder, Failure> {
     let namespace: CredentialNamespace = options
         .namespace
         .parse()
@@ -73,27 +97,14 @@ pub(crate) fn build(options: &EnvOptions) -> Result<RuntimeEnv, Failure> {
     if let Some(parent) = base.parent().filter(|p| !p.exists()) {
         create_private_dir(parent)?;
     }
-    let cwd = std::env::current_dir().map_err(|e| {
-        Failure::new(
-            exit::FAILURE,
-            format!("cannot read the current directory: {e}"),
-        )
-    })?;
     let (level, tenancy) = match options.level {
         Level::Shared => (IsolationLevel::Shared, Tenancy::Single),
         Level::Namespaced => (IsolationLevel::Namespaced, Tenancy::Multi),
     };
-    RuntimeEnv::builder(base, namespace, cwd)
+    Ok(RuntimeEnv::builder(base, namespace, cwd)
         .level(level)
         .tenancy(tenancy)
-        .host_env(HostEnv::capture())
-        .build()
-        .map_err(|e| {
-            Failure::new(
-                exit::FAILURE,
-                format!("cannot build the runtime environment: {e}"),
-            )
-        })
+        .host_env(HostEnv::capture()))
 }
 
 /// A serialized enum's name, as `--json` shows it.

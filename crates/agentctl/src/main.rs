@@ -22,7 +22,7 @@
 //!
 //! `serve --dev` answers the same reports over loopback HTTP behind a one-time bearer token.
 //!
-//! Not yet here (issue 14): runtimes other than `reference` for `run`.
+//! Not yet here (issue 14): the `claude-code` and `codebuddy` runtimes.
 #![forbid(unsafe_code)]
 
 mod bundle;
@@ -73,7 +73,7 @@ enum Command {
         #[arg(long, value_name = "KEY")]
         thread: String,
         #[command(flatten)]
-        options: run::RunOptions,
+        options: Box<run::RunOptions>,
         /// Print the typed events as NDJSON on stdout instead.
         #[arg(long)]
         json: bool,
@@ -174,7 +174,7 @@ enum ThreadsCommand {
         /// The thread key.
         key: String,
         #[command(flatten)]
-        options: run::RunOptions,
+        options: Box<run::RunOptions>,
         /// A JSON object instead of text.
         #[arg(long)]
         json: bool,

@@ -11,6 +11,7 @@ use run_service::McpServer;
 use serde_json::json;
 use thread_store::ThreadStore;
 
+use crate::env::{EnvOptions, builder as env_builder, finish as env_finish};
 use crate::{Failure, exit, output};
 
 /// The runtimes `--runtime` names.
@@ -51,6 +52,19 @@ pub(crate) struct RunOptions {
     /// read by the runtime, never by agentctl.
     #[arg(long = "mcp-bearer-env", value_name = "NAME=VAR")]
     mcp_bearer_env: Vec<String>,
+    /// The Codex binary (default: `$CODEX_BIN`, else `codex` on PATH).
+    #[arg(long, value_name = "PATH")]
+    codex_bin: Option<PathBuf>,
+    /// An OpenAI-compatible (Responses API) model endpoint for Codex, instead of OpenAI's.
+    #[arg(long, value_name = "URL")]
+    provider_url: Option<String>,
+    /// The variable of agentctl's environment holding the model API key, handed to the
+    /// runtime as a secret (default `OPENAI_API_KEY`, when set).
+    #[arg(long, value_name = "VAR")]
+    provider_key_env: Option<String>,
+    /// Where the runtime's state lives (Codex): the credential namespace and level.
+    #[command(flatten)]
+    env: EnvOptions,
 }
 
 fn split_pair<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str), Failure> {
@@ -65,21 +79,6 @@ pub(crate) fn build_agent(
     options: &RunOptions,
     store: Arc<dyn ThreadStore>,
 ) -> Result<Agent, Failure> {
-    let driver = match options.runtime {
-        Runtime::Reference => Arc::new(ReferenceDriver::new()),
-        other => {
-            return Err(Failure::new(
-                exit::USAGE,
-                format!(
-                    "runtime `{}` is not available in agentctl yet; use `reference`",
-                    other
-                        .to_possible_value()
-                        .map(|v| v.get_name().to_owned())
-                        .unwrap_or_default()
-                ),
-            ));
-        }
-    };
     let workspace = match &options.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
@@ -88,6 +87,22 @@ pub(crate) fn build_agent(
                 format!("cannot read the current directory: {e}"),
             )
         })?,
+    };
+    let driver: Arc<dyn driver_spi::Driver> = match options.runtime {
+        Runtime::Reference => Arc::new(ReferenceDriver::new()),
+        Runtime::Codex => codex_driver(options, &workspace)?,
+        other => {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "runtime `{}` is not available in agentctl yet; use `reference` or `codex`",
+                    other
+                        .to_possible_value()
+                        .map(|v| v.get_name().to_owned())
+                        .unwrap_or_default()
+                ),
+            ));
+        }
     };
     let mut builder = Agent::builder(driver)
         .store(store)
@@ -121,6 +136,48 @@ pub(crate) fn build_agent(
     builder
         .build()
         .map_err(|e| Failure::new(exit::USAGE, format!("invalid configuration: {e}")))
+}
+
+/// The Codex driver: the namespace's isolated environment, working in the workspace, with the
+/// model key (if any) injected as a secret.
+fn codex_driver(
+    options: &RunOptions,
+    workspace: &std::path::Path,
+) -> Result<Arc<dyn driver_spi::Driver>, Failure> {
+    let mut env = env_builder(&options.env, workspace.to_path_buf())?;
+    let key_var = options
+        .provider_key_env
+        .as_deref()
+        .unwrap_or("OPENAI_API_KEY");
+    match std::env::var(key_var) {
+        Ok(key) if !key.is_empty() => {
+            env = env.secret(key_var, secrecy::SecretString::from(key));
+        }
+        _ if options.provider_key_env.is_some() => {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("--provider-key-env names {key_var}, which is not set"),
+            ));
+        }
+        _ => {}
+    }
+    let mut codex = driver_codex::CodexOptions::new();
+    if let Some(binary) = options.codex_bin.clone().or_else(|| {
+        std::env::var_os("CODEX_BIN")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    }) {
+        codex = codex.with_binary(binary);
+    }
+    if let Some(url) = &options.provider_url {
+        codex = codex.with_provider(
+            driver_codex::ModelProvider::new("agentctl", url.clone()).with_env_key(key_var),
+        );
+    }
+    Ok(Arc::new(driver_codex::CodexDriver::new(
+        Arc::new(env_finish(env)?),
+        codex,
+    )))
 }
 
 /// The Thread a run with these options runs on.

@@ -111,9 +111,12 @@ fn run_json_prints_typed_events_and_unknown_runtimes_are_usage_errors() {
     assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
     assert!(text(&run.stderr).contains("session started"));
 
-    let codex = agentctl(&db, &["run", "--runtime", "codex", "--thread", "c", "hi"]);
-    assert_eq!(codex.status.code(), Some(2));
-    assert!(text(&codex.stderr).contains("runtime `codex` is not available"));
+    let claude = agentctl(
+        &db,
+        &["run", "--runtime", "claude-code", "--thread", "c", "hi"],
+    );
+    assert_eq!(claude.status.code(), Some(2));
+    assert!(text(&claude.stderr).contains("runtime `claude-code` is not available"));
     let bad = agentctl(&db, &["run", "--thread", "c", "--mcp", "nourl", "hi"]);
     assert_eq!(bad.status.code(), Some(2));
 }
