@@ -22,7 +22,7 @@
 //!
 //! `serve --dev` answers the same reports over loopback HTTP behind a one-time bearer token.
 //!
-//! Not yet here (issue 14): the `claude-code` and `codebuddy` runtimes.
+//! Not here: a progress indicator, and `RUST_LOG`-controlled tracing output.
 #![forbid(unsafe_code)]
 
 mod bundle;

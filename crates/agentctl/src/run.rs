@@ -52,14 +52,17 @@ pub(crate) struct RunOptions {
     /// read by the runtime, never by agentctl.
     #[arg(long = "mcp-bearer-env", value_name = "NAME=VAR")]
     mcp_bearer_env: Vec<String>,
-    /// The Codex binary (default: `$CODEX_BIN`, else `codex` on PATH).
+    /// The runtime's binary (default: `$CODEX_BIN`, `$CLAUDE_BIN` or `$CODEBUDDY_BIN`, else
+    /// `codex`, `claude` or `codebuddy` on PATH).
     #[arg(long, value_name = "PATH")]
-    codex_bin: Option<PathBuf>,
-    /// An OpenAI-compatible (Responses API) model endpoint for Codex, instead of OpenAI's.
+    runtime_bin: Option<PathBuf>,
+    /// The model endpoint, instead of the vendor's (a Responses API for Codex, a Messages API
+    /// for Claude Code, a Chat Completions API for CodeBuddy).
     #[arg(long, value_name = "URL")]
     provider_url: Option<String>,
     /// The variable of agentctl's environment holding the model API key, handed to the
-    /// runtime as a secret (default `OPENAI_API_KEY`, when set).
+    /// runtime as a secret (default, when set: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` or
+    /// `CODEBUDDY_API_KEY`).
     #[arg(long, value_name = "VAR")]
     provider_key_env: Option<String>,
     /// Where the runtime's state lives (Codex): the credential namespace and level.
@@ -90,19 +93,7 @@ pub(crate) fn build_agent(
     };
     let driver: Arc<dyn driver_spi::Driver> = match options.runtime {
         Runtime::Reference => Arc::new(ReferenceDriver::new()),
-        Runtime::Codex => codex_driver(options, &workspace)?,
-        other => {
-            return Err(Failure::new(
-                exit::USAGE,
-                format!(
-                    "runtime `{}` is not available in agentctl yet; use `reference` or `codex`",
-                    other
-                        .to_possible_value()
-                        .map(|v| v.get_name().to_owned())
-                        .unwrap_or_default()
-                ),
-            ));
-        }
+        runtime => cli_driver(runtime, options, &workspace)?,
     };
     let mut builder = Agent::builder(driver)
         .store(store)
@@ -138,46 +129,89 @@ pub(crate) fn build_agent(
         .map_err(|e| Failure::new(exit::USAGE, format!("invalid configuration: {e}")))
 }
 
-/// The Codex driver: the namespace's isolated environment, working in the workspace, with the
-/// model key (if any) injected as a secret.
-fn codex_driver(
+/// A CLI runtime's driver: the namespace's isolated environment working in the workspace, the
+/// binary, the model endpoint and the model key (if any), injected as a secret.
+fn cli_driver(
+    runtime: Runtime,
     options: &RunOptions,
     workspace: &std::path::Path,
 ) -> Result<Arc<dyn driver_spi::Driver>, Failure> {
-    let mut env = env_builder(&options.env, workspace.to_path_buf())?;
-    let key_var = options
-        .provider_key_env
-        .as_deref()
-        .unwrap_or("OPENAI_API_KEY");
-    match std::env::var(key_var) {
-        Ok(key) if !key.is_empty() => {
-            env = env.secret(key_var, secrecy::SecretString::from(key));
-        }
+    let (bin_var, key_name) = match runtime {
+        Runtime::Codex | Runtime::Reference => ("CODEX_BIN", "OPENAI_API_KEY"),
+        Runtime::ClaudeCode => ("CLAUDE_BIN", "ANTHROPIC_API_KEY"),
+        Runtime::Codebuddy => ("CODEBUDDY_BIN", "CODEBUDDY_API_KEY"),
+    };
+    let binary = options.runtime_bin.clone().or_else(|| {
+        std::env::var_os(bin_var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let key_var = options.provider_key_env.as_deref().unwrap_or(key_name);
+    let key = match std::env::var(key_var) {
+        Ok(key) if !key.is_empty() => Some(secrecy::SecretString::from(key)),
         _ if options.provider_key_env.is_some() => {
             return Err(Failure::new(
                 exit::USAGE,
                 format!("--provider-key-env names {key_var}, which is not set"),
             ));
         }
-        _ => {}
-    }
-    let mut codex = driver_codex::CodexOptions::new();
-    if let Some(binary) = options.codex_bin.clone().or_else(|| {
-        std::env::var_os("CODEX_BIN")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    }) {
-        codex = codex.with_binary(binary);
-    }
-    if let Some(url) = &options.provider_url {
-        codex = codex.with_provider(
-            driver_codex::ModelProvider::new("agentctl", url.clone()).with_env_key(key_var),
-        );
-    }
-    Ok(Arc::new(driver_codex::CodexDriver::new(
-        Arc::new(env_finish(env)?),
-        codex,
-    )))
+        _ => None,
+    };
+    let mut env = env_builder(&options.env, workspace.to_path_buf())?;
+    let url = options.provider_url.clone();
+    Ok(match runtime {
+        Runtime::Codex | Runtime::Reference => {
+            if let Some(key) = key {
+                env = env.secret(key_var, key);
+            }
+            let mut codex = driver_codex::CodexOptions::new();
+            if let Some(binary) = binary {
+                codex = codex.with_binary(binary);
+            }
+            if let Some(url) = url {
+                codex = codex.with_provider(
+                    driver_codex::ModelProvider::new("agentctl", url).with_env_key(key_var),
+                );
+            }
+            Arc::new(driver_codex::CodexDriver::new(
+                Arc::new(env_finish(env)?),
+                codex,
+            ))
+        }
+        Runtime::ClaudeCode => {
+            // Claude Code reads its key from ANTHROPIC_API_KEY only.
+            if let Some(key) = key {
+                env = env.secret(key_name, key);
+            }
+            let mut claude = driver_claude_code::ClaudeCodeOptions::new();
+            if let Some(binary) = binary {
+                claude = claude.with_binary(binary);
+            }
+            if let Some(url) = url {
+                claude = claude.with_base_url(url);
+            }
+            Arc::new(driver_claude_code::ClaudeCodeDriver::new(
+                Arc::new(env_finish(env)?),
+                claude,
+            ))
+        }
+        Runtime::Codebuddy => {
+            let mut codebuddy = driver_codebuddy::CodeBuddyOptions::new();
+            if let Some(key) = key {
+                codebuddy = codebuddy.with_api_key(key);
+            }
+            if let Some(binary) = binary {
+                codebuddy = codebuddy.with_binary(binary);
+            }
+            if let Some(url) = url {
+                codebuddy = codebuddy.with_base_url(url);
+            }
+            Arc::new(driver_codebuddy::CodeBuddyDriver::new(
+                Arc::new(env_finish(env)?),
+                codebuddy,
+            ))
+        }
+    })
 }
 
 /// The Thread a run with these options runs on.

@@ -111,12 +111,8 @@ fn run_json_prints_typed_events_and_unknown_runtimes_are_usage_errors() {
     assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
     assert!(text(&run.stderr).contains("session started"));
 
-    let claude = agentctl(
-        &db,
-        &["run", "--runtime", "claude-code", "--thread", "c", "hi"],
-    );
-    assert_eq!(claude.status.code(), Some(2));
-    assert!(text(&claude.stderr).contains("runtime `claude-code` is not available"));
+    let unknown = agentctl(&db, &["run", "--runtime", "gemini", "--thread", "c", "hi"]);
+    assert_eq!(unknown.status.code(), Some(2), "no Gemini driver exists");
     let bad = agentctl(&db, &["run", "--thread", "c", "--mcp", "nourl", "hi"]);
     assert_eq!(bad.status.code(), Some(2));
 }
