@@ -22,11 +22,14 @@
 //!
 //! `serve --dev` answers the same reports over loopback HTTP behind a one-time bearer token.
 //!
-//! Not here: a progress indicator, and `RUST_LOG`-controlled tracing output.
+//! With `RUST_LOG` set, the libraries' `tracing` output goes to stderr, redacted line by line.
+//!
+//! Not here: a progress indicator.
 #![forbid(unsafe_code)]
 
 mod bundle;
 mod env;
+mod log;
 mod output;
 mod run;
 mod serve;
@@ -247,6 +250,7 @@ pub(crate) mod exit {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    log::init();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

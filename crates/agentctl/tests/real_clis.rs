@@ -1,8 +1,8 @@
 //! `agentctl run` against the real CLIs (Codex, Claude Code, CodeBuddy), fully offline against
 //! the test kit's mock model servers: a run in one process, `threads explain` saying resume,
 //! and a resume-only run in a second process that resumes (each CLI keeps its state in the
-//! credential namespace). Without the binary a test prints `SKIPPED` locally and fails under
-//! CI.
+//! credential namespace). Every invocation logs at TRACE, and no output holds the model key.
+//! Without the binary a test prints `SKIPPED` locally and fails under CI.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::Path;
@@ -11,7 +11,8 @@ use std::process::{Command, Output};
 use test_kit::RecordedRequest;
 use test_kit::{Reply, Script};
 
-const MODEL_KEY: &str = "not-a-real-key-agentctl";
+/// Shaped like an API key, so the trace output below would show it if anything logged it.
+const MODEL_KEY: &str = "sk-agentctl-not-a-real-key-0123456789abcdef";
 
 fn script() -> Script {
     Script::new()
@@ -28,9 +29,14 @@ struct Cli<'a> {
 
 impl Cli<'_> {
     fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
         let work = self.dir.join("work");
         std::fs::create_dir_all(&work).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentctl"));
+        command
             .arg("--store")
             .arg(format!(
                 "sqlite:{}",
@@ -47,8 +53,8 @@ impl Cli<'_> {
             .arg("--workspace")
             .arg(&work)
             .env("MOCK_MODEL_KEY", MODEL_KEY)
-            .output()
-            .unwrap()
+            .env("RUST_LOG", "trace");
+        command
     }
 }
 
@@ -139,4 +145,101 @@ fn codebuddy_resumes_across_processes() {
         dir: dir.path(),
     };
     resumes_across_processes(&cli, || model.model_requests());
+}
+
+/// Processes whose environment mentions `needle` (the test's unique directory).
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        if let Ok(environ) = std::fs::read(entry.path().join("environ"))
+            && String::from_utf8_lossy(&environ).contains(needle)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn ctrl_c_during_a_run_leaves_no_child_and_no_record() {
+    let Some(binary) = test_kit::real_cli::binary("CODEX_BIN", "agentctl run, interrupted") else {
+        return;
+    };
+    // The model answers only after a minute: the run is in flight when SIGINT arrives.
+    let model = test_kit::responses::MockResponses::start(
+        Script::new().then(Reply::text("too late").delayed(std::time::Duration::from_secs(60))),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cli = Cli {
+        runtime: "codex",
+        binary: &binary,
+        model_url: model.base_url(),
+        dir: dir.path(),
+    };
+    let mut command = cli.command(&["run", "--thread", "interrupted", "hello"]);
+    let mut child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while model.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "codex never asked the model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let unique = dir.path().join("rt").display().to_string();
+    assert!(
+        !processes_mentioning(&unique).is_empty(),
+        "the runtime runs in the namespace"
+    );
+
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "agentctl did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "a cancelled run is a failure");
+
+    // No child left behind (the driver kills the process group), and nothing persisted.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_mentioning(&unique).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "runtime processes outlived agentctl: {:?}",
+            processes_mentioning(&unique)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let list = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        .arg("--store")
+        .arg(format!(
+            "sqlite:{}",
+            dir.path().join("threads.sqlite3").display()
+        ))
+        .args(["threads", "list", "--json", "--archived"])
+        .output()
+        .unwrap();
+    assert!(list.status.success(), "{list:?}");
+    assert!(list.stdout.is_empty(), "no record: {}", text(&list.stdout));
 }
