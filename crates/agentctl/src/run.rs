@@ -45,11 +45,12 @@ pub(crate) struct RunOptions {
     /// The workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// A host MCP server (Streamable HTTP), repeatable.
+    /// An MCP server (Streamable HTTP), repeatable. Its identity for resume is its name: a
+    /// new port or token keeps a Thread resumable; adding, removing or renaming one does not.
     #[arg(long = "mcp", value_name = "NAME=URL")]
     mcp: Vec<String>,
-    /// The env var holding the bearer token of the MCP server NAME, repeatable. The value is
-    /// read by the runtime, never by agentctl.
+    /// The variable of agentctl's environment holding the bearer token of the MCP server NAME,
+    /// repeatable. The value reaches the runtime as a secret under the same name.
     #[arg(long = "mcp-bearer-env", value_name = "NAME=VAR")]
     mcp_bearer_env: Vec<String>,
     /// The runtime's binary (default: `$CODEX_BIN`, `$CLAUDE_BIN` or `$CODEBUDDY_BIN`, else
@@ -101,28 +102,9 @@ pub(crate) fn build_agent(
     if let Some(model) = &options.model {
         builder = builder.model(model.clone());
     }
-    let mut bearers = Vec::new();
-    for pair in &options.mcp_bearer_env {
-        bearers.push(split_pair("--mcp-bearer-env", pair)?);
-    }
-    for pair in &options.mcp {
-        let (name, url) = split_pair("--mcp", pair)?;
-        let mut server = McpServer::streamable_http(name, url);
-        if let Some((_, var)) = bearers.iter().find(|(n, _)| *n == name) {
-            server = server.with_bearer_token_env(*var);
-        }
-        builder = builder.mcp_server(server);
-    }
-    if let Some((name, _)) = bearers.iter().find(|(n, _)| {
-        !options
-            .mcp
-            .iter()
-            .any(|m| m.split_once('=').map(|p| p.0) == Some(*n))
-    }) {
-        return Err(Failure::new(
-            exit::USAGE,
-            format!("--mcp-bearer-env names `{name}`, which no --mcp declares"),
-        ));
+    let servers = mcp_servers(options)?;
+    if !servers.is_empty() {
+        builder = builder.provider(Arc::new(CliMcp { servers }));
     }
     builder
         .build()
@@ -212,6 +194,113 @@ fn cli_driver(
             ))
         }
     })
+}
+
+/// One `--mcp` server: its name, URL and bearer variable with the value agentctl read.
+struct McpEntry {
+    name: String,
+    url: String,
+    bearer: Option<(String, secrecy::SecretString)>,
+}
+
+/// The `--mcp` and `--mcp-bearer-env` flags, with each bearer value read from agentctl's own
+/// environment (the runtime's is isolated, so the value travels as a secret binding).
+fn mcp_servers(options: &RunOptions) -> Result<Vec<McpEntry>, Failure> {
+    let mut bearers = Vec::new();
+    for pair in &options.mcp_bearer_env {
+        bearers.push(split_pair("--mcp-bearer-env", pair)?);
+    }
+    let mut servers = Vec::new();
+    for pair in &options.mcp {
+        let (name, url) = split_pair("--mcp", pair)?;
+        let bearer = match bearers.iter().find(|(n, _)| *n == name) {
+            Some((_, var)) => {
+                let value = std::env::var(var)
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| {
+                        Failure::new(
+                            exit::USAGE,
+                            format!("--mcp-bearer-env names {var}, which is not set"),
+                        )
+                    })?;
+                Some(((*var).to_owned(), secrecy::SecretString::from(value)))
+            }
+            None => None,
+        };
+        servers.push(McpEntry {
+            name: name.to_owned(),
+            url: url.to_owned(),
+            bearer,
+        });
+    }
+    if let Some((name, _)) = bearers
+        .iter()
+        .find(|(n, _)| !servers.iter().any(|s| s.name == *n))
+    {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("--mcp-bearer-env names `{name}`, which no --mcp declares"),
+        ));
+    }
+    Ok(servers)
+}
+
+/// The `--mcp` servers as a run-service provider that declares a semantic identity: each
+/// server's name, transport and whether it takes a bearer. So a server that comes back on
+/// another port, or a rotated token, does not make a stored Thread incompatible, while a
+/// server added, removed, renamed or switched to or from a bearer does.
+struct CliMcp {
+    servers: Vec<McpEntry>,
+}
+
+/// The compatibility id of the `--mcp` servers.
+const CLI_MCP_COMPATIBILITY_ID: &str = "dev.agentctl.mcp";
+
+#[run_service::async_trait]
+impl run_service::RunServiceProvider for CliMcp {
+    async fn attach_run(
+        &self,
+        _run: &run_service::RunId,
+    ) -> Result<run_service::RunAttachment, run_service::ProviderError> {
+        use secrecy::ExposeSecret;
+        let mut semantic = run_service::SemanticFingerprint::new().service_role("agentctl-mcp");
+        let mut services = Vec::new();
+        for server in &self.servers {
+            let mut mcp = McpServer::streamable_http(&server.name, &server.url);
+            let mut service =
+                run_service::ServiceRef::new(&server.name, &server.name).with_url(&server.url);
+            semantic = semantic.mcp_server(
+                &server.name,
+                run_service::TransportKind::StreamableHttp,
+                false,
+            );
+            if let Some((var, value)) = &server.bearer {
+                mcp = mcp.with_bearer_token_env(var);
+                service = service.with_secret_env(run_service::EnvBinding::new(
+                    var.clone(),
+                    value.expose_secret().to_owned(),
+                ));
+                semantic = semantic.authorization("bearer", &server.name);
+            }
+            services.push(service.with_mcp(mcp));
+        }
+        Ok(
+            run_service::RunAttachment::new(services).with_resume_compatibility(
+                run_service::RunServiceCompatibility::new(
+                    CLI_MCP_COMPATIBILITY_ID,
+                    semantic.finish(),
+                ),
+            ),
+        )
+    }
+
+    async fn detach_run(
+        &self,
+        _run: &run_service::RunId,
+    ) -> Result<(), run_service::ProviderError> {
+        Ok(())
+    }
 }
 
 /// The Thread a run with these options runs on.

@@ -243,3 +243,59 @@ fn ctrl_c_during_a_run_leaves_no_child_and_no_record() {
     assert!(list.status.success(), "{list:?}");
     assert!(list.stdout.is_empty(), "no record: {}", text(&list.stdout));
 }
+
+/// A port nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn codex_resumes_when_its_mcp_server_moves_to_another_port_and_token() {
+    let Some(binary) = test_kit::real_cli::binary("CODEX_BIN", "agentctl run, MCP server moved")
+    else {
+        return;
+    };
+    let model = test_kit::responses::MockResponses::start(script()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cli = Cli {
+        runtime: "codex",
+        binary: &binary,
+        model_url: model.base_url(),
+        dir: dir.path(),
+    };
+    let run = |port: u16, token: &str, args: &[&str]| {
+        cli.command(args)
+            .arg("--mcp")
+            .arg(format!("ui=http://127.0.0.1:{port}/mcp"))
+            .args(["--mcp-bearer-env", "ui=UI_TOKEN"])
+            .env("UI_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+    let first = run(
+        closed_port(),
+        "ui-token-one-0123456789",
+        &["run", "--thread", "moved", "hello"],
+    );
+    assert!(first.status.success(), "{first:?}");
+    assert!(text(&first.stdout).contains("session started"));
+    let second = run(
+        closed_port(),
+        "ui-token-two-0123456789",
+        &["run", "--thread", "moved", "--resume-only", "again"],
+    );
+    assert!(second.status.success(), "{second:?}");
+    assert!(
+        text(&second.stdout).contains("session resumed"),
+        "{second:?}"
+    );
+    for output in [&first, &second] {
+        for stream in [&output.stdout, &output.stderr] {
+            assert!(!text(stream).contains("ui-token-"));
+        }
+    }
+}

@@ -116,3 +116,68 @@ fn run_json_prints_typed_events_and_unknown_runtimes_are_usage_errors() {
     let bad = agentctl(&db, &["run", "--thread", "c", "--mcp", "nourl", "hi"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn an_mcp_server_on_a_new_port_keeps_the_thread_resumable_a_renamed_one_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("threads.sqlite3");
+    let ws = dir.path().to_str().unwrap().to_owned();
+    let with = |mcp: &str| {
+        vec![
+            "--workspace".to_owned(),
+            ws.clone(),
+            "--mcp".to_owned(),
+            mcp.to_owned(),
+            "--mcp-bearer-env".to_owned(),
+            format!("{}=UI_TOKEN", mcp.split('=').next().unwrap()),
+        ]
+    };
+    let run_with = |args: &[&str], mcp: &str, token: &str| {
+        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+            .arg("--store")
+            .arg(format!("sqlite:{}", db.display()))
+            .args(args)
+            .args(with(mcp))
+            .env("UI_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+    let first = run_with(
+        &["run", "--thread", "m", "hello"],
+        "ui=http://127.0.0.1:4101/mcp",
+        "token-one",
+    );
+    assert!(first.status.success(), "{first:?}");
+
+    // A restarted server: new port, new token. Still resumable.
+    let moved = run_with(
+        &["threads", "explain", "m", "--resume-only"],
+        "ui=http://127.0.0.1:4202/mcp",
+        "token-two",
+    );
+    assert!(moved.status.success(), "{moved:?}");
+    assert!(text(&moved.stdout).starts_with("resume: record "));
+
+    // Another server name is a semantic change.
+    let renamed = run_with(
+        &["threads", "explain", "m", "--resume-only"],
+        "tools=http://127.0.0.1:4202/mcp",
+        "token-two",
+    );
+    assert_eq!(renamed.status.code(), Some(3), "{renamed:?}");
+    for output in [&first, &moved, &renamed] {
+        assert!(!text(&output.stdout).contains("token-"));
+        assert!(!text(&output.stderr).contains("token-"));
+    }
+
+    // A bearer variable that is not set is a usage error.
+    let unset = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        .arg("--store")
+        .arg(format!("sqlite:{}", db.display()))
+        .args(["threads", "explain", "m"])
+        .args(with("ui=http://127.0.0.1:4202/mcp"))
+        .env_remove("UI_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(unset.status.code(), Some(2), "{unset:?}");
+}
