@@ -31,7 +31,9 @@ pub(crate) async fn write(options: &EnvOptions, path: Option<&Path>) -> Result<(
     let env = build(options)?;
     let summary = env.summary();
     let mut runtimes = Vec::new();
+    let progress = crate::output::Progress::new();
     for (runtime, variable, default) in PROBED {
+        progress.note(&format!("probing {runtime}…"));
         let program = std::env::var_os(variable)
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(default));
@@ -45,6 +47,7 @@ pub(crate) async fn write(options: &EnvOptions, path: Option<&Path>) -> Result<(
         };
         runtimes.push(json!({"runtime": runtime, "version": version, "probe": probe}));
     }
+    drop(progress);
     let bundle = json!({
         "format": BUNDLE_FORMAT,
         "sdk_version": env!("CARGO_PKG_VERSION"),

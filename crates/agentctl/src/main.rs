@@ -24,7 +24,7 @@
 //!
 //! With `RUST_LOG` set, the libraries' `tracing` output goes to stderr, redacted line by line.
 //!
-//! Not here: a progress indicator.
+//! Long operations (listing, probing CLIs) note their progress on stderr when it is a terminal.
 #![forbid(unsafe_code)]
 
 mod bundle;
@@ -349,6 +349,8 @@ async fn list(
     if !json {
         out.line(&output::list_header())?;
     }
+    let progress = output::Progress::new();
+    let mut listed = 0usize;
     loop {
         let page = store
             .list(&query)
@@ -362,6 +364,8 @@ async fn list(
             };
             out.line(&line)?;
         }
+        listed += page.records.len();
+        progress.note(&format!("{listed} Threads listed…"));
         match page.next {
             Some(next) => query.after = Some(next),
             None => return Ok(()),

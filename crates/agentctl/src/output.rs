@@ -159,6 +159,34 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (y, m, d)
 }
 
+/// A one-line progress note on stderr, shown only when stderr is a terminal (never in a pipe
+/// or a log), and erased when done.
+pub(crate) struct Progress {
+    shown: bool,
+}
+
+impl Progress {
+    pub(crate) fn new() -> Self {
+        Self {
+            shown: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        }
+    }
+
+    pub(crate) fn note(&self, text: &str) {
+        if self.shown {
+            eprint!("\r\x1b[2K{text}");
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use thread_store::Timestamp;

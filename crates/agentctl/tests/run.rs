@@ -181,3 +181,49 @@ fn an_mcp_server_on_a_new_port_keeps_the_thread_resumable_a_renamed_one_does_not
         .unwrap();
     assert_eq!(unset.status.code(), Some(2), "{unset:?}");
 }
+
+#[test]
+fn postgres_store_run_explain_delete() {
+    let url = std::env::var("THREAD_STORE_POSTGRES_URL").expect(
+        "THREAD_STORE_POSTGRES_URL is not set: this PostgreSQL test cannot run \
+         (run with --skip postgres to skip it visibly)",
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let schema = format!("agentctl_run_{}_{nanos}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap().to_owned();
+    let pg = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+            .args(["--store", url.as_str(), "--pg-schema", schema.as_str()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let run = pg(&["run", "--thread", "p", "--workspace", &ws, "hello"]);
+    assert!(run.status.success(), "{run:?}");
+    assert!(text(&run.stdout).contains("session started"));
+    let explain = pg(&[
+        "threads",
+        "explain",
+        "p",
+        "--workspace",
+        &ws,
+        "--resume-only",
+    ]);
+    assert!(explain.status.success(), "{explain:?}");
+    assert!(text(&explain.stdout).starts_with("resume: record "));
+    let delete = pg(&["threads", "delete", "p"]);
+    assert!(delete.status.success(), "{delete:?}");
+    let explain = pg(&[
+        "threads",
+        "explain",
+        "p",
+        "--workspace",
+        &ws,
+        "--resume-only",
+    ]);
+    assert_eq!(explain.status.code(), Some(5), "{explain:?}");
+}
