@@ -99,6 +99,12 @@ impl ThreadStore for TimedStore {
     async fn release_lease(&self, l: &Lease) -> Result<(), StoreError> {
         self.clock.time(self.inner.release_lease(l)).await
     }
+    async fn lease_holder(
+        &self,
+        target: &str,
+    ) -> Result<Option<thread_store::LeaseHolder>, StoreError> {
+        self.clock.time(self.inner.lease_holder(target)).await
+    }
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
         self.clock.time(self.inner.delete(key)).await
     }

@@ -111,6 +111,12 @@ impl ThreadStore for LosingStore {
     async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
         self.0.release_lease(lease).await
     }
+    async fn lease_holder(
+        &self,
+        target: &str,
+    ) -> Result<Option<thread_store::LeaseHolder>, StoreError> {
+        self.0.lease_holder(target).await
+    }
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
         self.0.delete(key).await
     }

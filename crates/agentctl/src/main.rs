@@ -379,14 +379,33 @@ async fn show(store: &dyn ThreadStore, key: &str, json: bool) -> Result<(), Fail
         .await
         .map_err(|e| Failure::store("cannot read the Thread", &e))?
         .ok_or_else(|| Failure::new(exit::NOT_FOUND, "no Thread is stored under that key"))?;
+    let lease = store
+        .lease_holder(&format!("{}{key}", agent::THREAD_LEASE_PREFIX))
+        .await
+        .map_err(|e| Failure::store("cannot read the Thread's lease", &e))?;
     let mut out = output::Out::stdout();
     if json {
-        out.line(&serde_json::to_string_pretty(&output::show_json(&record)).unwrap_or_default())
+        let mut value = output::show_json(&record);
+        value["lease"] = match &lease {
+            Some(holder) => serde_json::json!({
+                "owner": holder.owner,
+                "expires_in_ms": u64::try_from(holder.expires_in.as_millis()).unwrap_or(u64::MAX),
+            }),
+            None => serde_json::Value::Null,
+        };
+        out.line(&serde_json::to_string_pretty(&value).unwrap_or_default())
     } else {
         for line in output::show_text(&record) {
             out.line(&line)?;
         }
-        Ok(())
+        out.line(&match &lease {
+            Some(holder) => format!(
+                "lease         held by {} for {} s more",
+                holder.owner,
+                holder.expires_in.as_secs()
+            ),
+            None => "lease         free".to_owned(),
+        })
     }
 }
 

@@ -186,6 +186,31 @@ async fn show_prints_the_record_and_its_components_without_secrets() {
     assert!(components.contains_key("model"), "{components:?}");
     assert_no_secret(&json);
 
+    assert!(body.contains("lease         free"), "{body}");
+    assert_eq!(value["lease"], serde_json::Value::Null);
+
+    // While a host holds the Thread's lease, show names the holder.
+    let store = open(&db).await;
+    let lease = store
+        .acquire_lease(
+            &format!("{}support/42", agent::THREAD_LEASE_PREFIX),
+            "host-7/run-1",
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap();
+    let leased = agentctl(&db, &["threads", "show", "support/42", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&leased)).unwrap();
+    assert_eq!(value["lease"]["owner"], "host-7/run-1");
+    let ms = value["lease"]["expires_in_ms"].as_u64().unwrap();
+    assert!(ms > 0 && ms <= 120_000, "{ms}");
+    let text = stdout(&agentctl(&db, &["threads", "show", "support/42"]));
+    assert!(
+        text.contains("lease         held by host-7/run-1 for "),
+        "{text}"
+    );
+    store.release_lease(&lease).await.unwrap();
+
     let missing = agentctl(&db, &["threads", "show", "nope"]);
     assert_eq!(missing.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no Thread"));

@@ -177,6 +177,10 @@ pub const CONTRACTS: &[Contract] = &[
         id: "TS-16",
         name: "delete fences the key: a finalize under a lease taken before it is LeaseLost",
     },
+    Contract {
+        id: "TS-17",
+        name: "lease_holder reports the current holder, read-only; free and expired are None",
+    },
 ];
 
 /// One contract's result.
@@ -265,6 +269,7 @@ async fn run_one(id: &str, h: &Harness, ns: &str) -> Result<(), String> {
         "TS-14" => ts14_delete(h, ns).await,
         "TS-15" => ts15_invalid(h, ns).await,
         "TS-16" => ts16_delete_fences(h, ns).await,
+        "TS-17" => ts17_lease_holder(h, ns).await,
         other => Err(format!("no contract named {other}")),
     }
 }
@@ -1617,6 +1622,69 @@ async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
     ensure!(
         !is_current(h, &fresh).await?,
         "the re-creating finalize did not release its lease"
+    );
+    Ok(())
+}
+
+async fn ts17_lease_holder(h: &Harness, ns: &str) -> Check {
+    let target = format!("{ns}lease");
+    let free = ok!(h.store.lease_holder(&target).await, "lease_holder (free)");
+    ensure!(free.is_none(), "a free target reported a holder: {free:?}");
+
+    let lease = ok!(
+        h.store.acquire_lease(&target, "owner-a", LONG).await,
+        "acquire"
+    );
+    let held = ok!(h.store.lease_holder(&target).await, "lease_holder (held)");
+    let Some(held) = held else {
+        return Err(format!(
+            "a held lease was not reported (conformance.rs line {})",
+            line!()
+        ));
+    };
+    ensure!(
+        held.owner == "owner-a",
+        "the holder is {:?}, expected owner-a",
+        held.owner
+    );
+    ensure!(
+        held.expires_in > Duration::ZERO && held.expires_in <= LONG,
+        "expires_in {:?} is outside (0, {LONG:?}]",
+        held.expires_in
+    );
+    // Reading changed nothing: the holder still holds it, another owner is still refused.
+    ensure!(
+        is_current(h, &lease).await?,
+        "lease_holder disturbed the holder"
+    );
+    match h.store.acquire_lease(&target, "owner-b", LONG).await {
+        Err(StoreError::Busy { .. }) => {}
+        other => return Err(format!("expected Busy after lease_holder, got {other:?}")),
+    }
+
+    ok!(h.store.release_lease(&lease).await, "release");
+    let released = ok!(
+        h.store.lease_holder(&target).await,
+        "lease_holder (released)"
+    );
+    ensure!(
+        released.is_none(),
+        "a released lease was reported: {released:?}"
+    );
+
+    let ttl = h.short_ttl();
+    ok!(
+        h.store.acquire_lease(&target, "owner-c", ttl).await,
+        "acquire (short)"
+    );
+    h.outlast(ttl).await;
+    let expired = ok!(
+        h.store.lease_holder(&target).await,
+        "lease_holder (expired)"
+    );
+    ensure!(
+        expired.is_none(),
+        "an expired lease was reported: {expired:?}"
     );
     Ok(())
 }

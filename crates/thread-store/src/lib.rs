@@ -134,6 +134,6 @@ pub use record::{
     ThreadRecord, Timestamp,
 };
 pub use store::{
-    FinalizeRequest, Lease, ListPage, ListQuery, Lookup, MAX_LEASE_TTL, MAX_PAGE_LIMIT, PageCursor,
-    Query, ThreadStore,
+    FinalizeRequest, Lease, LeaseHolder, ListPage, ListQuery, Lookup, MAX_LEASE_TTL,
+    MAX_PAGE_LIMIT, PageCursor, Query, ThreadStore,
 };

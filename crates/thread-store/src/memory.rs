@@ -5,10 +5,11 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::store::{check_erase_fence, check_lease_args, is_storable_key};
+use crate::record::check_name;
+use crate::store::{check_erase_fence, check_lease_args, is_storable_key, millis_until};
 use crate::{
-    Clock, FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordId, RecordStatus,
-    StoreError, SystemClock, ThreadRecord, ThreadStore, Timestamp,
+    Clock, FinalizeRequest, Lease, LeaseHolder, ListPage, ListQuery, Lookup, Query, RecordId,
+    RecordStatus, StoreError, SystemClock, ThreadRecord, ThreadStore, Timestamp,
 };
 
 /// A [`ThreadStore`] held in process memory behind one mutex.
@@ -221,6 +222,20 @@ impl ThreadStore for MemoryStore {
             owner: owner.to_owned(),
             token,
         })
+    }
+
+    async fn lease_holder(&self, target: &str) -> Result<Option<LeaseHolder>, StoreError> {
+        check_name("lease target", target)?;
+        let now = self.clock.now();
+        let inner = self.lock();
+        Ok(inner
+            .leases
+            .get(target)
+            .filter(|row| row.expires_at > now)
+            .map(|row| LeaseHolder {
+                owner: row.owner.clone(),
+                expires_in: millis_until(row.expires_at.as_millis(), now.as_millis()),
+            }))
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {

@@ -57,8 +57,11 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
+use crate::LeaseHolder;
 use crate::pg_tls::{Connector, TlsSettings};
 pub use crate::pg_tls::{RootCertificate, SslMode};
+use crate::record::check_name as check_lease_target_name;
+use crate::store::millis_until;
 
 use crate::row::{COLUMNS, StoredRow, decode_all};
 use crate::store::{check_erase_fence, check_lease_args, is_storable_key};
@@ -941,6 +944,33 @@ impl ThreadStore for PostgresStore {
                 token: token_from_sql(column(&row, 0)?)?,
             }),
             None => Err(StoreError::busy(target)),
+        }
+    }
+
+    async fn lease_holder(&self, target: &str) -> Result<Option<LeaseHolder>, StoreError> {
+        check_lease_target_name("lease target", target)?;
+        // Expiry is the server's clock, as when the lease was taken.
+        let sql = format!(
+            "SELECT owner, (extract(epoch FROM expires_at - now()) * 1000)::int8 \
+             FROM {}.leases WHERE target = $1 AND expires_at > now()",
+            quote_ident(&self.schema)
+        );
+        let row = retrying!(self, |conn| {
+            conn.client
+                .query_opt(sql.as_str(), &[&target])
+                .await
+                .map_err(Fail::from)
+        })?;
+        match row {
+            Some(row) => {
+                let owner: String = column(&row, 0)?;
+                let millis: i64 = column(&row, 1)?;
+                Ok(Some(LeaseHolder {
+                    owner,
+                    expires_in: millis_until(millis, 0),
+                }))
+            }
+            None => Ok(None),
         }
     }
 

@@ -35,7 +35,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
+use crate::LeaseHolder;
+use crate::record::check_name as check_lease_target_name;
 use crate::row::{COLUMNS, StoredRow, decode_all};
+use crate::store::millis_until;
 use crate::store::{check_erase_fence, check_lease_args, is_storable_key};
 use crate::{
     Clock, FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordStatus, StoreError,
@@ -799,6 +802,27 @@ impl ThreadStore for SqliteStore {
             }
             tx.commit().map_err(map_err)?;
             Ok(lease)
+        })
+        .await
+    }
+
+    async fn lease_holder(&self, target: &str) -> Result<Option<LeaseHolder>, StoreError> {
+        check_lease_target_name("lease target", target)?;
+        let target = target.to_owned();
+        self.run(move |conn, clock| {
+            let now = clock.now().as_millis();
+            let holder: Option<(String, i64)> = conn
+                .prepare_cached("SELECT owner, expires_at FROM leases WHERE target = ?1")
+                .map_err(map_err)?
+                .query_row(params![target], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(map_err)?;
+            Ok(holder
+                .filter(|(_, expires_at)| *expires_at > now)
+                .map(|(owner, expires_at)| LeaseHolder {
+                    owner,
+                    expires_in: millis_until(expires_at, now),
+                }))
         })
         .await
     }

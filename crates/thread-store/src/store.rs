@@ -260,6 +260,11 @@ impl FinalizeRequest {
 }
 
 /// Checks the arguments of an acquire or renew call.
+/// The time from `now` to `expires_at` (both in milliseconds), zero if past.
+pub(crate) fn millis_until(expires_at: i64, now: i64) -> Duration {
+    Duration::from_millis(u64::try_from(expires_at.saturating_sub(now)).unwrap_or(0))
+}
+
 pub(crate) fn check_lease_args(target: &str, owner: &str, ttl: Duration) -> Result<(), StoreError> {
     check_name("lease target", target)?;
     check_name("lease owner", owner)?;
@@ -291,6 +296,16 @@ pub(crate) fn check_erase_fence(
 /// long, holding a NUL) has no records and needs no fence.
 pub(crate) fn is_storable_key(key: &str) -> bool {
     check_name("record key", key).is_ok()
+}
+
+/// A current lease, as [`ThreadStore::lease_holder`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseHolder {
+    /// The owner that took it.
+    pub owner: String,
+    /// How long until it expires unless renewed.
+    pub expires_in: Duration,
 }
 
 /// Where a Thread's durable state lives: records, key bindings and leases.
@@ -326,6 +341,11 @@ pub trait ThreadStore: Send + Sync + std::fmt::Debug {
 
     /// Gives a lease up. Idempotent: releasing a lease that is no longer current does nothing.
     async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError>;
+
+    /// Who holds the lease on `target` now, and for how long, or `None` when it is free or
+    /// expired. Read-only: it takes, extends and releases nothing (for operators and tools;
+    /// the answer may be stale by the time it is read).
+    async fn lease_holder(&self, target: &str) -> Result<Option<LeaseHolder>, StoreError>;
 
     /// Erases a thread key: its binding and every record (active or archived) with that key.
     /// Returns how many records were removed. Leases are not touched.
