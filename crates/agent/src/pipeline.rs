@@ -79,7 +79,7 @@ pub(crate) async fn execute(
     events: mpsc::UnboundedSender<ThreadEvent>,
     cancel: watch::Receiver<bool>,
 ) -> Result<RunResult, ThreadError> {
-    let span = tracing::info_span!("thread_run", run_id = %run_id, key = %thread.key, resume_only = thread.mode == Mode::ResumeOnly);
+    let span = tracing::info_span!("thread_run", run_id = %run_id, thread = %thread.key, resume_only = thread.mode == Mode::ResumeOnly);
     async move {
         let outcome = execute_inner(thread, prompt, &run_id, events, cancel).await;
         match &outcome {
