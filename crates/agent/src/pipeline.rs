@@ -804,6 +804,7 @@ async fn persist(
             updated.compatibility = compatibility.clone();
             updated.status = RecordStatus::Active;
             updated.updated_at = now;
+            updated.turns = record.turns.saturating_add(1);
             FinalizeRequest::new(updated)
         }
         Plan::Start {
@@ -812,9 +813,14 @@ async fn persist(
             .archive_previous(old.id.clone())
             .rebind_key(),
         Plan::Start { archive: None, .. } => FinalizeRequest::new(fresh()).rebind_key(),
-        Plan::Fork { .. } => FinalizeRequest::new(fresh())
-            .require_key_absent()
-            .rebind_key(),
+        Plan::Fork { parent } => {
+            // The fork continues the parent's conversation: its turns count on.
+            let mut forked = fresh();
+            forked.turns = parent.turns.saturating_add(1);
+            FinalizeRequest::new(forked)
+                .require_key_absent()
+                .rebind_key()
+        }
     };
     let id = request.record.id.clone();
     store

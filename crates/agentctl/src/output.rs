@@ -44,18 +44,19 @@ const DRIVER_WIDTH: usize = 14;
 
 pub(crate) fn list_header() -> String {
     format!(
-        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:<12}  KEY",
-        "UPDATED", "CREATED", "DRIVER", "STATUS", "FINGERPRINT"
+        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:>5}  {:<12}  KEY",
+        "UPDATED", "CREATED", "DRIVER", "STATUS", "TURNS", "FINGERPRINT"
     )
 }
 
 pub(crate) fn list_row(record: &ThreadRecord) -> String {
     format!(
-        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:<12}  {}",
+        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:>5}  {:<12}  {}",
         rfc3339(record.updated_at),
         rfc3339(record.created_at),
         record.driver_type,
         record.status.as_str(),
+        record.turns,
         record.compatibility.fingerprint.short().to_string(),
         record.key
     )
@@ -70,6 +71,7 @@ pub(crate) fn list_json(record: &ThreadRecord) -> Value {
         "driver_type": record.driver_type,
         "created_at": rfc3339(record.created_at),
         "updated_at": rfc3339(record.updated_at),
+        "turns": record.turns,
         "fingerprint": record.compatibility.fingerprint.to_string(),
     })
 }
@@ -103,6 +105,7 @@ pub(crate) fn show_text(record: &ThreadRecord) -> Vec<String> {
         format!("key           {}", record.key),
         format!("record        {}", record.id.as_str()),
         format!("status        {}", record.status.as_str()),
+        format!("turns         {}", record.turns),
         format!("driver        {}", record.driver_type),
         format!("agent         {}", record.agent),
         format!("codec         {}", record.session_codec),

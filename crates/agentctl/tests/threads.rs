@@ -106,6 +106,10 @@ async fn list_filters_by_prefix_as_a_table_and_as_json() {
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[1].ends_with("  support/1") && lines[2].ends_with("  support/2"));
     assert!(lines[1].contains("reference") && lines[1].contains("active"));
+    assert!(
+        lines[0].contains("TURNS") && lines[1].contains("active        1  "),
+        "{text}"
+    );
     assert_no_secret(&table);
 
     let json = agentctl(&db, &["threads", "list", "--json"]);
@@ -118,6 +122,7 @@ async fn list_filters_by_prefix_as_a_table_and_as_json() {
     assert_eq!(keys, ["billing/1", "support/1", "support/2"]);
     assert!(rows[0]["fingerprint"].as_str().unwrap().len() > 12);
     assert!(rows[0]["created_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(rows[0]["turns"], 1);
     assert_no_secret(&json);
 }
 

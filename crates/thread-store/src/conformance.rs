@@ -337,6 +337,7 @@ fn sample(key: &str, n: u8) -> ThreadRecord {
         },
         created_at: Timestamp::from_millis(1_700_000_000_000 + i64::from(n)),
         updated_at: Timestamp::from_millis(1_700_000_000_500 + i64::from(n)),
+        turns: u64::from(n) + 1,
     }
 }
 

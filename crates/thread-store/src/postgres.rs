@@ -72,7 +72,7 @@ use crate::{
 
 /// The newest schema version this build knows. A schema whose `schema_migrations` table records
 /// a newer version is refused with [`StoreError::Corrupt`].
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How many times a transaction that hit a serialization failure or deadlock is replayed.
 const MAX_ATTEMPTS: u32 = 8;
@@ -315,6 +315,8 @@ fn migrations(schema: &str) -> Vec<String> {
             fence BIGINT NOT NULL
         );"
         ),
+        // 3: the turn count of each record (0 for records written before it).
+        format!("ALTER TABLE {s}.threads ADD COLUMN turns BIGINT NOT NULL DEFAULT 0;"),
     ]
 }
 
@@ -434,12 +436,13 @@ impl Sql {
             archive: format!("UPDATE {s}.threads SET status = 'archived' WHERE id = $1"),
             upsert: format!(
                 "INSERT INTO {s}.threads AS t ({COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
                  ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, format = EXCLUDED.format, \
                  driver_type = EXCLUDED.driver_type, agent = EXCLUDED.agent, \
                  fingerprint = EXCLUDED.fingerprint, scheme_version = EXCLUDED.scheme_version, \
                  components = EXCLUDED.components, codec = EXCLUDED.codec, state = EXCLUDED.state, \
-                 created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at \
+                 created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, \
+                 turns = EXCLUDED.turns \
                  WHERE t.key = EXCLUDED.key \
                  RETURNING 1"
             ),
@@ -697,6 +700,7 @@ fn read_row(row: &Row) -> Result<StoredRow, StoreError> {
         state: column(row, 10)?,
         created_at: column(row, 11)?,
         updated_at: column(row, 12)?,
+        turns: column(row, 13)?,
     })
 }
 
@@ -813,6 +817,7 @@ async fn finalize_once(
                 &row.state,
                 &row.created_at,
                 &row.updated_at,
+                &row.turns,
             ],
         )
         .await?;

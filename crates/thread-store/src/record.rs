@@ -188,10 +188,13 @@ pub struct ThreadRecord {
     pub created_at: Timestamp,
     /// When the record was last written.
     pub updated_at: Timestamp,
+    /// Turns persisted in this conversation: 1 after its first run, one more per resumed run.
+    /// A fork starts from its parent's count. Records written before schema version 3 read 0.
+    pub turns: u64,
 }
 
 impl ThreadRecord {
-    /// A new active record with a fresh id, created and updated at `now`.
+    /// A new active record with a fresh id, created and updated at `now`, at its first turn.
     pub fn new(
         key: impl Into<String>,
         driver_type: impl Into<String>,
@@ -212,6 +215,7 @@ impl ThreadRecord {
             state,
             created_at: now,
             updated_at: now,
+            turns: 1,
         }
     }
 }

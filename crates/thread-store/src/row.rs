@@ -24,11 +24,12 @@ pub(crate) struct StoredRow {
     pub(crate) state: String,
     pub(crate) created_at: i64,
     pub(crate) updated_at: i64,
+    pub(crate) turns: i64,
 }
 
 /// The columns of the records table, in [`StoredRow`] order.
 pub(crate) const COLUMNS: &str = "id, key, status, format, driver_type, agent, fingerprint, \
-     scheme_version, components, codec, state, created_at, updated_at";
+     scheme_version, components, codec, state, created_at, updated_at, turns";
 
 impl StoredRow {
     /// Encodes a record. Serializing these plain types cannot fail; a failure would be a bug
@@ -52,6 +53,7 @@ impl StoredRow {
             state,
             created_at: record.created_at.as_millis(),
             updated_at: record.updated_at.as_millis(),
+            turns: i64::try_from(record.turns).unwrap_or(i64::MAX),
         })
     }
 
@@ -79,6 +81,8 @@ impl StoredRow {
                 self.scheme_version
             ))
         })?;
+        let turns = u64::try_from(self.turns)
+            .map_err(|_| corrupt(format!("the turn count {} is negative", self.turns)))?;
         let components: Breakdown = serde_json::from_str(&self.components).map_err(|e| {
             corrupt(format!(
                 "the component breakdown does not decode: {}",
@@ -106,6 +110,7 @@ impl StoredRow {
             state,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
+            turns,
         })
     }
 }
@@ -169,10 +174,11 @@ mod fuzz {
             driver_type in column(), agent in column(), fingerprint in column(),
             scheme_version in number(), components in column(), codec in column(),
             state in column(), created_at in any::<i64>(), updated_at in any::<i64>(),
+            turns in number(),
         ) -> StoredRow {
             StoredRow {
                 id, key, status, format, driver_type, agent, fingerprint, scheme_version,
-                components, codec, state, created_at, updated_at,
+                components, codec, state, created_at, updated_at, turns,
             }
         }
     }
@@ -192,6 +198,7 @@ mod fuzz {
             data in proptest::collection::btree_map("\\PC{0,8}", "\\PC{0,8}", 0..4),
             created_at in any::<i64>(),
             updated_at in any::<i64>(),
+            turns in 0..=i64::MAX as u64,
         ) -> ThreadRecord {
             let mut components = Breakdown::new();
             for (name, digest) in parts {
@@ -214,6 +221,7 @@ mod fuzz {
                 state: SessionState { resume_id, display_id, data: data.into_iter().collect::<BTreeMap<_, _>>() },
                 created_at: Timestamp::from_millis(created_at),
                 updated_at: Timestamp::from_millis(updated_at),
+                turns,
             }
         }
     }

@@ -142,7 +142,7 @@ pub struct SqliteStore {
 
 /// The newest schema version this build knows. A database whose `schema_migrations` table
 /// records a newer version is refused with [`StoreError::Corrupt`].
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Numbered migrations: entry `n` brings the schema from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -183,6 +183,8 @@ const MIGRATIONS: &[&str] = &[
         key TEXT PRIMARY KEY NOT NULL,
         fence INTEGER NOT NULL
     ) WITHOUT ROWID;",
+    // 3: the turn count of each record (0 for records written before it).
+    "ALTER TABLE threads ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;",
 ];
 
 impl SqliteStore {
@@ -505,6 +507,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
         state: r.get(10)?,
         created_at: r.get(11)?,
         updated_at: r.get(12)?,
+        turns: r.get(13)?,
     })
 }
 
@@ -593,13 +596,14 @@ fn finalize_blocking(
     }
     tx.prepare_cached(
         "INSERT INTO threads (id, key, status, format, driver_type, agent, fingerprint, \
-         scheme_version, components, codec, state, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+         scheme_version, components, codec, state, created_at, updated_at, turns) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, format = excluded.format, \
          driver_type = excluded.driver_type, agent = excluded.agent, \
          fingerprint = excluded.fingerprint, scheme_version = excluded.scheme_version, \
          components = excluded.components, codec = excluded.codec, state = excluded.state, \
-         created_at = excluded.created_at, updated_at = excluded.updated_at",
+         created_at = excluded.created_at, updated_at = excluded.updated_at, \
+         turns = excluded.turns",
     )
     .map_err(map_err)?
     .execute(params![
@@ -615,7 +619,8 @@ fn finalize_blocking(
         row.codec,
         row.state,
         row.created_at,
-        row.updated_at
+        row.updated_at,
+        row.turns
     ])
     .map_err(map_err)?;
     if request.rebind_key {

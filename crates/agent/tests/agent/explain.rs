@@ -59,6 +59,20 @@ async fn explain_agrees_with_the_following_run_and_changes_nothing() {
     let second = agent.thread("t").resume_only().run("second").await.unwrap();
     assert_eq!(second.session, SessionOutcome::Resumed);
     assert_eq!(backend.request_count(), requests + 1);
+    // The record counts turns: 1 after the first run, 2 after the resume.
+    let store = file.open().await;
+    let turns = |key: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .resolve(&thread_store::Query::key(key))
+                .await
+                .unwrap()
+                .unwrap()
+                .turns
+        }
+    };
+    assert_eq!(turns("t").await, 2);
 
     // A fork would fork the stored record.
     let fork = agent.thread("t").fork("t2").explain().await.unwrap();
@@ -69,6 +83,10 @@ async fn explain_agrees_with_the_following_run_and_changes_nothing() {
             parent: current.record_id
         }
     );
+    // A fork continues the parent's count.
+    agent.thread("t").fork("t2").run("branch").await.unwrap();
+    assert_eq!(turns("t2").await, 3);
+    assert_eq!(turns("t").await, 2);
     agent.close().await;
 }
 

@@ -35,10 +35,15 @@ fn records() -> impl Strategy<Value = ThreadRecord> {
         (names, text, text, text, any::<bool>()),
         (any::<[u8; 32]>(), any::<u32>(), components),
         state,
-        (any::<i64>(), any::<i64>()),
+        (any::<i64>(), any::<i64>(), 0..=i64::MAX as u64),
     )
         .prop_map(
-            |((key, driver_type, agent, codec, active), (fp, scheme, comps), state, (c, u))| {
+            |(
+                (key, driver_type, agent, codec, active),
+                (fp, scheme, comps),
+                state,
+                (c, u, turns),
+            )| {
                 ThreadRecord {
                     id: RecordId::generate(),
                     key,
@@ -58,6 +63,7 @@ fn records() -> impl Strategy<Value = ThreadRecord> {
                     state,
                     created_at: Timestamp::from_millis(c),
                     updated_at: Timestamp::from_millis(u),
+                    turns,
                 }
             },
         )

@@ -263,3 +263,49 @@ fn rustix_free_euid() -> u32 {
     let probe = tempfile::NamedTempFile::new().unwrap();
     probe.as_file().metadata().unwrap().uid()
 }
+
+/// A database written before schema version 3 (no turn count) migrates on open, and its
+/// records read a turn count of 0; new writes keep theirs.
+#[test]
+fn sqlite_schema_2_databases_migrate_to_turn_counts() {
+    use thread_store::{FinalizeRequest, Query, ThreadStore};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.sqlite3");
+    let rt = crate::runtime();
+    rt.block_on(async {
+        let store = SqliteStore::open(SqliteConfig::new(&path)).await.unwrap();
+        store
+            .finalize(&FinalizeRequest::new(crate::record("old", 1)).rebind_key())
+            .await
+            .unwrap();
+    });
+    // Turn the file back into schema version 2, as an older build left it.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "ALTER TABLE threads DROP COLUMN turns; DELETE FROM schema_migrations WHERE version = 3;",
+        )
+        .unwrap();
+    }
+    rt.block_on(async {
+        let store = SqliteStore::open(SqliteConfig::new(&path)).await.unwrap();
+        let old = store.resolve(&Query::key("old")).await.unwrap().unwrap();
+        assert_eq!(old.turns, 0, "written before turn counts");
+        let mut new = crate::record("new", 2);
+        new.turns = 7;
+        store
+            .finalize(&FinalizeRequest::new(new).rebind_key())
+            .await
+            .unwrap();
+        let new = store.resolve(&Query::key("new")).await.unwrap().unwrap();
+        assert_eq!(new.turns, 7);
+    });
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(version, thread_store::sqlite::SCHEMA_VERSION);
+    assert_eq!(version, 3);
+}
