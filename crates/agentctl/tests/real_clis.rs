@@ -25,6 +25,9 @@ struct Cli<'a> {
     binary: &'a Path,
     model_url: String,
     dir: &'a Path,
+    /// A PostgreSQL URL (with `schema`) instead of a SQLite file in `dir`.
+    store: Option<String>,
+    schema: String,
 }
 
 impl Cli<'_> {
@@ -36,12 +39,17 @@ impl Cli<'_> {
         let work = self.dir.join("work");
         std::fs::create_dir_all(&work).unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_agentctl"));
-        command
-            .arg("--store")
-            .arg(format!(
+        match &self.store {
+            Some(url) => command
+                .arg("--store")
+                .arg(url)
+                .args(["--pg-schema", &self.schema]),
+            None => command.arg("--store").arg(format!(
                 "sqlite:{}",
                 self.dir.join("threads.sqlite3").display()
-            ))
+            )),
+        };
+        command
             .args(args)
             .args(["--runtime", self.runtime, "--model", "mock-model"])
             .arg("--runtime-bin")
@@ -107,6 +115,8 @@ fn codex_resumes_across_processes() {
         binary: &binary,
         model_url: model.base_url(),
         dir: dir.path(),
+        store: None,
+        schema: String::new(),
     };
     resumes_across_processes(&cli, || model.requests());
 }
@@ -125,6 +135,8 @@ fn claude_code_resumes_across_processes() {
         binary: &binary,
         model_url: model.base_url(),
         dir: dir.path(),
+        store: None,
+        schema: String::new(),
     };
     resumes_across_processes(&cli, || model.model_requests());
 }
@@ -143,6 +155,8 @@ fn codebuddy_resumes_across_processes() {
         binary: &binary,
         model_url: model.base_url(),
         dir: dir.path(),
+        store: None,
+        schema: String::new(),
     };
     resumes_across_processes(&cli, || model.model_requests());
 }
@@ -182,6 +196,8 @@ fn ctrl_c_during_a_run_leaves_no_child_and_no_record() {
         binary: &binary,
         model_url: model.base_url(),
         dir: dir.path(),
+        store: None,
+        schema: String::new(),
     };
     let mut command = cli.command(&["run", "--thread", "interrupted", "hello"]);
     let mut child = command
@@ -255,17 +271,38 @@ fn closed_port() -> u16 {
 
 #[test]
 fn codex_resumes_when_its_mcp_server_moves_to_another_port_and_token() {
+    mcp_moved(None);
+}
+
+#[test]
+fn postgres_store_codex_resumes_when_its_mcp_server_moves() {
+    let url = std::env::var("THREAD_STORE_POSTGRES_URL").expect(
+        "THREAD_STORE_POSTGRES_URL is not set: this PostgreSQL test cannot run \
+         (run with --skip postgres to skip it visibly)",
+    );
+    mcp_moved(Some(url));
+}
+
+/// Run, then (a "restart": a second process) resume-only with the MCP server on another port
+/// and token, on SQLite or PostgreSQL.
+fn mcp_moved(store: Option<String>) {
     let Some(binary) = test_kit::real_cli::binary("CODEX_BIN", "agentctl run, MCP server moved")
     else {
         return;
     };
     let model = test_kit::responses::MockResponses::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
     let cli = Cli {
         runtime: "codex",
         binary: &binary,
         model_url: model.base_url(),
         dir: dir.path(),
+        store,
+        schema: format!("agentctl_codex_{}_{nanos}", std::process::id()),
     };
     let run = |port: u16, token: &str, args: &[&str]| {
         cli.command(args)
