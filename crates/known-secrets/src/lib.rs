@@ -1,0 +1,220 @@
+//! Finding known secret values in text: literally, percent-encoded (either hex case, `+` for a
+//! space) or JSON-escaped, in any mix, and replacing each occurrence with [`REDACTED`].
+//!
+//! The one matcher behind `runtime_env::Redactor` and `driver_spi::Redactor`, which both redact
+//! the secrets of a run they were told about (they differ in the patterns they add on top).
+//!
+//! Invariants: overlapping or touching occurrences, of one secret or of several, are replaced
+//! as one span, so no part of any secret survives; a replacement never cuts a UTF-8 character;
+//! empty secrets are ignored; text without an occurrence is left alone (`None`).
+//!
+//! What it does not do: it knows no token *patterns* (bearer headers, key shapes); callers
+//! layer those on. It holds no secret: the caller passes them per call.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+/// What a secret is replaced with.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// `text` with every occurrence of each secret replaced by [`REDACTED`], or `None` when
+/// there is none. Occurrences may be literal, percent-encoded (either hex case, `+` for a
+/// space) or JSON-escaped, in any mix. Overlapping or touching occurrences, of one secret
+/// or of several, are replaced as one span, so no part of any secret survives.
+pub fn replace<'s>(text: &str, secrets: impl Iterator<Item = &'s str>) -> Option<String> {
+    let bytes = text.as_bytes();
+    let decoded = escaped_bytes(bytes);
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for secret in secrets {
+        let s = secret.as_bytes();
+        if s.is_empty() {
+            continue;
+        }
+        // The escape-aware scan only when some escape in the text stands for a byte of
+        // this secret; otherwise every occurrence is literal (the fast, common case).
+        if s.iter().any(|&b| decoded[usize::from(b)]) {
+            find_encoded(bytes, s, &mut spans);
+        } else {
+            find_literal(text, secret, &mut spans);
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    for span in &mut spans {
+        *span = (floor_boundary(text, span.0), ceil_boundary(text, span.1));
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut current: Option<(usize, usize)> = None;
+    for (a, b) in spans {
+        match &mut current {
+            Some(cur) if a <= cur.1 => cur.1 = cur.1.max(b),
+            _ => {
+                if let Some((ca, cb)) = current.replace((a, b)) {
+                    out.push_str(&text[copied..ca]);
+                    out.push_str(REDACTED);
+                    copied = cb;
+                }
+            }
+        }
+    }
+    if let Some((ca, cb)) = current {
+        out.push_str(&text[copied..ca]);
+        out.push_str(REDACTED);
+        copied = cb;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
+/// Which bytes the escapes in `text` stand for.
+fn escaped_bytes(text: &[u8]) -> [bool; 256] {
+    let mut decoded = [false; 256];
+    for (t, &b) in text.iter().enumerate() {
+        if matches!(b, b'%' | b'\\' | b'+')
+            && let Some(unit) = decode(text, t)
+        {
+            for &d in &unit.bytes[..unit.len] {
+                decoded[usize::from(d)] = true;
+            }
+        }
+    }
+    decoded
+}
+
+/// Every literal occurrence, overlapping ones included.
+fn find_literal(text: &str, secret: &str, spans: &mut Vec<(usize, usize)>) {
+    let mut from = 0;
+    while let Some(pos) = text.get(from..).and_then(|t| t.find(secret)) {
+        let start = from + pos;
+        spans.push((start, start + secret.len()));
+        from = ceil_boundary(text, start + 1);
+    }
+}
+
+/// Every occurrence in any mix of literal bytes and escapes.
+fn find_encoded(text: &[u8], s: &[u8], spans: &mut Vec<(usize, usize)>) {
+    for (i, &b) in text.iter().enumerate() {
+        if b != s[0] && !matches!(b, b'%' | b'\\' | b'+') {
+            continue;
+        }
+        if let Some(end) = match_at(text, i, s, false).or_else(|| match_at(text, i, s, true)) {
+            spans.push((i, end));
+        }
+    }
+}
+
+/// Where a match of `s` starting at `t` ends. At each step a literal byte or an escape
+/// may match; `prefer_escape` says which to try first (a secret may itself contain `%`
+/// or `\`).
+fn match_at(text: &[u8], mut t: usize, s: &[u8], prefer_escape: bool) -> Option<usize> {
+    let mut j = 0;
+    while j < s.len() {
+        let literal = text.get(t) == Some(&s[j]);
+        if literal && !prefer_escape {
+            t += 1;
+            j += 1;
+            continue;
+        }
+        if let Some(unit) = decode(text, t)
+            && s[j..].starts_with(&unit.bytes[..unit.len])
+        {
+            t += unit.width;
+            j += unit.len;
+            continue;
+        }
+        if !literal {
+            return None;
+        }
+        t += 1;
+        j += 1;
+    }
+    Some(t)
+}
+
+/// The bytes one escape stands for.
+struct Unit {
+    bytes: [u8; 4],
+    len: usize,
+    /// How many bytes of text the escape takes.
+    width: usize,
+}
+
+impl Unit {
+    fn byte(b: u8, width: usize) -> Self {
+        Self {
+            bytes: [b, 0, 0, 0],
+            len: 1,
+            width,
+        }
+    }
+}
+
+/// The escape at `t`: `%XX`, `+` (a space in form encoding), or a JSON escape.
+fn decode(text: &[u8], t: usize) -> Option<Unit> {
+    match *text.get(t)? {
+        b'%' => {
+            let v = hex(text.get(t + 1..t + 3)?)?;
+            Some(Unit::byte(u8::try_from(v).ok()?, 3))
+        }
+        b'+' => Some(Unit::byte(b' ', 1)),
+        b'\\' => {
+            let b = match *text.get(t + 1)? {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                b'/' => b'/',
+                b'b' => 0x08,
+                b'f' => 0x0c,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'u' => return decode_unicode(text, t),
+                _ => return None,
+            };
+            Some(Unit::byte(b, 2))
+        }
+        _ => None,
+    }
+}
+
+/// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`, as UTF-8.
+fn decode_unicode(text: &[u8], t: usize) -> Option<Unit> {
+    let hi = hex(text.get(t + 2..t + 6)?)?;
+    let (code, width) = if (0xD800..0xDC00).contains(&hi) {
+        if text.get(t + 6..t + 8)? != b"\\u" {
+            return None;
+        }
+        let lo = hex(text.get(t + 8..t + 12)?)?;
+        if !(0xDC00..0xE000).contains(&lo) {
+            return None;
+        }
+        (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 12)
+    } else {
+        (hi, 6)
+    };
+    let c = char::from_u32(code)?;
+    let mut bytes = [0; 4];
+    let len = c.encode_utf8(&mut bytes).len();
+    Some(Unit { bytes, len, width })
+}
+
+fn hex(digits: &[u8]) -> Option<u32> {
+    digits
+        .iter()
+        .try_fold(0u32, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
+}
+
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    while i > 0 && !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(text: &str, mut i: usize) -> usize {
+    while i < text.len() && !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i.min(text.len())
+}
