@@ -35,8 +35,9 @@
 //! same token, not expired. If any check fails the whole write is refused with
 //! [`StoreError::LeaseLost`] and nothing changes. With
 //! [`release_leases`](FinalizeRequest::release_leases) the same commit also frees exactly the
-//! leases it validated, so a whole Thread turn costs two durable commits: acquire, then
-//! finalize-and-release. [`renew_lease`](ThreadStore::renew_lease) extends a current lease
+//! leases it validated, so a whole Thread turn costs two commits: acquire, then
+//! finalize-and-release. The SQLite store syncs only the second (a lease write is made durable
+//! by the next finalize) and commits concurrent finalizes together; see `docs/threads.md`. [`renew_lease`](ThreadStore::renew_lease) extends a current lease
 //! and keeps its token; a stale one gets [`StoreError::LeaseLost`].
 //! [`release_lease`](ThreadStore::release_lease) is idempotent and ignores stale leases.
 //!

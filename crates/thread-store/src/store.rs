@@ -362,3 +362,19 @@ pub trait ThreadStore: Send + Sync + std::fmt::Debug {
     /// either commits first (and the delete removes its record) or is fenced.
     async fn delete(&self, key: &str) -> Result<u64, StoreError>;
 }
+
+/// The smallest string greater than every string that starts with `prefix`, or `None` when
+/// there is none (an empty prefix, or one made only of `char::MAX`). UTF-8 byte order is code
+/// point order, so `prefix <= key < successor` selects exactly the keys under `prefix`, and a
+/// range scan on the key index stops at the prefix's end.
+pub(crate) fn prefix_successor(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}

@@ -4,10 +4,11 @@
 //! works in its own freshly named schema and drops it at the end.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-use thread_store::conformance::{self, Factory, Harness};
+use thread_store::conformance::{self, Factory, Harness, TimeControl};
 use thread_store::memory::MemoryStore;
 use thread_store::postgres::{PostgresConfig, PostgresStore};
 use thread_store::sqlite::{Execution, SqliteConfig, SqliteStore};
@@ -43,6 +44,8 @@ struct Sqlite {
     dir: tempfile::TempDir,
     next: AtomicUsize,
     execution: Execution,
+    /// The file `create` opened last, for `reopen`.
+    last: Mutex<Option<PathBuf>>,
 }
 
 #[async_trait::async_trait]
@@ -50,11 +53,26 @@ impl Factory for Sqlite {
     async fn create(&self) -> Result<Harness, StoreError> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let clock = ManualClock::starting_now();
-        let config = SqliteConfig::new(self.dir.path().join(format!("store-{n}.sqlite3")))
+        let path = self.dir.path().join(format!("store-{n}.sqlite3"));
+        *self.last.lock().unwrap() = Some(path.clone());
+        let config = SqliteConfig::new(path)
             .clock(Arc::new(clock.clone()))
             .execution(self.execution);
         let store = SqliteStore::open(config).await?;
         Ok(Harness::manual(Arc::new(store), clock))
+    }
+
+    /// Another connection to the same file, as another process opens it.
+    async fn reopen(&self, harness: &Harness) -> Result<Harness, StoreError> {
+        let path = self.last.lock().unwrap().clone().unwrap();
+        let TimeControl::Manual(clock) = &harness.time else {
+            unreachable!("the SQLite factory's harnesses run on a manual clock");
+        };
+        let config = SqliteConfig::new(path)
+            .clock(Arc::new(clock.clone()))
+            .execution(self.execution);
+        let store = SqliteStore::open(config).await?;
+        Ok(Harness::manual(Arc::new(store), clock.clone()))
     }
 }
 
@@ -86,6 +104,7 @@ fn sqlite() {
             dir: tempfile::tempdir().unwrap(),
             next: AtomicUsize::new(0),
             execution,
+            last: Mutex::new(None),
         };
         let report = rt.block_on(conformance::run(&factory));
         println!("{case}:\n{report}");
@@ -104,6 +123,11 @@ impl Factory for Postgres {
         let config = PostgresConfig::from_url(&self.url, &self.schema)?;
         let store = PostgresStore::connect(config).await?;
         Ok(Harness::real_time(Arc::new(store)))
+    }
+
+    /// Another pool of connections to the same schema, as another host opens it.
+    async fn reopen(&self, _harness: &Harness) -> Result<Harness, StoreError> {
+        self.create().await
     }
 }
 

@@ -9,6 +9,7 @@
 mod bad_data;
 mod canary;
 mod fuzz;
+mod group_commit;
 mod postgres_race;
 mod postgres_tls;
 mod processes;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 
 use compat_fingerprint::{Breakdown, ComponentName, Fingerprint};
 use thread_store::postgres::{PostgresConfig, PostgresStore};
-use thread_store::sqlite::{SqliteConfig, SqliteStore};
+use thread_store::sqlite::{SqliteConfig, SqliteStore, Synchronous};
 use thread_store::{Clock, Compatibility, RecordId, SessionState, ThreadRecord, Timestamp};
 
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
@@ -64,10 +65,16 @@ pub(crate) fn counter_of(record: &ThreadRecord) -> u64 {
     record.state.data["counter"].parse().unwrap()
 }
 
+/// Opens at `synchronous=FULL`, where lease writes commit without a sync of their own and
+/// finalizes are group-committed: the configuration whose fencing these tests must prove.
 pub(crate) async fn open_sqlite(path: &std::path::Path, clock: Arc<dyn Clock>) -> SqliteStore {
-    SqliteStore::open(SqliteConfig::new(path).clock(clock))
-        .await
-        .unwrap()
+    SqliteStore::open(
+        SqliteConfig::new(path)
+            .clock(clock)
+            .synchronous(Synchronous::Full),
+    )
+    .await
+    .unwrap()
 }
 
 /// The PostgreSQL URL; a PostgreSQL test without one fails here with a clear message.

@@ -43,8 +43,15 @@ fn worker(test: &str, db: &std::path::Path, owner: &str, turns: usize) -> Comman
     cmd
 }
 
-/// One Thread turn per loop, `TURNS` times: acquire (retrying on Busy), resolve, finalize
-/// with release. Prints `TURN <counter read> <token>` for each.
+/// Tasks per race worker process, each its own lease owner.
+const RACE_TASKS: usize = 4;
+/// Threads the race is over: every task takes turns on each of them in round robin, so
+/// finalizes of different Threads run at once and are group-committed.
+const RACE_KEYS: usize = 2;
+
+/// [`RACE_TASKS`] concurrent tasks, each running `TURNS` Thread turns (acquire, retrying on
+/// Busy; resolve; finalize with release) over the [`RACE_KEYS`] keys in turn. Prints
+/// `TURN <key> <counter read> <token>` for each turn, then the group-commit statistics.
 #[test]
 #[ignore = "child-process worker of sqlite_processes_race_for_one_thread_lease"]
 fn child_worker_race() {
@@ -54,54 +61,80 @@ fn child_worker_race() {
     let owner = std::env::var(OWNER_ENV).unwrap();
     let turns: usize = std::env::var(TURNS_ENV).unwrap().parse().unwrap();
     runtime().block_on(async {
-        let store = open_sqlite(db.as_ref(), Arc::new(SystemClock)).await;
-        let mut busy = 0u64;
-        let mut done = 0;
-        while done < turns {
-            let lease = match store
-                .acquire_lease(RACE_TARGET, &owner, Duration::from_secs(30))
-                .await
-            {
-                Ok(lease) => lease,
-                Err(StoreError::Busy { .. }) => {
-                    busy += 1;
-                    tokio::time::sleep(Duration::from_micros(200)).await;
-                    continue;
+        let store = Arc::new(open_sqlite(db.as_ref(), Arc::new(SystemClock)).await);
+        let mut tasks = Vec::new();
+        for task in 0..RACE_TASKS {
+            let (store, owner) = (Arc::clone(&store), format!("{owner}-{task}"));
+            tasks.push(tokio::spawn(async move {
+                let mut lines = Vec::new();
+                let mut busy = 0u64;
+                for turn in 0..turns {
+                    let k = (turn + task) % RACE_KEYS;
+                    let (key, target) = (format!("{RACE_KEY}/{k}"), format!("{RACE_TARGET}/{k}"));
+                    let lease = loop {
+                        match store
+                            .acquire_lease(&target, &owner, Duration::from_secs(30))
+                            .await
+                        {
+                            Ok(lease) => break lease,
+                            Err(StoreError::Busy { .. }) => {
+                                busy += 1;
+                                tokio::time::sleep(Duration::from_micros(200)).await;
+                            }
+                            Err(e) => panic!("acquire failed: {e}"),
+                        }
+                    };
+                    let current = store.resolve(&Query::key(key.clone())).await.unwrap();
+                    let read = current.as_ref().map_or(0, counter_of);
+                    let next = match current {
+                        Some(mut existing) => {
+                            existing
+                                .state
+                                .data
+                                .insert("counter".into(), (read + 1).to_string());
+                            existing
+                        }
+                        None => record(&key, 1),
+                    };
+                    store
+                        .finalize(
+                            &FinalizeRequest::new(next)
+                                .holding(lease.clone())
+                                .rebind_key()
+                                .release_leases(),
+                        )
+                        .await
+                        .unwrap();
+                    lines.push(format!("TURN {k} {read} {}", lease.token));
+                    tokio::task::yield_now().await;
                 }
-                Err(e) => panic!("acquire failed: {e}"),
-            };
-            let current = store.resolve(&Query::key(RACE_KEY)).await.unwrap();
-            let read = current.as_ref().map_or(0, counter_of);
-            let next = match current {
-                Some(mut existing) => {
-                    existing
-                        .state
-                        .data
-                        .insert("counter".into(), (read + 1).to_string());
-                    existing
-                }
-                None => record(RACE_KEY, 1),
-            };
-            store
-                .finalize(
-                    &FinalizeRequest::new(next)
-                        .holding(lease.clone())
-                        .rebind_key()
-                        .release_leases(),
-                )
-                .await
-                .unwrap();
-            println!("TURN {read} {}", lease.token);
-            done += 1;
-            tokio::task::yield_now().await;
+                (lines, busy)
+            }));
+        }
+        let mut busy = 0;
+        for task in tasks {
+            let (lines, b) = task.await.unwrap();
+            for line in lines {
+                println!("{line}");
+            }
+            busy += b;
         }
         println!("BUSY {busy}");
+        let stats = store.group_commit_stats();
+        println!(
+            "STATS {} finalizes in {} commits, largest batch {}",
+            stats.finalizes, stats.commits, stats.largest_batch
+        );
     });
 }
 
+/// Two processes of [`RACE_TASKS`] tasks each race for the leases of [`RACE_KEYS`] Threads, at
+/// `synchronous=FULL` with group commit: every turn has exactly one winner (each counter value
+/// of each key is read exactly once, so no checkpoint was lost or doubled), and each key's
+/// winners hold ever fresher fencing tokens.
 #[test]
 fn sqlite_processes_race_for_one_thread_lease() {
-    const TURNS_EACH: usize = 50;
+    const TURNS_EACH: usize = 25;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("race.sqlite3");
     let children: Vec<_> = ["proc-a", "proc-b"]
@@ -112,7 +145,7 @@ fn sqlite_processes_race_for_one_thread_lease() {
                 .unwrap()
         })
         .collect();
-    let mut turns = Vec::new();
+    let mut turns: Vec<Vec<(u64, u64)>> = vec![Vec::new(); RACE_KEYS];
     let mut busy = 0u64;
     for child in children {
         let out = child.wait_with_output().unwrap();
@@ -122,47 +155,58 @@ fn sqlite_processes_race_for_one_thread_lease() {
             out.status
         );
         let stdout = String::from_utf8(out.stdout).unwrap();
-        let before = turns.len();
+        let mut reported = 0;
         for line in stdout.lines() {
             // libtest prints "test <name> ... " before the worker's first line.
-            let line = ["TURN ", "BUSY "]
+            let line = ["TURN ", "BUSY ", "STATS "]
                 .iter()
                 .find_map(|tag| line.find(tag).map(|at| &line[at..]))
                 .unwrap_or("");
             let mut parts = line.split_whitespace();
             match parts.next() {
                 Some("TURN") => {
+                    let key: usize = parts.next().unwrap().parse().unwrap();
                     let read: u64 = parts.next().unwrap().parse().unwrap();
                     let token: u64 = parts.next().unwrap().parse().unwrap();
-                    turns.push((read, token));
+                    turns[key].push((read, token));
+                    reported += 1;
                 }
                 Some("BUSY") => busy += parts.next().unwrap().parse::<u64>().unwrap(),
+                Some("STATS") => println!("worker group commit: {line}"),
                 _ => {}
             }
         }
         assert_eq!(
-            turns.len() - before,
-            TURNS_EACH,
+            reported,
+            TURNS_EACH * RACE_TASKS,
             "a worker did not report every turn"
         );
     }
-    // Exactly one process won each round: every counter value was read exactly once, so no
-    // checkpoint was lost (a value read twice) or doubled (a value skipped).
-    turns.sort_unstable();
-    let reads: Vec<u64> = turns.iter().map(|t| t.0).collect();
-    let expected: Vec<u64> = (0..2 * TURNS_EACH as u64).collect();
-    assert_eq!(reads, expected, "lost or doubled checkpoints");
-    // Each round's winner held a fresher fencing token than the round before.
-    assert!(
-        turns.windows(2).all(|w| w[0].1 < w[1].1),
-        "fencing tokens did not increase from round to round"
-    );
-    let final_counter = runtime().block_on(async {
+    let total = 2 * TURNS_EACH * RACE_TASKS;
+    let finals = runtime().block_on(async {
         let store = open_sqlite(&db, Arc::new(SystemClock)).await;
-        counter_of(&store.resolve(&Query::key(RACE_KEY)).await.unwrap().unwrap())
+        let mut finals = Vec::new();
+        for k in 0..RACE_KEYS {
+            let key = format!("{RACE_KEY}/{k}");
+            finals.push(counter_of(
+                &store.resolve(&Query::key(key)).await.unwrap().unwrap(),
+            ));
+        }
+        finals
     });
-    assert_eq!(final_counter, 2 * TURNS_EACH as u64);
-    println!("{} turns, {busy} Busy refusals", turns.len());
+    for (k, mut key_turns) in turns.into_iter().enumerate() {
+        // Exactly one winner per turn of this key: every counter value read exactly once.
+        key_turns.sort_unstable();
+        let reads: Vec<u64> = key_turns.iter().map(|t| t.0).collect();
+        let expected: Vec<u64> = (0..key_turns.len() as u64).collect();
+        assert_eq!(reads, expected, "key {k}: lost or doubled checkpoints");
+        assert!(
+            key_turns.windows(2).all(|w| w[0].1 < w[1].1),
+            "key {k}: fencing tokens did not increase from turn to turn"
+        );
+        assert_eq!(finals[k], key_turns.len() as u64, "key {k}: final counter");
+    }
+    println!("{total} turns, {busy} Busy refusals");
 }
 
 /// Takes the lease on [`KILLED_TARGET`], prints `LEASE <token>`, and waits to be killed.

@@ -100,6 +100,17 @@ impl Harness {
 pub trait Factory: Send + Sync {
     /// A store to run one contract against.
     async fn create(&self) -> Result<Harness, StoreError>;
+
+    /// A second, independent handle on the storage of the store `create` returned last, as
+    /// another process would open it (the same file, the same schema), sharing its time
+    /// control. TS-19 opens one, takes a lease through it and drops it mid-turn, as a killed
+    /// process would.
+    ///
+    /// The default hands back `harness` itself, for adapters whose storage lives only as long
+    /// as the handle (the memory store): dropping a clone then loses nothing.
+    async fn reopen(&self, harness: &Harness) -> Result<Harness, StoreError> {
+        Ok(harness.clone())
+    }
 }
 
 /// One contract's id and what it checks.
@@ -181,6 +192,14 @@ pub const CONTRACTS: &[Contract] = &[
         id: "TS-17",
         name: "lease_holder reports the current holder, read-only; free and expired are None",
     },
+    Contract {
+        id: "TS-18",
+        name: "concurrent finalizes each validate their own leases: a failing one fails alone",
+    },
+    Contract {
+        id: "TS-19",
+        name: "a holder gone between acquire and finalize (killed) is fenced out for good",
+    },
 ];
 
 /// One contract's result.
@@ -239,7 +258,7 @@ pub async fn run(factory: &dyn Factory) -> Report {
         let result = match factory.create().await {
             Ok(h) => {
                 let ns = format!("ts/{}/{}/", contract.id, RecordId::generate());
-                run_one(contract.id, &h, &ns).await
+                run_one(contract.id, factory, &h, &ns).await
             }
             Err(e) => Err(format!("the factory failed: {e}")),
         };
@@ -251,7 +270,7 @@ pub async fn run(factory: &dyn Factory) -> Report {
     Report { outcomes }
 }
 
-async fn run_one(id: &str, h: &Harness, ns: &str) -> Result<(), String> {
+async fn run_one(id: &str, factory: &dyn Factory, h: &Harness, ns: &str) -> Result<(), String> {
     match id {
         "TS-01" => ts01_resolve_missing(h, ns).await,
         "TS-02" => ts02_stale_finalize(h, ns).await,
@@ -263,13 +282,15 @@ async fn run_one(id: &str, h: &Harness, ns: &str) -> Result<(), String> {
         "TS-08" => ts08_renew(h, ns).await,
         "TS-09" => ts09_release_idempotent(h, ns).await,
         "TS-10" => ts10_finalize_release(h, ns).await,
-        "TS-11" => ts11_one_winner(h, ns).await,
+        "TS-11" => concurrency::ts11_one_winner(h, ns).await,
         "TS-12" => ts12_round_trip(h, ns).await,
         "TS-13" => ts13_list_pages(h, ns).await,
         "TS-14" => ts14_delete(h, ns).await,
         "TS-15" => ts15_invalid(h, ns).await,
         "TS-16" => ts16_delete_fences(h, ns).await,
         "TS-17" => ts17_lease_holder(h, ns).await,
+        "TS-18" => concurrency::ts18_batch_isolation(h, ns).await,
+        "TS-19" => concurrency::ts19_killed_holder(factory, h, ns).await,
         other => Err(format!("no contract named {other}")),
     }
 }
@@ -280,7 +301,7 @@ type Check = Result<(), String>;
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
         if !$cond {
-            return Err(format!("{} (conformance.rs line {})", format!($($msg)+), line!()));
+            return Err(format!("{} ({} line {})", format!($($msg)+), file!(), line!()));
         }
     };
 }
@@ -292,14 +313,17 @@ macro_rules! ok {
             Ok(v) => v,
             Err(e) => {
                 return Err(format!(
-                    "{} failed: {e} (conformance.rs line {})",
+                    "{} failed: {e} ({} line {})",
                     $what,
+                    file!(),
                     line!()
                 ))
             }
         }
     };
 }
+
+mod concurrency;
 
 const LONG: Duration = Duration::from_secs(600);
 
@@ -1027,47 +1051,6 @@ async fn ts10_finalize_release(h: &Harness, ns: &str) -> Check {
     Ok(())
 }
 
-async fn ts11_one_winner(h: &Harness, ns: &str) -> Check {
-    const ACQUIRERS: usize = 8;
-    for round in 0..5 {
-        let target = Arc::new(format!("{ns}lease-{round}"));
-        let barrier = Arc::new(tokio::sync::Barrier::new(ACQUIRERS));
-        let mut tasks = Vec::new();
-        for n in 0..ACQUIRERS {
-            let (store, target, barrier) = (
-                Arc::clone(&h.store),
-                Arc::clone(&target),
-                Arc::clone(&barrier),
-            );
-            tasks.push(tokio::spawn(async move {
-                barrier.wait().await;
-                store
-                    .acquire_lease(&target, &format!("owner-{n}"), LONG)
-                    .await
-            }));
-        }
-        let mut winners = Vec::new();
-        for task in tasks {
-            match task.await {
-                Ok(Ok(lease)) => winners.push(lease),
-                Ok(Err(StoreError::Busy { .. })) => {}
-                Ok(Err(e)) => return Err(format!("round {round}: an acquirer failed: {e}")),
-                Err(e) => return Err(format!("round {round}: an acquirer task failed: {e}")),
-            }
-        }
-        ensure!(
-            winners.len() == 1,
-            "round {round}: {} winners",
-            winners.len()
-        );
-        ensure!(
-            is_current(h, &winners[0]).await?,
-            "round {round}: the winner's lease is not current"
-        );
-    }
-    Ok(())
-}
-
 async fn ts12_round_trip(h: &Harness, ns: &str) -> Check {
     let mut records = Vec::new();
     let mut plain = sample(&format!("{ns}plain"), 9);
@@ -1639,7 +1622,8 @@ async fn ts17_lease_holder(h: &Harness, ns: &str) -> Check {
     let held = ok!(h.store.lease_holder(&target).await, "lease_holder (held)");
     let Some(held) = held else {
         return Err(format!(
-            "a held lease was not reported (conformance.rs line {})",
+            "a held lease was not reported ({} line {})",
+            file!(),
             line!()
         ));
     };

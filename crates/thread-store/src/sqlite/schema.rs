@@ -1,0 +1,205 @@
+//! The SQLite schema, its migrations, the row layout and the error mapping.
+
+use std::sync::LazyLock;
+
+use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
+
+use crate::StoreError;
+use crate::row::{COLUMNS, StoredRow};
+
+/// The newest schema version this build knows. A database whose `schema_migrations` table
+/// records a newer version is refused with [`StoreError::Corrupt`].
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// Numbered migrations: entry `n` brings the schema from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: records, key bindings, leases and the fencing-token counter.
+    "CREATE TABLE threads (
+        id TEXT PRIMARY KEY NOT NULL,
+        key TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
+        format INTEGER NOT NULL,
+        driver_type TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        scheme_version INTEGER NOT NULL,
+        components TEXT NOT NULL,
+        codec TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE INDEX threads_by_key ON threads (key, id);
+    CREATE TABLE bindings (
+        key TEXT PRIMARY KEY NOT NULL,
+        record_id TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE leases (
+        target TEXT PRIMARY KEY NOT NULL,
+        owner TEXT NOT NULL,
+        token INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE lease_tokens (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        last INTEGER NOT NULL
+    );
+    INSERT INTO lease_tokens (id, last) VALUES (1, 0);",
+    // 2: erase fences: the fencing token each delete of a key took.
+    "CREATE TABLE erased_keys (
+        key TEXT PRIMARY KEY NOT NULL,
+        fence INTEGER NOT NULL
+    ) WITHOUT ROWID;",
+    // 3: the turn count of each record (0 for records written before it).
+    "ALTER TABLE threads ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;",
+];
+
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(map_err)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY NOT NULL,
+            applied_at INTEGER NOT NULL
+        )",
+    )
+    .map_err(map_err)?;
+    let current: i64 = tx
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(map_err)?;
+    if current > SCHEMA_VERSION {
+        return Err(StoreError::corrupt(format!(
+            "the SQLite schema is at version {current}, newer than this build supports ({SCHEMA_VERSION})"
+        )));
+    }
+    if current < 0 {
+        return Err(StoreError::corrupt(format!(
+            "the SQLite schema version {current} is not a valid version"
+        )));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = index as i64 + 1;
+        tx.execute_batch(sql).map_err(map_err)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+            params![version, crate::Timestamp::now().as_millis()],
+        )
+        .map_err(map_err)?;
+    }
+    tx.commit().map_err(map_err)
+}
+
+/// Maps a rusqlite error to the store's classes. SQLite's messages name tables, columns and
+/// constraints, never bound values.
+pub(super) fn map_err(err: rusqlite::Error) -> StoreError {
+    use rusqlite::Error as E;
+    match err {
+        E::SqliteFailure(e, _)
+            if matches!(e.code, ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) =>
+        {
+            StoreError::corrupt(format!("the SQLite file is damaged: {e}"))
+        }
+        E::SqliteFailure(e, _)
+            if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) =>
+        {
+            StoreError::unavailable(
+                "the SQLite database stayed locked longer than the busy timeout",
+            )
+        }
+        E::SqliteFailure(e, msg) => StoreError::unavailable(match msg {
+            Some(msg) => format!("SQLite error: {e}: {msg}"),
+            None => format!("SQLite error: {e}"),
+        }),
+        E::InvalidColumnType(index, _, ty) => StoreError::corrupt(format!(
+            "column {index} holds a value of type {ty}, not the type this build stores"
+        )),
+        E::IntegralValueOutOfRange(index, _) => {
+            StoreError::corrupt(format!("column {index} holds an integer out of range"))
+        }
+        E::FromSqlConversionFailure(index, ty, _) => StoreError::corrupt(format!(
+            "column {index} (type {ty}) does not convert to the type this build stores"
+        )),
+        E::Utf8Error(..) => StoreError::corrupt("a text column is not valid UTF-8"),
+        other => StoreError::unavailable(format!("SQLite call failed: {}", kind_of(&other))),
+    }
+}
+
+/// A value-free description of a rusqlite error.
+fn kind_of(err: &rusqlite::Error) -> &'static str {
+    use rusqlite::Error as E;
+    match err {
+        E::QueryReturnedNoRows => "no rows",
+        E::InvalidParameterCount(..) => "wrong parameter count",
+        E::InvalidPath(_) => "invalid path",
+        E::NulError(_) => "a string holds a NUL byte",
+        E::ToSqlConversionFailure(_) => "a value does not convert to SQL",
+        _ => "unexpected error",
+    }
+}
+
+pub(super) fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
+    Ok(StoredRow {
+        id: r.get(0)?,
+        key: r.get(1)?,
+        status: r.get(2)?,
+        format: r.get(3)?,
+        driver_type: r.get(4)?,
+        agent: r.get(5)?,
+        fingerprint: r.get(6)?,
+        scheme_version: r.get(7)?,
+        components: r.get(8)?,
+        codec: r.get(9)?,
+        state: r.get(10)?,
+        created_at: r.get(11)?,
+        updated_at: r.get(12)?,
+        turns: r.get(13)?,
+    })
+}
+
+pub(super) fn token_to_sql(token: u64) -> Result<i64, StoreError> {
+    i64::try_from(token).map_err(|_| StoreError::invalid("lease token is out of range"))
+}
+
+pub(super) fn token_from_sql(token: i64) -> Result<u64, StoreError> {
+    u64::try_from(token).map_err(|_| StoreError::corrupt("a stored lease token is negative"))
+}
+
+pub(super) static SELECT_BY_ID: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {COLUMNS} FROM threads WHERE id = ?1"));
+
+pub(super) static SELECT_BY_KEY: LazyLock<String> = LazyLock::new(|| {
+    let columns = COLUMNS
+        .split(", ")
+        .map(|c| format!("t.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT {columns} FROM bindings b JOIN threads t ON t.id = b.record_id WHERE b.key = ?1"
+    )
+});
+
+/// A page of records under a prefix, bounded above by the prefix's successor (`?6`), so the
+/// index scan stops at the prefix's end instead of reading on to the end of the table.
+pub(super) static SELECT_PAGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {COLUMNS} FROM threads \
+         WHERE key >= ?1 AND key < ?6 \
+         AND (key, id) > (?2, ?3) AND (?4 OR status = 'active') \
+         ORDER BY key, id LIMIT ?5"
+    )
+});
+
+/// A page of records under a prefix that has no successor (empty, or only `char::MAX`).
+pub(super) static SELECT_PAGE_UNBOUNDED: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {COLUMNS} FROM threads \
+         WHERE key >= ?1 AND substr(key, 1, length(?1)) = ?1 \
+         AND (key, id) > (?2, ?3) AND (?4 OR status = 'active') \
+         ORDER BY key, id LIMIT ?5"
+    )
+});
