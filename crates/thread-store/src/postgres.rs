@@ -21,8 +21,13 @@
 //!   and lease operations wait for one only for the length of its short transaction.
 //! - Only serialization failures (`40001`) and deadlocks (`40P01`) are retried, by replaying
 //!   the whole transaction; a failed lease check is an answer, never retried.
-//! - A small built-in pool keeps up to `pool_size` connections, each with its statements
-//!   prepared once. The connection tasks are spawned on the current Tokio runtime.
+//! - A pool (deadpool-postgres) keeps up to `pool_size` connections (16 by default), each
+//!   with its statements prepared once and cached, so Threads on one host run their turns in
+//!   parallel and the server merges their WAL flushes. Connections are opened lazily, and the
+//!   connection tasks are spawned on the current Tokio runtime.
+//! - A finalize costs three round trips: `BEGIN`, every statement of the write sent at once
+//!   (pipelined; the server runs them in order, so the lease rows are locked before anything is
+//!   written, and a failed check rolls the whole transaction back), then `COMMIT`.
 //! - TLS follows libpq's `sslmode` ([`SslMode`]): `disable`, `prefer` (the default),
 //!   `require`, `verify-ca` and `verify-full`, read from the connection string or set with
 //!   [`PostgresConfig::ssl_mode`]. It runs on rustls with the ring provider; the verifying
@@ -50,10 +55,9 @@
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
@@ -87,7 +91,7 @@ pub struct PostgresConfig {
 }
 
 impl PostgresConfig {
-    /// A store in `schema` of the database `pg` points to, with a pool of 4 connections.
+    /// A store in `schema` of the database `pg` points to, with a pool of up to 16 connections.
     ///
     /// The schema name must be 1 to 63 characters of `a-z`, `0-9` and `_`, starting with a
     /// letter or `_`; it is created if missing. The TLS mode is the one `pg` asks for
@@ -112,7 +116,7 @@ impl PostgresConfig {
         Ok(Self {
             pg,
             schema: schema.to_owned(),
-            pool_size: 4,
+            pool_size: 16,
             tls,
         })
     }
@@ -174,6 +178,7 @@ impl PostgresConfig {
 #[derive(Debug)]
 pub struct PostgresStore {
     pool: Pool,
+    sql: Sql,
     schema: String,
     retries: AtomicU64,
 }
@@ -186,19 +191,26 @@ impl PostgresStore {
     /// TLS handshake, like any connection failure, is [`StoreError::Unavailable`].
     pub async fn connect(config: PostgresConfig) -> Result<Self, StoreError> {
         let tls = crate::pg_tls::connector(&config.tls)?;
-        let (mut client, _) = open_client(&config.pg, &tls).await?;
-        migrate(&mut client, &config.schema).await?;
-        let sql = Arc::new(Sql::new(&config.schema));
-        let first = Conn::prepare(client, &sql).await?;
-        let pool = Pool {
-            pg: config.pg,
-            tls,
-            sql,
-            idle: Mutex::new(vec![first]),
-            permits: Semaphore::new(config.pool_size),
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
         };
+        let manager = match tls {
+            Connector::Plain => Manager::from_config(config.pg.clone(), NoTls, manager_config),
+            Connector::Rustls(make) => {
+                Manager::from_config(config.pg.clone(), make, manager_config)
+            }
+        };
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| StoreError::unavailable(format!("the connection pool: {e}")))?;
+        let mut client = pool.get().await.map_err(|e| map_pool(&e))?;
+        migrate(&mut client, &config.schema).await?;
+        drop(client);
         Ok(Self {
             pool,
+            sql: Sql::new(&config.schema),
             schema: config.schema,
             retries: AtomicU64::new(0),
         })
@@ -214,39 +226,6 @@ impl PostgresStore {
     pub fn retry_count(&self) -> u64 {
         self.retries.load(Ordering::Relaxed)
     }
-}
-
-/// Opens one connection and spawns its driver task.
-async fn open_client(
-    pg: &tokio_postgres::Config,
-    tls: &Connector,
-) -> Result<(Client, ()), StoreError> {
-    let client = match tls {
-        Connector::Plain => {
-            let (client, connection) = pg.connect(NoTls).await.map_err(|e| map_pg(&e))?;
-            spawn_connection(connection);
-            client
-        }
-        Connector::Rustls(make) => {
-            let (client, connection) = pg.connect(make.clone()).await.map_err(|e| map_pg(&e))?;
-            spawn_connection(connection);
-            client
-        }
-    };
-    Ok((client, ()))
-}
-
-/// Drives one connection on the current runtime until it ends.
-fn spawn_connection<S, T>(connection: tokio_postgres::Connection<S, T>)
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %map_pg(&e), "thread-store PostgreSQL connection ended");
-        }
-    });
 }
 
 /// The advisory-lock key of a schema's migrations: stable across builds and hosts.
@@ -482,150 +461,6 @@ impl Sql {
     }
 }
 
-/// One connection with its prepared statements.
-struct Conn {
-    client: Client,
-    st: Statements,
-}
-
-struct Statements {
-    acquire: Statement,
-    renew: Statement,
-    release: Statement,
-    lock_leases: Statement,
-    binding_exists: Statement,
-    archive: Statement,
-    upsert: Statement,
-    bind: Statement,
-    bind_new: Statement,
-    release_many: Statement,
-    by_id: Statement,
-    by_key: Statement,
-    page: Statement,
-    delete_bindings: Statement,
-    delete_threads: Statement,
-    key_lock: Statement,
-    key_lock_shared: Statement,
-    erase: Statement,
-    prune_fences: Statement,
-}
-
-impl Conn {
-    async fn prepare(client: Client, sql: &Sql) -> Result<Self, StoreError> {
-        let p = |text: &str| {
-            let client = &client;
-            let text = text.to_owned();
-            async move { client.prepare(&text).await.map_err(|e| map_pg(&e)) }
-        };
-        let st = Statements {
-            acquire: p(&sql.acquire).await?,
-            renew: p(&sql.renew).await?,
-            release: p(&sql.release).await?,
-            lock_leases: p(&sql.lock_leases).await?,
-            binding_exists: p(&sql.binding_exists).await?,
-            archive: p(&sql.archive).await?,
-            upsert: p(&sql.upsert).await?,
-            bind: p(&sql.bind).await?,
-            bind_new: p(&sql.bind_new).await?,
-            release_many: p(&sql.release_many).await?,
-            by_id: p(&sql.by_id).await?,
-            by_key: p(&sql.by_key).await?,
-            page: p(&sql.page).await?,
-            delete_bindings: p(&sql.delete_bindings).await?,
-            delete_threads: p(&sql.delete_threads).await?,
-            key_lock: p(&sql.key_lock).await?,
-            key_lock_shared: p(&sql.key_lock_shared).await?,
-            erase: p(&sql.erase).await?,
-            prune_fences: p(&sql.prune_fences).await?,
-        };
-        Ok(Self { client, st })
-    }
-}
-
-/// A fixed-size pool of prepared connections.
-struct Pool {
-    pg: tokio_postgres::Config,
-    tls: Connector,
-    sql: Arc<Sql>,
-    idle: Mutex<Vec<Conn>>,
-    permits: Semaphore,
-}
-
-impl std::fmt::Debug for Pool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // tokio_postgres::Config's Debug redacts the password.
-        f.debug_struct("Pool")
-            .field("pg", &self.pg)
-            .field("tls", &self.tls)
-            .field("available", &self.permits.available_permits())
-            .finish_non_exhaustive()
-    }
-}
-
-struct Pooled<'a> {
-    conn: Option<Conn>,
-    pool: &'a Pool,
-    _permit: SemaphorePermit<'a>,
-}
-
-impl Pool {
-    async fn get(&self) -> Result<Pooled<'_>, StoreError> {
-        let permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| StoreError::unavailable("the connection pool is closed"))?;
-        let idle = {
-            let mut idle = self
-                .idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let mut found = None;
-            while let Some(conn) = idle.pop() {
-                if !conn.client.is_closed() {
-                    found = Some(conn);
-                    break;
-                }
-            }
-            found
-        };
-        let conn = match idle {
-            Some(conn) => conn,
-            None => {
-                let (client, ()) = open_client(&self.pg, &self.tls).await?;
-                Conn::prepare(client, &self.sql).await?
-            }
-        };
-        Ok(Pooled {
-            conn: Some(conn),
-            pool: self,
-            _permit: permit,
-        })
-    }
-}
-
-impl Pooled<'_> {
-    fn conn(&mut self) -> &mut Conn {
-        self.conn
-            .as_mut()
-            .expect("a pooled connection is present until it is dropped")
-    }
-}
-
-impl Drop for Pooled<'_> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take()
-            && !conn.client.is_closed()
-        {
-            self.pool
-                .idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(conn);
-        }
-    }
-}
-
 /// A failure inside a transaction attempt: a store answer, or a database error that may be
 /// retryable.
 enum Fail {
@@ -717,6 +552,28 @@ fn ttl_millis(ttl: Duration) -> f64 {
     ttl.as_millis() as f64
 }
 
+/// A pooled connection and the store's SQL, for one transaction attempt.
+struct Conn<'a> {
+    client: &'a mut Object,
+    sql: &'a Sql,
+}
+
+impl Conn<'_> {
+    /// The statement `pick` names, prepared on this connection (once: later calls hit its
+    /// statement cache, with no round trip).
+    async fn st(&self, pick: fn(&Sql) -> &str) -> Result<Statement, tokio_postgres::Error> {
+        self.client.prepare_cached(pick(self.sql)).await
+    }
+}
+
+/// A pool failure: the server refused or dropped a new connection, or the pool is closed.
+fn map_pool(e: &PoolError) -> StoreError {
+    match e {
+        PoolError::Backend(e) => map_pg(e),
+        other => StoreError::unavailable(format!("the PostgreSQL connection pool: {other}")),
+    }
+}
+
 /// Runs `$body` (an expression using `$conn: &mut Conn` and returning `Result<T, Fail>`) on a
 /// pooled connection, replaying it from the start after a serialization failure or deadlock.
 /// A store answer or any other error ends the loop.
@@ -725,8 +582,11 @@ macro_rules! retrying {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let mut pooled = $store.pool.get().await?;
-            let $conn: &mut Conn = pooled.conn();
+            let mut pooled = $store.pool.get().await.map_err(|e| map_pool(&e))?;
+            let $conn = &mut Conn {
+                client: &mut pooled,
+                sql: &$store.sql,
+            };
             let result: Result<_, Fail> = $body;
             match result {
                 Ok(v) => break Ok(v),
@@ -743,30 +603,93 @@ macro_rules! retrying {
     }};
 }
 
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
+/// `f`'s output when `on`; `f` is never polled otherwise, so its statement is never sent.
+async fn when<T>(on: bool, f: impl std::future::Future<Output = T>) -> Option<T> {
+    if on { Some(f.await) } else { None }
+}
+
+/// One finalize attempt in three round trips: `BEGIN`; every statement at once; `COMMIT`
+/// (or `ROLLBACK`). The server runs the pipelined statements in order, so the key's shared
+/// lock and the lease rows' `FOR UPDATE` locks are held before anything is written, and the
+/// client then checks their answers in the same order: a failed check rolls back all of it.
 async fn finalize_once(
-    conn: &mut Conn,
+    conn: &mut Conn<'_>,
     request: &FinalizeRequest,
     row: &StoredRow,
     key_lock: i64,
 ) -> Result<(), Fail> {
-    let st = &conn.st;
+    // Prepared before the transaction borrows the client (cache hits after the first time).
+    let lock_key = conn.st(|s| &s.key_lock_shared).await?;
+    let lock_leases = conn.st(|s| &s.lock_leases).await?;
+    let binding_exists = conn.st(|s| &s.binding_exists).await?;
+    let archive = conn.st(|s| &s.archive).await?;
+    let upsert = conn.st(|s| &s.upsert).await?;
+    let bind = if request.require_key_absent {
+        conn.st(|s| &s.bind_new).await?
+    } else {
+        conn.st(|s| &s.bind).await?
+    };
+    let release = conn.st(|s| &s.release_many).await?;
+    let held = &request.held_leases;
+    let mut targets: Vec<&str> = held.iter().map(|l| l.target.as_str()).collect();
+    targets.sort_unstable();
+    let owners: Vec<&str> = held.iter().map(|l| l.owner.as_str()).collect();
+    let release_targets: Vec<&str> = held.iter().map(|l| l.target.as_str()).collect();
+    let tokens = held
+        .iter()
+        .map(|l| token_to_sql(l.token))
+        .collect::<Result<Vec<i64>, _>>()?;
+    let previous = request.archive_previous.as_ref().map(|p| p.as_str());
+    let record_params: [Param<'_>; 14] = [
+        &row.id,
+        &row.key,
+        &row.status,
+        &row.format,
+        &row.driver_type,
+        &row.agent,
+        &row.fingerprint,
+        &row.scheme_version,
+        &row.components,
+        &row.codec,
+        &row.state,
+        &row.created_at,
+        &row.updated_at,
+        &row.turns,
+    ];
+    let lock_params: [Param<'_>; 1] = [&key_lock];
+    let lease_params: [Param<'_>; 2] = [&targets, &row.key];
+    let key_params: [Param<'_>; 1] = [&row.key];
+    let bind_params: [Param<'_>; 2] = [&row.key, &row.id];
+    let release_params: [Param<'_>; 3] = [&release_targets, &owners, &tokens];
+
     let tx = conn.client.transaction().await?;
-    if !request.held_leases.is_empty() {
-        let mut targets: Vec<&str> = request
-            .held_leases
-            .iter()
-            .map(|l| l.target.as_str())
-            .collect();
-        targets.sort_unstable();
-        // Pipelined: the server runs them in order, so the fence is read (by the second
-        // statement's fresh snapshot) only once no delete of this key is in flight.
-        let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&key_lock];
-        let lease_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&targets, &row.key];
-        let (_, locked) = tokio::try_join!(
-            tx.execute(&st.key_lock_shared, &lock_params),
-            tx.query(&st.lock_leases, &lease_params),
-        )?;
-        for lease in &request.held_leases {
+    let (locked_key, locked, bound, archived, saved, rebound, released) = tokio::join!(
+        when(!held.is_empty(), tx.execute(&lock_key, &lock_params)),
+        when(!held.is_empty(), tx.query(&lock_leases, &lease_params)),
+        when(
+            request.require_key_absent,
+            tx.query_opt(&binding_exists, &key_params)
+        ),
+        async {
+            match previous {
+                Some(previous) => Some(tx.execute(&archive, &[&previous]).await),
+                None => None,
+            }
+        },
+        tx.query_opt(&upsert, &record_params),
+        when(request.rebind_key, tx.execute(&bind, &bind_params)),
+        when(
+            request.release_leases && !held.is_empty(),
+            tx.execute(&release, &release_params)
+        ),
+    );
+    // Checked in the order the server ran them: the first failed condition is the answer.
+    locked_key.transpose()?;
+    if let Some(locked) = locked {
+        let locked = locked?;
+        for lease in held {
             let current = locked.iter().any(|r| {
                 r.try_get::<_, &str>(0).is_ok_and(|t| t == lease.target)
                     && r.try_get::<_, &str>(1).is_ok_and(|o| o == lease.owner)
@@ -785,79 +708,29 @@ async fn finalize_once(
                 .map_err(|_| StoreError::corrupt("an erase fence is not an integer"))?,
             None => None,
         };
-        check_erase_fence(&request.held_leases, fence.map(token_from_sql).transpose()?)?;
+        check_erase_fence(held, fence.map(token_from_sql).transpose()?)?;
     }
-    if request.require_key_absent
-        && tx
-            .query_opt(&st.binding_exists, &[&row.key])
-            .await?
-            .is_some()
-    {
+    if bound.transpose()?.flatten().is_some() {
         return Err(StoreError::already_exists(&row.key).into());
     }
-    if let Some(previous) = &request.archive_previous
-        && tx.execute(&st.archive, &[&previous.as_str()]).await? == 0
+    if let (Some(previous), Some(archived)) = (previous, archived)
+        && archived? == 0
     {
-        return Err(StoreError::not_found(previous.as_str()).into());
+        return Err(StoreError::not_found(previous).into());
     }
-    let saved = tx
-        .query_opt(
-            &st.upsert,
-            &[
-                &row.id,
-                &row.key,
-                &row.status,
-                &row.format,
-                &row.driver_type,
-                &row.agent,
-                &row.fingerprint,
-                &row.scheme_version,
-                &row.components,
-                &row.codec,
-                &row.state,
-                &row.created_at,
-                &row.updated_at,
-                &row.turns,
-            ],
-        )
-        .await?;
-    if saved.is_none() {
+    if saved?.is_none() {
         return Err(StoreError::invalid("the record id already belongs to another key").into());
     }
-    if request.rebind_key {
-        let bind = if request.require_key_absent {
-            &st.bind_new
-        } else {
-            &st.bind
-        };
-        match tx.execute(bind, &[&row.key, &row.id]).await {
-            Ok(_) => {}
-            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                // A concurrent finalize bound the key after our check: the key is not absent.
-                return Err(StoreError::already_exists(&row.key).into());
-            }
-            Err(e) => return Err(e.into()),
+    match rebound {
+        Some(Err(e)) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+            // A concurrent finalize bound the key after our check: the key is not absent.
+            return Err(StoreError::already_exists(&row.key).into());
+        }
+        other => {
+            other.transpose()?;
         }
     }
-    if request.release_leases && !request.held_leases.is_empty() {
-        let targets: Vec<&str> = request
-            .held_leases
-            .iter()
-            .map(|l| l.target.as_str())
-            .collect();
-        let owners: Vec<&str> = request
-            .held_leases
-            .iter()
-            .map(|l| l.owner.as_str())
-            .collect();
-        let tokens = request
-            .held_leases
-            .iter()
-            .map(|l| token_to_sql(l.token))
-            .collect::<Result<Vec<i64>, _>>()?;
-        tx.execute(&st.release_many, &[&targets, &owners, &tokens])
-            .await?;
-    }
+    released.transpose()?;
     tx.commit().await?;
     Ok(())
 }
@@ -875,10 +748,14 @@ impl ThreadStore for PostgresStore {
             let row = match &query.lookup {
                 Lookup::Id(id) => {
                     conn.client
-                        .query_opt(&conn.st.by_id, &[&id.as_str()])
+                        .query_opt(&conn.st(|s| &s.by_id).await?, &[&id.as_str()])
                         .await?
                 }
-                Lookup::Key(key) => conn.client.query_opt(&conn.st.by_key, &[key]).await?,
+                Lookup::Key(key) => {
+                    conn.client
+                        .query_opt(&conn.st(|s| &s.by_key).await?, &[key])
+                        .await?
+                }
             };
             Ok(row.map(|r| read_row(&r)).transpose()?)
         }
@@ -904,7 +781,7 @@ impl ThreadStore for PostgresStore {
             let rows = conn
                 .client
                 .query(
-                    &conn.st.page,
+                    &conn.st(|s| &s.page).await?,
                     &[
                         &query.prefix,
                         &after_key,
@@ -936,12 +813,11 @@ impl ThreadStore for PostgresStore {
     ) -> Result<Lease, StoreError> {
         check_lease_args(target, owner, ttl)?;
         let ttl = ttl_millis(ttl);
-        let row = retrying!(self, |conn| {
-            conn.client
-                .query_opt(&conn.st.acquire, &[&target, &owner, &ttl])
-                .await
-                .map_err(Fail::from)
-        })?;
+        let row = retrying!(self, |conn| async {
+            let st = conn.st(|s| &s.acquire).await?;
+            Ok(conn.client.query_opt(&st, &[&target, &owner, &ttl]).await?)
+        }
+        .await)?;
         match row {
             Some(row) => Ok(Lease {
                 target: target.to_owned(),
@@ -983,12 +859,14 @@ impl ThreadStore for PostgresStore {
         check_lease_args(&lease.target, &lease.owner, ttl)?;
         let ttl = ttl_millis(ttl);
         let token = token_to_sql(lease.token)?;
-        let changed = retrying!(self, |conn| {
-            conn.client
-                .execute(&conn.st.renew, &[&lease.target, &lease.owner, &token, &ttl])
-                .await
-                .map_err(Fail::from)
-        })?;
+        let changed = retrying!(self, |conn| async {
+            let st = conn.st(|s| &s.renew).await?;
+            Ok(conn
+                .client
+                .execute(&st, &[&lease.target, &lease.owner, &token, &ttl])
+                .await?)
+        }
+        .await)?;
         if changed == 0 {
             return Err(StoreError::lease_lost(&lease.target));
         }
@@ -1002,13 +880,14 @@ impl ThreadStore for PostgresStore {
         if lease.target.contains('\0') || lease.owner.contains('\0') {
             return Ok(());
         }
-        retrying!(self, |conn| {
+        retrying!(self, |conn| async {
+            let st = conn.st(|s| &s.release).await?;
             conn.client
-                .execute(&conn.st.release, &[&lease.target, &lease.owner, &token])
-                .await
-                .map(drop)
-                .map_err(Fail::from)
-        })
+                .execute(&st, &[&lease.target, &lease.owner, &token])
+                .await?;
+            Ok(())
+        }
+        .await)
     }
 
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
@@ -1021,15 +900,20 @@ impl ThreadStore for PostgresStore {
             quote_ident(&self.schema)
         );
         retrying!(self, |conn| async {
+            let key_lock_st = conn.st(|s| &s.key_lock).await?;
+            let erase = conn.st(|s| &s.erase).await?;
+            let prune_fences = conn.st(|s| &s.prune_fences).await?;
+            let delete_bindings = conn.st(|s| &s.delete_bindings).await?;
+            let delete_threads = conn.st(|s| &s.delete_threads).await?;
             let tx = conn.client.transaction().await?;
             // In this order (the key, then the leases table): a finalize of this key holds the
             // shared key lock before it touches leases, so the two cannot deadlock.
-            tx.execute(&conn.st.key_lock, &[&key_lock]).await?;
+            tx.execute(&key_lock_st, &[&key_lock]).await?;
             tx.batch_execute(&lock_leases).await?;
-            tx.execute(&conn.st.erase, &[&key]).await?;
-            tx.execute(&conn.st.prune_fences, &[]).await?;
-            tx.execute(&conn.st.delete_bindings, &[&key]).await?;
-            let removed = tx.execute(&conn.st.delete_threads, &[&key]).await?;
+            tx.execute(&erase, &[&key]).await?;
+            tx.execute(&prune_fences, &[]).await?;
+            tx.execute(&delete_bindings, &[&key]).await?;
+            let removed = tx.execute(&delete_threads, &[&key]).await?;
             tx.commit().await?;
             Ok(removed)
         }

@@ -50,10 +50,9 @@ use self::file::{open_private_file, verify_after_open};
 pub use self::schema::SCHEMA_VERSION;
 use self::schema::{
     SELECT_BY_ID, SELECT_BY_KEY, SELECT_PAGE, SELECT_PAGE_UNBOUNDED, map_err, migrate, read_row,
-    token_to_sql,
 };
 pub use self::write::GroupCommitStats;
-use self::write::{Db, Shared, acquire_blocking, next_token};
+use self::write::{Db, Done, Op, Shared, Slot, next_token};
 use crate::LeaseHolder;
 use crate::record::check_name as check_lease_target_name;
 use crate::row::{StoredRow, decode_all};
@@ -208,8 +207,16 @@ impl SqliteStore {
         ))
         .map_err(map_err)?;
         migrate(&mut conn)?;
+        // Reads get a connection of their own, so they never wait behind a batch's sync.
+        let reader = Connection::open_with_flags(
+            &config.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .map_err(map_err)?;
+        reader.busy_timeout(config.busy_timeout).map_err(map_err)?;
+        verify_after_open(&config.path, &checked)?;
         Ok(Self {
-            shared: Arc::new(Shared::new(Db::new(conn, config.synchronous))),
+            shared: Arc::new(Shared::new(Db::new(conn, config.synchronous), reader)),
             clock: Arc::clone(&config.clock),
             path: config.path.clone(),
             execution: config.execution,
@@ -264,6 +271,59 @@ impl SqliteStore {
             .await
             .map_err(|_| StoreError::unavailable("the SQLite task did not complete"))?
     }
+
+    /// Queues a write for the next group commit and waits for its result, leading a batch
+    /// (where [`run`](Self::run) runs calls) whenever none is in progress. Waiting is async:
+    /// a caller whose write another caller's batch applies holds no thread meanwhile.
+    async fn write(&self, op: Op) -> Result<Done, StoreError> {
+        let (slot, mut lead) = self.shared.enqueue(op);
+        let mut waiting = Waiting {
+            store: self,
+            slot: &slot,
+            armed: true,
+        };
+        loop {
+            if lead {
+                self.run(|shared, clock| {
+                    shared.lead(clock);
+                    Ok(())
+                })
+                .await?;
+            }
+            match self.shared.wait(&slot).await {
+                Some(result) => {
+                    waiting.armed = false;
+                    return result;
+                }
+                None => lead = true,
+            }
+        }
+    }
+}
+
+/// A caller waiting for its queued write. If its future is dropped, the write still commits
+/// promptly (or fails) on its own: a caller that goes away never leaves it queued.
+struct Waiting<'a> {
+    store: &'a SqliteStore,
+    slot: &'a Arc<Slot>,
+    armed: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.armed || !self.store.shared.abandon(self.slot) {
+            return;
+        }
+        // No leader is active and the write is queued: lead it off this (dropped) task.
+        let (shared, clock) = (
+            Arc::clone(&self.store.shared),
+            Arc::clone(&self.store.clock),
+        );
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || shared.lead(clock.as_ref()))),
+            Err(_) => shared.lead(clock.as_ref()),
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -271,8 +331,7 @@ impl ThreadStore for SqliteStore {
     async fn resolve(&self, query: &Query) -> Result<Option<ThreadRecord>, StoreError> {
         let query = query.clone();
         self.run(move |shared, _| {
-            let mut db = shared.db();
-            let conn = db.reads();
+            let conn = shared.reader();
             let row = match &query.lookup {
                 Lookup::Id(id) => conn
                     .prepare_cached(&SELECT_BY_ID)
@@ -305,43 +364,30 @@ impl ThreadStore for SqliteStore {
                 Some(c) => (c.key.clone(), c.id.as_str().to_owned()),
                 None => (String::new(), String::new()),
             };
-            let mut db = shared.db();
-            let conn = db.reads();
+            let conn = shared.reader();
             let limit = i64::from(query.limit) + 1;
-            let rows = match prefix_successor(&query.prefix) {
-                Some(end) => conn
-                    .prepare_cached(&SELECT_PAGE)
-                    .map_err(map_err)?
-                    .query_map(
-                        params![
-                            query.prefix,
-                            after_key,
-                            after_id,
-                            query.include_archived,
-                            limit,
-                            end
-                        ],
-                        read_row,
-                    )
-                    .map_err(map_err)?
-                    .collect::<rusqlite::Result<Vec<_>>>(),
-                None => conn
-                    .prepare_cached(&SELECT_PAGE_UNBOUNDED)
-                    .map_err(map_err)?
-                    .query_map(
-                        params![
-                            query.prefix,
-                            after_key,
-                            after_id,
-                            query.include_archived,
-                            limit
-                        ],
-                        read_row,
-                    )
-                    .map_err(map_err)?
-                    .collect::<rusqlite::Result<Vec<_>>>(),
-            }
-            .map_err(map_err)?;
+            let end = prefix_successor(&query.prefix);
+            let sql = match end {
+                Some(_) => &*SELECT_PAGE,
+                None => &*SELECT_PAGE_UNBOUNDED,
+            };
+            let rows = conn
+                .prepare_cached(sql)
+                .map_err(map_err)?
+                .query_map(
+                    params![
+                        query.prefix,
+                        after_key,
+                        after_id,
+                        query.include_archived,
+                        limit,
+                        end
+                    ],
+                    read_row,
+                )
+                .map_err(map_err)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(map_err)?;
             Ok(ListPage::from_fetched(decode_all(rows)?, query.limit))
         })
         .await
@@ -351,8 +397,12 @@ impl ThreadStore for SqliteStore {
         request.validate()?;
         let row = StoredRow::encode(&request.record)?;
         let request = request.clone();
-        self.run(move |shared, clock| shared.finalize(clock, request, row))
-            .await
+        self.write(Op::Finalize {
+            request: Box::new(request),
+            row: Box::new(row),
+        })
+        .await
+        .map(drop)
     }
 
     async fn acquire_lease(
@@ -363,43 +413,19 @@ impl ThreadStore for SqliteStore {
     ) -> Result<Lease, StoreError> {
         check_lease_args(target, owner, ttl)?;
         let (target, owner) = (target.to_owned(), owner.to_owned());
-        self.run(move |shared, clock| {
-            acquire_blocking(&mut shared.db(), clock, &target, &owner, ttl)
-        })
-        .await
+        match self.write(Op::Acquire { target, owner, ttl }).await? {
+            Done::Lease(lease) => Ok(lease),
+            Done::Unit => Err(StoreError::unavailable("an acquire returned no lease")),
+        }
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
         check_lease_args(&lease.target, &lease.owner, ttl)?;
         let lease = lease.clone();
-        self.run(move |shared, clock| {
-            let mut db = shared.db();
-            let tx = db
-                .lease_writes()?
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(map_err)?;
-            let now = clock.now();
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE leases SET expires_at = ?1 \
-                     WHERE target = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5",
-                )
-                .map_err(map_err)?
-                .execute(params![
-                    now.saturating_add(ttl).as_millis(),
-                    lease.target,
-                    lease.owner,
-                    token_to_sql(lease.token)?,
-                    now.as_millis()
-                ])
-                .map_err(map_err)?;
-            if changed == 0 {
-                return Err(StoreError::lease_lost(&lease.target));
-            }
-            tx.commit().map_err(map_err)?;
-            Ok(lease)
-        })
-        .await
+        match self.write(Op::Renew { lease, ttl }).await? {
+            Done::Lease(lease) => Ok(lease),
+            Done::Unit => Err(StoreError::unavailable("a renewal returned no lease")),
+        }
     }
 
     async fn lease_holder(&self, target: &str) -> Result<Option<LeaseHolder>, StoreError> {
@@ -408,8 +434,7 @@ impl ThreadStore for SqliteStore {
         self.run(move |shared, clock| {
             let now = clock.now().as_millis();
             let holder: Option<(String, i64)> = shared
-                .db()
-                .reads()
+                .reader()
                 .prepare_cached("SELECT owner, expires_at FROM leases WHERE target = ?1")
                 .map_err(map_err)?
                 .query_row(params![target], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -431,19 +456,7 @@ impl ThreadStore for SqliteStore {
             return Ok(());
         };
         let lease = lease.clone();
-        self.run(move |shared, _| {
-            let mut db = shared.db();
-            let tx = db
-                .lease_writes()?
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(map_err)?;
-            tx.prepare_cached("DELETE FROM leases WHERE target = ?1 AND owner = ?2 AND token = ?3")
-                .map_err(map_err)?
-                .execute(params![lease.target, lease.owner, token])
-                .map_err(map_err)?;
-            tx.commit().map_err(map_err)
-        })
-        .await
+        self.write(Op::Release { lease, token }).await.map(drop)
     }
 
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {

@@ -194,11 +194,12 @@ pub(super) static SELECT_PAGE: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// A page of records under a prefix that has no successor (empty, or only `char::MAX`).
+/// A page of records under a prefix that has no successor (empty, or only `char::MAX`);
+/// `?6` is NULL then, bound only so both statements take the same parameters.
 pub(super) static SELECT_PAGE_UNBOUNDED: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {COLUMNS} FROM threads \
-         WHERE key >= ?1 AND substr(key, 1, length(?1)) = ?1 \
+         WHERE key >= ?1 AND substr(key, 1, length(?1)) = ?1 AND ?6 IS NULL \
          AND (key, id) > (?2, ?3) AND (?4 OR status = 'active') \
          ORDER BY key, id LIMIT ?5"
     )

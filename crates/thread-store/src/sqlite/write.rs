@@ -1,13 +1,15 @@
 //! The writes: the group-committed finalize, and lease writes that need no sync of their own.
 //!
 //! # Group commit
-//! Finalizes queue up; whichever caller finds no batch in progress becomes the leader, takes
-//! every queued request (up to [`MAX_BATCH`]) and applies them in one `BEGIN IMMEDIATE`
-//! transaction, each inside its own savepoint: a request whose check fails (a lost lease, a
-//! bound key) rolls back to its savepoint and fails alone, while its neighbours commit
-//! together, with one sync. Within a batch the requests apply in queue order, exactly as if
+//! Writes (finalizes and lease writes) queue up; whichever caller finds no batch in progress
+//! becomes the leader, takes every queued write (up to [`MAX_BATCH`]) and applies them in one
+//! `BEGIN IMMEDIATE` transaction, each inside its own savepoint: a write whose check fails (a
+//! lost lease, a bound key, a busy target) rolls back to its savepoint and fails alone, while
+//! its neighbours commit together, with one sync when the batch holds a finalize and none when
+//! it holds only lease writes. Within a batch the writes apply in queue order, exactly as if
 //! each had been its own transaction. Only a failure of the commit itself (a full disk, an I/O
-//! error) fails every request of the batch that had succeeded.
+//! error) fails every write of the batch that had succeeded. Reads run on a connection of
+//! their own, so they never wait behind a batch's sync.
 //!
 //! # One sync per turn
 //! At `synchronous=FULL` a lease write (acquire, renew, release) commits at `NORMAL`: its WAL
@@ -25,8 +27,8 @@
 //! - Any finalize that committed durably also made the acquisition of the lease it presented
 //!   durable, so after recovery that lease's token is at or below the counter.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -35,7 +37,7 @@ use super::Synchronous;
 use super::schema::{map_err, token_from_sql, token_to_sql};
 use crate::row::StoredRow;
 use crate::store::check_erase_fence;
-use crate::{Clock, FinalizeRequest, Lease, StoreError};
+use crate::{Clock, FinalizeRequest, Lease, StoreError, Timestamp};
 
 /// The most finalizes one group commit takes.
 pub(super) const MAX_BATCH: usize = 256;
@@ -56,11 +58,6 @@ impl Db {
             durable,
             current: durable,
         }
-    }
-
-    /// The connection, for reads (they commit nothing).
-    pub(super) fn reads(&mut self) -> &mut Connection {
-        &mut self.conn
     }
 
     /// The connection, set for a lease write: no sync of its own (see the module docs).
@@ -87,18 +84,63 @@ impl Db {
     }
 }
 
-/// One queued finalize.
+/// One queued write.
+pub(super) enum Op {
+    Finalize {
+        request: Box<FinalizeRequest>,
+        row: Box<StoredRow>,
+    },
+    Acquire {
+        target: String,
+        owner: String,
+        ttl: Duration,
+    },
+    Renew {
+        lease: Lease,
+        ttl: Duration,
+    },
+    Release {
+        lease: Lease,
+        token: i64,
+    },
+}
+
+/// What a write returns.
+pub(super) enum Done {
+    Unit,
+    Lease(Lease),
+}
+
+type OpResult = Result<Done, StoreError>;
+
+/// A queued write's result, once its batch has committed, and how its caller is woken.
+pub(super) struct Slot {
+    result: Mutex<Option<OpResult>>,
+    wake: tokio::sync::Notify,
+    /// The caller stopped waiting (its future was dropped): nobody will lead for it.
+    abandoned: std::sync::atomic::AtomicBool,
+}
+
+impl Slot {
+    fn take(&self) -> Option<OpResult> {
+        lock(&self.result).take()
+    }
+
+    fn finish(&self, result: OpResult) {
+        *lock(&self.result) = Some(result);
+        // Stores a permit when the caller is not waiting yet: no wake-up is lost.
+        self.wake.notify_one();
+    }
+}
+
 struct Queued {
-    ticket: u64,
-    request: FinalizeRequest,
-    row: StoredRow,
+    op: Op,
+    slot: Arc<Slot>,
 }
 
 #[derive(Default)]
 struct Queue {
     pending: VecDeque<Queued>,
-    done: HashMap<u64, Result<(), StoreError>>,
-    next_ticket: u64,
     leader_active: bool,
     applying: usize,
     stats: GroupCommitStats,
@@ -109,24 +151,27 @@ struct Queue {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct GroupCommitStats {
-    /// Finalize requests applied (committed or refused).
+    /// Writes applied (committed or refused): finalizes and lease writes.
+    pub writes: u64,
+    /// Of those, finalizes.
     pub finalizes: u64,
-    /// Transactions they were applied in: with no concurrency, one per finalize.
+    /// Transactions the writes were applied in: with no concurrency, one per write.
     pub commits: u64,
-    /// The most finalizes one transaction held.
+    /// The most writes one transaction held.
     pub largest_batch: usize,
-    /// Finalizes queued now, waiting for the next batch.
+    /// Writes queued now, waiting for the next batch.
     pub queued: usize,
-    /// Finalizes in the batch being applied now (0 when none is).
+    /// Writes in the batch being applied now (0 when none is).
     pub applying: usize,
 }
 
-/// The connection, and the finalizes waiting for a group commit.
+/// The write connection with its queue, and the read connection.
 pub(super) struct Shared {
+    // Dropped first: the write connection closes last and, as the file's last connection,
+    // checkpoints the WAL into the database file, which a read-only connection cannot.
+    reader: Mutex<Connection>,
     db: Mutex<Db>,
     queue: Mutex<Queue>,
-    /// Signalled after every batch: a waiter's result is ready, or it may lead the next batch.
-    batch_done: Condvar,
 }
 
 impl std::fmt::Debug for Shared {
@@ -144,11 +189,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub(super) fn new(db: Db) -> Self {
+    pub(super) fn new(db: Db, reader: Connection) -> Self {
         Self {
+            reader: Mutex::new(reader),
             db: Mutex::new(db),
             queue: Mutex::new(Queue::default()),
-            batch_done: Condvar::new(),
         }
     }
 
@@ -161,66 +206,149 @@ impl Shared {
         }
     }
 
-    /// The connection, for one call.
+    /// The write connection, for a write outside the queue (a delete).
     pub(super) fn db(&self) -> MutexGuard<'_, Db> {
         lock(&self.db)
     }
 
-    /// Queues `request` for the next group commit and waits for its own result, leading a
-    /// batch whenever none is in progress.
-    pub(super) fn finalize(
-        &self,
-        clock: &dyn Clock,
-        request: FinalizeRequest,
-        row: StoredRow,
-    ) -> Result<(), StoreError> {
-        let mut queue = lock(&self.queue);
-        let ticket = queue.next_ticket;
-        queue.next_ticket += 1;
-        queue.pending.push_back(Queued {
-            ticket,
-            request,
-            row,
+    /// The read connection: reads see every committed write and never wait for a batch.
+    pub(super) fn reader(&self) -> MutexGuard<'_, Connection> {
+        lock(&self.reader)
+    }
+
+    /// Queues `op`; returns its slot and whether the caller is to lead a batch now.
+    pub(super) fn enqueue(&self, op: Op) -> (Arc<Slot>, bool) {
+        let slot = Arc::new(Slot {
+            result: Mutex::new(None),
+            wake: tokio::sync::Notify::new(),
+            abandoned: std::sync::atomic::AtomicBool::new(false),
         });
+        let mut queue = lock(&self.queue);
+        queue.pending.push_back(Queued {
+            op,
+            slot: Arc::clone(&slot),
+        });
+        let lead = !std::mem::replace(&mut queue.leader_active, true);
+        (slot, lead)
+    }
+
+    /// Becomes the leader if none is active and `slot`'s write is still queued.
+    pub(super) fn try_lead(&self, slot: &Arc<Slot>) -> bool {
+        let mut queue = lock(&self.queue);
+        if queue.leader_active || !queue.pending.iter().any(|q| Arc::ptr_eq(&q.slot, slot)) {
+            return false;
+        }
+        queue.leader_active = true;
+        true
+    }
+
+    /// As the leader: applies one batch from the front of the queue (more while abandoned
+    /// writes wait, which no caller would lead), hands every result to its slot, then gives
+    /// leadership up and wakes every waiting caller, one of which leads the next batch.
+    pub(super) fn lead(&self, clock: &dyn Clock) {
+        let mut guard = LeaderGuard {
+            shared: self,
+            done: false,
+        };
         loop {
-            if let Some(result) = queue.done.remove(&ticket) {
-                return result;
-            }
-            if queue.leader_active {
-                queue = self
-                    .batch_done
-                    .wait(queue)
-                    .unwrap_or_else(PoisonError::into_inner);
-                continue;
-            }
-            queue.leader_active = true;
-            let take = queue.pending.len().min(MAX_BATCH);
-            let batch: Vec<Queued> = queue.pending.drain(..take).collect();
-            queue.applying = batch.len();
-            drop(queue);
+            let batch: Vec<Queued> = {
+                let mut queue = lock(&self.queue);
+                let take = queue.pending.len().min(MAX_BATCH);
+                let batch: Vec<Queued> = queue.pending.drain(..take).collect();
+                queue.applying = batch.len();
+                batch
+            };
             let results = {
                 let mut db = lock(&self.db);
                 commit_batch(&mut db, clock, &batch)
             };
-            queue = lock(&self.queue);
-            queue.leader_active = false;
+            let mut queue = lock(&self.queue);
             queue.applying = 0;
-            queue.stats.finalizes += batch.len() as u64;
-            queue.stats.commits += 1;
-            queue.stats.largest_batch = queue.stats.largest_batch.max(batch.len());
+            let stats = &mut queue.stats;
+            stats.writes += batch.len() as u64;
+            stats.finalizes += batch
+                .iter()
+                .filter(|q| matches!(q.op, Op::Finalize { .. }))
+                .count() as u64;
+            stats.commits += u64::from(!batch.is_empty());
+            stats.largest_batch = stats.largest_batch.max(batch.len());
             for (queued, result) in batch.iter().zip(results) {
-                queue.done.insert(queued.ticket, result);
+                queued.slot.finish(result);
             }
-            self.batch_done.notify_all();
+            let orphans = queue
+                .pending
+                .iter()
+                .any(|q| q.slot.abandoned.load(std::sync::atomic::Ordering::Acquire));
+            if orphans {
+                continue;
+            }
+            queue.leader_active = false;
+            for queued in &queue.pending {
+                queued.slot.wake.notify_one();
+            }
+            guard.done = true;
+            return;
+        }
+    }
+
+    /// Marks `slot`'s caller gone. Returns whether its write is still queued with no leader
+    /// active, in which case the caller must have it led (it took leadership for that).
+    pub(super) fn abandon(&self, slot: &Arc<Slot>) -> bool {
+        let mut queue = lock(&self.queue);
+        slot.abandoned
+            .store(true, std::sync::atomic::Ordering::Release);
+        let queued = queue.pending.iter().any(|q| Arc::ptr_eq(&q.slot, slot));
+        if queued && !queue.leader_active {
+            queue.leader_active = true;
+            return true;
+        }
+        false
+    }
+
+    /// Waits for `slot`'s result, leading a batch whenever leadership is free.
+    pub(super) async fn wait(&self, slot: &Arc<Slot>) -> Option<OpResult> {
+        loop {
+            if let Some(result) = slot.take() {
+                return Some(result);
+            }
+            if self.try_lead(slot) {
+                return None;
+            }
+            slot.wake.notified().await;
         }
     }
 }
 
-/// Applies `batch` in one transaction, each request in its own savepoint when there are
-/// several; returns one result per request, in order.
-fn commit_batch(db: &mut Db, clock: &dyn Clock, batch: &[Queued]) -> Vec<Result<(), StoreError>> {
-    let all = |e: StoreError| vec![Err(e); batch.len()];
-    let conn = match db.durable_writes() {
+/// Gives leadership up if the leader unwinds, so the queue never stalls behind it.
+struct LeaderGuard<'a> {
+    shared: &'a Shared,
+    done: bool,
+}
+
+impl Drop for LeaderGuard<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut queue = lock(&self.shared.queue);
+            queue.leader_active = false;
+            queue.applying = 0;
+            for queued in &queue.pending {
+                queued.slot.wake.notify_one();
+            }
+        }
+    }
+}
+
+/// Applies `batch` in one transaction, each write in its own savepoint when there are
+/// several; returns one result per write, in order. The transaction syncs only when the
+/// batch holds a finalize.
+fn commit_batch(db: &mut Db, clock: &dyn Clock, batch: &[Queued]) -> Vec<OpResult> {
+    let all = |e: StoreError| batch.iter().map(|_| Err(e.clone())).collect();
+    let durable = batch.iter().any(|q| matches!(q.op, Op::Finalize { .. }));
+    let conn = match if durable {
+        db.durable_writes()
+    } else {
+        db.lease_writes()
+    } {
         Ok(conn) => conn,
         Err(e) => return all(e),
     };
@@ -229,11 +357,11 @@ fn commit_batch(db: &mut Db, clock: &dyn Clock, batch: &[Queued]) -> Vec<Result<
         Err(e) => return all(map_err(e)),
     };
     // The write lock is held from here to commit: the clock is read after taking it.
-    let now = clock.now().as_millis();
+    let now = clock.now();
     let mut results = Vec::with_capacity(batch.len());
     if let [only] = batch {
         // Alone, the transaction is the savepoint: a failure rolls it back when it drops.
-        let result = apply(&tx, now, only);
+        let result = apply(&tx, now, &only.op);
         if result.is_err() {
             return vec![result];
         }
@@ -241,8 +369,8 @@ fn commit_batch(db: &mut Db, clock: &dyn Clock, batch: &[Queued]) -> Vec<Result<
     } else {
         for queued in batch {
             let result = match tx.savepoint() {
-                Ok(savepoint) => match apply(&savepoint, now, queued) {
-                    Ok(()) => savepoint.commit().map_err(map_err),
+                Ok(savepoint) => match apply(&savepoint, now, &queued.op) {
+                    Ok(done) => savepoint.commit().map(|()| done).map_err(map_err),
                     // Dropping the savepoint rolls back to it and releases it.
                     Err(e) => Err(e),
                 },
@@ -255,9 +383,59 @@ fn commit_batch(db: &mut Db, clock: &dyn Clock, batch: &[Queued]) -> Vec<Result<
         Ok(()) => results,
         Err(e) => {
             let e = map_err(e);
-            results.into_iter().map(|r| r.and(Err(e.clone()))).collect()
+            results
+                .into_iter()
+                .map(|r| r.and_then(|_| Err(e.clone())))
+                .collect()
         }
     }
+}
+
+fn apply(conn: &Connection, now: Timestamp, op: &Op) -> OpResult {
+    match op {
+        Op::Finalize { request, row } => {
+            finalize_in(conn, now.as_millis(), request, row).map(|()| Done::Unit)
+        }
+        Op::Acquire { target, owner, ttl } => {
+            acquire_in(conn, now, target, owner, *ttl).map(Done::Lease)
+        }
+        Op::Renew { lease, ttl } => renew_in(conn, now, lease, *ttl).map(Done::Lease),
+        Op::Release { lease, token } => {
+            conn.prepare_cached(
+                "DELETE FROM leases WHERE target = ?1 AND owner = ?2 AND token = ?3",
+            )
+            .map_err(map_err)?
+            .execute(params![lease.target, lease.owner, token])
+            .map_err(map_err)?;
+            Ok(Done::Unit)
+        }
+    }
+}
+
+fn renew_in(
+    conn: &Connection,
+    now: Timestamp,
+    lease: &Lease,
+    ttl: Duration,
+) -> Result<Lease, StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE leases SET expires_at = ?1 \
+             WHERE target = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5",
+        )
+        .map_err(map_err)?
+        .execute(params![
+            now.saturating_add(ttl).as_millis(),
+            lease.target,
+            lease.owner,
+            token_to_sql(lease.token)?,
+            now.as_millis()
+        ])
+        .map_err(map_err)?;
+    if changed == 0 {
+        return Err(StoreError::lease_lost(&lease.target));
+    }
+    Ok(lease.clone())
 }
 
 /// Whether the stored lease is exactly `lease` and not expired at `now`.
@@ -275,8 +453,12 @@ fn lease_is_current(conn: &Connection, lease: &Lease, now: i64) -> Result<bool, 
 }
 
 /// One finalize inside the batch's transaction: checks every condition, then writes.
-fn apply(conn: &Connection, now: i64, queued: &Queued) -> Result<(), StoreError> {
-    let (request, row) = (&queued.request, &queued.row);
+fn finalize_in(
+    conn: &Connection,
+    now: i64,
+    request: &FinalizeRequest,
+    row: &StoredRow,
+) -> Result<(), StoreError> {
     for lease in &request.held_leases {
         if !lease_is_current(conn, lease, now)? {
             return Err(StoreError::lease_lost(&lease.target));
@@ -388,18 +570,13 @@ pub(super) fn next_token(tx: &Connection) -> Result<i64, StoreError> {
         .ok_or_else(|| StoreError::corrupt("the lease token counter row is missing"))
 }
 
-pub(super) fn acquire_blocking(
-    db: &mut Db,
-    clock: &dyn Clock,
+fn acquire_in(
+    tx: &Connection,
+    now: Timestamp,
     target: &str,
     owner: &str,
     ttl: Duration,
 ) -> Result<Lease, StoreError> {
-    let tx = db
-        .lease_writes()?
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(map_err)?;
-    let now = clock.now();
     let holder: Option<(String, i64)> = tx
         .prepare_cached("SELECT owner, expires_at FROM leases WHERE target = ?1")
         .map_err(map_err)?
@@ -412,7 +589,7 @@ pub(super) fn acquire_blocking(
     {
         return Err(StoreError::busy(target));
     }
-    let token = next_token(&tx)?;
+    let token = next_token(tx)?;
     tx.prepare_cached(
         "INSERT INTO leases (target, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, token = excluded.token, \
@@ -426,7 +603,6 @@ pub(super) fn acquire_blocking(
         now.saturating_add(ttl).as_millis()
     ])
     .map_err(map_err)?;
-    tx.commit().map_err(map_err)?;
     Ok(Lease {
         target: target.to_owned(),
         owner: owner.to_owned(),
