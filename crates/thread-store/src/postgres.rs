@@ -68,7 +68,7 @@ use crate::record::check_name as check_lease_target_name;
 use crate::store::millis_until;
 
 use crate::row::{COLUMNS, StoredRow, decode_all};
-use crate::store::{check_erase_fence, check_lease_args, is_storable_key};
+use crate::store::{check_erase_fence, check_lease_args, is_storable_key, prefix_successor};
 use crate::{
     FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordStatus, StoreError,
     ThreadRecord, ThreadStore,
@@ -374,6 +374,7 @@ struct Sql {
     by_id: String,
     by_key: String,
     page: String,
+    page_unbounded: String,
     delete_bindings: String,
     delete_threads: String,
     key_lock: String,
@@ -440,9 +441,19 @@ impl Sql {
                 "SELECT {t_columns} FROM {s}.bindings b JOIN {s}.threads t ON t.id = b.record_id \
                  WHERE b.key = $1"
             ),
+            // The scan seeks to the page's start and stops at the prefix's successor ($6),
+            // so a page costs the same wherever it sits (see `ListQuery::scan_start`); the two
+            // bounds select exactly the prefix's keys, so no `starts_with` filter is needed
+            // (it also skews the planner's row estimate towards a bitmap scan and a sort).
             page: format!(
                 "SELECT {COLUMNS} FROM {s}.threads \
-                 WHERE key >= $1 AND starts_with(key, $1) AND (key, id) > ($2, $3) \
+                 WHERE (key, id) > ($2, $3) AND key < $6 AND $1::text IS NOT NULL \
+                 AND ($4 OR status = 'active') ORDER BY key, id LIMIT $5"
+            ),
+            // A prefix with no successor: $6 is NULL, bound only so both take one parameter list.
+            page_unbounded: format!(
+                "SELECT {COLUMNS} FROM {s}.threads \
+                 WHERE (key, id) > ($2, $3) AND starts_with(key, $1) AND $6::text IS NULL \
                  AND ($4 OR status = 'active') ORDER BY key, id LIMIT $5"
             ),
             delete_bindings: format!("DELETE FROM {s}.bindings WHERE key = $1"),
@@ -772,22 +783,25 @@ impl ThreadStore for PostgresStore {
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         query.validate()?;
-        let (after_key, after_id) = match &query.after {
-            Some(c) => (c.key.as_str(), c.id.as_str()),
-            None => ("", ""),
-        };
+        let (after_key, after_id) = query.scan_start();
+        let end = prefix_successor(&query.prefix);
         let limit = i64::from(query.limit) + 1;
         let rows: Vec<StoredRow> = retrying!(self, |conn| async {
+            let page = match end {
+                Some(_) => conn.st(|s| &s.page).await?,
+                None => conn.st(|s| &s.page_unbounded).await?,
+            };
             let rows = conn
                 .client
                 .query(
-                    &conn.st(|s| &s.page).await?,
+                    &page,
                     &[
                         &query.prefix,
                         &after_key,
                         &after_id,
                         &query.include_archived,
                         &limit,
+                        &end,
                     ],
                 )
                 .await?;

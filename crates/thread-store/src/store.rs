@@ -122,6 +122,19 @@ impl ListQuery {
         self
     }
 
+    /// Where the page's index scan starts: just after the cursor, or at the prefix itself
+    /// when there is none (or the cursor lies before the prefix). Record ids are never empty,
+    /// so `(prefix, "")` is below every record under the prefix. Stores seek to this one
+    /// bound, so a page costs the same wherever it sits.
+    pub(crate) fn scan_start(&self) -> (&str, &str) {
+        match &self.after {
+            Some(c) if (c.key.as_str(), c.id.as_str()) >= (self.prefix.as_str(), "") => {
+                (c.key.as_str(), c.id.as_str())
+            }
+            _ => (self.prefix.as_str(), ""),
+        }
+    }
+
     pub(crate) fn validate(&self) -> Result<(), StoreError> {
         check_text("list prefix", &self.prefix)?;
         if self.limit == 0 || self.limit > MAX_PAGE_LIMIT {

@@ -360,10 +360,7 @@ impl ThreadStore for SqliteStore {
         query.validate()?;
         let query = query.clone();
         self.run(move |shared, _| {
-            let (after_key, after_id) = match &query.after {
-                Some(c) => (c.key.clone(), c.id.as_str().to_owned()),
-                None => (String::new(), String::new()),
-            };
+            let (after_key, after_id) = query.scan_start();
             let conn = shared.reader();
             let limit = i64::from(query.limit) + 1;
             let end = prefix_successor(&query.prefix);

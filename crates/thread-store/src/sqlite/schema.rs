@@ -183,13 +183,16 @@ pub(super) static SELECT_BY_KEY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// A page of records under a prefix, bounded above by the prefix's successor (`?6`), so the
-/// index scan stops at the prefix's end instead of reading on to the end of the table.
+/// A page of records under a prefix: the index scan seeks to the page's start (`?2, ?3`, never
+/// below the prefix: `ListQuery::scan_start`) and stops at the prefix's successor (`?6`), so a
+/// page costs the same wherever it sits. The row value comes first: SQLite's planner then
+/// takes it, not `key >= ?1`, as the scan's lower bound (`EXPLAIN QUERY PLAN`:
+/// `(key,id)>(?,?) AND key<?`).
 pub(super) static SELECT_PAGE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {COLUMNS} FROM threads \
-         WHERE key >= ?1 AND key < ?6 \
-         AND (key, id) > (?2, ?3) AND (?4 OR status = 'active') \
+         WHERE (key, id) > (?2, ?3) AND key < ?6 AND key >= ?1 \
+         AND (?4 OR status = 'active') \
          ORDER BY key, id LIMIT ?5"
     )
 });
@@ -199,8 +202,8 @@ pub(super) static SELECT_PAGE: LazyLock<String> = LazyLock::new(|| {
 pub(super) static SELECT_PAGE_UNBOUNDED: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {COLUMNS} FROM threads \
-         WHERE key >= ?1 AND substr(key, 1, length(?1)) = ?1 AND ?6 IS NULL \
-         AND (key, id) > (?2, ?3) AND (?4 OR status = 'active') \
+         WHERE (key, id) > (?2, ?3) AND substr(key, 1, length(?1)) = ?1 AND ?6 IS NULL \
+         AND (?4 OR status = 'active') \
          ORDER BY key, id LIMIT ?5"
     )
 });

@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::Synchronous;
 use super::schema::{map_err, token_from_sql, token_to_sql};
@@ -75,9 +75,11 @@ impl Db {
     fn set(&mut self, level: Synchronous) -> Result<(), StoreError> {
         if self.current != level {
             // A connection setting, read at each commit; it costs no I/O.
-            self.conn
-                .execute_batch(&format!("PRAGMA synchronous = {}", level.pragma()))
-                .map_err(map_err)?;
+            let pragma = match level {
+                Synchronous::Full => "PRAGMA synchronous = FULL",
+                _ => "PRAGMA synchronous = NORMAL",
+            };
+            exec(&self.conn, pragma)?;
             self.current = level;
         }
         Ok(())
@@ -349,44 +351,82 @@ fn commit_batch(db: &mut Db, clock: &dyn Clock, batch: &[Queued]) -> Vec<OpResul
     } else {
         db.lease_writes()
     } {
-        Ok(conn) => conn,
+        Ok(conn) => &*conn,
         Err(e) => return all(e),
     };
-    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+    let tx = match Open::begin(conn) {
         Ok(tx) => tx,
-        Err(e) => return all(map_err(e)),
+        Err(e) => return all(e),
     };
     // The write lock is held from here to commit: the clock is read after taking it.
     let now = clock.now();
     let mut results = Vec::with_capacity(batch.len());
     if let [only] = batch {
         // Alone, the transaction is the savepoint: a failure rolls it back when it drops.
-        let result = apply(&tx, now, &only.op);
+        let result = apply(conn, now, &only.op);
         if result.is_err() {
             return vec![result];
         }
         results.push(result);
     } else {
         for queued in batch {
-            let result = match tx.savepoint() {
-                Ok(savepoint) => match apply(&savepoint, now, &queued.op) {
-                    Ok(done) => savepoint.commit().map(|()| done).map_err(map_err),
-                    // Dropping the savepoint rolls back to it and releases it.
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(map_err(e)),
-            };
+            let result = exec(conn, "SAVEPOINT write").and_then(|()| {
+                match apply(conn, now, &queued.op) {
+                    Ok(done) => exec(conn, "RELEASE write").map(|()| done),
+                    Err(e) => {
+                        // Undone alone; an undo that fails leaves the batch to the commit.
+                        let _ = exec(conn, "ROLLBACK TO write")
+                            .and_then(|()| exec(conn, "RELEASE write"));
+                        Err(e)
+                    }
+                }
+            });
             results.push(result);
         }
     }
     match tx.commit() {
         Ok(()) => results,
-        Err(e) => {
-            let e = map_err(e);
-            results
-                .into_iter()
-                .map(|r| r.and_then(|_| Err(e.clone())))
-                .collect()
+        Err(e) => results
+            .into_iter()
+            .map(|r| r.and_then(|_| Err(e.clone())))
+            .collect(),
+    }
+}
+
+/// Runs a statement without parameters (`BEGIN`, `SAVEPOINT`, ...) from the connection's
+/// statement cache: prepared once, not parsed again on every call.
+fn exec(conn: &Connection, sql: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(sql)
+        .map_err(map_err)?
+        .execute([])
+        .map(drop)
+        .map_err(map_err)
+}
+
+/// An open `BEGIN IMMEDIATE` transaction: rolled back when dropped uncommitted (a failed
+/// write, an unwinding panic).
+struct Open<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Open<'c> {
+    fn begin(conn: &'c Connection) -> Result<Self, StoreError> {
+        exec(conn, "BEGIN IMMEDIATE")?;
+        Ok(Self { conn, open: true })
+    }
+
+    fn commit(mut self) -> Result<(), StoreError> {
+        exec(self.conn, "COMMIT")?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if self.open && !self.conn.is_autocommit() {
+            let _ = exec(self.conn, "ROLLBACK");
         }
     }
 }
@@ -484,17 +524,6 @@ fn finalize_in(
             return Err(StoreError::already_exists(&row.key));
         }
     }
-    let existing_key: Option<String> = conn
-        .prepare_cached("SELECT key FROM threads WHERE id = ?1")
-        .map_err(map_err)?
-        .query_row(params![row.id], |r| r.get(0))
-        .optional()
-        .map_err(map_err)?;
-    if existing_key.is_some_and(|k| k != row.key) {
-        return Err(StoreError::invalid(
-            "the record id already belongs to another key",
-        ));
-    }
     if let Some(previous) = &request.archive_previous {
         let changed = conn
             .prepare_cached("UPDATE threads SET status = 'archived' WHERE id = ?1")
@@ -505,8 +534,10 @@ fn finalize_in(
             return Err(StoreError::not_found(previous.as_str()));
         }
     }
-    conn.prepare_cached(
-        "INSERT INTO threads (id, key, status, format, driver_type, agent, fingerprint, \
+    // A record id that belongs to another key updates nothing and returns no row.
+    let saved: Option<i64> = conn
+        .prepare_cached(
+            "INSERT INTO threads (id, key, status, format, driver_type, agent, fingerprint, \
          scheme_version, components, codec, state, created_at, updated_at, turns) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, format = excluded.format, \
@@ -514,26 +545,35 @@ fn finalize_in(
          fingerprint = excluded.fingerprint, scheme_version = excluded.scheme_version, \
          components = excluded.components, codec = excluded.codec, state = excluded.state, \
          created_at = excluded.created_at, updated_at = excluded.updated_at, \
-         turns = excluded.turns",
-    )
-    .map_err(map_err)?
-    .execute(params![
-        row.id,
-        row.key,
-        row.status,
-        row.format,
-        row.driver_type,
-        row.agent,
-        row.fingerprint,
-        row.scheme_version,
-        row.components,
-        row.codec,
-        row.state,
-        row.created_at,
-        row.updated_at,
-        row.turns
-    ])
-    .map_err(map_err)?;
+         turns = excluded.turns WHERE threads.key = excluded.key RETURNING 1",
+        )
+        .map_err(map_err)?
+        .query_row(
+            params![
+                row.id,
+                row.key,
+                row.status,
+                row.format,
+                row.driver_type,
+                row.agent,
+                row.fingerprint,
+                row.scheme_version,
+                row.components,
+                row.codec,
+                row.state,
+                row.created_at,
+                row.updated_at,
+                row.turns
+            ],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(map_err)?;
+    if saved.is_none() {
+        return Err(StoreError::invalid(
+            "the record id already belongs to another key",
+        ));
+    }
     if request.rebind_key {
         conn.prepare_cached(
             "INSERT INTO bindings (key, record_id) VALUES (?1, ?2) \
@@ -571,38 +611,34 @@ pub(super) fn next_token(tx: &Connection) -> Result<i64, StoreError> {
 }
 
 fn acquire_in(
-    tx: &Connection,
+    conn: &Connection,
     now: Timestamp,
     target: &str,
     owner: &str,
     ttl: Duration,
 ) -> Result<Lease, StoreError> {
-    let holder: Option<(String, i64)> = tx
-        .prepare_cached("SELECT owner, expires_at FROM leases WHERE target = ?1")
+    let token = next_token(conn)?;
+    // Taken when free, expired or already this owner's; otherwise nothing changes, and the
+    // caller's rollback returns the token drawn above.
+    let taken = conn
+        .prepare_cached(
+            "INSERT INTO leases (target, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, token = excluded.token, \
+             expires_at = excluded.expires_at \
+             WHERE leases.owner = excluded.owner OR leases.expires_at <= ?5",
+        )
         .map_err(map_err)?
-        .query_row(params![target], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
+        .execute(params![
+            target,
+            owner,
+            token,
+            now.saturating_add(ttl).as_millis(),
+            now.as_millis()
+        ])
         .map_err(map_err)?;
-    if let Some((holder, expires_at)) = holder
-        && holder != owner
-        && expires_at > now.as_millis()
-    {
+    if taken == 0 {
         return Err(StoreError::busy(target));
     }
-    let token = next_token(tx)?;
-    tx.prepare_cached(
-        "INSERT INTO leases (target, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4) \
-         ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, token = excluded.token, \
-         expires_at = excluded.expires_at",
-    )
-    .map_err(map_err)?
-    .execute(params![
-        target,
-        owner,
-        token,
-        now.saturating_add(ttl).as_millis()
-    ])
-    .map_err(map_err)?;
     Ok(Lease {
         target: target.to_owned(),
         owner: owner.to_owned(),
