@@ -1,0 +1,120 @@
+//! Steps 1 to 3: the Thread contract, the providers' attachments (unwound in reverse on a
+//! failure), and the run's compatibility identity built from the validated views.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use run_service::{ExposeSecret, RunAttachment, RunId, RunServiceProvider, build_views};
+use runtime_env::Redactor;
+use thread_store::ThreadStore;
+use tokio::sync::watch;
+
+use super::{Identity, check_key};
+use crate::ThreadError;
+use crate::compat::{thread_breakdown, thread_fingerprint};
+use crate::thread::Thread;
+
+/// Step 1: what a Thread needs of the agent and its driver; the store it runs on.
+pub(super) fn check_contract(thread: &Thread) -> Result<Arc<dyn ThreadStore>, ThreadError> {
+    let inner = &thread.agent.inner;
+    let store = inner.store.clone().ok_or(ThreadError::StoreRequired)?;
+    check_key(&thread.key)?;
+    if let Some(parent) = &thread.fork_from {
+        check_key(parent)?;
+    }
+    let driver = &inner.driver_info;
+    if !driver.resume || driver.codec.is_none() {
+        return Err(ThreadError::Unsupported {
+            capability: "session resume with a session codec",
+        });
+    }
+    if thread.fork_from.is_some() && !driver.fork {
+        return Err(ThreadError::Unsupported { capability: "fork" });
+    }
+    Ok(store)
+}
+
+/// Step 2: attaches every provider in order for a run of `thread`; on a failure, detaches
+/// those attached in reverse and reports the failure redacted.
+pub(super) async fn attach_providers(
+    thread: &Thread,
+    run_id: &RunId,
+    cancel: &watch::Receiver<bool>,
+) -> Result<(Vec<Arc<dyn RunServiceProvider>>, Vec<RunAttachment>), ThreadError> {
+    let inner = &thread.agent.inner;
+    let mut attached: Vec<Arc<dyn RunServiceProvider>> = Vec::new();
+    let mut attachments: Vec<RunAttachment> = Vec::new();
+    for (index, provider) in inner.providers.iter().enumerate() {
+        if *cancel.borrow() {
+            detach_all(&attached, run_id, inner.teardown_budget).await;
+            return Err(ThreadError::Cancelled);
+        }
+        match provider.attach_thread_run(run_id, &thread.key).await {
+            Ok(attachment) => {
+                attached.push(Arc::clone(provider));
+                attachments.push(attachment);
+            }
+            Err(error) => {
+                detach_all(&attached, run_id, inner.teardown_budget).await;
+                let secrets = attachments.iter().flat_map(secret_values);
+                let message = Redactor::with_secrets(secrets)
+                    .redact(error.message())
+                    .into_owned();
+                tracing::debug!(provider = index, "provider failed to attach");
+                return Err(ThreadError::Provider { index, message });
+            }
+        }
+    }
+    Ok((attached, attachments))
+}
+
+/// Steps 2b and 3: validates every attachment and the endpoint policy, builds both views and
+/// the run's compatibility identity.
+pub(super) fn identity(
+    thread: &Thread,
+    attachments: &[RunAttachment],
+) -> Result<Identity, ThreadError> {
+    let inner = &thread.agent.inner;
+    let views = build_views(attachments, &inner.host_mcp)?;
+    if let Some(endpoint) = inner.endpoints.first_refused(attachments, &inner.host_mcp) {
+        return Err(ThreadError::EndpointRefused { endpoint });
+    }
+    let breakdown = thread_breakdown(&inner.statics, &views);
+    let fingerprint = thread_fingerprint(&breakdown);
+    Ok(Identity {
+        views,
+        breakdown,
+        fingerprint,
+    })
+}
+
+/// The secret values an attachment carries, for the run's redactor.
+pub(super) fn secret_values(attachment: &RunAttachment) -> Vec<secrecy::SecretString> {
+    attachment
+        .services
+        .iter()
+        .flat_map(|s| s.secret_env.iter())
+        .map(|b| secrecy::SecretString::from(b.value().expose_secret().to_owned()))
+        .collect()
+}
+
+/// Detaches in reverse order, within `budget`.
+pub(super) async fn detach_all(
+    attached: &[Arc<dyn RunServiceProvider>],
+    run_id: &RunId,
+    budget: Duration,
+) {
+    let detach = async {
+        for provider in attached.iter().rev() {
+            if provider.detach_run(run_id).await.is_err() {
+                tracing::debug!("provider failed to detach");
+            }
+        }
+    };
+    if tokio::time::timeout(budget, detach).await.is_err() {
+        tracing::warn!(
+            budget_ms = budget.as_millis() as u64,
+            "provider teardown exceeded its budget"
+        );
+    }
+}

@@ -1,0 +1,290 @@
+//! The one pipeline every Thread run goes through. Each step lives in its own module; this
+//! one strings them together.
+//!
+//! 1. Validate the thread contract ([`attach::check_contract`]).
+//! 2. Attach every provider in order, unwinding in reverse on failure
+//!    ([`attach::attach_providers`]), and validate all attachments.
+//! 3. Build the concrete and session views and the run's identity ([`attach::identity`]).
+//! 4. Take the Thread's leases ([`attached_run`]), resolve the stored record and decide:
+//!    resume, start fresh, fork or refuse, before the driver runs ([`decide::decide`]).
+//! 5. Run the driver with the concrete request, renewing the lease, starting over once after a
+//!    rejected resume, and check its response ([`drive`]).
+//! 6. Persist only a clean success with a valid checkpoint ([`persist::checkpoint`]).
+//! 7. Tear down within a budget ([`attach::detach_all`]).
+//!
+//! [`explain`] runs steps 1 to 4 without the lease, the driver or any write.
+
+mod attach;
+mod decide;
+mod drive;
+mod persist;
+
+use std::sync::Arc;
+
+use compat_fingerprint::{Breakdown, Fingerprint};
+use driver_spi::FailureKind;
+use run_service::{RunAttachment, RunId, RunViews};
+use runtime_env::Redactor;
+use thread_store::{Lease, ThreadStore};
+use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
+
+use self::attach::{attach_providers, check_contract, detach_all, identity, secret_values};
+use self::decide::{Plan, decide, decode_state, release_all, store_error};
+use self::drive::Driven;
+use crate::events::CoreSink;
+use crate::explain::{Explanation, Verdict};
+use crate::thread::{Mode, Thread};
+use crate::{RunResult, ThreadError, ThreadEvent, ThreadEventKind};
+
+/// Stores accept names of up to 512 bytes; the lease target adds the `thread:` prefix.
+const MAX_KEY_LEN: usize = thread_store::MAX_NAME_LEN - LEASE_PREFIX.len();
+// The refusal below names the limit; this keeps the two in step.
+const _: () = assert!(MAX_KEY_LEN == 505);
+/// The lease target of a Thread is this prefix and its key.
+pub const THREAD_LEASE_PREFIX: &str = "thread:";
+const LEASE_PREFIX: &str = THREAD_LEASE_PREFIX;
+
+/// Thread keys are host-chosen names: non-empty, bounded, no control characters.
+pub(crate) fn check_key(key: &str) -> Result<(), ThreadError> {
+    if key.trim().is_empty() {
+        return Err(ThreadError::InvalidKey { reason: "empty" });
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(ThreadError::InvalidKey {
+            reason: "longer than 505 bytes",
+        });
+    }
+    if key.chars().any(char::is_control) {
+        return Err(ThreadError::InvalidKey {
+            reason: "contains a control character",
+        });
+    }
+    Ok(())
+}
+
+pub(crate) async fn execute(
+    thread: &Thread,
+    prompt: String,
+    run_id: RunId,
+    events: mpsc::UnboundedSender<ThreadEvent>,
+    cancel: watch::Receiver<bool>,
+) -> Result<RunResult, ThreadError> {
+    let span = tracing::info_span!("thread_run", run_id = %run_id, thread = %thread.key, resume_only = thread.mode == Mode::ResumeOnly);
+    async move {
+        let outcome = execute_inner(thread, prompt, &run_id, events, cancel).await;
+        match &outcome {
+            Ok(result) => tracing::info!(session = ?result.session, persisted = result.record_id.is_some(), "run finished"),
+            Err(error) => tracing::info!(error = %error, "run failed"),
+        }
+        outcome
+    }
+    .instrument(span)
+    .await
+}
+
+async fn execute_inner(
+    thread: &Thread,
+    prompt: String,
+    run_id: &RunId,
+    events: mpsc::UnboundedSender<ThreadEvent>,
+    cancel: watch::Receiver<bool>,
+) -> Result<RunResult, ThreadError> {
+    let inner = &thread.agent.inner;
+    // 1. The thread contract.
+    let store = check_contract(thread)?;
+    // 2. Attach providers in order; unwind in reverse if one fails.
+    let (attached, mut attachments) = attach_providers(thread, run_id, &cancel).await?;
+
+    let secrets: Vec<secrecy::SecretString> = attachments.iter().flat_map(secret_values).collect();
+    let redactor = Redactor::with_secrets(secrets.clone());
+    let sink = Arc::new(CoreSink::new(
+        run_id.clone(),
+        redactor.clone(),
+        secrets,
+        events,
+    ));
+    let cx = RunCx {
+        thread,
+        store,
+        run_id,
+        sink: Arc::clone(&sink),
+        redactor,
+        cancel,
+    };
+    let result = attached_run(&cx, prompt, &mut attachments).await;
+    // The terminal event follows the outcome, persistence included: a run whose checkpoint
+    // could not be stored does not report `RunFinished`.
+    sink.finish(match &result {
+        Ok(_) => ThreadEventKind::RunFinished,
+        Err(ThreadError::Driver { kind, .. }) => ThreadEventKind::RunFailed { kind: *kind },
+        Err(_) => ThreadEventKind::RunFailed {
+            kind: FailureKind::Other,
+        },
+    });
+    // 7. Teardown, bounded.
+    detach_all(&attached, run_id, inner.teardown_budget).await;
+    result
+}
+
+/// What a run of `thread` would decide now, through the same steps 1 to 4 (and the decoding
+/// of the stored state), without the lease, the driver or any write. Providers are attached
+/// as for a run, under `run_id`, and detached before it returns.
+pub(crate) async fn explain(
+    thread: &Thread,
+    run_id: &RunId,
+    cancel: watch::Receiver<bool>,
+) -> Result<Explanation, ThreadError> {
+    let inner = &thread.agent.inner;
+    let store = check_contract(thread)?;
+    let (attached, attachments) = attach_providers(thread, run_id, &cancel).await?;
+    let decided = async {
+        let Identity {
+            breakdown,
+            fingerprint,
+            ..
+        } = identity(thread, &attachments)?;
+        let plan = decide(thread, &store, &breakdown, fingerprint).await?;
+        let verdict = match plan {
+            Plan::Start { archive, changes } => Verdict::Start {
+                replaces: archive.map(|r| r.id),
+                changes: changes.unwrap_or_default(),
+            },
+            Plan::Resume { record } => {
+                decode_state(thread, &record.state)?;
+                Verdict::Resume { record: record.id }
+            }
+            Plan::Fork { parent } => {
+                decode_state(thread, &parent.state)?;
+                Verdict::Fork { parent: parent.id }
+            }
+        };
+        Ok(Explanation {
+            verdict,
+            fingerprint,
+        })
+    }
+    .await;
+    detach_all(&attached, run_id, inner.teardown_budget).await;
+    decided
+}
+
+/// What every step of one run shares.
+struct RunCx<'a> {
+    thread: &'a Thread,
+    store: Arc<dyn ThreadStore>,
+    run_id: &'a RunId,
+    sink: Arc<CoreSink>,
+    redactor: Redactor,
+    cancel: watch::Receiver<bool>,
+}
+
+/// The run's compatibility identity, computed once from its session view.
+struct Identity {
+    views: RunViews,
+    breakdown: Breakdown,
+    fingerprint: Fingerprint,
+}
+
+/// Step 4's leases (the key; for a fork the parent too, so it cannot move meanwhile), then
+/// the rest of the run under them; the leases are released on every failure but a lost lease.
+async fn attached_run(
+    cx: &RunCx<'_>,
+    prompt: String,
+    attachments: &mut [RunAttachment],
+) -> Result<RunResult, ThreadError> {
+    let RunCx {
+        thread,
+        store,
+        run_id,
+        ..
+    } = cx;
+    let inner = &thread.agent.inner;
+    // 2b and 3. Validate everything and build both views before anything launches.
+    let identity = identity(thread, attachments)?;
+
+    // 4. Lease (the key; for a fork the parent too, so it cannot move meanwhile), resolve,
+    // decide.
+    let owner = format!("{}/{}", inner.instance, run_id);
+    let mut leases = Vec::new();
+    for key in std::iter::once(&thread.key).chain(thread.fork_from.as_ref()) {
+        let target = format!("{LEASE_PREFIX}{key}");
+        match store.acquire_lease(&target, &owner, inner.lease_ttl).await {
+            Ok(lease) => leases.push(lease),
+            Err(e) => {
+                release_all(store, &leases).await;
+                return Err(store_error(e, key));
+            }
+        }
+    }
+    let outcome = leased_run(cx, prompt, attachments, &identity, leases.clone()).await;
+    if outcome
+        .as_ref()
+        .is_err_and(|e| !matches!(e, ThreadError::LeaseLost { .. }))
+    {
+        release_all(store, &leases).await;
+    }
+    outcome
+}
+
+/// Steps 4 to 6, under the run's leases.
+async fn leased_run(
+    cx: &RunCx<'_>,
+    prompt: String,
+    attachments: &mut [RunAttachment],
+    identity: &Identity,
+    mut leases: Vec<Lease>,
+) -> Result<RunResult, ThreadError> {
+    // 4. Decide.
+    let plan = decide(
+        cx.thread,
+        &cx.store,
+        &identity.breakdown,
+        identity.fingerprint,
+    )
+    .await?;
+    tracing::debug!(plan = plan.label(), "compatibility decided");
+
+    // 5. Drive.
+    let base = drive::request(cx, prompt, attachments, &identity.views);
+    let forwarders = drive::forward_events(attachments, &cx.sink);
+    let driven = drive::run_with_retry(cx, plan, base, &mut leases).await;
+    forwarders.drain().await;
+    let Driven {
+        plan,
+        rejected,
+        response,
+    } = driven?;
+    let response = drive::check_response(response?, &cx.redactor)?;
+
+    // 6. Persist.
+    let session = persist::outcome(&plan, rejected);
+    let (record_id, not_persisted) =
+        persist::checkpoint(cx, &plan, identity, &response, leases).await?;
+    Ok(RunResult {
+        run_id: cx.run_id.clone(),
+        output: cx.redactor.redact(&response.output).into_owned(),
+        exit: response.exit,
+        usage: response.usage,
+        session,
+        record_id,
+        not_persisted,
+        events: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_limit_is_the_one_the_refusal_names() {
+        assert!(check_key(&"k".repeat(MAX_KEY_LEN)).is_ok());
+        assert!(matches!(
+            check_key(&"k".repeat(MAX_KEY_LEN + 1)),
+            Err(ThreadError::InvalidKey {
+                reason: "longer than 505 bytes"
+            })
+        ));
+    }
+}
