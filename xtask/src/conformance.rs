@@ -14,7 +14,7 @@
 use std::io::Write as _;
 use std::process::Output;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 
 use crate::util::{cargo, display, env_is_set};
 
@@ -58,6 +58,13 @@ pub(crate) const SUITES: &[Suite] = &[
         feature: "conformance",
         test_target: "conformance",
         implementations: &[("example_provider", None)],
+    },
+    Suite {
+        name: "run-service (hosted-tools)",
+        package: "hosted-tools",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[("hosted_tools_provider", None)],
     },
     Suite {
         name: "thread-store",
@@ -124,6 +131,51 @@ struct TestCounts {
 /// Run every registered implementation; fail if any failed.
 pub(crate) fn run() -> anyhow::Result<()> {
     run_suites(SUITES)
+}
+
+/// For `cargo xtask ci`, whose test step (`cargo test --workspace --all-features`) has run
+/// every conformance target already: checks, without running anything again, that each
+/// registered implementation is exactly one test of its suite's target (`--list`), so the
+/// registry cannot drift from the tests it names.
+pub(crate) fn verify_registered() -> anyhow::Result<()> {
+    let mut missing = Vec::new();
+    let mut count = 0u32;
+    for suite in SUITES {
+        for &(test, _) in suite.implementations {
+            let mut cmd = cargo([
+                "test",
+                "--package",
+                suite.package,
+                "--features",
+                suite.feature,
+                "--test",
+                suite.test_target,
+                "--",
+                test,
+                "--exact",
+                "--list",
+            ]);
+            let output = cmd
+                .output()
+                .with_context(|| format!("could not start `{}`", display(&cmd)))?;
+            let listed = String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .filter(|l| l.ends_with(": test"))
+                .count();
+            if !output.status.success() || listed != 1 {
+                missing.push(format!("{} / {test}", suite.name));
+            }
+            count += 1;
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "registered conformance implementations not found as tests: {}",
+            missing.join(", ")
+        );
+    }
+    println!("conformance: {count} registered implementations, each run once by the test step");
+    Ok(())
 }
 
 fn run_suites(suites: &[Suite]) -> anyhow::Result<()> {

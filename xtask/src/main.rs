@@ -4,7 +4,8 @@
 //!
 //! - `public-api [--bless] [CRATE...]`: check (or rewrite) the public-API golden files
 //!   `crates/<crate>/public-api.txt`.
-//! - `conformance`: run every registered conformance suite implementation by exact test name.
+//! - `conformance`: run every registered conformance suite implementation by exact test name;
+//!   `--registry` only checks that each registered implementation exists (what `ci` does).
 //! - `tidy`: run the repository hygiene checks (the `tidy` test of `workspace-tests`).
 //! - `ci`: everything CI runs, in order, stopping at the first failing step.
 //!
@@ -24,6 +25,7 @@ usage: cargo xtask <command>
 commands:
   public-api [--bless] [CRATE...]  check the public-API golden files (--bless rewrites them)
   conformance                      run every registered conformance suite implementation
+  conformance --registry           check that each registered implementation is one test
   tidy                             run the repository hygiene checks
   ci                               run everything CI runs, in order
   help                             print this message";
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
             }
         },
         "conformance" if rest.is_empty() => conformance::run(),
+        "conformance" if rest == ["--registry"] => conformance::verify_registered(),
         "tidy" if rest.is_empty() => util::tidy(),
         "ci" if rest.is_empty() => ci::run(),
         "help" | "--help" | "-h" => {

@@ -5,7 +5,6 @@
 mod support;
 
 mod attribution;
-mod conformance;
 mod gate;
 mod idle;
 mod serve;
