@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::record::check_name;
-use crate::store::{check_erase_fence, check_lease_args, is_storable_key, millis_until};
+use crate::store::{check_erase_fence, check_lease_args, is_storable_key, millis_until, visible};
 use crate::{
     Clock, FinalizeRequest, Lease, LeaseHolder, ListPage, ListQuery, Lookup, Query, RecordId,
     RecordStatus, StoreError, SystemClock, ThreadRecord, ThreadStore, Timestamp,
@@ -97,10 +97,6 @@ impl Inner {
             _ => Err(StoreError::lease_lost(&lease.target)),
         }
     }
-}
-
-fn visible(record: &ThreadRecord, include_archived: bool) -> bool {
-    include_archived || record.status == RecordStatus::Active
 }
 
 #[async_trait::async_trait]

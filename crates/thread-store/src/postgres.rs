@@ -65,18 +65,22 @@ use crate::LeaseHolder;
 use crate::pg_tls::{Connector, TlsSettings};
 pub use crate::pg_tls::{RootCertificate, SslMode};
 use crate::record::check_name as check_lease_target_name;
-use crate::store::millis_until;
 
-use crate::row::{COLUMNS, StoredRow, decode_all};
-use crate::store::{check_erase_fence, check_lease_args, is_storable_key, prefix_successor};
+use crate::row::{
+    COLUMNS, RowSource, StoredRow, check_schema_version, columns_of, decode_all, token_from_sql,
+    token_to_sql,
+};
+use crate::store::{
+    check_erase_fence, check_lease_args, is_storable_key, millis_until, prefix_successor, visible,
+};
 use crate::{
-    FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordStatus, StoreError,
-    ThreadRecord, ThreadStore,
+    FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, StoreError, ThreadRecord,
+    ThreadStore,
 };
 
 /// The newest schema version this build knows. A schema whose `schema_migrations` table records
 /// a newer version is refused with [`StoreError::Corrupt`].
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = crate::row::SCHEMA_VERSION;
 
 /// How many times a transaction that hit a serialization failure or deadlock is replayed.
 const MAX_ATTEMPTS: u32 = 8;
@@ -332,16 +336,7 @@ async fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreError> {
     let current: i64 = row.try_get(0).map_err(|_| {
         StoreError::corrupt("the schema_migrations table does not hold integer versions")
     })?;
-    if current > SCHEMA_VERSION {
-        return Err(StoreError::corrupt(format!(
-            "the PostgreSQL schema is at version {current}, newer than this build supports ({SCHEMA_VERSION})"
-        )));
-    }
-    if current < 0 {
-        return Err(StoreError::corrupt(format!(
-            "the PostgreSQL schema version {current} is not a valid version"
-        )));
-    }
+    check_schema_version("PostgreSQL", current)?;
     for (index, sql) in migrations(schema).iter().enumerate() {
         let version = i64::try_from(index).unwrap_or(i64::MAX).saturating_add(1);
         if version <= current {
@@ -386,11 +381,7 @@ struct Sql {
 impl Sql {
     fn new(schema: &str) -> Self {
         let s = quote_ident(schema);
-        let t_columns = COLUMNS
-            .split(", ")
-            .map(|c| format!("t.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let t_columns = columns_of("t");
         Self {
             acquire: format!(
                 "INSERT INTO {s}.leases AS l (target, owner, token, expires_at) \
@@ -531,31 +522,18 @@ fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
     })
 }
 
+impl RowSource for Row {
+    type Error = StoreError;
+    fn text(&self, index: usize) -> Result<String, StoreError> {
+        column(self, index)
+    }
+    fn int(&self, index: usize) -> Result<i64, StoreError> {
+        column(self, index)
+    }
+}
+
 fn read_row(row: &Row) -> Result<StoredRow, StoreError> {
-    Ok(StoredRow {
-        id: column(row, 0)?,
-        key: column(row, 1)?,
-        status: column(row, 2)?,
-        format: column(row, 3)?,
-        driver_type: column(row, 4)?,
-        agent: column(row, 5)?,
-        fingerprint: column(row, 6)?,
-        scheme_version: column(row, 7)?,
-        components: column(row, 8)?,
-        codec: column(row, 9)?,
-        state: column(row, 10)?,
-        created_at: column(row, 11)?,
-        updated_at: column(row, 12)?,
-        turns: column(row, 13)?,
-    })
-}
-
-fn token_to_sql(token: u64) -> Result<i64, StoreError> {
-    i64::try_from(token).map_err(|_| StoreError::invalid("lease token is out of range"))
-}
-
-fn token_from_sql(token: i64) -> Result<u64, StoreError> {
-    u64::try_from(token).map_err(|_| StoreError::corrupt("a stored lease token is negative"))
+    StoredRow::read(row)
 }
 
 fn ttl_millis(ttl: Duration) -> f64 {
@@ -774,8 +752,7 @@ impl ThreadStore for PostgresStore {
         match row {
             Some(row) => {
                 let record = row.decode()?;
-                let visible = query.include_archived || record.status == RecordStatus::Active;
-                Ok(visible.then_some(record))
+                Ok(visible(&record, query.include_archived).then_some(record))
             }
             None => Ok(None),
         }

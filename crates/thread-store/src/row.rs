@@ -31,7 +31,78 @@ pub(crate) struct StoredRow {
 pub(crate) const COLUMNS: &str = "id, key, status, format, driver_type, agent, fingerprint, \
      scheme_version, components, codec, state, created_at, updated_at, turns";
 
+/// [`COLUMNS`], each qualified by a table alias (`t.id, t.key, ...`), for joins.
+pub(crate) fn columns_of(alias: &str) -> String {
+    COLUMNS
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The newest schema version of the SQL adapters. Both number their migrations alike: entry
+/// `n` brings the schema from version `n` to `n + 1`, so a column added to the records
+/// table (and to [`StoredRow`], [`COLUMNS`] and [`RowSource`]) is one version on both.
+pub(crate) const SCHEMA_VERSION: i64 = 3;
+
+/// Refuses a schema this build cannot read: newer than [`SCHEMA_VERSION`], or negative.
+/// `engine` names the database in the message ("SQLite", "PostgreSQL").
+pub(crate) fn check_schema_version(engine: &str, found: i64) -> Result<(), StoreError> {
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::corrupt(format!(
+            "the {engine} schema is at version {found}, newer than this build supports ({SCHEMA_VERSION})"
+        )));
+    }
+    if found < 0 {
+        return Err(StoreError::corrupt(format!(
+            "the {engine} schema version {found} is not a valid version"
+        )));
+    }
+    Ok(())
+}
+
+/// A fencing token as the SQL adapters store it (a signed 64-bit integer).
+pub(crate) fn token_to_sql(token: u64) -> Result<i64, StoreError> {
+    i64::try_from(token).map_err(|_| StoreError::invalid("lease token is out of range"))
+}
+
+/// A stored fencing token; a negative one was never written by a store.
+pub(crate) fn token_from_sql(token: i64) -> Result<u64, StoreError> {
+    u64::try_from(token).map_err(|_| StoreError::corrupt("a stored lease token is negative"))
+}
+
+/// A database row the records table's columns can be read from, by index in [`COLUMNS`]
+/// order: each SQL adapter implements it for its driver's row type.
+pub(crate) trait RowSource {
+    /// The driver's error for a column of the wrong type.
+    type Error;
+    /// A text column.
+    fn text(&self, index: usize) -> Result<String, Self::Error>;
+    /// An integer column.
+    fn int(&self, index: usize) -> Result<i64, Self::Error>;
+}
+
 impl StoredRow {
+    /// Reads a row selected with [`COLUMNS`] (or [`columns_of`]), in that order.
+    pub(crate) fn read<R: RowSource>(row: &R) -> Result<Self, R::Error> {
+        Ok(Self {
+            id: row.text(0)?,
+            key: row.text(1)?,
+            status: row.text(2)?,
+            format: row.int(3)?,
+            driver_type: row.text(4)?,
+            agent: row.text(5)?,
+            fingerprint: row.text(6)?,
+            scheme_version: row.int(7)?,
+            components: row.text(8)?,
+            codec: row.text(9)?,
+            state: row.text(10)?,
+            created_at: row.int(11)?,
+            updated_at: row.int(12)?,
+            turns: row.int(13)?,
+        })
+    }
+
     /// Encodes a record. Serializing these plain types cannot fail; a failure would be a bug
     /// in serde_json, reported as `InvalidInput` rather than a panic.
     pub(crate) fn encode(record: &ThreadRecord) -> Result<Self, StoreError> {

@@ -391,3 +391,10 @@ pub(crate) fn prefix_successor(prefix: &str) -> Option<String> {
     }
     None
 }
+
+/// Whether a lookup may return `record`: an archived record only when it asks for archived
+/// records. The one visibility rule: the memory store and the SQL adapters' decoded rows apply
+/// it here, and the SQL `list` queries state it as `(? OR status = 'active')`.
+pub(crate) fn visible(record: &ThreadRecord, include_archived: bool) -> bool {
+    include_archived || record.status == RecordStatus::Active
+}

@@ -56,10 +56,10 @@ use self::write::{Db, Done, Op, Shared, Slot, next_token};
 use crate::LeaseHolder;
 use crate::record::check_name as check_lease_target_name;
 use crate::row::{StoredRow, decode_all};
-use crate::store::{check_lease_args, is_storable_key, millis_until, prefix_successor};
+use crate::store::{check_lease_args, is_storable_key, millis_until, prefix_successor, visible};
 use crate::{
-    Clock, FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, RecordStatus, StoreError,
-    SystemClock, ThreadRecord, ThreadStore,
+    Clock, FinalizeRequest, Lease, ListPage, ListQuery, Lookup, Query, StoreError, SystemClock,
+    ThreadRecord, ThreadStore,
 };
 
 /// SQLite's `synchronous` setting: how hard each commit pushes data to the disk.
@@ -347,8 +347,7 @@ impl ThreadStore for SqliteStore {
             match row {
                 Some(row) => {
                     let record = row.decode()?;
-                    let visible = query.include_archived || record.status == RecordStatus::Active;
-                    Ok(visible.then_some(record))
+                    Ok(visible(&record, query.include_archived).then_some(record))
                 }
                 None => Ok(None),
             }

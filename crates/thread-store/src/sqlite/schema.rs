@@ -5,11 +5,14 @@ use std::sync::LazyLock;
 use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
 
 use crate::StoreError;
-use crate::row::{COLUMNS, StoredRow};
+use crate::row::{COLUMNS, RowSource, StoredRow, check_schema_version, columns_of};
 
 /// The newest schema version this build knows. A database whose `schema_migrations` table
 /// records a newer version is refused with [`StoreError::Corrupt`].
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = crate::row::SCHEMA_VERSION;
+
+// One migration per version.
+const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// Numbered migrations: entry `n` brings the schema from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -72,16 +75,7 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             |r| r.get(0),
         )
         .map_err(map_err)?;
-    if current > SCHEMA_VERSION {
-        return Err(StoreError::corrupt(format!(
-            "the SQLite schema is at version {current}, newer than this build supports ({SCHEMA_VERSION})"
-        )));
-    }
-    if current < 0 {
-        return Err(StoreError::corrupt(format!(
-            "the SQLite schema version {current} is not a valid version"
-        )));
-    }
+    check_schema_version("SQLite", current)?;
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         let version = index as i64 + 1;
         tx.execute_batch(sql).map_err(map_err)?;
@@ -142,44 +136,27 @@ fn kind_of(err: &rusqlite::Error) -> &'static str {
     }
 }
 
+impl RowSource for rusqlite::Row<'_> {
+    type Error = rusqlite::Error;
+    fn text(&self, index: usize) -> rusqlite::Result<String> {
+        self.get(index)
+    }
+    fn int(&self, index: usize) -> rusqlite::Result<i64> {
+        self.get(index)
+    }
+}
+
 pub(super) fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
-    Ok(StoredRow {
-        id: r.get(0)?,
-        key: r.get(1)?,
-        status: r.get(2)?,
-        format: r.get(3)?,
-        driver_type: r.get(4)?,
-        agent: r.get(5)?,
-        fingerprint: r.get(6)?,
-        scheme_version: r.get(7)?,
-        components: r.get(8)?,
-        codec: r.get(9)?,
-        state: r.get(10)?,
-        created_at: r.get(11)?,
-        updated_at: r.get(12)?,
-        turns: r.get(13)?,
-    })
-}
-
-pub(super) fn token_to_sql(token: u64) -> Result<i64, StoreError> {
-    i64::try_from(token).map_err(|_| StoreError::invalid("lease token is out of range"))
-}
-
-pub(super) fn token_from_sql(token: i64) -> Result<u64, StoreError> {
-    u64::try_from(token).map_err(|_| StoreError::corrupt("a stored lease token is negative"))
+    StoredRow::read(r)
 }
 
 pub(super) static SELECT_BY_ID: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {COLUMNS} FROM threads WHERE id = ?1"));
 
 pub(super) static SELECT_BY_KEY: LazyLock<String> = LazyLock::new(|| {
-    let columns = COLUMNS
-        .split(", ")
-        .map(|c| format!("t.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ");
     format!(
-        "SELECT {columns} FROM bindings b JOIN threads t ON t.id = b.record_id WHERE b.key = ?1"
+        "SELECT {} FROM bindings b JOIN threads t ON t.id = b.record_id WHERE b.key = ?1",
+        columns_of("t")
     )
 });
 

@@ -34,8 +34,8 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::Synchronous;
-use super::schema::{map_err, token_from_sql, token_to_sql};
-use crate::row::StoredRow;
+use super::schema::map_err;
+use crate::row::{StoredRow, token_from_sql, token_to_sql};
 use crate::store::check_erase_fence;
 use crate::{Clock, FinalizeRequest, Lease, StoreError, Timestamp};
 
