@@ -4,7 +4,14 @@
 //! - every `.rs` file under `crates/`, `xtask/` and `tests/` (skipping `target/` and hidden
 //!   directories) starts with a `//!` module doc saying what the module is for;
 //! - every library root `crates/*/src/lib.rs` has the lines `#![forbid(unsafe_code)]` and
-//!   `#![deny(missing_docs)]`.
+//!   `#![deny(missing_docs)]`, and its crate doc has a `Stability:` line;
+//! - every dependency of every member (`crates/*`, `xtask`, `tests`) is declared
+//!   `.workspace = true`, so versions live in one place;
+//! - no source file under `crates/*/src` is longer than [`MAX_SOURCE_LINES`], except those in
+//!   [`LONG_FILES`], each with its reason;
+//! - library sources read the process environment, or build a `Command`, only where
+//!   [`ENV_READERS`] and [`PROCESS_BUILDERS`] say, each with its reason: configuration reaches
+//!   libraries as values, and children start only through the allow-listed environment.
 //!
 //! The checks are plain functions over `(path, text)` so they can be tested on in-memory
 //! examples, plus a walker that applies them to a checkout.
@@ -20,6 +27,78 @@ pub const CHECKED_DIRS: [&str; 3] = ["crates", "xtask", "tests"];
 /// The inner attributes every library root must carry, each on its own line.
 pub const REQUIRED_LIB_ATTRIBUTES: [&str; 2] =
     ["#![forbid(unsafe_code)]", "#![deny(missing_docs)]"];
+
+/// The longest a source file under `crates/*/src` may be, in lines.
+pub const MAX_SOURCE_LINES: usize = 600;
+
+/// Source files allowed over [`MAX_SOURCE_LINES`], each with the reason.
+pub const LONG_FILES: &[(&str, &str)] = &[
+    (
+        "crates/thread-store/src/conformance/mod.rs",
+        "the kit's clauses TS-01 to TS-17, one function each; splitting them by concern is issue 16 item 2, not done yet",
+    ),
+    (
+        "crates/driver-spi/src/conformance/mod.rs",
+        "the driver kit's clauses, one function each; the kits' common vocabulary (issue 16 item 2) will reshape it",
+    ),
+    (
+        "crates/thread-store/src/postgres.rs",
+        "the PostgreSQL adapter: configuration, migrations, statements and the trait; to be split like sqlite/",
+    ),
+    (
+        "crates/runtime-env/src/runtime_env.rs",
+        "the builder, layout, ephemeral sessions and config lock; the split is issue 16 item 3, not done yet",
+    ),
+    (
+        "crates/runtime-env/src/redact.rs",
+        "one hand-written scanner: the token shapes and their tests belong together",
+    ),
+    (
+        "crates/run-service/src/validate.rs",
+        "every attachment rule with its unit test beside it",
+    ),
+    (
+        "crates/test-kit/src/restart.rs",
+        "the host-restart scenario every real-CLI test runs, one sequence of steps",
+    ),
+];
+
+/// Where library sources may read the process environment (`std::env::var` and kin), each
+/// with the reason. A path ending in `/` covers its directory.
+pub const ENV_READERS: &[(&str, &str)] = &[
+    (
+        "crates/agentctl/src/",
+        "the operator CLI: a binary reads its own environment (RUST_LOG, variables the operator names)",
+    ),
+    (
+        "crates/fake-cli/src/",
+        "the scripted fake CLI reads its scenario and records its environment, as a real CLI would",
+    ),
+    (
+        "crates/runtime-env/src/child_env.rs",
+        "the one place a child's allow-listed environment is read from the host",
+    ),
+    (
+        "crates/test-kit/src/real_cli.rs",
+        "test support: the real-CLI binary variables and the CI rule that never skips",
+    ),
+];
+
+/// Where library sources may build a `std::process::Command`, each with the reason.
+pub const PROCESS_BUILDERS: &[(&str, &str)] = &[
+    (
+        "crates/runtime-env/src/runtime_env.rs",
+        "the one place a runtime's child command is built, from the allow-listed environment",
+    ),
+    (
+        "crates/runtime-env/src/child_env.rs",
+        "the child-environment builder applies itself to a command",
+    ),
+    (
+        "crates/fake-cli/src/",
+        "test infrastructure: building and re-executing the fake binary",
+    ),
+];
 
 /// One broken rule in one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +138,113 @@ pub fn check_library_root(path: &Path, text: &str) -> Vec<Violation> {
             message: format!("library root must contain the line `{attribute}`"),
         })
         .collect()
+}
+
+/// Check that a library root's crate doc (its leading `//!` lines) has a `Stability:` line.
+pub fn check_stability_line(path: &Path, text: &str) -> Option<Violation> {
+    let has = text
+        .lines()
+        .take_while(|line| line.starts_with("//!"))
+        .any(|line| {
+            line.trim_start_matches("//!")
+                .trim_start()
+                .starts_with("Stability:")
+        });
+    (!has).then(|| Violation {
+        path: path.to_path_buf(),
+        message: "the crate doc must say how stable the API is, in a line starting `Stability:`"
+            .to_owned(),
+    })
+}
+
+/// Check that every dependency in a manifest (`text`) is declared `.workspace = true`.
+pub fn check_manifest(path: &Path, text: &str) -> Vec<Violation> {
+    let mut section = String::new();
+    let mut violations = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_owned();
+            continue;
+        }
+        let in_dependencies = section.ends_with("dependencies");
+        if !in_dependencies || line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !line.contains("workspace = true") {
+            violations.push(Violation {
+                path: path.to_path_buf(),
+                message: format!(
+                    "line {}: declare the dependency in [workspace.dependencies] and use it with `.workspace = true`",
+                    index + 1
+                ),
+            });
+        }
+    }
+    violations
+}
+
+/// Check a source file's length against [`MAX_SOURCE_LINES`] and [`LONG_FILES`]; `relative`
+/// is its path from the workspace root, with `/` separators.
+pub fn check_file_size(path: &Path, relative: &str, text: &str) -> Option<Violation> {
+    let lines = text.lines().count();
+    let excepted = LONG_FILES.iter().any(|(long, _)| *long == relative);
+    (lines > MAX_SOURCE_LINES && !excepted).then(|| Violation {
+        path: path.to_path_buf(),
+        message: format!(
+            "{lines} lines, over the budget of {MAX_SOURCE_LINES}: split it, or add it to LONG_FILES with the reason"
+        ),
+    })
+}
+
+/// A confined call: the texts that make it, the places allowed to, and why the others may not.
+type ConfinedCall = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
+/// Check that a library source reads the environment and builds commands only where
+/// [`ENV_READERS`] and [`PROCESS_BUILDERS`] allow; `relative` as in [`check_file_size`].
+/// Comment lines do not count.
+pub fn check_confined_calls(path: &Path, relative: &str, text: &str) -> Vec<Violation> {
+    let allowed = |list: &[(&str, &str)]| {
+        list.iter().any(|(place, _)| {
+            relative == *place || (place.ends_with('/') && relative.starts_with(place))
+        })
+    };
+    let code = || {
+        text.lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim_start().starts_with("//"))
+    };
+    let mut violations = Vec::new();
+    let rules: [ConfinedCall; 2] = [
+        (
+            &["env::var(", "env::var_os(", "env::vars(", "env::vars_os("],
+            ENV_READERS,
+            "reads the process environment; libraries take configuration as values (or add the file to ENV_READERS with the reason)",
+        ),
+        (
+            &["process::Command::new(", " Command::new("],
+            PROCESS_BUILDERS,
+            "builds a process Command; children start through runtime-env and driver-cli (or add the file to PROCESS_BUILDERS with the reason)",
+        ),
+    ];
+    for (needles, list, why) in rules {
+        if allowed(list) {
+            continue;
+        }
+        for (index, line) in code() {
+            if needles.iter().any(|needle| line.contains(needle)) {
+                violations.push(Violation {
+                    path: path.to_path_buf(),
+                    message: format!("line {}: {why}", index + 1),
+                });
+            }
+        }
+    }
+    violations
 }
 
 /// Every `.rs` file under [`CHECKED_DIRS`] of `root`, sorted, skipping `target` and hidden
@@ -110,6 +296,28 @@ pub fn library_roots(root: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(roots)
 }
 
+/// The manifests of the members: `crates/*/Cargo.toml`, `xtask` and `tests`, sorted.
+pub fn member_manifests(root: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut manifests = Vec::new();
+    let crates = root.join("crates");
+    if crates.is_dir() {
+        for entry in fs::read_dir(&crates)? {
+            let manifest = entry?.path().join("Cargo.toml");
+            if manifest.is_file() {
+                manifests.push(manifest);
+            }
+        }
+    }
+    for member in ["xtask", "tests"] {
+        let manifest = root.join(member).join("Cargo.toml");
+        if manifest.is_file() {
+            manifests.push(manifest);
+        }
+    }
+    manifests.sort();
+    Ok(manifests)
+}
+
 /// The result of checking a checkout.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -117,6 +325,8 @@ pub struct Report {
     pub files_checked: usize,
     /// How many library roots were checked for the required attributes.
     pub library_roots_checked: usize,
+    /// How many member manifests were checked for workspace dependencies.
+    pub manifests_checked: usize,
     /// Every broken rule found.
     pub violations: Vec<Violation>,
 }
@@ -128,11 +338,31 @@ pub fn check_workspace(root: &Path) -> io::Result<Report> {
         let text = fs::read_to_string(&path)?;
         report.files_checked += 1;
         report.violations.extend(check_module_doc(&path, &text));
+        let relative = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let library_source = relative.starts_with("crates/") && relative.contains("/src/");
+        if library_source {
+            report
+                .violations
+                .extend(check_file_size(&path, &relative, &text));
+            report
+                .violations
+                .extend(check_confined_calls(&path, &relative, &text));
+        }
     }
     for path in library_roots(root)? {
         let text = fs::read_to_string(&path)?;
         report.library_roots_checked += 1;
         report.violations.extend(check_library_root(&path, &text));
+        report.violations.extend(check_stability_line(&path, &text));
+    }
+    for path in member_manifests(root)? {
+        let text = fs::read_to_string(&path)?;
+        report.manifests_checked += 1;
+        report.violations.extend(check_manifest(&path, &text));
     }
     Ok(report)
 }

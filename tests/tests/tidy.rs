@@ -8,7 +8,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use workspace_tests::tidy::{
-    REQUIRED_LIB_ATTRIBUTES, check_library_root, check_module_doc, check_workspace,
+    LONG_FILES, MAX_SOURCE_LINES, REQUIRED_LIB_ATTRIBUTES, check_confined_calls, check_file_size,
+    check_library_root, check_manifest, check_module_doc, check_stability_line, check_workspace,
 };
 
 fn workspace_root() -> PathBuf {
@@ -99,9 +100,12 @@ fn workspace_walk_finds_bad_files_and_skips_target() {
     };
     write(
         "crates/good/src/lib.rs",
-        "//! Good.\n#![forbid(unsafe_code)]\n#![deny(missing_docs)]\n",
+        "//! Good.\n//! Stability: stable.\n#![forbid(unsafe_code)]\n#![deny(missing_docs)]\n",
     );
-    write("crates/bad/src/lib.rs", "//! Bad: no attributes.\n");
+    write(
+        "crates/bad/src/lib.rs",
+        "//! Bad: no attributes, no stability line.\n",
+    );
     write("crates/bad/src/undocumented.rs", "fn f() {}\n");
     write("xtask/src/main.rs", "fn main() {}\n");
     write("tests/tests/it.rs", "//! Fine.\n");
@@ -125,8 +129,68 @@ fn workspace_walk_finds_bad_files_and_skips_target() {
         [
             "crates/bad/src/lib.rs",
             "crates/bad/src/lib.rs",
+            "crates/bad/src/lib.rs",
             "crates/bad/src/undocumented.rs",
             "xtask/src/main.rs",
         ]
+    );
+}
+
+#[test]
+fn stability_rule_wants_the_line_in_the_crate_doc() {
+    let path = Path::new("crates/demo/src/lib.rs");
+    assert!(check_stability_line(path, "//! Demo.\n//!\n//! Stability: pre-1.0.\n").is_none());
+    for bad in [
+        "//! Demo.\n",
+        "//! Demo.\n#![forbid(unsafe_code)]\n//! Stability: too late.\n",
+        "// Stability: not a doc line.\n",
+    ] {
+        assert!(
+            check_stability_line(path, bad).is_some(),
+            "accepted {bad:?}"
+        );
+    }
+}
+
+#[test]
+fn manifest_rule_wants_workspace_dependencies() {
+    let path = Path::new("crates/demo/Cargo.toml");
+    let good = "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[dependencies]\nserde.workspace = true\ntokio = { workspace = true, features = [\"rt\"] }\n# a comment\n\n[dev-dependencies]\nproptest.workspace = true\n";
+    assert!(check_manifest(path, good).is_empty());
+    let bad = "[dependencies]\nserde = \"1\"\n\n[target.'cfg(unix)'.dependencies]\nlibc = { version = \"0.2\" }\n\n[build-dependencies]\ncc = \"1\"\n";
+    assert_eq!(check_manifest(path, bad).len(), 3);
+}
+
+#[test]
+fn size_rule_counts_lines_and_honours_the_exceptions() {
+    let path = Path::new("crates/demo/src/big.rs");
+    let long = "//! Big.\n".to_owned() + &"fn f() {}\n".repeat(MAX_SOURCE_LINES);
+    assert!(check_file_size(path, "crates/demo/src/big.rs", &long).is_some());
+    let excepted = LONG_FILES[0].0;
+    assert!(check_file_size(Path::new(excepted), excepted, &long).is_none());
+    let short = "//! Small.\n".repeat(MAX_SOURCE_LINES);
+    assert!(check_file_size(path, "crates/demo/src/big.rs", &short).is_none());
+}
+
+#[test]
+fn confinement_rule_finds_environment_reads_and_commands_outside_their_places() {
+    let path = Path::new("crates/demo/src/lib.rs");
+    let text = "//! Demo.\nfn f() {\n    let _ = std::env::var(\"HOME\");\n    let _ = std::process::Command::new(\"sh\");\n    // std::env::var(\"IN_A_COMMENT\") does not count\n}\n";
+    assert_eq!(
+        check_confined_calls(path, "crates/demo/src/lib.rs", text).len(),
+        2
+    );
+    let allowed = "crates/agentctl/src/run.rs";
+    assert_eq!(
+        check_confined_calls(Path::new(allowed), allowed, text).len(),
+        1
+    );
+    assert!(
+        check_confined_calls(
+            path,
+            "crates/demo/src/lib.rs",
+            "//! Demo.\nfn f() { CliCommand::new(\"x\"); }\n"
+        )
+        .is_empty()
     );
 }

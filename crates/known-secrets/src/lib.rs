@@ -10,6 +10,8 @@
 //!
 //! What it does not do: it knows no token *patterns* (bearer headers, key shapes); callers
 //! layer those on. It holds no secret: the caller passes them per call.
+//!
+//! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

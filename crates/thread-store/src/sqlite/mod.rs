@@ -38,6 +38,7 @@
 
 mod file;
 mod schema;
+mod statements;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -51,8 +52,9 @@ pub use self::schema::SCHEMA_VERSION;
 use self::schema::{
     SELECT_BY_ID, SELECT_BY_KEY, SELECT_PAGE, SELECT_PAGE_UNBOUNDED, map_err, migrate, read_row,
 };
+use self::statements::next_token;
 pub use self::write::GroupCommitStats;
-use self::write::{Db, Done, Op, Shared, Slot, next_token};
+use self::write::{Db, Done, Op, Shared, Slot};
 use crate::LeaseHolder;
 use crate::record::check_name as check_lease_target_name;
 use crate::row::{StoredRow, decode_all};
