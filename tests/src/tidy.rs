@@ -46,10 +46,6 @@ pub const LONG_FILES: &[(&str, &str)] = &[
         "the PostgreSQL adapter: configuration, migrations, statements and the trait; to be split like sqlite/",
     ),
     (
-        "crates/runtime-env/src/runtime_env.rs",
-        "the builder, layout, ephemeral sessions and config lock; the split is issue 16 item 3, not done yet",
-    ),
-    (
         "crates/runtime-env/src/redact.rs",
         "one hand-written scanner: the token shapes and their tests belong together",
     ),
@@ -87,7 +83,7 @@ pub const ENV_READERS: &[(&str, &str)] = &[
 /// Where library sources may build a `std::process::Command`, each with the reason.
 pub const PROCESS_BUILDERS: &[(&str, &str)] = &[
     (
-        "crates/runtime-env/src/runtime_env.rs",
+        "crates/runtime-env/src/runtime_env/mod.rs",
         "the one place a runtime's child command is built, from the allow-listed environment",
     ),
     (

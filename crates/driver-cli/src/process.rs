@@ -137,12 +137,12 @@ fn check_var(name: &str, secret: bool) -> Result<(), CliError> {
     if !is_valid_var_name(name) {
         return Err(CliError::InvalidVarName { len: name.len() });
     }
-    if runtime_env::runtime_env::is_reserved_var(name) {
+    if runtime_env::is_reserved_var(name) {
         return Err(CliError::ReservedVar {
             name: name.to_owned(),
         });
     }
-    if !secret && runtime_env::child_env::is_credential_var(name) {
+    if !secret && runtime_env::is_credential_var(name) {
         return Err(CliError::CredentialVar {
             name: name.to_owned(),
         });

@@ -1,29 +1,6 @@
 //! The host environment as an explicit input, and the allow-listed child environment.
 //!
-//! A [`ChildEnv`] is assembled in a fixed order:
-//!
-//! 1. it starts empty;
-//! 2. host variables on the allow-list ([`ALLOWED_HOST_VARS`]) are copied; the proxy variables
-//!    ([`PROXY_VARS`]) lose any userinfo (`http://user:pass@proxy:3128` becomes
-//!    `http://proxy:3128`, see [`strip_proxy_userinfo`]);
-//! 3. caller-supplied plain variables are added;
-//! 4. the namespace variables (HOME, XDG_*, TMPDIR and each runtime's state variable) are set;
-//! 5. explicitly injected secrets are added.
-//!
-//! Credential variables ([`CREDENTIAL_VARS`] and names that look like credentials, see
-//! [`is_credential_var`]) are never copied from the host; the only way to pass one is to inject
-//! it as a [`SecretString`]. The same holds for a proxy that needs credentials: inject the
-//! whole URL as a secret under the proxy variable's name (for example
-//! `.secret("HTTPS_PROXY", url)` on the builder), which replaces the stripped host value.
-//!
-//! Only the POSIX/glibc locale variables are copied (`LANG`, `LANGUAGE`, `LC_ALL` and the
-//! twelve `LC_<category>` variables), never an arbitrary `LC_*`: SSH forwards `LC_*` from the
-//! client, so a name like `LC_GH_PAT` can carry anything.
-//!
-//! Values of a `ChildEnv` leave it only through [`ChildEnv::apply_to`], which configures a
-//! [`std::process::Command`] (convert that into a `tokio::process::Command` with `From` when
-//! needed); the paths the crate itself chose (HOME, XDG_*, state variables) can also be read
-//! with [`ChildEnv::get`]. `Debug` prints variable names only, and there is no `Serialize`.
+//! The rules are documented on the public item they govern (see the crate root).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -151,7 +128,7 @@ pub fn is_allowed_host_var(name: &str) -> bool {
 /// path worth keeping.
 ///
 /// ```
-/// use runtime_env::child_env::strip_proxy_userinfo;
+/// use runtime_env::strip_proxy_userinfo;
 /// use std::ffi::OsStr;
 ///
 /// let url = OsStr::new("socks5://u:p@socks.example:1080");
@@ -266,8 +243,32 @@ impl fmt::Debug for HostEnv {
 
 /// The environment of a child runtime process.
 ///
-/// Built by [`RuntimeEnv`](crate::RuntimeEnv); see the [module documentation](self) for the
-/// order in which it is assembled.
+/// Built by [`RuntimeEnv`](crate::RuntimeEnv), in the order below.
+///
+/// A [`ChildEnv`] is assembled in a fixed order:
+///
+/// 1. it starts empty;
+/// 2. host variables on the allow-list ([`ALLOWED_HOST_VARS`]) are copied; the proxy variables
+///    ([`PROXY_VARS`]) lose any userinfo (`http://user:pass@proxy:3128` becomes
+///    `http://proxy:3128`, see [`strip_proxy_userinfo`]);
+/// 3. caller-supplied plain variables are added;
+/// 4. the namespace variables (HOME, XDG_*, TMPDIR and each runtime's state variable) are set;
+/// 5. explicitly injected secrets are added.
+///
+/// Credential variables ([`CREDENTIAL_VARS`] and names that look like credentials, see
+/// [`is_credential_var`]) are never copied from the host; the only way to pass one is to inject
+/// it as a [`SecretString`]. The same holds for a proxy that needs credentials: inject the
+/// whole URL as a secret under the proxy variable's name (for example
+/// `.secret("HTTPS_PROXY", url)` on the builder), which replaces the stripped host value.
+///
+/// Only the POSIX/glibc locale variables are copied (`LANG`, `LANGUAGE`, `LC_ALL` and the
+/// twelve `LC_<category>` variables), never an arbitrary `LC_*`: SSH forwards `LC_*` from the
+/// client, so a name like `LC_GH_PAT` can carry anything.
+///
+/// Values of a `ChildEnv` leave it only through [`ChildEnv::apply_to`], which configures a
+/// [`std::process::Command`] (convert that into a `tokio::process::Command` with `From` when
+/// needed); the paths the crate itself chose (HOME, XDG_*, state variables) can also be read
+/// with [`ChildEnv::get`]. `Debug` prints variable names only, and there is no `Serialize`.
 #[derive(Clone, Default)]
 pub struct ChildEnv {
     /// Allow-listed host variables and caller variables.

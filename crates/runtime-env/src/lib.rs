@@ -8,16 +8,23 @@
 //! [`IsolationLevel`] and [`IsolationMode`], the directory layout, and an explicit
 //! [`ChildEnv`] for the runtime's process.
 //!
-//! * [`namespace`]: the namespace grammar and its injective directory encoding.
-//! * [`policy`]: levels × modes × tenancy, and the check that rejects unsafe combinations.
-//! * [`runtime`]: the per-runtime descriptor table (state variable, config and credential
-//!   files, API-key variables, keyring use, MCP mechanism).
-//! * [`runtime_env`]: the builder, layout, config lock, ephemeral sessions and their sweep.
-//! * [`child_env`]: the host-environment snapshot and the allow-listed child environment.
-//! * [`secure_fs`]: 0700/0600 creation and the ownership, symlink and permission checks.
-//! * [`auth`], [`snapshot`], [`summary`]: auth status, implicit-source snapshot and a
-//!   secret-free summary.
-//! * [`redact`](mod@redact): token redaction for logs, events and support output.
+//! The parts, all at the crate root:
+//!
+//! * [`CredentialNamespace`], [`SessionId`]: the namespace grammar and its injective directory
+//!   encoding.
+//! * [`IsolationLevel`], [`IsolationMode`], [`Tenancy`], [`check_policy`]: levels × modes ×
+//!   tenancy, and the check that rejects unsafe combinations.
+//! * [`RuntimeKind`], [`RuntimeDescriptor`]: the per-runtime descriptor table (state variable,
+//!   config and credential files, API-key variables, keyring use, MCP mechanism).
+//! * [`RuntimeEnvBuilder`], [`RuntimeEnv`], [`ConfigLock`], [`sweep_ephemeral`]: the builder,
+//!   layout, config lock, ephemeral sessions and their sweep.
+//! * [`HostEnv`], [`ChildEnv`]: the host-environment snapshot and the allow-listed child
+//!   environment.
+//! * [`FsError`], [`DIR_MODE`], [`FILE_MODE`]: 0700/0600 creation and the ownership, symlink
+//!   and permission checks.
+//! * [`AuthStatus`], [`Snapshot`], [`RuntimeEnvSummary`]: auth status, implicit-source
+//!   snapshot and a secret-free summary.
+//! * [`redact()`], [`Redactor`]: token redaction for logs, events and support output.
 //!
 //! # Invariants
 //!
@@ -89,28 +96,46 @@
 #[cfg(not(unix))]
 compile_error!("runtime-env supports Unix only: it relies on Unix permissions and ownership");
 
-pub mod auth;
-pub mod child_env;
-pub mod error;
+// The modules are private: every public item is re-exported here, at one path each.
+mod auth;
+mod child_env;
+mod error;
 mod lock;
-pub mod namespace;
+mod namespace;
 mod paths;
-pub mod policy;
-pub mod redact;
-pub mod runtime;
-pub mod runtime_env;
-pub mod secure_fs;
-pub mod snapshot;
-pub mod summary;
+mod policy;
+mod redact;
+mod runtime;
+mod runtime_env;
+mod secure_fs;
+mod snapshot;
+mod summary;
 
-pub use auth::{AuthModel, AuthStatus, LoggedIn};
-pub use child_env::{ChildEnv, HostEnv};
+pub use auth::{AuthModel, AuthStatus, CredentialFileStatus, LoggedIn};
+pub use child_env::{
+    ALLOWED_HOST_VARS, CREDENTIAL_VARS, ChildEnv, HostEnv, PROXY_VARS, is_allowed_host_var,
+    is_credential_var, strip_proxy_userinfo,
+};
 pub use error::Error;
-pub use namespace::{CredentialNamespace, InvalidName, SessionId};
-pub use policy::{IsolationLevel, IsolationMode, PolicyError, RuntimeTraits, Tenancy};
-pub use redact::{Redactor, redact};
-pub use runtime::{McpMechanism, RuntimeDescriptor, RuntimeKind};
-pub use runtime_env::{ConfigLock, RuntimeEnv, RuntimeEnvBuilder, SweepReport, sweep_ephemeral};
-pub use secure_fs::FsError;
-pub use snapshot::{Snapshot, SourceStatus};
+pub use namespace::{
+    CredentialNamespace, InvalidName, MAX_ID_LEN, MAX_KIND_LEN, MAX_NAMESPACE_LEN,
+    MAX_SESSION_ID_LEN, SessionId,
+};
+pub use policy::{
+    IsolationLevel, IsolationMode, PolicyError, RuntimeTraits, Tenancy, check as check_policy,
+    check_runtime,
+};
+pub use redact::{MIN_SECRET_LEN, REDACTED, Redactor, redact};
+pub use runtime::{
+    Anchor, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeKind, SourceKind, SourceSpec,
+};
+pub use runtime_env::{
+    ConfigLock, LAYOUT_VARS, MAX_RUNTIME_FILE, RuntimeEnv, RuntimeEnvBuilder, SweepReport,
+    is_reserved_var, sweep_ephemeral,
+};
+pub use secure_fs::{DIR_MODE, FILE_MODE, FsError};
+pub use snapshot::{
+    DIR_HASH_CONTEXT, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_FILE_BYTES, RuntimeSnapshot,
+    SNAPSHOT_FORMAT, Snapshot, SourceRecord, SourceStatus,
+};
 pub use summary::RuntimeEnvSummary;

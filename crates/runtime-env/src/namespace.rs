@@ -1,28 +1,6 @@
 //! Credential namespaces and session ids: validated names with an injective directory encoding.
 //!
-//! # Grammar
-//!
-//! A [`CredentialNamespace`] is `kind` or `kind:id`:
-//!
-//! * `kind` is 1 to 32 bytes of `[a-z0-9_-]`, starting with `[a-z]` (`default`, `user`, `ci`).
-//! * `id` is 1 to 96 bytes of `[A-Za-z0-9._@+-]` and does not start with `.`
-//!   (`user:alice@example.com`, `ci:build-4711`).
-//!
-//! A [`SessionId`] is 1 to 64 bytes of `[A-Za-z0-9._-]`, not starting with `.` (a UUID fits).
-//!
-//! Anything else is rejected with [`InvalidName`]; nothing is sanitized. In particular the empty
-//! string, `.`, `..`, `a/../b`, `/` and `\`, NUL, control characters, non-ASCII text and
-//! over-long input are all errors.
-//!
-//! # Directory names
-//!
-//! [`CredentialNamespace::dir_name`] maps a namespace to one path component:
-//! `kind` stays as it is, `kind:id` becomes `kind.` followed by the id with every upper-case
-//! ASCII letter `X` written as `^x`. The encoding is injective (the first `.` separates kind and
-//! id because a kind has no `.`, and `^` never occurs in an id), its output contains no upper-case
-//! letter (so it stays injective on case-insensitive file systems), never starts with `.`, and is
-//! at most 225 bytes long, below the usual 255-byte `NAME_MAX`. Session ids use the same letter
-//! encoding.
+//! The rules are documented on the public item they govern (see the crate root).
 
 use std::fmt;
 use std::str::FromStr;
@@ -161,7 +139,31 @@ fn push_case_encoded(out: &mut String, s: &str) {
 
 /// A validated credential namespace: which principal's runtime state is mounted.
 ///
-/// See the [module documentation](self) for the grammar and the directory encoding.
+/// The grammar and the directory encoding:
+///
+/// # Grammar
+///
+/// A [`CredentialNamespace`] is `kind` or `kind:id`:
+///
+/// * `kind` is 1 to 32 bytes of `[a-z0-9_-]`, starting with `[a-z]` (`default`, `user`, `ci`).
+/// * `id` is 1 to 96 bytes of `[A-Za-z0-9._@+-]` and does not start with `.`
+///   (`user:alice@example.com`, `ci:build-4711`).
+///
+/// A [`SessionId`] is 1 to 64 bytes of `[A-Za-z0-9._-]`, not starting with `.` (a UUID fits).
+///
+/// Anything else is rejected with [`InvalidName`]; nothing is sanitized. In particular the empty
+/// string, `.`, `..`, `a/../b`, `/` and `\`, NUL, control characters, non-ASCII text and
+/// over-long input are all errors.
+///
+/// # Directory names
+///
+/// [`CredentialNamespace::dir_name`] maps a namespace to one path component:
+/// `kind` stays as it is, `kind:id` becomes `kind.` followed by the id with every upper-case
+/// ASCII letter `X` written as `^x`. The encoding is injective (the first `.` separates kind and
+/// id because a kind has no `.`, and `^` never occurs in an id), its output contains no upper-case
+/// letter (so it stays injective on case-insensitive file systems), never starts with `.`, and is
+/// at most 225 bytes long, below the usual 255-byte `NAME_MAX`. Session ids use the same letter
+/// encoding.
 ///
 /// ```
 /// use runtime_env::CredentialNamespace;

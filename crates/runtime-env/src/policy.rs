@@ -1,18 +1,7 @@
 //! Isolation levels (directory layout), isolation modes (process boundary) and the policy check
 //! that rejects unsafe combinations.
 //!
-//! | level \ tenancy | single tenant | multi-tenant |
-//! |---|---|---|
-//! | [`Shared`](IsolationLevel::Shared) | allowed | rejected when the runtime keeps state on disk |
-//! | [`Namespaced`](IsolationLevel::Namespaced) | allowed | allowed, except in-process (below) |
-//! | [`Ephemeral`](IsolationLevel::Ephemeral) | allowed | allowed, except in-process (below) |
-//!
-//! Independently of the level:
-//!
-//! * a mode the runtime does not support is rejected;
-//! * multi-tenant [`InProcess`](IsolationMode::InProcess) use of a runtime that keeps OAuth state
-//!   on disk is rejected: HOME and the runtime's state directory are process-global, so
-//!   concurrent tenants would read and write each other's credential cache.
+//! The rules are documented on the public item they govern (see the crate root).
 
 use std::fmt;
 
@@ -158,7 +147,20 @@ pub enum PolicyError {
     },
 }
 
-/// Checks one combination against the rules in the [module documentation](self).
+/// Checks one combination against these rules:
+///
+/// | level \ tenancy | single tenant | multi-tenant |
+/// |---|---|---|
+/// | [`Shared`](IsolationLevel::Shared) | allowed | rejected when the runtime keeps state on disk, unless the mode is [`ServerSide`](IsolationMode::ServerSide) |
+/// | [`Namespaced`](IsolationLevel::Namespaced) | allowed | allowed, except in-process (below) |
+/// | [`Ephemeral`](IsolationLevel::Ephemeral) | allowed | allowed, except in-process (below) |
+///
+/// Independently of the level:
+///
+/// * a mode the runtime does not support is rejected;
+/// * multi-tenant [`InProcess`](IsolationMode::InProcess) use of a runtime that keeps OAuth state
+///   on disk is rejected: HOME and the runtime's state directory are process-global, so
+///   concurrent tenants would read and write each other's credential cache.
 ///
 /// # Errors
 ///

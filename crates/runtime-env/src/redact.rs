@@ -1,41 +1,6 @@
 //! Redaction of tokens in text bound for logs, events and support output.
 //!
-//! [`redact`] replaces, with [`REDACTED`]:
-//!
-//! * in an `Authorization` or `Proxy-Authorization` header (`Authorization: …`, or as a JSON
-//!   or quoted field), everything after a known scheme (`Bearer`, `Basic`, `Token`, `Digest`,
-//!   `Negotiate`, `NTLM`, `AWS4-HMAC-SHA256`, …) up to the end of the line or of the quoted
-//!   value; the whole value when the scheme is unknown;
-//! * the whole value of a `Cookie` or `Set-Cookie` header;
-//! * elsewhere, the credential after `Bearer` or `Basic` (any case, then spaces or tabs);
-//! * the password of a URL's userinfo (`https://user:[REDACTED]@host`,
-//!   `postgresql://app:[REDACTED]@db`), or the whole userinfo when it has no password
-//!   (`https://[REDACTED]@github.com`);
-//! * tokens by their shape: bare JWTs (`eyJ…`), `sk-…` (OpenAI, Anthropic), GitHub
-//!   `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_`/`github_pat_`, Google `AIza…`, AWS `AKIA…`/`ASIA…`
-//!   key ids, Slack `xoxb-`/`xoxp-`/`xoxa-`/`xoxr-`/`xoxs-`/`xoxe-`/`xapp-`, GitLab
-//!   `glpat-`/`gldt-`/`glrt-`, Stripe `sk_live_`/`sk_test_`/`rk_live_`/`rk_test_`, npm `npm_`
-//!   and Hugging Face `hf_` tokens;
-//! * the body of a PEM private key block (`-----BEGIN … PRIVATE KEY-----`);
-//! * the value of a sensitive field, in JSON (`"access_token": "…"`), key=value
-//!   (`refresh_token=…&`) or header (`x-api-key: …`) form. The fields are `access_token`,
-//!   `refresh_token`, `id_token` (also camelCase, e.g. `accessToken`), `x-api-key`, `api_key`,
-//!   `api-key`, `apikey`, `client_secret`, `private_key`, `secret_access_key`, `secret_key`,
-//!   `auth`, `passphrase`, `pgpassword`, `pwd`, and the generic `token`, `password`, `passwd`
-//!   and `secret`; the query-style `key`, `sig` and `signature` only in `key=value` form. Case
-//!   is ignored, and a field matches wherever it starts a word (so `max_token=5` and
-//!   `AWS_SECRET_ACCESS_KEY=…` are redacted: over-redacting is the safe mistake).
-//!
-//! [`Redactor::with_secrets`] also replaces every occurrence of known secret values (for
-//! example the secrets injected into a runtime), before the patterns run. A known secret is
-//! found literally and in its percent-encoded (`%40`, `%2f`, `+` for a space) and JSON-escaped
-//! (`\"`, `\/`, `\u00e9`, surrogate pairs) forms, in any mix; where occurrences of several
-//! secrets overlap or touch, their union is replaced, so no part of either survives.
-//!
-//! The scanner is hand-written: one pass over the bytes, a cheap first-byte test at each
-//! position (a table built from the rule lists), and no allocation when nothing matches (the
-//! result borrows the input). It keeps no dependency on a regex engine, and it cannot be
-//! broken by escaping mistakes in patterns.
+//! The rules are documented on the public item they govern (see the crate root).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -49,7 +14,44 @@ pub const REDACTED: &str = known_secrets::REDACTED;
 /// from ordinary text.
 pub const MIN_SECRET_LEN: usize = 4;
 
-/// Redacts token patterns in `text`; see the [module documentation](self).
+/// Redacts token patterns in `text`:
+///
+/// [`redact`] replaces, with [`REDACTED`]:
+///
+/// * in an `Authorization` or `Proxy-Authorization` header (`Authorization: …`, or as a JSON
+///   or quoted field), everything after a known scheme (`Bearer`, `Basic`, `Token`, `Digest`,
+///   `Negotiate`, `NTLM`, `AWS4-HMAC-SHA256`, …) up to the end of the line or of the quoted
+///   value; the whole value when the scheme is unknown;
+/// * the whole value of a `Cookie` or `Set-Cookie` header;
+/// * elsewhere, the credential after `Bearer` or `Basic` (any case, then spaces or tabs);
+/// * the password of a URL's userinfo (`https://user:[REDACTED]@host`,
+///   `postgresql://app:[REDACTED]@db`), or the whole userinfo when it has no password
+///   (`https://[REDACTED]@github.com`);
+/// * tokens by their shape: bare JWTs (`eyJ…`), `sk-…` (OpenAI, Anthropic), GitHub
+///   `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_`/`github_pat_`, Google `AIza…`, AWS `AKIA…`/`ASIA…`
+///   key ids, Slack `xoxb-`/`xoxp-`/`xoxa-`/`xoxr-`/`xoxs-`/`xoxe-`/`xapp-`, GitLab
+///   `glpat-`/`gldt-`/`glrt-`, Stripe `sk_live_`/`sk_test_`/`rk_live_`/`rk_test_`, npm `npm_`
+///   and Hugging Face `hf_` tokens;
+/// * the body of a PEM private key block (`-----BEGIN … PRIVATE KEY-----`);
+/// * the value of a sensitive field, in JSON (`"access_token": "…"`), key=value
+///   (`refresh_token=…&`) or header (`x-api-key: …`) form. The fields are `access_token`,
+///   `refresh_token`, `id_token` (also camelCase, e.g. `accessToken`), `x-api-key`, `api_key`,
+///   `api-key`, `apikey`, `client_secret`, `private_key`, `secret_access_key`, `secret_key`,
+///   `auth`, `passphrase`, `pgpassword`, `pwd`, and the generic `token`, `password`, `passwd`
+///   and `secret`; the query-style `key`, `sig` and `signature` only in `key=value` form. Case
+///   is ignored, and a field matches wherever it starts a word (so `max_token=5` and
+///   `AWS_SECRET_ACCESS_KEY=…` are redacted: over-redacting is the safe mistake).
+///
+/// [`Redactor::with_secrets`] also replaces every occurrence of known secret values (for
+/// example the secrets injected into a runtime), before the patterns run. A known secret is
+/// found literally and in its percent-encoded (`%40`, `%2f`, `+` for a space) and JSON-escaped
+/// (`\"`, `\/`, `\u00e9`, surrogate pairs) forms, in any mix; where occurrences of several
+/// secrets overlap or touch, their union is replaced, so no part of either survives.
+///
+/// The scanner is hand-written: one pass over the bytes, a cheap first-byte test at each
+/// position (a table built from the rule lists), and no allocation when nothing matches (the
+/// result borrows the input). It keeps no dependency on a regex engine, and it cannot be
+/// broken by escaping mistakes in patterns.
 ///
 /// ```
 /// use runtime_env::redact;

@@ -2,7 +2,7 @@
 //! the real locale variables pass.
 
 use runtime_env::HostEnv;
-use runtime_env::child_env::is_allowed_host_var;
+use runtime_env::is_allowed_host_var;
 use secrecy::SecretString;
 
 use crate::support::{Sandbox, child_value};

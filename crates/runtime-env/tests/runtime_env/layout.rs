@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use runtime_env::runtime_env::LAYOUT_VARS;
+use runtime_env::LAYOUT_VARS;
 use runtime_env::{
     Error, HostEnv, IsolationLevel, IsolationMode, PolicyError, RuntimeKind, SessionId, Tenancy,
 };

@@ -5,7 +5,7 @@ use std::path::{Component, Path};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};
-use runtime_env::runtime_env::LAYOUT_VARS;
+use runtime_env::LAYOUT_VARS;
 use runtime_env::{CredentialNamespace, IsolationLevel, RuntimeKind, SessionId};
 
 use crate::support::Sandbox;

@@ -194,7 +194,7 @@ fn errors_are_free_of_secrets() {
     let big = sb.builder("user:b").build().unwrap();
     std::fs::write(
         big.state_dir(RuntimeKind::Codex).join("big.toml"),
-        vec![b'x'; (runtime_env::runtime_env::MAX_RUNTIME_FILE + 1) as usize],
+        vec![b'x'; (runtime_env::MAX_RUNTIME_FILE + 1) as usize],
     )
     .unwrap();
     let e = big
