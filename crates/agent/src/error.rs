@@ -86,6 +86,12 @@ impl fmt::Display for Incompatibility {
 
 /// How a Thread run failed. Callers branch on the variant; messages never contain a secret
 /// value or a provider-supplied identity string.
+///
+/// Error chaining, as in every error of this workspace: a variant that wraps another error is
+/// either `transparent` (it adds nothing: its message and source are the inner error's) or
+/// names its own layer in its message and returns the inner error from
+/// [`source`](std::error::Error::source), without repeating its text. A reporter that walks
+/// the chain (`agentctl`, anyhow, eyre) then prints each cause once.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ThreadError {
@@ -138,7 +144,7 @@ pub enum ThreadError {
         reason: ResumeRejectReason,
     },
     /// A run-service attachment is invalid. Nothing launched; every provider was detached.
-    #[error("invalid run-service attachment: {0}")]
+    #[error("invalid run-service attachment")]
     InvalidAttachment(#[from] ValidationError),
     /// A run service names a network endpoint the agent's
     /// [`EndpointPolicy`](crate::EndpointPolicy) refuses. Nothing launched; every provider was
@@ -176,16 +182,14 @@ pub enum ThreadError {
         /// Why.
         reason: &'static str,
     },
-    /// The driver lacks a capability the Thread needs (Threads need session resume with a
-    /// session codec; forks need fork). Nothing ran.
-    #[error("the driver does not support {capability}")]
-    Unsupported {
-        /// The missing capability.
-        capability: &'static str,
-    },
+    /// The driver lacks a capability the Thread needs: Threads need session resume with a
+    /// session codec ([`Unsupported::Resume`](driver_spi::Unsupported::Resume)), forks need
+    /// fork ([`Unsupported::Fork`](driver_spi::Unsupported::Fork)). Nothing ran.
+    #[error(transparent)]
+    Unsupported(#[from] driver_spi::Unsupported),
     /// The thread store failed.
-    #[error("thread store error: {0}")]
-    Store(StoreError),
+    #[error("thread store error")]
+    Store(#[source] StoreError),
 }
 
 impl ThreadError {
@@ -205,11 +209,11 @@ impl ThreadError {
 #[non_exhaustive]
 pub enum BuildError {
     /// The driver rejected its own construction config.
-    #[error("driver config is invalid: {0}")]
+    #[error("driver config is invalid")]
     DriverConfig(#[from] driver_spi::ConfigError),
     /// A host-declared MCP server is invalid.
-    #[error("invalid host MCP server: {0}")]
-    HostMcp(ValidationError),
+    #[error("invalid host MCP server")]
+    HostMcp(#[source] ValidationError),
     /// The agent identity is empty or has control characters.
     #[error("agent identity must be non-empty text without control characters")]
     Identity,
@@ -229,6 +233,6 @@ pub enum BuildError {
         tool: String,
     },
     /// A registered tool is invalid otherwise (name, revision format, schema).
-    #[error("invalid tool: {0}")]
-    InvalidTool(crate::tools::CatalogError),
+    #[error("invalid tool")]
+    InvalidTool(#[source] crate::tools::CatalogError),
 }

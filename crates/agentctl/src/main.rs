@@ -234,6 +234,19 @@ impl Failure {
     }
 }
 
+/// An error and its causes, each once, joined with `: `: the workspace's errors name their own
+/// layer and leave their cause to `source()`.
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// Exit codes.
 pub(crate) mod exit {
     /// Any failure without a more specific code.

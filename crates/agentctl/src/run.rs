@@ -106,9 +106,12 @@ pub(crate) fn build_agent(
     if !servers.is_empty() {
         builder = builder.provider(Arc::new(CliMcp { servers }));
     }
-    builder
-        .build()
-        .map_err(|e| Failure::new(exit::USAGE, format!("invalid configuration: {e}")))
+    builder.build().map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!("invalid configuration: {}", crate::with_causes(&e)),
+        )
+    })
 }
 
 /// A CLI runtime's driver: the namespace's isolated environment working in the workspace, the
@@ -324,7 +327,7 @@ pub(crate) fn failure(error: &ThreadError) -> Failure {
         ThreadError::NotFound { .. } => exit::NOT_FOUND,
         _ => exit::FAILURE,
     };
-    let mut message = error.to_string();
+    let mut message = crate::with_causes(error);
     if let Some(incompatibility) = error.incompatibility() {
         for change in incompatibility.changes() {
             message.push_str(&format!("\n  drifted: {change}"));

@@ -26,7 +26,7 @@ pub enum DriverError {
     #[error(transparent)]
     Unsupported(#[from] Unsupported),
     /// The session state handed to the driver could not be decoded.
-    #[error("invalid session state: {0}")]
+    #[error("invalid session state")]
     Session(#[from] CodecError),
     /// The run started and failed; `Display` shows the failure kind only.
     #[error("run failed: {0}")]

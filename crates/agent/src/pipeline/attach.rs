@@ -24,12 +24,10 @@ pub(super) fn check_contract(thread: &Thread) -> Result<Arc<dyn ThreadStore>, Th
     }
     let driver = &inner.driver_info;
     if !driver.resume || driver.codec.is_none() {
-        return Err(ThreadError::Unsupported {
-            capability: "session resume with a session codec",
-        });
+        return Err(ThreadError::Unsupported(driver_spi::Unsupported::Resume));
     }
     if thread.fork_from.is_some() && !driver.fork {
-        return Err(ThreadError::Unsupported { capability: "fork" });
+        return Err(ThreadError::Unsupported(driver_spi::Unsupported::Fork));
     }
     Ok(store)
 }

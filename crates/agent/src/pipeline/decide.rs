@@ -168,9 +168,7 @@ pub(super) fn codec(thread: &Thread) -> Result<&dyn SessionCodec, ThreadError> {
         .inner
         .driver
         .session_codec()
-        .ok_or(ThreadError::Unsupported {
-            capability: "session resume with a session codec",
-        })
+        .ok_or(ThreadError::Unsupported(driver_spi::Unsupported::Resume))
 }
 
 /// A stored state, decoded through the driver's codec from its normalized params. A state the

@@ -163,9 +163,12 @@ fn errors_display_fixed_text() {
         invalid.to_string(),
         "invalid driver configuration: `timeout` is invalid: must be positive"
     );
+    // The wrapping variant names its layer; the cause is its source, printed once.
+    let session = DriverError::from(CodecError::InvalidResumeId { len: 300 });
+    assert_eq!(session.to_string(), "invalid session state");
     assert_eq!(
-        DriverError::from(CodecError::InvalidResumeId { len: 300 }).to_string(),
-        "invalid session state: session resume id is malformed (300 bytes)"
+        std::error::Error::source(&session).map(ToString::to_string),
+        Some("session resume id is malformed (300 bytes)".to_owned())
     );
     assert_eq!(
         DriverError::from(Unsupported::Fork).to_string(),
