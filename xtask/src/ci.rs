@@ -1,7 +1,8 @@
 //! `cargo xtask ci`: every CI step in order, with headers and timings, stopping at the first
 //! failure.
 //!
-//! Steps: rustfmt check, clippy with `-D warnings`, the workspace tests (PostgreSQL tests are
+//! Steps: rustfmt check, clippy with `-D warnings`, clippy on the lean builds (`agent` and
+//! `thread-store` without default features), the workspace tests (PostgreSQL tests are
 //! skipped, visibly, when `THREAD_STORE_POSTGRES_URL` is unset; real-binary driver tests print
 //! `SKIPPED` when their binary variable is unset, and fail instead under CI), the public-API golden check,
 //! the conformance registry (the suites themselves run once, in the test step), and `cargo deny` (licenses, bans, sources) when it is installed.
@@ -99,6 +100,25 @@ fn steps() -> Vec<Step> {
                 "--workspace",
                 "--all-targets",
                 "--all-features",
+                "--locked",
+                "--",
+                "-D",
+                "warnings",
+            ])),
+        },
+        Step {
+            name: "lean build",
+            note: Some(
+                "agent and thread-store without default features: no adapters, no tool server"
+                    .to_owned(),
+            ),
+            action: Action::Command(cargo([
+                "clippy",
+                "--package",
+                "agent",
+                "--package",
+                "thread-store",
+                "--no-default-features",
                 "--locked",
                 "--",
                 "-D",

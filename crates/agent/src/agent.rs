@@ -12,6 +12,7 @@ use thread_store::ThreadStore;
 use tokio::sync::watch;
 
 use crate::compat::{DriverInfo, Profile, SchemeMigration, static_components};
+#[cfg(feature = "tools")]
 use crate::tools::Registry;
 use crate::{BuildError, Thread};
 
@@ -76,6 +77,7 @@ impl Agent {
             migrations: Vec::new(),
             lease_ttl: DEFAULT_LEASE_TTL,
             teardown_budget: DEFAULT_TEARDOWN_BUDGET,
+            #[cfg(feature = "tools")]
             tools: Registry::default(),
         }
     }
@@ -166,6 +168,7 @@ pub struct AgentBuilder {
     migrations: Vec<SchemeMigration>,
     lease_ttl: Duration,
     teardown_budget: Duration,
+    #[cfg(feature = "tools")]
     pub(crate) tools: Registry,
 }
 
@@ -287,6 +290,7 @@ impl AgentBuilder {
         }
         self.profile.skills = skills;
         // Registered tools become one more ordinary provider, attached after the others.
+        #[cfg(feature = "tools")]
         if let Some(provider) = std::mem::take(&mut self.tools).into_provider()? {
             self.providers.push(provider);
         }

@@ -220,18 +220,21 @@ pub enum BuildError {
     /// A skill was declared twice or with an empty name or revision.
     #[error("skills need unique, non-empty names and revisions")]
     Skill,
+    #[cfg(feature = "tools")]
     /// A registered tool has no revision (or a blank one).
     #[error("tool {tool:?} has no revision")]
     ToolWithoutRevision {
         /// The tool name.
         tool: String,
     },
+    #[cfg(feature = "tools")]
     /// Two registered tools share a name.
     #[error("two tools are named {tool:?}")]
     DuplicateTool {
         /// The shared name.
         tool: String,
     },
+    #[cfg(feature = "tools")]
     /// A registered tool is invalid otherwise (name, revision format, schema).
     #[error("invalid tool")]
     InvalidTool(#[source] crate::tools::CatalogError),

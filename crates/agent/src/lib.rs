@@ -61,6 +61,10 @@
 //! process itself, and cannot prove a provider's compatibility claim truthful: providers are
 //! host-trusted code (see `docs/security.md`).
 //!
+//! Features: `tools` (default) adds [`tools`] and `AgentBuilder::tool`, through
+//! `hosted-tools` (axum, rmcp). No store adapter is compiled in: depend on `thread-store` with
+//! the `sqlite` or `postgres` feature for the one the host uses.
+//!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -75,6 +79,7 @@ mod pipeline;
 mod result;
 mod stream_redact;
 mod thread;
+#[cfg(feature = "tools")]
 pub mod tools;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_LEASE_TTL, DEFAULT_TEARDOWN_BUDGET};

@@ -126,6 +126,7 @@ impl ListQuery {
     /// when there is none (or the cursor lies before the prefix). Record ids are never empty,
     /// so `(prefix, "")` is below every record under the prefix. Stores seek to this one
     /// bound, so a page costs the same wherever it sits.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     pub(crate) fn scan_start(&self) -> (&str, &str) {
         match &self.after {
             Some(c) if (c.key.as_str(), c.id.as_str()) >= (self.prefix.as_str(), "") => {
@@ -380,6 +381,7 @@ pub trait ThreadStore: Send + Sync + std::fmt::Debug {
 /// there is none (an empty prefix, or one made only of `char::MAX`). UTF-8 byte order is code
 /// point order, so `prefix <= key < successor` selects exactly the keys under `prefix`, and a
 /// range scan on the key index stops at the prefix's end.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn prefix_successor(prefix: &str) -> Option<String> {
     let mut chars: Vec<char> = prefix.chars().collect();
     while let Some(last) = chars.pop() {
