@@ -21,7 +21,11 @@ const COMPAT_PATHS: &[&str] = &[
     "crates/run-service/src/views.rs",
     "crates/run-service/src/validate.rs",
     "crates/agent/src/compat.rs",
-    "crates/agent/src/pipeline.rs",
+    "crates/agent/src/pipeline/mod.rs",
+    "crates/agent/src/pipeline/attach.rs",
+    "crates/agent/src/pipeline/decide.rs",
+    "crates/agent/src/pipeline/drive.rs",
+    "crates/agent/src/pipeline/persist.rs",
 ];
 
 /// Constructs that would let code recognise a provider or guess equivalence from allocation

@@ -89,7 +89,8 @@ fn compatibility_code_never_names_the_hosted_tools_provider() {
     // Guard against a walk that silently finds nothing, and name the files that must be seen.
     assert!(scanned >= 15, "only {scanned} files scanned");
     for must in [
-        "crates/agent/src/pipeline.rs",
+        "crates/agent/src/pipeline/mod.rs",
+        "crates/agent/src/pipeline/decide.rs",
         "crates/agent/src/compat.rs",
         "crates/agent/src/agent.rs",
         "crates/run-service/src/views.rs",

@@ -61,8 +61,8 @@
 //! process itself, and cannot prove a provider's compatibility claim truthful: providers are
 //! host-trusted code (see `docs/security.md`).
 //!
-//! Features: `tools` (default) adds [`tools`] and `AgentBuilder::tool`, through
-//! `hosted-tools` (axum, rmcp). No store adapter is compiled in: depend on `thread-store` with
+//! Features: `tools` (default) adds [`tools`] and `AgentBuilder::tool`: host-defined tools on
+//! a loopback MCP server (axum, rmcp). No store adapter is compiled in: depend on `thread-store` with
 //! the `sqlite` or `postgres` feature for the one the host uses.
 //!
 //! Stability: pre-1.0, the API may change in any release.
