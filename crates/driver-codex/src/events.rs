@@ -172,7 +172,7 @@ impl EventTranslator {
                     .unwrap_or_default();
                 self.failure = Some(StreamFailure {
                     kind: classify(message),
-                    message: self.redactor.redact(message),
+                    message: self.redactor.redact(message).into_owned(),
                 });
             }
             "error" => {
@@ -180,7 +180,7 @@ impl EventTranslator {
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                self.last_error = Some(self.redactor.redact(message));
+                self.last_error = Some(self.redactor.redact(message).into_owned());
             }
             "item.started" | "item.updated" | "item.completed" => {
                 let item = event.get("item").ok_or(MalformedEvent)?;
@@ -409,10 +409,11 @@ mod tests {
     #[test]
     fn turn_failed_is_classified_and_redacted() {
         let secret = "sk-canary-0123456789";
-        let mut t = EventTranslator::new(Redactor::from_bindings([&EnvBinding::new(
-            "K",
-            secret.to_owned(),
-        )]));
+        let mut t = EventTranslator::new(Redactor::from_iter(
+            ([&EnvBinding::new("K", secret.to_owned())])
+                .into_iter()
+                .map(|b| b.value().clone()),
+        ));
         t.translate(&json!({"type":"turn.failed","error":{"message":format!("401 Unauthorized for key {secret}")}}))
             .unwrap();
         let failure = t.failure().unwrap();

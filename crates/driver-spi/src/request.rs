@@ -1,11 +1,9 @@
 //! The concrete invocation a driver receives: [`Request`] and its payloads.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use compat_fingerprint::Fingerprint;
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
-use secrecy::{ExposeSecret, SecretString};
 
 use crate::SessionContext;
 
@@ -185,7 +183,12 @@ impl Request {
             .services
             .iter()
             .flat_map(|s| s.secret_env.iter());
-        Redactor::from_bindings(self.runtime.secret_env.iter().chain(services))
+        self.runtime
+            .secret_env
+            .iter()
+            .chain(services)
+            .map(|b| b.value().clone())
+            .collect()
     }
 }
 
@@ -268,67 +271,23 @@ impl ProfilePayload {
     }
 }
 
-/// Replaces known secret values in text with `[REDACTED]`.
+/// Replaces known secret values in text with `[REDACTED]`: the workspace's one secret-value
+/// mechanism, [`known_secrets::SecretSet`], under the name drivers know it by.
 ///
 /// Every non-empty secret is found literally and in its percent-encoded (`%40`, `%2f`, `+`
 /// for a space) and JSON-escaped (`\"`, `\/`, `\u00e9`, surrogate pairs) forms, in any mix.
 /// Where occurrences overlap or touch (a secret that contains another, or two secrets that
 /// share bytes in the text), their union is replaced, so no part of any secret survives.
-/// `Debug` shows only how many secrets it holds.
+/// `Debug` shows only how many secrets it holds. [`Request::redactor`] builds one from a
+/// request's secret bindings.
 ///
 /// ```
 /// use driver_spi::Redactor;
 /// use run_service::EnvBinding;
 ///
-/// let r = Redactor::from_bindings(&[EnvBinding::new("T", "tok/en")]);
+/// let r = Redactor::from_iter([EnvBinding::new("T", "tok/en")].iter().map(|b| b.value().clone()));
 /// assert_eq!(r.redact("a tok/en b"), "a [REDACTED] b");
 /// assert_eq!(r.redact("?t=tok%2Fen"), "?t=[REDACTED]");
 /// assert_eq!(r.redact(r#"{"t":"tok\/en"}"#), r#"{"t":"[REDACTED]"}"#);
 /// ```
-#[derive(Clone, Default)]
-pub struct Redactor {
-    secrets: Vec<SecretString>,
-}
-
-impl Redactor {
-    /// A redactor for the values of these bindings.
-    pub fn from_bindings<'a>(bindings: impl IntoIterator<Item = &'a EnvBinding>) -> Self {
-        let mut secrets: Vec<SecretString> = bindings
-            .into_iter()
-            .filter(|b| !b.value().expose_secret().is_empty())
-            .map(|b| b.value().clone())
-            .collect();
-        secrets.sort_by(|a, b| {
-            b.expose_secret()
-                .len()
-                .cmp(&a.expose_secret().len())
-                .then_with(|| a.expose_secret().cmp(b.expose_secret()))
-        });
-        secrets.dedup_by(|a, b| a.expose_secret() == b.expose_secret());
-        Self { secrets }
-    }
-
-    /// The text with every secret value replaced, in every form (see the type's docs).
-    pub fn redact(&self, text: &str) -> String {
-        known_secrets::replace(text, self.secrets.iter().map(|s| s.expose_secret()))
-            .unwrap_or_else(|| text.to_owned())
-    }
-
-    /// How many distinct secret values it redacts.
-    pub fn len(&self) -> usize {
-        self.secrets.len()
-    }
-
-    /// Whether it redacts nothing.
-    pub fn is_empty(&self) -> bool {
-        self.secrets.is_empty()
-    }
-}
-
-impl fmt::Debug for Redactor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Redactor")
-            .field("secrets", &self.secrets.len())
-            .finish()
-    }
-}
+pub type Redactor = known_secrets::SecretSet;

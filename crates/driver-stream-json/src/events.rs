@@ -237,7 +237,7 @@ impl StreamTranslator {
                         .get("is_error")
                         .and_then(Value::as_bool)
                         .unwrap_or(false),
-                    text: self.redactor.redact(text),
+                    text: self.redactor.redact(text).into_owned(),
                     usage: event.get("usage").map(usage),
                     api_error_status: event
                         .get("api_error_status")
@@ -250,7 +250,7 @@ impl StreamTranslator {
                             errors
                                 .iter()
                                 .filter_map(Value::as_str)
-                                .map(|e| self.redactor.redact(e))
+                                .map(|e| self.redactor.redact(e).into_owned())
                                 .collect()
                         })
                         .unwrap_or_default(),
@@ -269,7 +269,7 @@ impl StreamTranslator {
                         .unwrap_or_default()
                         .to_owned(),
                 };
-                self.error = Some(self.redactor.redact(&message));
+                self.error = Some(self.redactor.redact(&message).into_owned());
             }
             _ => {}
         }
@@ -494,7 +494,11 @@ mod tests {
     fn result_and_error_events_are_kept_redacted() {
         let secret = "canary-secret-42f1";
         let mut t = StreamTranslator::new(
-            Redactor::from_bindings([&EnvBinding::new("K", secret.to_owned())]),
+            Redactor::from_iter(
+                ([&EnvBinding::new("K", secret.to_owned())])
+                    .into_iter()
+                    .map(|b| b.value().clone()),
+            ),
             ToolNames::default(),
         );
         t.translate(&json!({"type":"error","error":format!("No conversation found with session ID: x {secret}")}))

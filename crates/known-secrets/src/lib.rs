@@ -1,22 +1,122 @@
 //! Finding known secret values in text: literally, percent-encoded (either hex case, `+` for a
 //! space) or JSON-escaped, in any mix, and replacing each occurrence with [`REDACTED`].
 //!
-//! The one matcher behind `runtime_env::Redactor` and `driver_spi::Redactor`, which both redact
-//! the secrets of a run they were told about (they differ in the patterns they add on top).
+//! The one mechanism behind both redactors of the workspace: [`SecretSet`] holds the secret
+//! values of a run and redacts them through [`replace`]. `driver_spi::Redactor` *is* a
+//! `SecretSet`; `runtime_env::Redactor` holds one and adds token patterns on top.
 //!
 //! Invariants: overlapping or touching occurrences, of one secret or of several, are replaced
 //! as one span, so no part of any secret survives; a replacement never cuts a UTF-8 character;
 //! empty secrets are ignored; text without an occurrence is left alone (`None`).
 //!
 //! What it does not do: it knows no token *patterns* (bearer headers, key shapes); callers
-//! layer those on. It holds no secret: the caller passes them per call.
+//! layer those on. It never serializes a secret, and `Debug` shows only how many it holds.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+use std::borrow::Cow;
+use std::fmt;
+
+use secrecy::{ExposeSecret, SecretString};
+
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
+
+/// Known secret values, and their redaction in every form [`replace`] finds.
+///
+/// Empty values are ignored and duplicates kept once. `Debug` shows only how many values it
+/// holds; it has no `Serialize`.
+///
+/// ```
+/// use known_secrets::SecretSet;
+/// use secrecy::SecretString;
+///
+/// let set: SecretSet = [SecretString::from("tok/en")].into_iter().collect();
+/// assert_eq!(set.redact("a tok/en b"), "a [REDACTED] b");
+/// assert_eq!(set.redact("?t=tok%2Fen"), "?t=[REDACTED]");
+/// assert_eq!(set.redact(r#"{"t":"tok\/en"}"#), r#"{"t":"[REDACTED]"}"#);
+/// assert!(matches!(set.redact("clean"), std::borrow::Cow::Borrowed(_)));
+/// ```
+#[derive(Clone, Default)]
+pub struct SecretSet {
+    /// Longest first, then in byte order: the order does not change the result; it keeps
+    /// `Debug` and equality of sets stable.
+    secrets: Vec<SecretString>,
+}
+
+impl SecretSet {
+    /// An empty set: redacts nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one value; an empty value or one already held is ignored.
+    pub fn insert(&mut self, secret: SecretString) {
+        let value = secret.expose_secret();
+        if value.is_empty() {
+            return;
+        }
+        let pos = self.secrets.partition_point(|s| {
+            let s = s.expose_secret();
+            (s.len(), std::cmp::Reverse(s)) > (value.len(), std::cmp::Reverse(value))
+        });
+        if self
+            .secrets
+            .get(pos)
+            .is_some_and(|s| s.expose_secret() == value)
+        {
+            return;
+        }
+        self.secrets.insert(pos, secret);
+    }
+
+    /// `text` with every held value replaced by [`REDACTED`], in every form; borrowed when
+    /// nothing matched.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match replace(text, self.secrets.iter().map(|s| s.expose_secret())) {
+            Some(redacted) => Cow::Owned(redacted),
+            None => Cow::Borrowed(text),
+        }
+    }
+
+    /// How many distinct values it holds.
+    pub fn len(&self) -> usize {
+        self.secrets.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+}
+
+impl FromIterator<SecretString> for SecretSet {
+    fn from_iter<I: IntoIterator<Item = SecretString>>(values: I) -> Self {
+        let mut set = Self::new();
+        for value in values {
+            set.insert(value);
+        }
+        set
+    }
+}
+
+impl Extend<SecretString> for SecretSet {
+    fn extend<I: IntoIterator<Item = SecretString>>(&mut self, values: I) {
+        for value in values {
+            self.insert(value);
+        }
+    }
+}
+
+impl fmt::Debug for SecretSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecretSet")
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
+}
 
 /// `text` with every occurrence of each secret replaced by [`REDACTED`], or `None` when
 /// there is none. Occurrences may be literal, percent-encoded (either hex case, `+` for a

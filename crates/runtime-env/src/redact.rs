@@ -65,17 +65,18 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     redact_patterns(text)
 }
 
-/// A redactor that knows secret values as well as the token patterns.
+/// A redactor that knows secret values as well as the token patterns: the workspace's one
+/// secret-value mechanism ([`known_secrets::SecretSet`]), with the patterns of [`redact()`] on
+/// top.
 ///
 /// `Debug` shows only how many secrets it holds.
 #[derive(Clone, Default)]
 pub struct Redactor {
-    /// Longest first (the order does not change the result; it keeps `Debug` stable).
-    secrets: Vec<SecretString>,
+    secrets: known_secrets::SecretSet,
 }
 
 impl Redactor {
-    /// A redactor with the patterns only (same as [`redact`]).
+    /// A redactor with the patterns only (same as [`redact()`]).
     pub fn new() -> Self {
         Self::default()
     }
@@ -100,22 +101,19 @@ impl Redactor {
         r
     }
 
-    /// Adds one secret value (ignored when shorter than [`MIN_SECRET_LEN`] bytes).
+    /// Adds one secret value (ignored when shorter than [`MIN_SECRET_LEN`] bytes: a shorter
+    /// value would blank out ordinary text).
     pub fn add_secret(&mut self, secret: SecretString) {
-        if secret.expose_secret().len() < MIN_SECRET_LEN {
-            return;
+        if secret.expose_secret().len() >= MIN_SECRET_LEN {
+            self.secrets.insert(secret);
         }
-        let pos = self
-            .secrets
-            .partition_point(|s| s.expose_secret().len() >= secret.expose_secret().len());
-        self.secrets.insert(pos, secret);
     }
 
     /// Redacts known secrets (in every form, overlaps merged), then token patterns.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match known_secrets::replace(text, self.secrets.iter().map(|s| s.expose_secret())) {
-            None => redact_patterns(text),
-            Some(t) => Cow::Owned(redact_patterns(&t).into_owned()),
+        match self.secrets.redact(text) {
+            Cow::Borrowed(text) => redact_patterns(text),
+            Cow::Owned(text) => Cow::Owned(redact_patterns(&text).into_owned()),
         }
     }
 }

@@ -72,7 +72,9 @@ async fn the_stderr_tail_is_bounded_and_redacted() {
     let command = fx
         .fake(&scenario)
         .secret_env([&binding])
-        .redactor(Redactor::from_bindings([&request_secret]));
+        .redactor(Redactor::from_iter(
+            ([&request_secret]).into_iter().map(|b| b.value().clone()),
+        ));
     let limits = limits().with_stderr_tail_bytes(512);
     let mut process = CliProcess::spawn(&fx.env, command, limits).unwrap();
     assert_eq!(process.next_line().await.unwrap().as_deref(), Some("done"));

@@ -305,7 +305,7 @@ proptest! {
             cut -= 1;
         }
         let with = format!("{}{secret}{}", &text[..cut], &text[cut..]);
-        let r = Redactor::from_bindings([&EnvBinding::new("FUZZ_TOKEN", secret.clone())]);
+        let r = Redactor::from_iter(([&EnvBinding::new("FUZZ_TOKEN", secret.clone())]).into_iter().map(|b| b.value().clone()));
         let out = r.redact(&with);
         prop_assert!(!out.contains(&secret), "{secret:?} survived in {out:?}");
         let _ = Redactor::default().redact(&text);

@@ -10,7 +10,7 @@ fn redactor(secrets: &[&str]) -> Redactor {
         .enumerate()
         .map(|(i, s)| EnvBinding::new(format!("S{i}"), *s))
         .collect();
-    Redactor::from_bindings(&bindings)
+    Redactor::from_iter(bindings.iter().map(|b| b.value().clone()))
 }
 
 #[test]
