@@ -42,10 +42,6 @@ pub const LONG_FILES: &[(&str, &str)] = &[
         "the driver kit's clauses, one function each; the kits' common vocabulary (issue 16 item 2) will reshape it",
     ),
     (
-        "crates/thread-store/src/postgres.rs",
-        "the PostgreSQL adapter: configuration, migrations, statements and the trait; to be split like sqlite/",
-    ),
-    (
         "crates/runtime-env/src/redact.rs",
         "one hand-written scanner: the token shapes and their tests belong together",
     ),
