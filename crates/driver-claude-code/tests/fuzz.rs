@@ -10,15 +10,10 @@ use std::collections::BTreeMap;
 use driver_claude_code::CLAUDE_CODE_CODEC;
 use driver_spi::{SessionCodec, SessionParams, SessionState};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 
 fn config() -> Config {
-    Config {
-        cases: 10_000,
-        rng_seed: RngSeed::Fixed(0x1513_f022),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::fuzz_config()
 }
 
 fn nasty() -> impl Strategy<Value = String> {

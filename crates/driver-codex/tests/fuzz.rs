@@ -9,16 +9,11 @@ use std::collections::BTreeMap;
 use driver_codex::{CODEX_CODEC, EventTranslator};
 use driver_spi::{DriverEvent, FailureKind, Redactor, SessionCodec, SessionParams, check_sequence};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 use serde_json::Value;
 
 fn config() -> Config {
-    Config {
-        cases: 10_000,
-        rng_seed: RngSeed::Fixed(0x1513_f022),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::fuzz_config()
 }
 
 /// Adversarial text: control characters, multi-byte characters, near-valid ids,

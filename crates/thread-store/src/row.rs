@@ -201,7 +201,7 @@ mod fuzz {
 
     use compat_fingerprint::{Breakdown, ComponentName, Fingerprint};
     use proptest::prelude::*;
-    use proptest::test_runner::{Config, RngSeed};
+    use proptest::test_runner::Config;
 
     use super::StoredRow;
     use crate::{
@@ -210,12 +210,7 @@ mod fuzz {
     };
 
     fn config() -> Config {
-        Config {
-            cases: 10_000,
-            rng_seed: RngSeed::Fixed(0x1513_f022),
-            failure_persistence: None,
-            ..Config::default()
-        }
+        test_support::fuzz_config()
     }
 
     /// Column text: arbitrary, JSON-looking, or valid values of some column.

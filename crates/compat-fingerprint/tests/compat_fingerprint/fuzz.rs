@@ -5,15 +5,10 @@
 
 use compat_fingerprint::{Breakdown, ComponentName, Fingerprint, ShortDigest};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 
 fn config() -> Config {
-    Config {
-        cases: 10_000,
-        rng_seed: RngSeed::Fixed(0x1513_f022),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::fuzz_config()
 }
 
 /// Adversarial text: control characters, multi-byte characters, near-valid and JSON-ish

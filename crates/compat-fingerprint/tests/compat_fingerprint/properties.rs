@@ -2,18 +2,13 @@
 
 use compat_fingerprint::{Encoder, Fingerprint, Kind};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 
 const KIND: Kind = Kind::new("agent-sdk 2026-11-30 compat-fingerprint properties v1");
 const OTHER: Kind = Kind::new("agent-sdk 2026-11-30 compat-fingerprint properties-other v1");
 
 fn config() -> Config {
-    Config {
-        cases: 256,
-        rng_seed: RngSeed::Fixed(0x5eed_c0de),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::proptest_config(test_support::PROPERTY_CASES, 0x5eed_c0de)
 }
 
 /// A projection shaped like a service declaration, covering every encoder primitive.

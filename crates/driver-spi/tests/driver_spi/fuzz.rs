@@ -12,17 +12,12 @@ use driver_spi::{
     SessionParams, SessionState, check_sequence,
 };
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 use run_service::EnvBinding;
 use serde_json::{Value, json};
 
 fn config() -> Config {
-    Config {
-        cases: 10_000,
-        rng_seed: RngSeed::Fixed(0x1513_f022),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::fuzz_config()
 }
 
 /// Adversarial text: control characters, multi-byte characters, near-valid ids,

@@ -6,7 +6,7 @@ use driver_spi::{
     SessionState, guard_fingerprint,
 };
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 
 use crate::{FIRST, SECOND, profile, request};
 
@@ -183,12 +183,7 @@ fn reference_codec_fills_the_display_id() {
 }
 
 fn config() -> Config {
-    Config {
-        cases: 256,
-        rng_seed: RngSeed::Fixed(0x0d21_7e55),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::proptest_config(test_support::PROPERTY_CASES, 0x0d21_7e55)
 }
 
 fn state() -> impl Strategy<Value = SessionState> {

@@ -9,17 +9,12 @@ use std::collections::BTreeMap;
 use driver_spi::{DriverEvent, FailureKind, Redactor, check_sequence};
 use driver_stream_json::{McpDialect, StreamTranslator, ToolNames, mcp_config, sanitize};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 use run_service::McpServer;
 use serde_json::Value;
 
 fn config() -> Config {
-    Config {
-        cases: 10_000,
-        rng_seed: RngSeed::Fixed(0x1513_f022),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::fuzz_config()
 }
 
 fn nasty() -> impl Strategy<Value = String> {

@@ -5,18 +5,13 @@
 //! 10,000 cases with a fixed seed, so a CI failure reproduces locally.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 use run_service::{
     EnvBinding, McpServer, RunAttachment, RunServiceCompatibility, ServiceRef, validate_run,
 };
 
 fn config() -> Config {
-    Config {
-        cases: 10_000,
-        rng_seed: RngSeed::Fixed(0x1513_f022),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::fuzz_config()
 }
 
 /// Strings that try every rule: empty, whitespace, control characters, credential shapes,

@@ -2,7 +2,7 @@
 //! every allocation-only detail, and the concrete view never does.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 use run_service::{
     EnvBinding, McpServer, RunAttachment, RunServiceCompatibility, ServiceRef, build_views,
 };
@@ -46,12 +46,7 @@ fn attachment(a: &Allocation, opted_in: bool) -> RunAttachment {
 }
 
 fn config() -> Config {
-    Config {
-        cases: 128,
-        rng_seed: RngSeed::Fixed(0x0a11_0c47),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::proptest_config(128, 0x0a11_0c47)
 }
 
 proptest! {

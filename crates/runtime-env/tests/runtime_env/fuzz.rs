@@ -5,17 +5,12 @@
 //! 10,000 cases per target with a fixed seed, so a CI failure reproduces locally.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config as ProptestConfig, RngSeed};
+use proptest::test_runner::Config as ProptestConfig;
 use runtime_env::{CredentialNamespace, Redactor, SessionId, redact};
 use secrecy::SecretString;
 
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: 10_000,
-        rng_seed: RngSeed::Fixed(0x1513_f022),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    test_support::fuzz_config()
 }
 
 /// Adversarial text: control characters, multi-byte characters, near-valid shapes (with

@@ -5,16 +5,11 @@
 //! 10,000 cases per target with a fixed seed, so a CI failure reproduces locally.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 use thread_store::{RecordId, RecordStatus};
 
 fn config() -> Config {
-    Config {
-        cases: 10_000,
-        rng_seed: RngSeed::Fixed(0x1513_f022),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    test_support::fuzz_config()
 }
 
 fn text() -> impl Strategy<Value = String> {

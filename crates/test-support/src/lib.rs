@@ -1,0 +1,46 @@
+//! What the workspace's tests share, so it is written once: today, the fixed proptest
+//! configuration every fuzz and property test runs under.
+//!
+//! Invariants: a configuration here is deterministic (a fixed seed) and writes no
+//! failure-persistence files, so a failing case is the same on every machine and a test run
+//! leaves nothing in the source tree.
+//!
+//! What it does not do: it holds no crate's fixtures (those depend on the crate under test and
+//! live beside its tests), and it is never a dependency of library code, only a
+//! dev-dependency.
+//!
+//! Stability: internal to this workspace (`publish = false`); it changes with its tests.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+use proptest::test_runner::{Config, RngSeed};
+
+/// The seed most of the workspace's fuzz tests share.
+pub const SEED: u64 = 0x1513_f022;
+
+/// Cases in a fuzz run of adversarial input.
+pub const FUZZ_CASES: u32 = 10_000;
+
+/// Cases in a property run over structured input.
+pub const PROPERTY_CASES: u32 = 256;
+
+/// `cases` cases from the fixed `seed`, with no failure-persistence files.
+///
+/// ```
+/// let config = test_support::proptest_config(test_support::PROPERTY_CASES, 7);
+/// assert_eq!(config.cases, 256);
+/// assert!(config.failure_persistence.is_none());
+/// ```
+pub fn proptest_config(cases: u32, seed: u64) -> Config {
+    Config {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+/// A fuzz run: [`FUZZ_CASES`] cases from [`SEED`].
+pub fn fuzz_config() -> Config {
+    proptest_config(FUZZ_CASES, SEED)
+}
