@@ -34,10 +34,6 @@ pub const MAX_SOURCE_LINES: usize = 600;
 /// Source files allowed over [`MAX_SOURCE_LINES`], each with the reason.
 pub const LONG_FILES: &[(&str, &str)] = &[
     (
-        "crates/thread-store/src/conformance/mod.rs",
-        "the kit's clauses TS-01 to TS-17, one function each; splitting them by concern is issue 16 item 2, not done yet",
-    ),
-    (
         "crates/driver-spi/src/conformance/mod.rs",
         "the driver kit's clauses, one function each; the kits' common vocabulary (issue 16 item 2) will reshape it",
     ),

@@ -1,0 +1,597 @@
+//! The contracts about records: resolve, the one write (`finalize`) and its conditions, a
+//! dropped write, archive and rebind, round trips and pages.
+
+use super::*;
+
+pub(super) async fn ts01_resolve_missing(h: &Harness, ns: &str) -> Check {
+    let missing_key = format!("{ns}missing");
+    ensure!(
+        by_key(h, &missing_key).await?.is_none(),
+        "a missing key resolved to a record"
+    );
+    let q = Query::key(&missing_key).including_archived();
+    ensure!(
+        ok!(h.store.resolve(&q).await, "resolve").is_none(),
+        "a missing key resolved to a record with include_archived"
+    );
+    let id = RecordId::generate();
+    ensure!(
+        ok!(h.store.resolve(&Query::id(id.clone())).await, "resolve").is_none(),
+        "a missing id resolved to a record"
+    );
+    ensure!(
+        by_id_any(h, &id).await?.is_none(),
+        "a missing id resolved with include_archived"
+    );
+    let page = ok!(h.store.list(&ListQuery::prefix(ns)).await, "list");
+    ensure!(
+        page.records.is_empty() && page.next.is_none(),
+        "an empty prefix listed records"
+    );
+    ensure!(
+        ok!(h.store.delete(&missing_key).await, "delete") == 0,
+        "deleting a missing key reported removed records"
+    );
+    Ok(())
+}
+
+pub(super) async fn ts02_stale_finalize(h: &Harness, ns: &str) -> Check {
+    let key = format!("{ns}thread");
+    let target = format!("{ns}lease");
+    let original = sample(&key, 1);
+    seed(h, &original).await?;
+
+    // Stale token: the same owner re-acquired, rotating the token.
+    let old = ok!(
+        h.store.acquire_lease(&target, "owner-a", LONG).await,
+        "acquire"
+    );
+    let new = ok!(
+        h.store.acquire_lease(&target, "owner-a", LONG).await,
+        "re-acquire"
+    );
+    let mut update = original.clone();
+    update.state.resume_id = "must-not-appear".to_owned();
+    let replacement = sample(&key, 2);
+    let attempts: Vec<(&str, FinalizeRequest)> = vec![
+        (
+            "stale token (in-place update)",
+            FinalizeRequest::new(update.clone())
+                .holding(old.clone())
+                .release_leases(),
+        ),
+        (
+            "stale token (replace, archive, rebind)",
+            FinalizeRequest::new(replacement.clone())
+                .holding(old.clone())
+                .archive_previous(original.id.clone())
+                .rebind_key()
+                .release_leases(),
+        ),
+        (
+            "foreign owner with the current token",
+            FinalizeRequest::new(update.clone()).holding(Lease {
+                owner: "owner-b".to_owned(),
+                ..new.clone()
+            }),
+        ),
+        (
+            "one current and one never-acquired lease",
+            FinalizeRequest::new(replacement.clone())
+                .holding(new.clone())
+                .holding(Lease {
+                    target: format!("{ns}never"),
+                    owner: "owner-a".to_owned(),
+                    token: new.token,
+                })
+                .rebind_key()
+                .release_leases(),
+        ),
+    ];
+    for (what, request) in attempts {
+        match h.store.finalize(&request).await {
+            Err(StoreError::LeaseLost { .. }) => {}
+            other => return Err(format!("{what}: expected LeaseLost, got {other:?}")),
+        }
+        ensure!(
+            by_key(h, &key).await?.as_ref() == Some(&original),
+            "{what}: the key no longer resolves to the untouched original"
+        );
+        ensure!(
+            by_id_any(h, &replacement.id).await?.is_none(),
+            "{what}: the replacement record was written"
+        );
+        ensure!(
+            is_current(h, &new).await?,
+            "{what}: the current lease was released"
+        );
+    }
+
+    // Expired: the lease ran out before finalize.
+    let ttl = h.short_ttl();
+    let short_target = format!("{ns}short");
+    let short = ok!(
+        h.store.acquire_lease(&short_target, "owner-a", ttl).await,
+        "acquire"
+    );
+    h.outlast(ttl).await;
+    let request = FinalizeRequest::new(replacement.clone())
+        .holding(short)
+        .archive_previous(original.id.clone())
+        .rebind_key()
+        .release_leases();
+    match h.store.finalize(&request).await {
+        Err(StoreError::LeaseLost { .. }) => {}
+        other => return Err(format!("expired lease: expected LeaseLost, got {other:?}")),
+    }
+    ensure!(
+        by_key(h, &key).await?.as_ref() == Some(&original),
+        "expired lease: the original changed"
+    );
+    ensure!(
+        by_id_any(h, &replacement.id).await?.is_none(),
+        "expired lease: the replacement was written"
+    );
+    Ok(())
+}
+
+/// What a TS-03 iteration observed after dropping the finalize future.
+#[derive(Debug, PartialEq, Eq)]
+enum Applied {
+    Nothing,
+    All,
+}
+
+pub(super) async fn ts03_dropped_finalize(h: &Harness, ns: &str) -> Check {
+    let mut seen = BTreeSet::new();
+    for (i, polls) in [0usize, 1, 2, 3, 4, 5, 6, 8, 12, 20, 50, 200]
+        .into_iter()
+        .enumerate()
+    {
+        let key = format!("{ns}thread-{i}");
+        let target = format!("{ns}lease-{i}");
+        let old = sample(&key, 1);
+        seed(h, &old).await?;
+        let lease = ok!(
+            h.store.acquire_lease(&target, "owner-a", LONG).await,
+            "acquire"
+        );
+        let new = sample(&key, 2);
+        let request = FinalizeRequest::new(new.clone())
+            .holding(lease.clone())
+            .archive_previous(old.id.clone())
+            .rebind_key()
+            .release_leases();
+        let mut completed = None;
+        {
+            let mut fut = std::pin::pin!(h.store.finalize(&request));
+            for _ in 0..polls {
+                let step = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+                if let Poll::Ready(result) = step {
+                    completed = Some(result);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_micros(100)).await;
+            }
+        }
+        if let Some(result) = &completed {
+            ensure!(
+                result.is_ok(),
+                "polls={polls}: the finalize failed: {result:?}"
+            );
+        }
+        // Let work already handed to a backend (a blocking thread, a sent COMMIT) finish.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let observe = || async {
+            let page = h
+                .store
+                .list(&ListQuery::prefix(&key).including_archived())
+                .await
+                .map_err(|e| format!("list failed: {e}"))?;
+            let bound = by_key(h, &key).await?;
+            Ok::<_, String>((page.records, bound))
+        };
+        let (records, bound) = observe().await?;
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        ensure!(
+            observe().await? == (records.clone(), bound.clone()),
+            "polls={polls}: the state kept changing after the future was dropped"
+        );
+        let current = is_current(h, &lease).await?;
+        let mut archived_old = old.clone();
+        archived_old.status = RecordStatus::Archived;
+        let applied = if records == vec![old.clone()] && bound.as_ref() == Some(&old) && current {
+            Applied::Nothing
+        } else {
+            let mut expected = vec![archived_old, new.clone()];
+            expected.sort_by(|a, b| a.id.cmp(&b.id));
+            ensure!(
+                records == expected && bound.as_ref() == Some(&new) && !current,
+                "polls={polls}: partial write: records (id, status) = {:?}, bound = {:?}, lease current = {current}",
+                records
+                    .iter()
+                    .map(|r| (r.id.as_str(), r.status))
+                    .collect::<Vec<_>>(),
+                bound.as_ref().map(|r| r.id.as_str())
+            );
+            Applied::All
+        };
+        if completed.is_some() {
+            ensure!(
+                applied == Applied::All,
+                "polls={polls}: a completed finalize wrote nothing"
+            );
+        }
+        if polls == 0 {
+            ensure!(applied == Applied::Nothing, "a never-polled finalize wrote");
+        }
+        seen.insert(format!("{applied:?}"));
+    }
+    ensure!(
+        seen.len() == 2,
+        "expected both untouched and fully applied outcomes across drop points, saw {seen:?}"
+    );
+    Ok(())
+}
+
+pub(super) async fn ts04_archive_rebind(h: &Harness, ns: &str) -> Check {
+    let key = format!("{ns}thread");
+    let old = sample(&key, 1);
+    seed(h, &old).await?;
+    let lease = ok!(
+        h.store
+            .acquire_lease(&format!("{ns}lease"), "owner-a", LONG)
+            .await,
+        "acquire"
+    );
+    let new = sample(&key, 2);
+    ok!(
+        h.store
+            .finalize(
+                &FinalizeRequest::new(new.clone())
+                    .holding(lease)
+                    .archive_previous(old.id.clone())
+                    .rebind_key()
+                    .release_leases()
+            )
+            .await,
+        "finalize"
+    );
+    ensure!(
+        by_key(h, &key).await?.as_ref() == Some(&new),
+        "the key does not resolve to the new record"
+    );
+    ensure!(
+        ok!(
+            h.store
+                .resolve(&Query::key(&key).including_archived())
+                .await,
+            "resolve"
+        )
+        .as_ref()
+            == Some(&new),
+        "the key with include_archived does not resolve to the new record"
+    );
+    ensure!(
+        ok!(h.store.resolve(&Query::id(old.id.clone())).await, "resolve").is_none(),
+        "the archived record is visible by id without include_archived"
+    );
+    let mut archived = old.clone();
+    archived.status = RecordStatus::Archived;
+    ensure!(
+        by_id_any(h, &old.id).await?.as_ref() == Some(&archived),
+        "the archived record is not resolvable by id with include_archived, or changed"
+    );
+    let active = ok!(h.store.list(&ListQuery::prefix(&key)).await, "list");
+    ensure!(
+        active.records == vec![new.clone()],
+        "list shows archived records by default"
+    );
+    let all = ok!(
+        h.store
+            .list(&ListQuery::prefix(&key).including_archived())
+            .await,
+        "list"
+    );
+    ensure!(
+        all.records.len() == 2,
+        "list with archived records shows {} records",
+        all.records.len()
+    );
+
+    // Archiving without a rebind leaves the key bound to a record it then hides.
+    let third = sample(&key, 3);
+    ok!(
+        h.store
+            .finalize(&FinalizeRequest::new(third.clone()).archive_previous(new.id.clone()))
+            .await,
+        "finalize (archive without rebind)"
+    );
+    ensure!(
+        by_key(h, &key).await?.is_none(),
+        "a key bound to an archived record resolved without include_archived"
+    );
+    let mut archived_new = new.clone();
+    archived_new.status = RecordStatus::Archived;
+    ensure!(
+        ok!(
+            h.store
+                .resolve(&Query::key(&key).including_archived())
+                .await,
+            "resolve"
+        )
+        .as_ref()
+            == Some(&archived_new),
+        "a key bound to an archived record did not resolve with include_archived"
+    );
+    ensure!(
+        by_id_any(h, &third.id).await?.as_ref() == Some(&third),
+        "the unbound record was not saved"
+    );
+    Ok(())
+}
+
+pub(super) async fn ts05_require_key_absent(h: &Harness, ns: &str) -> Check {
+    let key = format!("{ns}parent");
+    let parent = sample(&key, 1);
+    seed(h, &parent).await?;
+    let target = format!("{ns}lease");
+    let lease = ok!(
+        h.store.acquire_lease(&target, "owner-a", LONG).await,
+        "acquire"
+    );
+    let fork = sample(&key, 2);
+    let request = FinalizeRequest::new(fork.clone())
+        .holding(lease.clone())
+        .require_key_absent()
+        .rebind_key()
+        .release_leases();
+    match h.store.finalize(&request).await {
+        Err(StoreError::AlreadyExists { .. }) => {}
+        other => return Err(format!("expected AlreadyExists, got {other:?}")),
+    }
+    ensure!(
+        by_id_any(h, &fork.id).await?.is_none(),
+        "the refused fork record was written"
+    );
+    ensure!(
+        by_key(h, &key).await?.as_ref() == Some(&parent),
+        "the bound record changed"
+    );
+    ensure!(
+        is_current(h, &lease).await?,
+        "the refused finalize released its lease"
+    );
+
+    let new_key = format!("{ns}child");
+    let child = sample(&new_key, 3);
+    ok!(
+        h.store
+            .finalize(
+                &FinalizeRequest::new(child.clone())
+                    .holding(lease)
+                    .require_key_absent()
+                    .rebind_key()
+                    .release_leases()
+            )
+            .await,
+        "finalize (fork to an absent key)"
+    );
+    ensure!(
+        by_key(h, &new_key).await?.as_ref() == Some(&child),
+        "the fork is not bound to its key"
+    );
+    ensure!(
+        by_key(h, &key).await?.as_ref() == Some(&parent),
+        "the parent changed"
+    );
+    Ok(())
+}
+
+pub(super) async fn ts12_round_trip(h: &Harness, ns: &str) -> Check {
+    let mut records = Vec::new();
+    let mut plain = sample(&format!("{ns}plain"), 9);
+    plain.state.display_id = None;
+    plain.state.data.clear();
+    plain.compatibility.components = Breakdown::new();
+    records.push(plain);
+
+    let mut rich = sample(&format!("{ns}ünïcødé/键/🧵 with space"), 200);
+    rich.driver_type = "driver \"quoted\" 'single'".to_owned();
+    rich.agent = String::new();
+    rich.session_codec = "codec\twith\ttabs".to_owned();
+    rich.state.resume_id = String::new();
+    rich.state.display_id = Some(String::new());
+    rich.state.data.insert(String::new(), String::new());
+    rich.state.data.insert(
+        "json-ish".to_owned(),
+        "{\"a\":[1,2,{\"b\":null}]}".to_owned(),
+    );
+    rich.state.data.insert(
+        "newline\nkey".to_owned(),
+        "line1\r\nline2\u{0}nul\\slash".to_owned(),
+    );
+    rich.state
+        .data
+        .insert("big".to_owned(), "x".repeat(64 * 1024));
+    rich.state
+        .data
+        .insert("emoji".to_owned(), "🧵🪡".to_owned());
+    rich.compatibility.scheme_version = u32::MAX;
+    rich.compatibility.fingerprint = Fingerprint::from_bytes([0xff; 32]);
+    for i in 0..20u8 {
+        rich.compatibility.components.insert_or_replace(
+            component(&format!("component-{i}")),
+            Fingerprint::from_bytes([i; 32]),
+        );
+    }
+    rich.created_at = Timestamp::from_millis(i64::MIN + 1);
+    rich.updated_at = Timestamp::from_millis(i64::MAX);
+    records.push(rich);
+
+    let mut archived = sample(&format!("{ns}archived"), 3);
+    archived.status = RecordStatus::Archived;
+    records.push(archived);
+
+    for record in &records {
+        let mut request = FinalizeRequest::new(record.clone());
+        if record.status == RecordStatus::Active {
+            request = request.rebind_key();
+        }
+        ok!(h.store.finalize(&request).await, "finalize");
+        ensure!(
+            by_id_any(h, &record.id).await?.as_ref() == Some(record),
+            "resolve by id did not round-trip {:?}",
+            record.key
+        );
+        if record.status == RecordStatus::Active {
+            ensure!(
+                by_key(h, &record.key).await?.as_ref() == Some(record),
+                "resolve by key did not round-trip {:?}",
+                record.key
+            );
+        }
+        let page = ok!(
+            h.store
+                .list(&ListQuery::prefix(&record.key).including_archived())
+                .await,
+            "list"
+        );
+        ensure!(
+            page.records == vec![record.clone()],
+            "list did not round-trip {:?}",
+            record.key
+        );
+    }
+
+    // An in-place update replaces every field but the id and key.
+    let mut updated = records[0].clone();
+    updated.state.resume_id = "resume-updated".to_owned();
+    updated.state.data.insert("turn".to_owned(), "2".to_owned());
+    updated.updated_at = Timestamp::from_millis(1_900_000_000_000);
+    updated.compatibility.scheme_version = 2;
+    ok!(
+        h.store
+            .finalize(&FinalizeRequest::new(updated.clone()))
+            .await,
+        "finalize (update)"
+    );
+    ensure!(
+        by_key(h, &updated.key).await?.as_ref() == Some(&updated),
+        "the in-place update did not round-trip"
+    );
+    Ok(())
+}
+
+pub(super) async fn ts13_list_pages(h: &Harness, ns: &str) -> Check {
+    let prefix = format!("{ns}list_%/");
+    let mut all = Vec::new();
+    for (i, suffix) in ["a", "b", "b/sub", "c", "d_%", "e", "f"]
+        .into_iter()
+        .enumerate()
+    {
+        let key = format!("{prefix}{suffix}");
+        let n = u8::try_from(i).unwrap_or(0);
+        let first = sample(&key, n);
+        seed(h, &first).await?;
+        all.push(first.clone());
+        if i % 2 == 0 {
+            let second = sample(&key, n + 100);
+            ok!(
+                h.store
+                    .finalize(
+                        &FinalizeRequest::new(second.clone())
+                            .archive_previous(first.id.clone())
+                            .rebind_key()
+                    )
+                    .await,
+                "finalize"
+            );
+            if let Some(r) = all.last_mut() {
+                r.status = RecordStatus::Archived;
+            }
+            all.push(second);
+        }
+    }
+    // The prefix itself is a key; neighbours outside it must not appear.
+    let exact = sample(&prefix, 50);
+    seed(h, &exact).await?;
+    all.push(exact);
+    for outside in [
+        format!("{ns}list_%"),
+        format!("{ns}list_x/a"),
+        format!("{ns}list_%0"),
+    ] {
+        seed(h, &sample(&outside, 60)).await?;
+    }
+    all.sort_by(|a, b| (&a.key, &a.id).cmp(&(&b.key, &b.id)));
+    let active: Vec<ThreadRecord> = all
+        .iter()
+        .filter(|r| r.status == RecordStatus::Active)
+        .cloned()
+        .collect();
+
+    for include_archived in [false, true] {
+        let expected = if include_archived { &all } else { &active };
+        for limit in [1u32, 2, 3, 100] {
+            let mut query = ListQuery::prefix(&prefix).limit(limit);
+            if include_archived {
+                query = query.including_archived();
+            }
+            let mut got = Vec::new();
+            let mut pages = 0;
+            loop {
+                let page = ok!(h.store.list(&query).await, "list");
+                pages += 1;
+                ensure!(
+                    page.records.len() <= limit as usize,
+                    "a page exceeds its limit"
+                );
+                ensure!(pages <= expected.len() + 1, "paging does not terminate");
+                got.extend(page.records);
+                match page.next {
+                    Some(cursor) => query = query.after(cursor),
+                    None => break,
+                }
+            }
+            ensure!(
+                &got == expected,
+                "limit {limit}, archived {include_archived}: paged listing differs from the expected {} records (got {})",
+                expected.len(),
+                got.len()
+            );
+        }
+    }
+
+    // A page cursor stays valid while records are added before and after it.
+    let query = ListQuery::prefix(&prefix).limit(3);
+    let first = ok!(h.store.list(&query).await, "list");
+    let Some(cursor) = first.next.clone() else {
+        return Err("the first page of a long listing has no cursor".to_owned());
+    };
+    seed(h, &sample(&format!("{prefix}0-before"), 70)).await?;
+    let late = sample(&format!("{prefix}z-after"), 71);
+    seed(h, &late).await?;
+    let mut rest = Vec::new();
+    let mut q = query.after(cursor);
+    loop {
+        let page = ok!(h.store.list(&q).await, "list");
+        rest.extend(page.records);
+        match page.next {
+            Some(c) => q = q.after(c),
+            None => break,
+        }
+    }
+    let mut expected_rest: Vec<ThreadRecord> = active[3..].to_vec();
+    expected_rest.push(late);
+    ensure!(
+        rest == expected_rest,
+        "pages after a cursor changed when records were added around it"
+    );
+    ensure!(
+        first.records.iter().all(|r| !rest.contains(r)),
+        "a record appeared on two pages"
+    );
+    Ok(())
+}
+
