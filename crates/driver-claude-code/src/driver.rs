@@ -9,7 +9,8 @@ use driver_spi::{
     DriverError, EventSink, FailureKind, GuardedCodec, Request, Response, SessionCodec,
 };
 use driver_stream_json::{
-    CliDialect, McpDialect, SessionPlan, TurnOutput, TurnResult, classify_text, run_request,
+    CliDialect, McpDialect, SessionPlan, TurnOutput, TurnResult, check_shared_options,
+    classify_text, run_driver_turn,
 };
 use run_service::TransportKind;
 use runtime_env::{RuntimeEnv, RuntimeKind};
@@ -202,29 +203,11 @@ impl Driver for ClaudeCodeDriver {
                 "Claude Code refuses --dangerously-skip-permissions as root",
             ));
         }
-        if self
-            .options
-            .allowed_tools
-            .iter()
-            .any(|t| t.is_empty() || t.contains(',') || t.starts_with('-'))
-        {
-            return Err(ConfigError::invalid(
-                "allowed_tools",
-                "tool rules must be non-empty, without commas, and not start with `-`",
-            ));
-        }
-        if let Some(url) = &self.options.base_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(ConfigError::invalid(
-                "base_url",
-                "must be an http or https URL",
-            ));
-        }
-        if self.options.model.as_deref().is_some_and(str::is_empty) {
-            return Err(ConfigError::invalid("model", "must not be empty"));
-        }
-        Ok(())
+        check_shared_options(
+            &self.options.allowed_tools,
+            self.options.base_url.as_deref(),
+            self.options.model.as_deref(),
+        )
     }
 
     async fn run(
@@ -233,19 +216,14 @@ impl Driver for ClaudeCodeDriver {
         sink: Arc<dyn EventSink>,
     ) -> Result<Response, DriverError> {
         self.validate_config()?;
-        self.descriptor().capabilities.check(&request)?;
-        let new_id = uuid::Uuid::now_v7().to_string();
-        let plan = SessionPlan::of(&request, &CLAUDE_CODE_CODEC, &new_id)?;
-        self.check_version()
-            .await
-            .map_err(CliError::into_driver_error)?;
-        run_request(
+        run_driver_turn(
             &self.env,
             &DIALECT,
+            &self.descriptor(),
             &request,
-            plan,
             self.options.limits,
-            |mcp_config| self.command(&request, plan, mcp_config),
+            self.check_version(),
+            |plan, mcp_config| self.command(&request, plan, mcp_config),
             &*sink,
         )
         .await

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use driver_cli::{CliCommand, CliError, Limits, RunFiles};
 use driver_spi::{
-    ConfigError, DriverError, EventSink, FailureKind, GuardedCodec, Request, Response,
+    ConfigError, Descriptor, DriverError, EventSink, FailureKind, GuardedCodec, Request, Response,
 };
 use runtime_env::{RuntimeEnv, RuntimeKind};
 
@@ -44,6 +44,78 @@ impl McpConfigError {
         };
         ConfigError::invalid("mcp", reason).into()
     }
+}
+
+/// The checks Claude Code and CodeBuddy make of the options they share: tool rules that
+/// are non-empty, without commas and not starting with `-` (the CLI would read one as a
+/// flag), an http(s) model endpoint, and a non-empty model name.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] naming the option (`allowed_tools`, `base_url`, `model`).
+pub fn check_shared_options(
+    allowed_tools: &[String],
+    base_url: Option<&str>,
+    model: Option<&str>,
+) -> Result<(), ConfigError> {
+    if allowed_tools
+        .iter()
+        .any(|t| t.is_empty() || t.contains(',') || t.starts_with('-'))
+    {
+        return Err(ConfigError::invalid(
+            "allowed_tools",
+            "tool rules must be non-empty, without commas, and not start with `-`",
+        ));
+    }
+    if let Some(url) = base_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(ConfigError::invalid(
+            "base_url",
+            "must be an http or https URL",
+        ));
+    }
+    if model.is_some_and(str::is_empty) {
+        return Err(ConfigError::invalid("model", "must not be empty"));
+    }
+    Ok(())
+}
+
+/// A whole `Driver::run` of a stream-json CLI, once the driver's options are valid: the
+/// request's needs against the driver's `descriptor`, a fresh session id for a session that
+/// starts, the [`SessionPlan`], the CLI's `version` probe (the driver caches its answer),
+/// then [`run_request`] with the command the driver builds for that plan.
+///
+/// # Errors
+/// [`DriverError::Unsupported`] for a need the driver lacks, the errors of
+/// [`SessionPlan::of`], a failed version probe, and those of [`run_request`].
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each is one part of the driver the turn uses"
+)]
+pub async fn run_driver_turn<T>(
+    env: &RuntimeEnv,
+    dialect: &CliDialect,
+    descriptor: &Descriptor,
+    request: &Request,
+    limits: Limits,
+    version: impl std::future::Future<Output = Result<T, CliError>>,
+    command: impl FnOnce(SessionPlan<'_>, &Path) -> CliCommand,
+    sink: &dyn EventSink,
+) -> Result<Response, DriverError> {
+    descriptor.capabilities.check(request)?;
+    let new_id = uuid::Uuid::now_v7().to_string();
+    let plan = SessionPlan::of(request, dialect.codec, &new_id)?;
+    version.await.map_err(CliError::into_driver_error)?;
+    run_request(
+        env,
+        dialect,
+        request,
+        plan,
+        limits,
+        |mcp_config| command(plan, mcp_config),
+        sink,
+    )
+    .await
 }
 
 /// Runs one request's turn: writes the request's MCP servers to a 0600 file in a directory of

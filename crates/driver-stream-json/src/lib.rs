@@ -48,7 +48,7 @@ mod names;
 mod session;
 mod turn;
 
-pub use drive::{CliDialect, run_request};
+pub use drive::{CliDialect, check_shared_options, run_driver_turn, run_request};
 pub use events::{MalformedEvent, McpStatus, StreamTranslator, TurnResult};
 pub use mcp_config::{McpConfigError, McpDialect, mcp_config};
 pub use names::{ToolNames, sanitize};

@@ -232,4 +232,3 @@ pub(super) async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
     );
     Ok(())
 }
-

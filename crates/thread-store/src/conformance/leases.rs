@@ -322,4 +322,3 @@ pub(super) async fn ts17_lease_holder(h: &Harness, ns: &str) -> Check {
     );
     Ok(())
 }
-

@@ -412,4 +412,3 @@ async fn is_current(h: &Harness, lease: &Lease) -> Result<bool, String> {
         Err(e) => Err(format!("renew failed with an unexpected error: {e}")),
     }
 }
-

@@ -594,4 +594,3 @@ pub(super) async fn ts13_list_pages(h: &Harness, ns: &str) -> Check {
     );
     Ok(())
 }
-

@@ -122,4 +122,3 @@ pub(super) async fn ts15_invalid(h: &Harness, ns: &str) -> Check {
     );
     Ok(())
 }
-
