@@ -126,30 +126,20 @@ pub(super) async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
 
     // The holder's next turn, under the lease it took before the delete, is refused.
     let second = sample(&key, 2);
-    match h
-        .store
-        .finalize(
-            &FinalizeRequest::new(second.clone())
-                .holding(lease.clone())
-                .rebind_key()
-                .release_leases(),
-        )
-        .await
-    {
-        Err(StoreError::LeaseLost { .. }) => {}
-        other => {
-            return Err(format!(
-                "a finalize under a lease older than the delete: expected LeaseLost, got {other:?}"
-            ));
-        }
-    }
+    refused_writes_nothing(
+        h,
+        "a finalize under a lease older than the delete",
+        &FinalizeRequest::new(second.clone())
+            .holding(lease.clone())
+            .rebind_key()
+            .release_leases(),
+        &key,
+        None,
+    )
+    .await?;
     ensure!(
-        by_key(h, &key).await?.is_none(),
-        "a finalize under a pre-delete lease re-bound the erased key"
-    );
-    ensure!(
-        by_id_any(h, &second.id).await?.is_none() && by_id_any(h, &first.id).await?.is_none(),
-        "a finalize under a pre-delete lease wrote a record of the erased key"
+        by_id_any(h, &first.id).await?.is_none(),
+        "a finalize under a pre-delete lease brought back the erased record"
     );
     ensure!(
         is_current(h, &lease).await?,
@@ -163,27 +153,17 @@ pub(super) async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
             .await,
         "acquire (extra)"
     );
-    match h
-        .store
-        .finalize(
-            &FinalizeRequest::new(second.clone())
-                .holding(fresh_extra.clone())
-                .holding(lease.clone())
-                .rebind_key(),
-        )
-        .await
-    {
-        Err(StoreError::LeaseLost { .. }) => {}
-        other => {
-            return Err(format!(
-                "a finalize holding one pre-delete lease: expected LeaseLost, got {other:?}"
-            ));
-        }
-    }
-    ensure!(
-        by_key(h, &key).await?.is_none(),
-        "a finalize holding one pre-delete lease wrote the erased key"
-    );
+    refused_writes_nothing(
+        h,
+        "a finalize holding one pre-delete lease",
+        &FinalizeRequest::new(second.clone())
+            .holding(fresh_extra.clone())
+            .holding(lease.clone())
+            .rebind_key(),
+        &key,
+        None,
+    )
+    .await?;
 
     // Another key is not fenced, even under a lease older than the delete.
     let other = sample(&other_key, 3);

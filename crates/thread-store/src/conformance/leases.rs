@@ -92,14 +92,10 @@ pub(super) async fn ts08_renew(h: &Harness, ns: &str) -> Check {
         h.store.acquire_lease(&target, "owner-a", LONG).await,
         "re-acquire"
     );
-    match h.store.renew_lease(&first, LONG).await {
-        Err(StoreError::LeaseLost { .. }) => {}
-        other => {
-            return Err(format!(
-                "renew with a stale token: expected LeaseLost, got {other:?}"
-            ));
-        }
-    }
+    expect_lease_lost(
+        "renew with a stale token",
+        h.store.renew_lease(&first, LONG).await,
+    )?;
     ensure!(
         is_current(h, &second).await?,
         "the current lease is not renewable"
@@ -108,23 +104,15 @@ pub(super) async fn ts08_renew(h: &Harness, ns: &str) -> Check {
         owner: "owner-b".to_owned(),
         ..second.clone()
     };
-    match h.store.renew_lease(&foreign, LONG).await {
-        Err(StoreError::LeaseLost { .. }) => {}
-        other => {
-            return Err(format!(
-                "renew by another owner: expected LeaseLost, got {other:?}"
-            ));
-        }
-    }
+    expect_lease_lost(
+        "renew by another owner",
+        h.store.renew_lease(&foreign, LONG).await,
+    )?;
     ok!(h.store.release_lease(&second).await, "release");
-    match h.store.renew_lease(&second, LONG).await {
-        Err(StoreError::LeaseLost { .. }) => {}
-        other => {
-            return Err(format!(
-                "renew after release: expected LeaseLost, got {other:?}"
-            ));
-        }
-    }
+    expect_lease_lost(
+        "renew after release",
+        h.store.renew_lease(&second, LONG).await,
+    )?;
 
     // Renewal extends expiry; an expired lease cannot be renewed.
     let ttl = h.short_ttl();
@@ -150,14 +138,7 @@ pub(super) async fn ts08_renew(h: &Harness, ns: &str) -> Check {
         }
     }
     h.outlast(ttl).await;
-    match h.store.renew_lease(&lease, ttl).await {
-        Err(StoreError::LeaseLost { .. }) => {}
-        other => {
-            return Err(format!(
-                "renew after expiry: expected LeaseLost, got {other:?}"
-            ));
-        }
-    }
+    expect_lease_lost("renew after expiry", h.store.renew_lease(&lease, ttl).await)?;
     Ok(())
 }
 

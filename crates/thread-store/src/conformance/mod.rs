@@ -405,6 +405,43 @@ async fn by_id_any(h: &Harness, id: &RecordId) -> Result<Option<ThreadRecord>, S
 }
 
 /// Whether `lease` is still current, checked by renewing it.
+/// `result` must be [`StoreError::LeaseLost`]; `what` names the call in a failure.
+fn expect_lease_lost<T: fmt::Debug>(what: &str, result: Result<T, StoreError>) -> Check {
+    match result {
+        Err(StoreError::LeaseLost { .. }) => Ok(()),
+        other => Err(format!("{what}: expected LeaseLost, got {other:?}")),
+    }
+}
+
+/// Finalizes `request`, which must be refused with `LeaseLost` and write nothing: `key` still
+/// resolves to `before` (`None`: to nothing), and the request's record is unchanged (an
+/// in-place update of `before`) or absent.
+/// `what` names the attempt in a failure.
+async fn refused_writes_nothing(
+    h: &Harness,
+    what: &str,
+    request: &FinalizeRequest,
+    key: &str,
+    before: Option<&ThreadRecord>,
+) -> Check {
+    expect_lease_lost(what, h.store.finalize(request).await)?;
+    ensure!(
+        by_key(h, key).await?.as_ref() == before,
+        "{what}: the key no longer resolves to what it did before"
+    );
+    // An in-place update (the record `before` itself) must leave it as it was; any other
+    // record must not exist.
+    let stored = by_id_any(h, &request.record.id).await?;
+    match before.filter(|b| b.id == request.record.id) {
+        Some(before) => ensure!(
+            stored.as_ref() == Some(before),
+            "{what}: the refused update changed the record"
+        ),
+        None => ensure!(stored.is_none(), "{what}: the refused record was written"),
+    }
+    Ok(())
+}
+
 async fn is_current(h: &Harness, lease: &Lease) -> Result<bool, String> {
     match h.store.renew_lease(lease, LONG).await {
         Ok(_) => Ok(true),

@@ -89,18 +89,7 @@ pub(super) async fn ts02_stale_finalize(h: &Harness, ns: &str) -> Check {
         ),
     ];
     for (what, request) in attempts {
-        match h.store.finalize(&request).await {
-            Err(StoreError::LeaseLost { .. }) => {}
-            other => return Err(format!("{what}: expected LeaseLost, got {other:?}")),
-        }
-        ensure!(
-            by_key(h, &key).await?.as_ref() == Some(&original),
-            "{what}: the key no longer resolves to the untouched original"
-        );
-        ensure!(
-            by_id_any(h, &replacement.id).await?.is_none(),
-            "{what}: the replacement record was written"
-        );
+        refused_writes_nothing(h, what, &request, &key, Some(&original)).await?;
         ensure!(
             is_current(h, &new).await?,
             "{what}: the current lease was released"
@@ -120,19 +109,7 @@ pub(super) async fn ts02_stale_finalize(h: &Harness, ns: &str) -> Check {
         .archive_previous(original.id.clone())
         .rebind_key()
         .release_leases();
-    match h.store.finalize(&request).await {
-        Err(StoreError::LeaseLost { .. }) => {}
-        other => return Err(format!("expired lease: expected LeaseLost, got {other:?}")),
-    }
-    ensure!(
-        by_key(h, &key).await?.as_ref() == Some(&original),
-        "expired lease: the original changed"
-    );
-    ensure!(
-        by_id_any(h, &replacement.id).await?.is_none(),
-        "expired lease: the replacement was written"
-    );
-    Ok(())
+    refused_writes_nothing(h, "expired lease", &request, &key, Some(&original)).await
 }
 
 /// What a TS-03 iteration observed after dropping the finalize future.
