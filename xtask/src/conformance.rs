@@ -138,34 +138,51 @@ pub(crate) fn run() -> anyhow::Result<()> {
 /// registered implementation is exactly one test of its suite's target (`--list`), so the
 /// registry cannot drift from the tests it names.
 pub(crate) fn verify_registered() -> anyhow::Result<()> {
+    // The test step built every conformance target with the workspace's features; asking
+    // cargo for the same build again only reports the executables (nothing recompiles).
+    let mut build = cargo([
+        "test",
+        "--workspace",
+        "--all-features",
+        "--locked",
+        "--no-run",
+        "--message-format=json",
+    ]);
+    let output = build
+        .output()
+        .with_context(|| format!("could not start `{}`", display(&build)))?;
+    if !output.status.success() {
+        bail!(
+            "`{}` failed:\n{}",
+            display(&build),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let executables = conformance_executables(&String::from_utf8_lossy(&output.stdout));
     let mut missing = Vec::new();
     let mut count = 0u32;
     for suite in SUITES {
         for &(test, _) in suite.implementations {
-            let mut cmd = cargo([
-                "test",
-                "--package",
-                suite.package,
-                "--features",
-                suite.feature,
-                "--test",
-                suite.test_target,
-                "--",
-                test,
-                "--exact",
-                "--list",
-            ]);
-            let output = cmd
+            count += 1;
+            let Some(executable) = executables.get(suite.package) else {
+                missing.push(format!(
+                    "{} / {test} (no conformance target built)",
+                    suite.name
+                ));
+                continue;
+            };
+            let mut list = std::process::Command::new(executable);
+            list.args([test, "--exact", "--list"]);
+            let listed = list
                 .output()
-                .with_context(|| format!("could not start `{}`", display(&cmd)))?;
-            let listed = String::from_utf8_lossy(&output.stdout)
+                .with_context(|| format!("could not list the tests of {}", executable.display()))?;
+            let found = String::from_utf8_lossy(&listed.stdout)
                 .lines()
                 .filter(|l| l.ends_with(": test"))
                 .count();
-            if !output.status.success() || listed != 1 {
+            if !listed.status.success() || found != 1 {
                 missing.push(format!("{} / {test}", suite.name));
             }
-            count += 1;
         }
     }
     if !missing.is_empty() {
@@ -176,6 +193,38 @@ pub(crate) fn verify_registered() -> anyhow::Result<()> {
     }
     println!("conformance: {count} registered implementations, each run once by the test step");
     Ok(())
+}
+
+/// The `conformance` test executables in cargo's JSON messages, by package. A package is
+/// named by its directory (`crates/<package>/Cargo.toml`), as every suite's package is.
+fn conformance_executables(
+    messages: &str,
+) -> std::collections::BTreeMap<String, std::path::PathBuf> {
+    let mut found = std::collections::BTreeMap::new();
+    for line in messages.lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let is_conformance_test = message["reason"] == "compiler-artifact"
+            && message["target"]["name"] == "conformance"
+            && message["target"]["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k == "test"));
+        let (Some(manifest), Some(executable)) = (
+            message["manifest_path"].as_str(),
+            message["executable"].as_str(),
+        ) else {
+            continue;
+        };
+        let package = std::path::Path::new(manifest)
+            .parent()
+            .and_then(|dir| dir.file_name())
+            .map(|name| name.to_string_lossy().into_owned());
+        if let (true, Some(package)) = (is_conformance_test, package) {
+            found.insert(package, std::path::PathBuf::from(executable));
+        }
+    }
+    found
 }
 
 fn run_suites(suites: &[Suite]) -> anyhow::Result<()> {
@@ -321,6 +370,25 @@ fn parse_libtest(stdout: &str) -> TestCounts {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
+
+    #[test]
+    fn conformance_executables_are_found_by_package_directory() {
+        let messages = [
+            r#"{"reason":"compiler-artifact","manifest_path":"/w/crates/thread-store/Cargo.toml","target":{"name":"conformance","kind":["test"]},"executable":"/w/target/debug/deps/conformance-1"}"#,
+            r#"{"reason":"compiler-artifact","manifest_path":"/w/crates/thread-store/Cargo.toml","target":{"name":"thread_store","kind":["test"]},"executable":"/w/target/debug/deps/thread_store-2"}"#,
+            r#"{"reason":"compiler-artifact","manifest_path":"/w/crates/driver-spi/Cargo.toml","target":{"name":"conformance","kind":["lib"]},"executable":null}"#,
+            r#"{"reason":"build-finished","success":true}"#,
+            "not json",
+        ]
+        .join("\n");
+        let found = conformance_executables(&messages);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            found["thread-store"],
+            std::path::PathBuf::from("/w/target/debug/deps/conformance-1")
+        );
+    }
+
     use super::*;
 
     const ONE_PASSED: &str = "\nrunning 1 test\ntest sqlite ... ok\n\n\
