@@ -1,118 +1,18 @@
 //! The Responses mock over raw HTTP/1.1: SSE framing, rendering, scripting and recording.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-use std::net::SocketAddr;
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::http;
 use serde_json::{Value, json};
 use test_kit::responses::{
     MockResponses, deferred_tool_namespaces, mcp_function_name, mcp_namespace,
 };
 use test_kit::{DEFAULT_TEXT, FunctionCallOutput, Reply, Script, Usage, WireApi};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-struct HttpReply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl HttpReply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap()
-    }
-
-    /// (event name, parsed data) of each SSE frame; asserts the exact framing.
-    fn sse(&self) -> Vec<(String, Value)> {
-        assert!(self.body.ends_with("\n\n"), "stream ends with a blank line");
-        self.body
-            .strip_suffix("\n\n")
-            .unwrap()
-            .split("\n\n")
-            .map(|frame| {
-                let mut lines = frame.lines();
-                let event = lines.next().unwrap().strip_prefix("event: ").unwrap();
-                let data = lines.next().unwrap().strip_prefix("data: ").unwrap();
-                assert_eq!(lines.next(), None, "one data line per frame: {frame:?}");
-                let data: Value = serde_json::from_str(data).unwrap();
-                assert_eq!(data["type"], event, "data.type repeats the event name");
-                (event.to_owned(), data)
-            })
-            .collect()
-    }
-}
-
-/// One request on a fresh connection (`connection: close`), read to the end.
-async fn http(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> HttpReply {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n");
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .map(|line| {
-            let (n, v) = line.split_once(':').unwrap();
-            (n.trim().to_owned(), v.trim().to_owned())
-        })
-        .collect();
-    let body = if headers
-        .iter()
-        .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v == "chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    HttpReply {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    loop {
-        let (size, rest) = body.split_once("\r\n").unwrap();
-        let size = usize::from_str_radix(size.trim(), 16).unwrap();
-        if size == 0 {
-            return out;
-        }
-        out.push_str(&rest[..size]);
-        body = &rest[size + 2..];
-    }
-}
-
-async fn post_responses(mock: &MockResponses, body: &Value) -> HttpReply {
+async fn post_responses(mock: &MockResponses, body: &Value) -> common::HttpReply {
     http(
         mock.addr(),
         "POST",
@@ -144,7 +44,7 @@ async fn text_reply_is_the_minimal_codex_stream() {
     let reply = post_responses(&mock, &user_turn("hi")).await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.header("content-type"), Some("text/event-stream"));
-    let events = reply.sse();
+    let events = reply.named_sse();
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -184,7 +84,7 @@ async fn tool_call_uses_codex_namespace_and_mangled_names() {
             .then(Reply::tool_call("tools", "echo", json!({})).with_call_id("fixed")),
     )
     .unwrap();
-    let first = post_responses(&mock, &user_turn("go")).await.sse();
+    let first = post_responses(&mock, &user_turn("go")).await.named_sse();
     let item = &first[1].1["item"];
     assert_eq!(item["type"], "function_call");
     assert_eq!(item["namespace"], "mcp__agent_tools");
@@ -194,7 +94,7 @@ async fn tool_call_uses_codex_namespace_and_mangled_names() {
     let arguments: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(arguments, json!({"a": 1}));
 
-    let second = post_responses(&mock, &user_turn("again")).await.sse();
+    let second = post_responses(&mock, &user_turn("again")).await.named_sse();
     assert_eq!(second[1].1["item"]["call_id"], "fixed");
     assert_eq!(second[1].1["item"]["namespace"], "mcp__tools");
 
@@ -225,17 +125,17 @@ async fn errors_raw_usage_and_default() {
     assert_eq!(e401.json()["error"]["message"], "bad key");
     let raw = post_responses(&mock, &user_turn("3")).await;
     assert_eq!(raw.body, "event: x\ndata: {}\n\n");
-    let counted = post_responses(&mock, &user_turn("4")).await.sse();
+    let counted = post_responses(&mock, &user_turn("4")).await.named_sse();
     assert_eq!(counted[2].1["response"]["usage"]["input_tokens"], 100);
     assert_eq!(counted[2].1["response"]["usage"]["output_tokens"], 7);
 
     // The queue is empty: the documented default text, with the request's sequence number.
-    let default = post_responses(&mock, &user_turn("5")).await.sse();
+    let default = post_responses(&mock, &user_turn("5")).await.named_sse();
     assert_eq!(default[1].1["item"]["content"][0]["text"], DEFAULT_TEXT);
     assert_eq!(default[0].1["response"]["id"], "resp_4");
 
     let other = MockResponses::start(Script::new().with_default(Reply::text("mine"))).unwrap();
-    let reply = post_responses(&other, &user_turn("x")).await.sse();
+    let reply = post_responses(&other, &user_turn("x")).await.named_sse();
     assert_eq!(reply[1].1["item"]["content"][0]["text"], "mine");
 }
 
@@ -369,20 +269,20 @@ async fn guarded_steps_wait_for_a_matching_request() {
     )
     .unwrap();
     // The first request is a plain prompt: the guarded step is skipped, the call is taken.
-    let first = post_responses(&mock, &user_turn("go")).await.sse();
+    let first = post_responses(&mock, &user_turn("go")).await.named_sse();
     assert_eq!(first[1].1["item"]["type"], "function_call");
     assert_eq!(mock.pending_replies(), 1);
     // A prompt again: nothing accepts it, the default answers and the guarded step stays.
-    let second = post_responses(&mock, &user_turn("go")).await.sse();
+    let second = post_responses(&mock, &user_turn("go")).await.named_sse();
     assert_eq!(second[1].1["item"]["content"][0]["text"], DEFAULT_TEXT);
     assert_eq!(mock.pending_replies(), 1);
     // The continuation after the tool output.
-    let third = post_responses(&mock, &codex_like_body()).await.sse();
+    let third = post_responses(&mock, &codex_like_body()).await.named_sse();
     assert_eq!(third[1].1["item"]["content"][0]["text"], "after the tool");
     assert_eq!(mock.pending_replies(), 0);
 
     mock.push_reply(Reply::text("pushed"));
-    let fourth = post_responses(&mock, &user_turn("go")).await.sse();
+    let fourth = post_responses(&mock, &user_turn("go")).await.named_sse();
     assert_eq!(fourth[1].1["item"]["content"][0]["text"], "pushed");
 }
 
@@ -433,7 +333,7 @@ async fn delayed_reply_is_answered_after_the_delay() {
     )
     .unwrap();
     let started = Instant::now();
-    let reply = post_responses(&mock, &user_turn("x")).await.sse();
+    let reply = post_responses(&mock, &user_turn("x")).await.named_sse();
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(reply[1].1["item"]["content"][0]["text"], "late");
 }
