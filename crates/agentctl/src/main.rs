@@ -220,16 +220,10 @@ impl Failure {
             StoreError::NotFound { .. } => exit::NOT_FOUND,
             _ => exit::FAILURE,
         };
-        let mut chain = Vec::new();
-        let mut source = std::error::Error::source(error);
-        while let Some(cause) = source {
-            chain.push(cause.to_string());
-            source = cause.source();
-        }
         Self {
             code,
             message: format!("{context}: {error}"),
-            chain,
+            chain: causes(error).collect(),
         }
     }
 }
@@ -237,14 +231,15 @@ impl Failure {
 /// An error and its causes, each once, joined with `: `: the workspace's errors name their own
 /// layer and leave their cause to `source()`.
 pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    std::iter::once(error.to_string())
+        .chain(causes(error))
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// The messages of `error`'s causes, outermost first (`error` itself excluded).
+fn causes(error: &dyn std::error::Error) -> impl Iterator<Item = String> + '_ {
+    std::iter::successors(error.source(), |cause| cause.source()).map(ToString::to_string)
 }
 
 /// Exit codes.

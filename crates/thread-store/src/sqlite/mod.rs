@@ -16,12 +16,13 @@
 //!   migrate once.
 //! - Every write is one `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock up front:
 //!   a lease check and the write it guards can never interleave with another process's write.
-//! - Concurrent finalizes on one store are group-committed: one transaction and one sync for
-//!   all that are waiting, each in its own savepoint, so each validates its own leases and
-//!   fails alone. A Thread turn costs one sync: lease writes (acquire, renew, release) commit
-//!   without a sync of their own and are made durable by the next finalize or delete. Why a
-//!   power loss still cannot hand a fencing token out twice: see `docs/threads.md`
-//!   ("One sync per turn").
+//! - Concurrent writes on one store (finalizes and lease writes) are group-committed: one
+//!   transaction for all that are waiting, each in its own savepoint, so each validates its
+//!   own leases and fails alone; the transaction syncs only when it holds a finalize. A Thread
+//!   turn costs one sync: lease writes (acquire, renew, release) commit without a sync of
+//!   their own and are made durable by the next finalize or delete. Why a power loss still
+//!   cannot hand a fencing token out twice: see `docs/threads.md` ("Store throughput: one
+//!   sync per turn, group commit"). Reads run on a read-only connection of their own.
 //! - rusqlite is blocking, so no call blocks an async worker that other tasks need. By default
 //!   ([`Execution::InPlace`]) a call runs in place on a multi-thread runtime through
 //!   `tokio::task::block_in_place`, which first hands the worker's other tasks to another
@@ -230,8 +231,8 @@ impl SqliteStore {
         &self.path
     }
 
-    /// How many finalizes this store has applied, in how many transactions: the effect of
-    /// group commit, for operators and benchmarks.
+    /// How many writes (and of them finalizes) this store has applied, in how many
+    /// transactions: the effect of group commit, for operators and benchmarks.
     pub fn group_commit_stats(&self) -> GroupCommitStats {
         self.shared.stats()
     }

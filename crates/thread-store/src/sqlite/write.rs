@@ -1,4 +1,5 @@
-//! The writes: the group-committed finalize, and lease writes that need no sync of their own.
+//! The writes: one group-committed queue for finalizes and lease writes, the latter needing no
+//! sync of their own.
 //!
 //! # Group commit
 //! Writes (finalizes and lease writes) queue up; whichever caller finds no batch in progress
@@ -39,7 +40,7 @@ use super::statements::apply;
 use crate::row::StoredRow;
 use crate::{Clock, FinalizeRequest, Lease, StoreError};
 
-/// The most finalizes one group commit takes.
+/// The most writes one group commit takes.
 pub(super) const MAX_BATCH: usize = 256;
 
 /// The connection and the durability it is set to now.
