@@ -37,7 +37,7 @@ impl Factory for Memory {
 fn memory() {
     let report = runtime().block_on(conformance::run(&Memory));
     println!("{report}");
-    report.assert_all_passed();
+    report.assert_passed();
 }
 
 struct Sqlite {
@@ -108,7 +108,7 @@ fn sqlite() {
         };
         let report = rt.block_on(conformance::run(&factory));
         println!("{case}:\n{report}");
-        report.assert_all_passed();
+        report.assert_passed();
     }
 }
 
@@ -152,7 +152,7 @@ fn postgres() {
     let report = rt.block_on(conformance::run(&factory));
     rt.block_on(drop_schema(&url, &schema));
     println!("{report}");
-    report.assert_all_passed();
+    report.assert_passed();
 }
 
 async fn drop_schema(url: &str, schema: &str) {

@@ -5,7 +5,7 @@ use std::pin::Pin;
 
 use agent::{SessionOutcome, ThreadError};
 use driver_spi::reference::ReferenceBackend;
-use run_service::conformance::{KitOptions, check_provider};
+use run_service::conformance::{self, Clause};
 use run_service::{McpServer, Reason};
 use secrecy::ExposeSecret;
 
@@ -305,9 +305,12 @@ async fn secret_in_field() -> Result<(), String> {
             || wal.windows(needle.len()).any(|w| w == needle);
         ensure(!found, "token persisted in the store")?;
     }
-    match check_provider(leaky.as_ref(), &KitOptions::default()).await {
-        Err(failure) if failure.clause == "RS-02" || failure.clause == "RS-03" => Ok(()),
-        other => Err(format!("conformance should fail, got {other:?}")),
+    let leaky: std::sync::Arc<dyn run_service::RunServiceProvider> = leaky;
+    let report = conformance::run(&leaky).await;
+    if report.failed(Clause::Rs02) || report.failed(Clause::Rs03) {
+        Ok(())
+    } else {
+        Err(format!("conformance should fail RS-02 or RS-03:\n{report}"))
     }
 }
 

@@ -1,4 +1,4 @@
-//! The contracts about concurrency: racing acquirers, batched finalizes, a killed holder.
+//! The clauses about concurrency: racing acquirers, batched finalizes, a killed holder.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The contracts about `delete`: the erase and its fence.
+//! The clauses about `delete`: the erase and its fence.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! The contracts about leases: busy, fencing tokens, renewal, release and `lease_holder`.
+//! The clauses about leases: busy, fencing tokens, renewal, release and `lease_holder`.
 
 use super::*;
 

@@ -1,7 +1,9 @@
-//! The conformance kit: named contracts (TS-01 …) that every [`ThreadStore`] must pass.
+//! The conformance kit: named clauses (TS-01 …) that every [`ThreadStore`] must pass.
 //!
-//! An adapter's test builds a [`Factory`] and calls [`run`]; the returned [`Report`] lists each
-//! contract's outcome, and [`Report::assert_all_passed`] panics naming every failed contract id.
+//! An adapter's test builds a [`Factory`] and calls [`run`]; the returned [`Report`] holds a
+//! [`Verdict`] per [`Clause`], and [`Report::assert_passed`](kit_report::Report::assert_passed)
+//! panics naming every clause id that did not pass. The vocabulary (factory, clauses, report,
+//! one assert) is the one every kit of the workspace speaks (see the `kit-report` crate).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -19,12 +21,12 @@
 //! }
 //!
 //! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
-//! conformance::run(&Memory).await.assert_all_passed();
+//! conformance::run(&Memory).await.assert_passed();
 //! # });
 //! ```
 //!
-//! Every contract works under its own random key and target namespace, so a factory may hand
-//! out stores that share one database. Expiry contracts advance a [`ManualClock`] when the
+//! Every clause works under its own random key and target namespace, so a factory may hand
+//! out stores that share one database. Expiry clauses advance a [`ManualClock`] when the
 //! harness has one, and otherwise sleep past short real TTLs (about one second each, a few
 //! times per run).
 
@@ -95,10 +97,10 @@ impl Harness {
     }
 }
 
-/// Makes a store for each contract. Stores may share storage: contracts use disjoint keys.
+/// Makes a store for each clause. Stores may share storage: clauses use disjoint keys.
 #[async_trait::async_trait]
 pub trait Factory: Send + Sync {
-    /// A store to run one contract against.
+    /// A store to run one clause against.
     async fn create(&self) -> Result<Harness, StoreError>;
 
     /// A second, independent handle on the storage of the store `create` returned last, as
@@ -111,193 +113,107 @@ pub trait Factory: Send + Sync {
     async fn reopen(&self, harness: &Harness) -> Result<Harness, StoreError> {
         Ok(harness.clone())
     }
-}
 
-/// One contract's id and what it checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Contract {
-    /// The stable id, such as `TS-01`.
-    pub id: &'static str,
-    /// What it checks.
-    pub name: &'static str,
-}
-
-/// Every contract, in run order.
-pub const CONTRACTS: &[Contract] = &[
-    Contract {
-        id: "TS-01",
-        name: "resolving a missing key or id returns nothing",
-    },
-    Contract {
-        id: "TS-02",
-        name: "a finalize with a stale, foreign or expired lease writes nothing",
-    },
-    Contract {
-        id: "TS-03",
-        name: "a finalize future dropped mid-flight leaves nothing partial",
-    },
-    Contract {
-        id: "TS-04",
-        name: "archive plus rebind hides the old record from key lookup, keeps it by id",
-    },
-    Contract {
-        id: "TS-05",
-        name: "require-key-absent writes nothing on conflict",
-    },
-    Contract {
-        id: "TS-06",
-        name: "a lease held by another live owner is Busy",
-    },
-    Contract {
-        id: "TS-07",
-        name: "re-acquiring (same owner, expired, released) strictly increases the token",
-    },
-    Contract {
-        id: "TS-08",
-        name: "renew keeps a current lease and refuses a stale one with LeaseLost",
-    },
-    Contract {
-        id: "TS-09",
-        name: "release is idempotent and ignores stale leases",
-    },
-    Contract {
-        id: "TS-10",
-        name: "finalize with release frees exactly the validated leases, in the same commit",
-    },
-    Contract {
-        id: "TS-11",
-        name: "N concurrent acquirers of one target get exactly one winner",
-    },
-    Contract {
-        id: "TS-12",
-        name: "records round-trip deep-equal",
-    },
-    Contract {
-        id: "TS-13",
-        name: "list pages are stable, ordered and complete",
-    },
-    Contract {
-        id: "TS-14",
-        name: "delete removes everything for the key and nothing else",
-    },
-    Contract {
-        id: "TS-15",
-        name: "invalid requests are refused and write nothing",
-    },
-    Contract {
-        id: "TS-16",
-        name: "delete fences the key: a finalize under a lease taken before it is LeaseLost",
-    },
-    Contract {
-        id: "TS-17",
-        name: "lease_holder reports the current holder, read-only; free and expired are None",
-    },
-    Contract {
-        id: "TS-18",
-        name: "concurrent finalizes each validate their own leases: a failing one fails alone",
-    },
-    Contract {
-        id: "TS-19",
-        name: "a holder gone between acquire and finalize (killed) is fenced out for good",
-    },
-];
-
-/// One contract's result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// Which contract.
-    pub contract: Contract,
-    /// `Err` holds the failure message (with the kit's source line).
-    pub result: Result<(), String>,
-}
-
-/// The outcome of every contract.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
-    /// One entry per contract, in run order.
-    pub outcomes: Vec<Outcome>,
-}
-
-impl Report {
-    /// The failed outcomes.
-    pub fn failures(&self) -> Vec<&Outcome> {
-        self.outcomes.iter().filter(|o| o.result.is_err()).collect()
-    }
-
-    /// Panics, naming each failed contract id and its message, unless every contract passed.
-    #[track_caller]
-    pub fn assert_all_passed(&self) {
-        let failures = self.failures();
-        if !failures.is_empty() {
-            panic!("thread-store conformance failed:\n{self}");
-        }
+    /// What the report names as checked. The default is the factory's type name.
+    fn name(&self) -> String {
+        std::any::type_name::<Self>().to_owned()
     }
 }
 
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for o in &self.outcomes {
-            match &o.result {
-                Ok(()) => writeln!(f, "ok   {} {}", o.contract.id, o.contract.name)?,
-                Err(e) => writeln!(f, "FAIL {} {}: {e}", o.contract.id, o.contract.name)?,
-            }
-        }
-        let failed = self.failures().len();
-        write!(
-            f,
-            "{} passed, {failed} failed",
-            self.outcomes.len() - failed
-        )
+kit_report::clauses! {
+    /// One named clause of the thread-store contract. Every failure names its id
+    /// ([`Clause::id`], for example `TS-07`).
+    pub enum Clause in "thread-store" {
+        /// TS-01: resolving a missing key or id returns nothing.
+        Ts01 = "TS-01": "resolving a missing key or id returns nothing",
+        /// TS-02: a finalize with a stale, foreign or expired lease writes nothing.
+        Ts02 = "TS-02": "a finalize with a stale, foreign or expired lease writes nothing",
+        /// TS-03: a finalize future dropped mid-flight leaves nothing partial.
+        Ts03 = "TS-03": "a finalize future dropped mid-flight leaves nothing partial",
+        /// TS-04: archive plus rebind hides the old record from key lookup, keeps it by id.
+        Ts04 = "TS-04": "archive plus rebind hides the old record from key lookup, keeps it by id",
+        /// TS-05: require-key-absent writes nothing on conflict.
+        Ts05 = "TS-05": "require-key-absent writes nothing on conflict",
+        /// TS-06: a lease held by another live owner is Busy.
+        Ts06 = "TS-06": "a lease held by another live owner is Busy",
+        /// TS-07: re-acquiring (same owner, expired, released) strictly increases the token.
+        Ts07 = "TS-07": "re-acquiring (same owner, expired, released) strictly increases the token",
+        /// TS-08: renew keeps a current lease and refuses a stale one with LeaseLost.
+        Ts08 = "TS-08": "renew keeps a current lease and refuses a stale one with LeaseLost",
+        /// TS-09: release is idempotent and ignores stale leases.
+        Ts09 = "TS-09": "release is idempotent and ignores stale leases",
+        /// TS-10: finalize with release frees exactly the validated leases, in the same commit.
+        Ts10 = "TS-10": "finalize with release frees exactly the validated leases, in the same commit",
+        /// TS-11: N concurrent acquirers of one target get exactly one winner.
+        Ts11 = "TS-11": "N concurrent acquirers of one target get exactly one winner",
+        /// TS-12: records round-trip deep-equal.
+        Ts12 = "TS-12": "records round-trip deep-equal",
+        /// TS-13: list pages are stable, ordered and complete.
+        Ts13 = "TS-13": "list pages are stable, ordered and complete",
+        /// TS-14: delete removes everything for the key and nothing else.
+        Ts14 = "TS-14": "delete removes everything for the key and nothing else",
+        /// TS-15: invalid requests are refused and write nothing.
+        Ts15 = "TS-15": "invalid requests are refused and write nothing",
+        /// TS-16: delete fences the key: a finalize under a lease taken before it is LeaseLost.
+        Ts16 = "TS-16": "delete fences the key: a finalize under a lease taken before it is LeaseLost",
+        /// TS-17: lease_holder reports the current holder, read-only; free and expired are None.
+        Ts17 = "TS-17": "lease_holder reports the current holder, read-only; free and expired are None",
+        /// TS-18: concurrent finalizes each validate their own leases: a failing one fails alone.
+        Ts18 = "TS-18": "concurrent finalizes each validate their own leases: a failing one fails alone",
+        /// TS-19: a holder gone between acquire and finalize (killed) is fenced out for good.
+        Ts19 = "TS-19": "a holder gone between acquire and finalize (killed) is fenced out for good",
     }
 }
 
-/// Runs every contract in [`CONTRACTS`], each on a fresh store from `factory`.
+pub use kit_report::Verdict;
+
+/// The result of [`run`]: one [`Verdict`] per [`Clause`].
+pub type Report = kit_report::Report<Clause>;
+
+/// Runs every clause in [`Clause::ALL`], each on a fresh store from `factory`, and judges each
+/// one: a failing clause never stops the others.
 pub async fn run(factory: &dyn Factory) -> Report {
-    let mut outcomes = Vec::with_capacity(CONTRACTS.len());
-    for contract in CONTRACTS {
+    let mut recorder = kit_report::Recorder::new();
+    for clause in Clause::ALL {
         let result = match factory.create().await {
             Ok(h) => {
-                let ns = format!("ts/{}/{}/", contract.id, RecordId::generate());
-                run_one(contract.id, factory, &h, &ns).await
+                let ns = format!("ts/{}/{}/", clause.id(), RecordId::generate());
+                run_one(*clause, factory, &h, &ns).await
             }
             Err(e) => Err(format!("the factory failed: {e}")),
         };
-        outcomes.push(Outcome {
-            contract: *contract,
-            result,
-        });
+        recorder.check(*clause, result);
     }
-    Report { outcomes }
+    recorder.finish(factory.name())
 }
 
-async fn run_one(id: &str, factory: &dyn Factory, h: &Harness, ns: &str) -> Result<(), String> {
-    match id {
-        "TS-01" => records::ts01_resolve_missing(h, ns).await,
-        "TS-02" => records::ts02_stale_finalize(h, ns).await,
-        "TS-03" => records::ts03_dropped_finalize(h, ns).await,
-        "TS-04" => records::ts04_archive_rebind(h, ns).await,
-        "TS-05" => records::ts05_require_key_absent(h, ns).await,
-        "TS-06" => leases::ts06_busy(h, ns).await,
-        "TS-07" => leases::ts07_token_increases(h, ns).await,
-        "TS-08" => leases::ts08_renew(h, ns).await,
-        "TS-09" => leases::ts09_release_idempotent(h, ns).await,
-        "TS-10" => leases::ts10_finalize_release(h, ns).await,
-        "TS-11" => concurrency::ts11_one_winner(h, ns).await,
-        "TS-12" => records::ts12_round_trip(h, ns).await,
-        "TS-13" => records::ts13_list_pages(h, ns).await,
-        "TS-14" => erase::ts14_delete(h, ns).await,
-        "TS-15" => validation::ts15_invalid(h, ns).await,
-        "TS-16" => erase::ts16_delete_fences(h, ns).await,
-        "TS-17" => leases::ts17_lease_holder(h, ns).await,
-        "TS-18" => concurrency::ts18_batch_isolation(h, ns).await,
-        "TS-19" => concurrency::ts19_killed_holder(factory, h, ns).await,
-        other => Err(format!("no contract named {other}")),
+async fn run_one(clause: Clause, factory: &dyn Factory, h: &Harness, ns: &str) -> Check {
+    match clause {
+        Clause::Ts01 => records::ts01_resolve_missing(h, ns).await,
+        Clause::Ts02 => records::ts02_stale_finalize(h, ns).await,
+        Clause::Ts03 => records::ts03_dropped_finalize(h, ns).await,
+        Clause::Ts04 => records::ts04_archive_rebind(h, ns).await,
+        Clause::Ts05 => records::ts05_require_key_absent(h, ns).await,
+        Clause::Ts06 => leases::ts06_busy(h, ns).await,
+        Clause::Ts07 => leases::ts07_token_increases(h, ns).await,
+        Clause::Ts08 => leases::ts08_renew(h, ns).await,
+        Clause::Ts09 => leases::ts09_release_idempotent(h, ns).await,
+        Clause::Ts10 => leases::ts10_finalize_release(h, ns).await,
+        Clause::Ts11 => concurrency::ts11_one_winner(h, ns).await,
+        Clause::Ts12 => records::ts12_round_trip(h, ns).await,
+        Clause::Ts13 => records::ts13_list_pages(h, ns).await,
+        Clause::Ts14 => erase::ts14_delete(h, ns).await,
+        Clause::Ts15 => validation::ts15_invalid(h, ns).await,
+        Clause::Ts16 => erase::ts16_delete_fences(h, ns).await,
+        Clause::Ts17 => leases::ts17_lease_holder(h, ns).await,
+        Clause::Ts18 => concurrency::ts18_batch_isolation(h, ns).await,
+        Clause::Ts19 => concurrency::ts19_killed_holder(factory, h, ns).await,
     }
 }
 
 type Check = Result<(), String>;
 
-/// Fails the contract with a message and the kit's line number unless `$cond` holds.
+/// Fails the clause with a message and the kit's line number unless `$cond` holds.
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
         if !$cond {
@@ -306,7 +222,7 @@ macro_rules! ensure {
     };
 }
 
-/// Unwraps a store result, or fails the contract naming the call.
+/// Unwraps a store result, or fails the clause naming the call.
 macro_rules! ok {
     ($call:expr, $what:expr) => {
         match $call {

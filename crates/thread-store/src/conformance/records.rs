@@ -1,4 +1,4 @@
-//! The contracts about records: resolve, the one write (`finalize`) and its conditions, a
+//! The clauses about records: resolve, the one write (`finalize`) and its conditions, a
 //! dropped write, archive and rebind, round trips and pages.
 
 use super::*;

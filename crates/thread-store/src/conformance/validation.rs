@@ -1,4 +1,4 @@
-//! The contract about input the stores refuse.
+//! The clause about input the stores refuse.
 
 use super::*;
 

@@ -1,0 +1,59 @@
+//! The clauses of the driver contract.
+
+kit_report::clauses! {
+    /// One named clause of the driver contract. Every failure names its clause id
+    /// ([`Clause::id`], for example `SES-06`).
+    pub enum Clause in "driver" {
+        /// DSC-01: the descriptor's type and display name are non-empty and trimmed.
+        Dsc01 = "DSC-01": "descriptor type and display name are non-empty and trimmed",
+        /// DSC-02: the descriptor is deterministic across calls and instances.
+        Dsc02 = "DSC-02": "descriptor is deterministic across calls and instances",
+        /// CFG-01: `validate_config` accepts the factory's config without panicking.
+        Cfg01 = "CFG-01": "validate_config accepts the factory's config",
+        /// CAP-01: resume is declared iff a stable session codec and a config fingerprinter exist.
+        Cap01 = "CAP-01": "resume is declared iff a stable session codec and a config fingerprinter exist",
+        /// CAP-02: the config fingerprint is stable across calls and instances, and non-empty.
+        Cap02 = "CAP-02": "config fingerprint is stable and non-empty",
+        /// CAP-03: persistent processes are declared iff a process lifecycle exists.
+        Cap03 = "CAP-03": "persistent processes are declared iff a process lifecycle exists",
+        /// CAP-04: fork is declared only together with resume.
+        Cap04 = "CAP-04": "fork is declared only together with resume",
+        /// SES-01: the codec name is non-empty and stable.
+        Ses01 = "SES-01": "codec name is non-empty and stable",
+        /// SES-02: nil or empty codec input never panics, and `None` maps to `None`.
+        Ses02 = "SES-02": "codec: nil or empty input never panics; None maps to None",
+        /// SES-03: the codec round trip is lossless.
+        Ses03 = "SES-03": "codec: round trip is lossless",
+        /// SES-04: the guard fingerprint is deterministic.
+        Ses04 = "SES-04": "codec: guard fingerprint is deterministic",
+        /// SES-05: the guard fingerprint changes when any guard value changes.
+        Ses05 = "SES-05": "codec: guard fingerprint changes when any guard value changes",
+        /// SES-06: the guard follows the profile's session-compatibility fingerprint, not the
+        /// exact one.
+        Ses06 = "SES-06": "guard follows the session-compatibility fingerprint, not the exact one",
+        /// EVT-01: exactly one run-started event, first.
+        Evt01 = "EVT-01": "events: exactly one run-started, first",
+        /// EVT-02: exactly one terminal event.
+        Evt02 = "EVT-02": "events: exactly one terminal event",
+        /// EVT-03: nothing after the terminal event.
+        Evt03 = "EVT-03": "events: nothing after the terminal event",
+        /// EVT-04: deltas are non-empty; tool-call lifecycles open once and close.
+        Evt04 = "EVT-04": "events: non-empty deltas; tool-call lifecycles open once and close",
+        /// EVT-05: the terminal event agrees with the outcome.
+        Evt05 = "EVT-05": "events: the terminal event agrees with the outcome",
+        /// RSP-01: a valid checkpoint requires a clean outcome and a resume id.
+        Rsp01 = "RSP-01": "response: a valid checkpoint requires a clean outcome and a resume id",
+        /// RSP-02: a clean session turn yields a valid checkpoint that round-trips through the
+        /// codec.
+        Rsp02 = "RSP-02": "response: a clean session turn yields a valid, round-tripping checkpoint",
+        /// RSP-03: a fork yields a new resume id.
+        Rsp03 = "RSP-03": "response: a fork yields a new resume id",
+        /// CUR-01: a resumed turn materializes the current MCP URL, env-var name and secret, and
+        /// none of the old ones.
+        Cur01 = "CUR-01": "current request: a resumed turn materializes the new endpoint and secret only",
+        /// PRC-01: closing processes is idempotent and the driver runs again afterwards.
+        Prc01 = "PRC-01": "processes: close is idempotent and the driver runs again afterwards",
+        /// PRC-02: no live process remains after close.
+        Prc02 = "PRC-02": "processes: no live process remains after close",
+    }
+}
