@@ -3,7 +3,7 @@
 //!
 //! # What it serves
 //! - `POST …/v1/messages` (any query, such as `?beta=true`): a model request. It consumes one
-//!   [`Script`] step. A request with `"stream": true` is answered `200 text/event-stream` with
+//!   [`Script`](crate::Script) step. A request with `"stream": true` is answered `200 text/event-stream` with
 //!   `message_start`, then per content block `content_block_start` / `content_block_delta` /
 //!   `content_block_stop`, then `message_delta` (with `stop_reason` and output usage) and
 //!   `message_stop`, each as `event: <type>\ndata: <json>\n\n`. A request without it gets the
@@ -12,7 +12,7 @@
 //!   `json_schema`, which Claude Code sends to title a session started with `--session-id`) is
 //!   not a model request: it gets a text block with JSON that fills the schema's required
 //!   properties (`{"title":"test-kit"}`), consumes no step and is recorded with
-//!   [`RecordedRequest::is_model_request`] false.
+//!   [`RecordedRequest::is_model_request`](crate::RecordedRequest::is_model_request) false.
 //! - `POST …/v1/messages/count_tokens`: `200 {"input_tokens": <body length / 4>}`, without
 //!   touching the script.
 //! - `GET …/v1/models` (and `GET …/v1/models/<id>`): an empty model list (or a model object).
@@ -39,76 +39,25 @@
 //!   ANTHROPIC_API_KEY=<anything> CLAUDE_CODE_MAX_RETRIES=0 \
 //!   claude -p --output-format stream-json --verbose < prompt
 //! ```
-//! The key arrives in the `x-api-key` header ([`RecordedRequest::bearer`] reads it).
-
-use std::net::SocketAddr;
+//! The key arrives in the `x-api-key` header ([`RecordedRequest::bearer`](crate::RecordedRequest::bearer) reads it).
 
 use serde_json::{Value, json};
 
-use crate::record::{FunctionCallOutput, RecordedRequest, WireApi};
+use crate::record::{FunctionCallOutput, WireApi};
 use crate::responses::content_text;
-use crate::script::{Reply, ReplyKind, Script, Usage};
-use crate::server::{HttpAnswer, LoopbackServer, Route, Wire, sse};
+use crate::script::{Reply, ReplyKind, Usage};
+use crate::server::{HttpAnswer, Route, Wire, sse};
 
-/// A scripted Anthropic Messages API server on `127.0.0.1:<ephemeral port>`.
-///
-/// It runs on its own thread and Tokio runtime, so it works from synchronous tests and from
-/// any async runtime. It stops on [`MockAnthropic::shutdown`] or when dropped; the recorded
-/// requests stay readable after that.
-#[derive(Debug)]
-pub struct MockAnthropic {
-    server: LoopbackServer,
-}
-
-impl MockAnthropic {
-    /// Binds `127.0.0.1:0` and starts serving `script`.
+crate::server::mock_server! {
+    /// A scripted Anthropic Messages API server on `127.0.0.1:<ephemeral port>`.
     ///
-    /// # Errors
-    /// When the port cannot be bound or the server thread cannot be started.
-    pub fn start(script: Script) -> std::io::Result<MockAnthropic> {
-        Ok(MockAnthropic {
-            server: LoopbackServer::start::<AnthropicWire>(script)?,
-        })
-    }
-
+    /// It runs on its own thread and Tokio runtime, so it works from synchronous tests and from
+    /// any async runtime. It stops on [`MockAnthropic::shutdown`] or when dropped; the recorded
+    /// requests stay readable after that.
+    pub struct MockAnthropic serves AnthropicWire;
     /// The base URL to configure as `ANTHROPIC_BASE_URL`: `http://127.0.0.1:<port>` (the client
     /// adds `/v1/messages`).
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.server.addr())
-    }
-
-    /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
-        self.server.addr()
-    }
-
-    /// Every request received so far, in arrival order.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.server.requests()
-    }
-
-    /// The model requests (`POST …/v1/messages`) received so far, in arrival order.
-    pub fn model_requests(&self) -> Vec<RecordedRequest> {
-        let mut requests = self.server.requests();
-        requests.retain(RecordedRequest::is_model_request);
-        requests
-    }
-
-    /// Appends a step to the running script (see [`Script::push`]).
-    pub fn push_reply(&self, reply: Reply) {
-        self.server.push_reply(reply);
-    }
-
-    /// The number of script steps not consumed yet.
-    pub fn pending_replies(&self) -> usize {
-        self.server.pending_replies()
-    }
-
-    /// Stops the server, closing its port and every open connection, and waits for its
-    /// thread. Idempotent; dropping the mock does the same.
-    pub fn shutdown(&mut self) {
-        self.server.shutdown();
-    }
+    base_url = |addr| format!("http://{addr}");
 }
 
 /// The name under which Claude Code offers tool `tool` of the MCP server configured under

@@ -2,7 +2,7 @@
 //! as used by the CodeBuddy Code CLI.
 //!
 //! # What it serves
-//! - `POST …/chat/completions`: a model request. It consumes one [`Script`] step. A request
+//! - `POST …/chat/completions`: a model request. It consumes one [`Script`](crate::Script) step. A request
 //!   with `"stream": true` is answered `200 text/event-stream` with `data: <chunk>\n\n` frames:
 //!   one `chat.completion.chunk` whose `delta` carries the role and the text or tool calls, one
 //!   with an empty `delta` and the `finish_reason`, a usage chunk (`choices: []`) when
@@ -32,75 +32,24 @@
 //! ```
 //! The key arrives as the bearer token (and as `x-api-key`).
 
-use std::net::SocketAddr;
-
 use serde_json::{Value, json};
 
-use crate::record::{FunctionCallOutput, RecordedRequest, WireApi};
+use crate::record::{FunctionCallOutput, WireApi};
 use crate::responses::content_text;
-use crate::script::{Reply, ReplyKind, Script, Usage};
-use crate::server::{HttpAnswer, LoopbackServer, Route, Wire};
+use crate::script::{Reply, ReplyKind, Usage};
+use crate::server::{HttpAnswer, Route, Wire};
 
-/// A scripted OpenAI Chat Completions server on `127.0.0.1:<ephemeral port>`.
-///
-/// It runs on its own thread and Tokio runtime, so it works from synchronous tests and from
-/// any async runtime. It stops on [`MockChat::shutdown`] or when dropped; the recorded requests
-/// stay readable after that.
-#[derive(Debug)]
-pub struct MockChat {
-    server: LoopbackServer,
-}
-
-impl MockChat {
-    /// Binds `127.0.0.1:0` and starts serving `script`.
+crate::server::mock_server! {
+    /// A scripted OpenAI Chat Completions server on `127.0.0.1:<ephemeral port>`.
     ///
-    /// # Errors
-    /// When the port cannot be bound or the server thread cannot be started.
-    pub fn start(script: Script) -> std::io::Result<MockChat> {
-        Ok(MockChat {
-            server: LoopbackServer::start::<ChatWire>(script)?,
-        })
-    }
-
+    /// It runs on its own thread and Tokio runtime, so it works from synchronous tests and from
+    /// any async runtime. It stops on [`MockChat::shutdown`] or when dropped; the recorded requests
+    /// stay readable after that.
+    pub struct MockChat serves ChatWire;
     /// The base URL to configure (CodeBuddy: `CODEBUDDY_BASE_URL`): `http://127.0.0.1:<port>`.
     /// The client adds `/chat/completions`; the mock answers under any prefix, so
     /// `<base_url()>/v1` works as well for clients that expect one.
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.server.addr())
-    }
-
-    /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
-        self.server.addr()
-    }
-
-    /// Every request received so far, in arrival order.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.server.requests()
-    }
-
-    /// The model requests (`POST …/chat/completions`) received so far, in arrival order.
-    pub fn model_requests(&self) -> Vec<RecordedRequest> {
-        let mut requests = self.server.requests();
-        requests.retain(RecordedRequest::is_model_request);
-        requests
-    }
-
-    /// Appends a step to the running script (see [`Script::push`]).
-    pub fn push_reply(&self, reply: Reply) {
-        self.server.push_reply(reply);
-    }
-
-    /// The number of script steps not consumed yet.
-    pub fn pending_replies(&self) -> usize {
-        self.server.pending_replies()
-    }
-
-    /// Stops the server, closing its port and every open connection, and waits for its
-    /// thread. Idempotent; dropping the mock does the same.
-    pub fn shutdown(&mut self) {
-        self.server.shutdown();
-    }
+    base_url = |addr| format!("http://{addr}");
 }
 
 /// The function name under which CodeBuddy Code offers tool `tool` of the MCP server

@@ -2,7 +2,7 @@
 //! Codex CLI.
 //!
 //! # What it serves
-//! - `POST …/responses`: a model request. It consumes one [`Script`] step and answers
+//! - `POST …/responses`: a model request. It consumes one [`Script`](crate::Script) step and answers
 //!   `200 text/event-stream` with the frames `response.created`, `response.output_item.done`
 //!   (one item) and `response.completed` (with usage), each as `event: <type>\ndata: <json>\n\n`
 //!   — the minimal stream Codex 0.169.0 accepts. Errors are plain JSON error bodies.
@@ -32,72 +32,21 @@
 //! (`MOCK_KEY` set to anything; it arrives as the bearer token. Without the last three settings
 //! Codex retries failed requests for about 25 s, and retries a refused connection forever.)
 
-use std::net::SocketAddr;
-
 use serde_json::{Value, json};
 
 use crate::record::{FunctionCallOutput, RecordedRequest, WireApi};
-use crate::script::{Reply, ReplyKind, Script, Usage};
-use crate::server::{HttpAnswer, LoopbackServer, Route, Wire, sse};
+use crate::script::{Reply, ReplyKind, Usage};
+use crate::server::{HttpAnswer, Route, Wire, sse};
 
-/// A scripted OpenAI Responses API server on `127.0.0.1:<ephemeral port>`.
-///
-/// It runs on its own thread and Tokio runtime, so it works from synchronous tests and from
-/// any async runtime. It stops on [`MockResponses::shutdown`] or when dropped; the recorded
-/// requests stay readable after that.
-#[derive(Debug)]
-pub struct MockResponses {
-    server: LoopbackServer,
-}
-
-impl MockResponses {
-    /// Binds `127.0.0.1:0` and starts serving `script`.
+crate::server::mock_server! {
+    /// A scripted OpenAI Responses API server on `127.0.0.1:<ephemeral port>`.
     ///
-    /// # Errors
-    /// When the port cannot be bound or the server thread cannot be started.
-    pub fn start(script: Script) -> std::io::Result<MockResponses> {
-        Ok(MockResponses {
-            server: LoopbackServer::start::<ResponsesWire>(script)?,
-        })
-    }
-
+    /// It runs on its own thread and Tokio runtime, so it works from synchronous tests and from
+    /// any async runtime. It stops on [`MockResponses::shutdown`] or when dropped; the recorded
+    /// requests stay readable after that.
+    pub struct MockResponses serves ResponsesWire;
     /// The base URL to configure in the client: `http://127.0.0.1:<port>/v1`.
-    pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.server.addr())
-    }
-
-    /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
-        self.server.addr()
-    }
-
-    /// Every request received so far, in arrival order.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.server.requests()
-    }
-
-    /// The model requests (`POST …/responses`) received so far, in arrival order.
-    pub fn model_requests(&self) -> Vec<RecordedRequest> {
-        let mut requests = self.server.requests();
-        requests.retain(RecordedRequest::is_model_request);
-        requests
-    }
-
-    /// Appends a step to the running script (see [`Script::push`]).
-    pub fn push_reply(&self, reply: Reply) {
-        self.server.push_reply(reply);
-    }
-
-    /// The number of script steps not consumed yet.
-    pub fn pending_replies(&self) -> usize {
-        self.server.pending_replies()
-    }
-
-    /// Stops the server, closing its port and every open connection, and waits for its
-    /// thread. Idempotent; dropping the mock does the same.
-    pub fn shutdown(&mut self) {
-        self.server.shutdown();
-    }
+    base_url = |addr| format!("http://{addr}/v1");
 }
 
 /// The Codex namespace of the MCP server configured under `server`: `mcp__` followed by the

@@ -44,6 +44,79 @@ pub(crate) enum Route {
     Fixed(HttpAnswer),
 }
 
+/// Declares a public mock server: a struct around a [`LoopbackServer`] serving one [`Wire`],
+/// with the methods every mock shares (`start`, `base_url`, `addr`, `requests`,
+/// `model_requests`, `push_reply`, `pending_replies`, `shutdown`). Each wire gives its struct
+/// docs and how its base URL is built from the bound address.
+macro_rules! mock_server {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident serves $wire:ty;
+        $(#[$url_meta:meta])*
+        base_url = |$addr:ident| $url:expr;
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub struct $name {
+            server: $crate::server::LoopbackServer,
+        }
+
+        impl $name {
+            /// Binds `127.0.0.1:0` and starts serving `script`.
+            ///
+            /// # Errors
+            /// When the port cannot be bound or the server thread cannot be started.
+            pub fn start(script: $crate::Script) -> std::io::Result<$name> {
+                Ok($name {
+                    server: $crate::server::LoopbackServer::start::<$wire>(script)?,
+                })
+            }
+
+            $(#[$url_meta])*
+            pub fn base_url(&self) -> String {
+                let $addr = self.server.addr();
+                $url
+            }
+
+            /// The bound address.
+            pub fn addr(&self) -> std::net::SocketAddr {
+                self.server.addr()
+            }
+
+            /// Every request received so far, in arrival order.
+            pub fn requests(&self) -> Vec<$crate::RecordedRequest> {
+                self.server.requests()
+            }
+
+            /// The model requests received so far (those that consumed, or would have
+            /// consumed, a script step), in arrival order.
+            pub fn model_requests(&self) -> Vec<$crate::RecordedRequest> {
+                let mut requests = self.server.requests();
+                requests.retain($crate::RecordedRequest::is_model_request);
+                requests
+            }
+
+            /// Appends a step to the running script (see [`Script::push`]($crate::Script::push)).
+            pub fn push_reply(&self, reply: $crate::Reply) {
+                self.server.push_reply(reply);
+            }
+
+            /// The number of script steps not consumed yet.
+            pub fn pending_replies(&self) -> usize {
+                self.server.pending_replies()
+            }
+
+            /// Stops the server, closing its port and every open connection, and waits for
+            /// its thread. Idempotent; dropping the mock does the same.
+            pub fn shutdown(&mut self) {
+                self.server.shutdown();
+            }
+        }
+    };
+}
+
+pub(crate) use mock_server;
+
 /// The parts of a wire API the generic server needs.
 pub(crate) trait Wire: Send + Sync + 'static {
     /// The API, recorded with each request.
