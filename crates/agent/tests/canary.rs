@@ -6,10 +6,6 @@
 //! A test binary of its own: it installs a global TRACE subscriber, so that every thread
 //! (including blocking-pool threads) reports into the captured buffer.
 #![allow(clippy::unwrap_used, reason = "tests")]
-#![allow(dead_code, reason = "shares the fixtures of the `agent` test binary")]
-
-#[path = "agent/support.rs"]
-mod support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -22,7 +18,7 @@ use thread_store::{
     FinalizeRequest, Lease, ListPage, ListQuery, Query, StoreError, ThreadRecord, ThreadStore,
 };
 
-use support::{ProviderSpec, RotatingProvider, SqliteFile, semantic_fingerprint};
+use test_support::host::{ProviderSpec, RotatingProvider, SqliteFile, semantic_fingerprint};
 
 /// Every token the providers mint starts with this; no byte of it may leak anywhere.
 const CANARY: &str = "CANARY7f1e";

@@ -5,14 +5,6 @@
 //! interest), so a concurrent test in the same process could make the capture miss events.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-#[allow(
-    dead_code,
-    unreachable_pub,
-    reason = "fixtures shared with the `agent` test binary"
-)]
-#[path = "agent/tool_fixtures.rs"]
-mod tool_fixtures;
-
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
@@ -21,7 +13,7 @@ use driver_spi::reference::{Behavior, ReferenceBackend};
 use thread_store::ThreadStore;
 use thread_store::sqlite::{SqliteConfig, SqliteStore};
 
-use tool_fixtures::{
+use test_support::tools::{
     Decl, V1, call_lookup, connect, endpoint, lookup, read_until_tool_events, tool_host,
 };
 

@@ -1,17 +1,25 @@
-//! What the workspace's tests share, so it is written once: today, the fixed proptest
-//! configuration every fuzz and property test runs under.
+//! What the workspace's tests share, so it is written once: the fixed proptest configuration
+//! every fuzz and property test runs under and, with feature `host`, the fixtures of tests
+//! that run whole hosts ([`host`]: a rotating run-service provider, agents over a SQLite file
+//! reopened as after a restart; [`tools`]: a hosted `lookup_order` tool and an MCP client).
 //!
 //! Invariants: a configuration here is deterministic (a fixed seed) and writes no
 //! failure-persistence files, so a failing case is the same on every machine and a test run
 //! leaves nothing in the source tree.
 //!
-//! What it does not do: it holds no crate's fixtures (those depend on the crate under test and
-//! live beside its tests), and it is never a dependency of library code, only a
-//! dev-dependency.
+//! What it does not do: it holds no fixture that only one test binary uses (those live beside
+//! their tests), and it is never a dependency of library code, only a dev-dependency. The
+//! `host` fixtures build on the public APIs of `agent`, `driver-spi`, `run-service` and
+//! `thread-store` only.
 //!
 //! Stability: internal to this workspace (`publish = false`); it changes with its tests.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+#[cfg(feature = "host")]
+pub mod host;
+#[cfg(feature = "host")]
+pub mod tools;
 
 use proptest::test_runner::{Config, RngSeed};
 

@@ -3,7 +3,7 @@
 use agent::{SessionOutcome, ThreadError};
 use driver_spi::reference::ReferenceBackend;
 
-use crate::support::{ProviderSpec, RotatingProvider, SqliteFile, host, semantic_fingerprint};
+use test_support::host::{ProviderSpec, RotatingProvider, SqliteFile, host, semantic_fingerprint};
 
 #[tokio::test]
 async fn unchanged_semantic_identity_resumes_across_restart_with_new_endpoint() {

@@ -8,7 +8,7 @@ use driver_spi::reference::ReferenceBackend;
 use run_service::McpServer;
 use thread_store::memory::MemoryStore;
 
-use crate::support::{ProviderSpec, RotatingProvider, host_with};
+use test_support::host::{ProviderSpec, RotatingProvider, host_with};
 
 #[tokio::test]
 async fn a_refused_endpoint_fails_the_run_before_launch() {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use agent::{SessionOutcome, ThreadError, Verdict};
 use driver_spi::reference::ReferenceBackend;
 
-use crate::support::{ProviderSpec, RotatingProvider, SqliteFile, host, semantic_fingerprint};
+use test_support::host::{ProviderSpec, RotatingProvider, SqliteFile, host, semantic_fingerprint};
 
 #[tokio::test]
 async fn explain_agrees_with_the_following_run_and_changes_nothing() {

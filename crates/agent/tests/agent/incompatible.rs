@@ -11,7 +11,7 @@ use driver_spi::{
 use run_service::McpServer;
 use thread_store::{FinalizeRequest, Query, ThreadStore};
 
-use crate::support::{ProviderSpec, RotatingProvider, SqliteFile, semantic_fingerprint};
+use test_support::host::{ProviderSpec, RotatingProvider, SqliteFile, semantic_fingerprint};
 
 /// The reference driver under another type name or codec name.
 struct Renamed {

@@ -11,7 +11,7 @@ use driver_spi::{FailureKind, ResumeRejectReason};
 use run_service::{ProviderError, RunAttachment, RunId, RunServiceProvider, async_trait};
 use thread_store::memory::MemoryStore;
 
-use crate::support::{ProviderSpec, RotatingProvider, SqliteFile, host, host_with};
+use test_support::host::{ProviderSpec, RotatingProvider, SqliteFile, host, host_with};
 
 /// Records the order of attach and detach calls across providers.
 #[derive(Debug)]

@@ -2,8 +2,6 @@
 //! races, and secret hygiene.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-mod support;
-
 mod contract;
 mod endpoints;
 mod explain;
@@ -12,5 +10,4 @@ mod lifecycle;
 mod matrix;
 mod persistence;
 mod races;
-mod tool_fixtures;
 mod tools;

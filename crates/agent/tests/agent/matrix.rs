@@ -9,7 +9,7 @@ use run_service::conformance::{self, Clause};
 use run_service::{McpServer, Reason};
 use secrecy::ExposeSecret;
 
-use crate::support::{
+use test_support::host::{
     ProviderSpec, RotatingProvider, SqliteFile, host, host_with, semantic_fingerprint,
 };
 

@@ -9,7 +9,7 @@ use agent::{SessionOutcome, ThreadError};
 use driver_spi::reference::{Behavior, ReferenceBackend};
 use thread_store::memory::MemoryStore;
 
-use crate::support::{ProviderSpec, RotatingProvider, SqliteFile, host};
+use test_support::host::{ProviderSpec, RotatingProvider, SqliteFile, host};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_attachment_gives_each_run_its_own_endpoint() {

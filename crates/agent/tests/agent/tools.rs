@@ -12,8 +12,8 @@ use agent::{Agent, BuildError, SessionOutcome};
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
 use serde_json::json;
 
-use crate::support::SqliteFile;
-use crate::tool_fixtures::{
+use test_support::host::SqliteFile;
+use test_support::tools::{
     Decl, V1, call_lookup, call_lookup_result, connect, endpoint, lookup, raw_status,
     read_until_tool_events, service_events, text, tool_host,
 };

@@ -4,10 +4,8 @@
 //! Everything stays on loopback: the mock model, and for the tool test a hosted-tools MCP
 //! server. Claude runs with a cleared environment, a temporary HOME and CLAUDE_CONFIG_DIR, no
 //! retries and no non-essential traffic.
-#![allow(clippy::unwrap_used, reason = "tests")]
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::cli;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

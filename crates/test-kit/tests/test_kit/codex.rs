@@ -2,7 +2,6 @@
 //!
 //! Everything stays on loopback: the mock model, and for the tool test a hosted-tools MCP
 //! server. Codex runs with a cleared environment and a temporary HOME and CODEX_HOME.
-#![allow(clippy::unwrap_used, reason = "tests")]
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

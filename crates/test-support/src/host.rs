@@ -1,4 +1,8 @@
 //! Shared fixtures: a rotating run-service provider, agents over a SQLite file, and helpers.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test fixtures: a failed setup is a failed test"
+)]
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,19 +19,20 @@ use thread_store::sqlite::{SqliteConfig, SqliteStore};
 
 /// How a [`RotatingProvider`] describes itself.
 #[derive(Debug, Clone)]
-pub(crate) struct ProviderSpec {
+pub struct ProviderSpec {
     /// `Some((id, fingerprint))` opts in; `None` keeps exact fingerprinting.
-    pub(crate) compat: Option<(String, String)>,
+    pub compat: Option<(String, String)>,
     /// The service id and MCP key.
-    pub(crate) service: String,
+    pub service: String,
     /// First port this host allocates; each attach takes the next one.
-    pub(crate) base_port: u16,
+    pub base_port: u16,
     /// Prefix of every token this host mints (a canary in secret-hygiene tests).
-    pub(crate) token_prefix: String,
+    pub token_prefix: String,
 }
 
 impl ProviderSpec {
-    pub(crate) fn semantic(generation: u16) -> Self {
+    /// An opted-in provider of generation `generation` (ports and token prefix per generation).
+    pub fn semantic(generation: u16) -> Self {
         Self {
             compat: Some((
                 "com.example.agent-ui".into(),
@@ -39,14 +44,16 @@ impl ProviderSpec {
         }
     }
 
-    pub(crate) fn exact(generation: u16) -> Self {
+    /// The same provider, opted out: its attachment is fingerprinted exactly.
+    pub fn exact(generation: u16) -> Self {
         Self {
             compat: None,
             ..Self::semantic(generation)
         }
     }
 
-    pub(crate) fn with_fingerprint(mut self, fingerprint: String) -> Self {
+    /// Replaces the semantic fingerprint (a semantic change).
+    pub fn with_fingerprint(mut self, fingerprint: String) -> Self {
         if let Some((_, fp)) = &mut self.compat {
             *fp = fingerprint;
         }
@@ -55,7 +62,7 @@ impl ProviderSpec {
 }
 
 /// A provider's semantic fingerprint for a tool revision and an auth scope.
-pub(crate) fn semantic_fingerprint(tool_revision: &str, scope: &str) -> String {
+pub fn semantic_fingerprint(tool_revision: &str, scope: &str) -> String {
     SemanticFingerprint::new()
         .service_role("agent-ui")
         .mcp_server("agent-ui", TransportKind::StreamableHttp, true)
@@ -71,25 +78,34 @@ pub(crate) fn semantic_fingerprint(tool_revision: &str, scope: &str) -> String {
 /// Allocates a new port, bearer env-var name and token on every attach, like a real loopback
 /// MCP provider after a restart; records attach and detach calls.
 #[derive(Debug)]
-pub(crate) struct RotatingProvider {
-    pub(crate) spec: Mutex<ProviderSpec>,
+pub struct RotatingProvider {
+    /// What the provider describes itself as; tests change it between hosts.
+    pub spec: Mutex<ProviderSpec>,
     next: AtomicU32,
-    pub(crate) attached: AtomicUsize,
-    pub(crate) detached: AtomicUsize,
-    pub(crate) live: Mutex<Vec<RunId>>,
-    pub(crate) attach_delay: Mutex<Option<Duration>>,
+    /// How many attaches succeeded.
+    pub attached: AtomicUsize,
+    /// How many detaches ran.
+    pub detached: AtomicUsize,
+    /// The runs attached and not yet detached.
+    pub live: Mutex<Vec<RunId>>,
+    /// A delay every attach waits first, to widen race windows.
+    pub attach_delay: Mutex<Option<Duration>>,
 }
 
 /// What the provider handed out for one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Allocation {
-    pub(crate) url: String,
-    pub(crate) env_name: String,
-    pub(crate) token: String,
+pub struct Allocation {
+    /// The concrete MCP URL.
+    pub url: String,
+    /// The bearer env-var name.
+    pub env_name: String,
+    /// The bearer token (a canary: it starts with the spec's token prefix).
+    pub token: String,
 }
 
 impl RotatingProvider {
-    pub(crate) fn new(spec: ProviderSpec) -> Arc<Self> {
+    /// A provider with no attach yet.
+    pub fn new(spec: ProviderSpec) -> Arc<Self> {
         Arc::new(Self {
             spec: Mutex::new(spec),
             next: AtomicU32::new(0),
@@ -101,7 +117,7 @@ impl RotatingProvider {
     }
 
     /// The allocation the `n`-th attach (0-based) of this provider hands out.
-    pub(crate) fn allocation(&self, n: u32) -> Allocation {
+    pub fn allocation(&self, n: u32) -> Allocation {
         let spec = self.spec.lock().unwrap().clone();
         let port = u32::from(spec.base_port) + n;
         Allocation {
@@ -114,7 +130,8 @@ impl RotatingProvider {
         }
     }
 
-    pub(crate) fn live_runs(&self) -> usize {
+    /// How many runs are attached now.
+    pub fn live_runs(&self) -> usize {
         self.live.lock().unwrap().len()
     }
 }
@@ -155,23 +172,33 @@ impl RunServiceProvider for RotatingProvider {
 }
 
 /// A SQLite store file in a temporary directory, opened afresh by each "host".
-pub(crate) struct SqliteFile {
-    pub(crate) dir: tempfile::TempDir,
+#[derive(Debug)]
+pub struct SqliteFile {
+    /// The temporary directory holding the file.
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for SqliteFile {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl SqliteFile {
-    pub(crate) fn new() -> Self {
+    /// A new, empty temporary directory.
+    pub fn new() -> Self {
         Self {
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
-    pub(crate) fn path(&self) -> std::path::PathBuf {
+    /// The store file's path.
+    pub fn path(&self) -> std::path::PathBuf {
         self.dir.path().join("threads.db")
     }
 
     /// Opens a new connection to the file, as a restarted host would.
-    pub(crate) async fn open(&self) -> Arc<dyn ThreadStore> {
+    pub async fn open(&self) -> Arc<dyn ThreadStore> {
         Arc::new(
             SqliteStore::open(SqliteConfig::new(self.path()))
                 .await
@@ -181,7 +208,7 @@ impl SqliteFile {
 }
 
 /// One "host": an agent over `store`, with a reference driver on the shared backend.
-pub(crate) fn host(
+pub fn host(
     store: Arc<dyn ThreadStore>,
     backend: &ReferenceBackend,
     providers: &[Arc<RotatingProvider>],
@@ -189,7 +216,8 @@ pub(crate) fn host(
     host_with(store, backend, providers, |b| b)
 }
 
-pub(crate) fn host_with(
+/// [`host`], with the builder adjusted by `configure` before it is built.
+pub fn host_with(
     store: Arc<dyn ThreadStore>,
     backend: &ReferenceBackend,
     providers: &[Arc<RotatingProvider>],

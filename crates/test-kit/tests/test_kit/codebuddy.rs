@@ -4,10 +4,8 @@
 //! Everything stays on loopback: the mock model, and for the tool test a hosted-tools MCP
 //! server. CodeBuddy runs with a cleared environment, a temporary HOME and
 //! CODEBUDDY_CONFIG_DIR, no marketplace clone and no telemetry.
-#![allow(clippy::unwrap_used, reason = "tests")]
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::cli;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,5 +1,4 @@
 //! Running a real agent CLI with a cleared environment, the prompt on stdin, and a deadline.
-#![allow(dead_code, reason = "each test crate uses a subset")]
 
 use std::io::{Read, Write};
 use std::path::Path;

@@ -1,5 +1,4 @@
 //! Raw HTTP/1.1 helpers shared by the mock tests (one request per connection).
-#![allow(dead_code, reason = "each test crate uses a subset")]
 
 use std::net::SocketAddr;
 

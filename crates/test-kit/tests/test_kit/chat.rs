@@ -1,10 +1,9 @@
 //! The Chat Completions mock over raw HTTP/1.1: SSE framing, rendering, side routes and the
 //! request helpers on CodeBuddy Code-shaped bodies.
-#![allow(clippy::unwrap_used, reason = "tests")]
 
-mod common;
+use crate::http as common;
 
-use common::http;
+use crate::http::http;
 use serde_json::{Value, json};
 use test_kit::chat::{MockChat, mcp_tool_name};
 use test_kit::{DEFAULT_TEXT, FunctionCallOutput, Reply, Script, Usage, WireApi};

@@ -1,11 +1,10 @@
 //! The Responses mock over raw HTTP/1.1: SSE framing, rendering, scripting and recording.
-#![allow(clippy::unwrap_used, reason = "tests")]
 
-mod common;
+use crate::http as common;
 
 use std::time::{Duration, Instant};
 
-use common::http;
+use crate::http::http;
 use serde_json::{Value, json};
 use test_kit::responses::{
     MockResponses, deferred_tool_namespaces, mcp_function_name, mcp_namespace,

@@ -1,5 +1,9 @@
 //! Fixtures for host-defined tool tests: a `lookup_order` tool, an agent that registers it, the
 //! tool endpoint as the driver received it, and a real rmcp client over HTTP.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test fixtures: a failed setup is a failed test"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,18 +24,21 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How a `lookup` tool is declared; changing any field changes the catalog fingerprint.
 #[derive(Debug, Clone)]
-pub(crate) struct Decl {
-    pub(crate) revision: Option<&'static str>,
-    pub(crate) required: &'static [&'static str],
+pub struct Decl {
+    /// The tool revision, if any.
+    pub revision: Option<&'static str>,
+    /// The required input fields.
+    pub required: &'static [&'static str],
 }
 
-pub(crate) const V1: Decl = Decl {
+/// The first declaration: revision `1`, `id` required.
+pub const V1: Decl = Decl {
     revision: Some("1"),
     required: &["id"],
 };
 
 /// A `lookup` tool whose handler counts its runs; it rejects ids starting with `x`.
-pub(crate) fn lookup(decl: &Decl, runs: &Arc<AtomicUsize>) -> HostedTool {
+pub fn lookup(decl: &Decl, runs: &Arc<AtomicUsize>) -> HostedTool {
     let runs = Arc::clone(runs);
     let tool = HostedTool::new(
         "lookup_order",
@@ -60,7 +67,8 @@ pub(crate) fn lookup(decl: &Decl, runs: &Arc<AtomicUsize>) -> HostedTool {
     }
 }
 
-pub(crate) fn tool_host(
+/// An agent over `store` with the reference driver on `backend` and `tool` registered.
+pub fn tool_host(
     store: Arc<dyn ThreadStore>,
     backend: &ReferenceBackend,
     tool: HostedTool,
@@ -76,14 +84,19 @@ pub(crate) fn tool_host(
 
 /// The tool endpoint as the driver received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Endpoint {
-    pub(crate) url: String,
-    pub(crate) port: u16,
-    pub(crate) env_var: String,
-    pub(crate) token: String,
+pub struct Endpoint {
+    /// The tool server's URL.
+    pub url: String,
+    /// Its port.
+    pub port: u16,
+    /// The bearer env-var name.
+    pub env_var: String,
+    /// The bearer token.
+    pub token: String,
 }
 
-pub(crate) fn endpoint(recorded: &RecordedRequest) -> Endpoint {
+/// The tool endpoint the driver received in `recorded`.
+pub fn endpoint(recorded: &RecordedRequest) -> Endpoint {
     let request = recorded.request();
     let mcp = request
         .mcp
@@ -115,9 +128,11 @@ pub(crate) fn endpoint(recorded: &RecordedRequest) -> Endpoint {
     }
 }
 
-pub(crate) type Client = RunningService<RoleClient, ()>;
+/// An rmcp client session.
+pub type Client = RunningService<RoleClient, ()>;
 
-pub(crate) async fn connect(url: &str, token: Option<&str>) -> Result<Client, String> {
+/// Connects an rmcp client to `url`, with `token` as the bearer when given.
+pub async fn connect(url: &str, token: Option<&str>) -> Result<Client, String> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     if let Some(token) = token {
         config = config.auth_header(token.to_owned());
@@ -129,12 +144,13 @@ pub(crate) async fn connect(url: &str, token: Option<&str>) -> Result<Client, St
         .map_err(|e| e.to_string())
 }
 
-pub(crate) async fn call_lookup(client: &Client, id: &str) -> CallToolResult {
+/// Calls `lookup_order` with `id`; panics when the call fails.
+pub async fn call_lookup(client: &Client, id: &str) -> CallToolResult {
     call_lookup_result(client, id).await.unwrap()
 }
 
 /// A `lookup_order` call that may fail (outside a run the server serves nothing).
-pub(crate) async fn call_lookup_result(
+pub async fn call_lookup_result(
     client: &Client,
     id: &str,
 ) -> Result<CallToolResult, rmcp::ServiceError> {
@@ -145,7 +161,8 @@ pub(crate) async fn call_lookup_result(
         .await
 }
 
-pub(crate) fn text(result: &CallToolResult) -> String {
+/// The text of every text content of `result`, joined.
+pub fn text(result: &CallToolResult) -> String {
     result
         .content
         .iter()
@@ -154,7 +171,7 @@ pub(crate) fn text(result: &CallToolResult) -> String {
 }
 
 /// Status code of one raw HTTP POST (a JSON-RPC initialize) with this Authorization value.
-pub(crate) async fn raw_status(ep: &Endpoint, authorization: Option<&str>) -> u16 {
+pub async fn raw_status(ep: &Endpoint, authorization: Option<&str>) -> u16 {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     let path = ep.url.split_once(&ep.port.to_string()).unwrap().1;
     let auth = authorization
@@ -181,7 +198,8 @@ pub(crate) async fn raw_status(ep: &Endpoint, authorization: Option<&str>) -> u1
         .unwrap()
 }
 
-pub(crate) fn service_events(events: &[ThreadEvent]) -> Vec<(String, serde_json::Value)> {
+/// The hosted-tools service events, as `(name, data)`.
+pub fn service_events(events: &[ThreadEvent]) -> Vec<(String, serde_json::Value)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -196,7 +214,7 @@ pub(crate) fn service_events(events: &[ThreadEvent]) -> Vec<(String, serde_json:
 }
 
 /// Reads the run's stream until `count` tool events arrived; returns every event read.
-pub(crate) async fn read_until_tool_events(
+pub async fn read_until_tool_events(
     stream: &mut agent::RunStream,
     count: usize,
 ) -> Vec<ThreadEvent> {
