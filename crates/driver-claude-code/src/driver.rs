@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use compat_fingerprint::Fingerprint;
-use driver_cli::{CliCommand, CliError, Version};
+use driver_cli::{CliCommand, CliError, Version, VersionCheck};
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver,
     DriverError, EventSink, FailureKind, GuardedCodec, Request, Response, SessionCodec,
@@ -14,7 +14,6 @@ use driver_stream_json::{
 };
 use run_service::TransportKind;
 use runtime_env::{RuntimeEnv, RuntimeKind};
-use tokio::sync::OnceCell;
 
 use crate::argv;
 use crate::options::{ClaudeCodeOptions, PermissionPolicy};
@@ -82,7 +81,7 @@ pub struct ClaudeCodeDriver {
     options: ClaudeCodeOptions,
     env: Arc<RuntimeEnv>,
     fingerprint: Fingerprint,
-    version: OnceCell<Version>,
+    version: VersionCheck,
 }
 
 impl ClaudeCodeDriver {
@@ -93,7 +92,7 @@ impl ClaudeCodeDriver {
             options,
             env,
             fingerprint,
-            version: OnceCell::new(),
+            version: VersionCheck::new(),
         }
     }
 
@@ -110,16 +109,13 @@ impl ClaudeCodeDriver {
     /// and the spawn errors of [`driver_cli::CliProcess::spawn`].
     pub async fn check_version(&self) -> Result<Version, CliError> {
         self.version
-            .get_or_try_init(|| {
-                driver_cli::probe_version(
-                    &self.env,
-                    &self.options.binary,
-                    self.options.minimum_version,
-                    self.options.version_probe_timeout,
-                )
-            })
+            .get(
+                &self.env,
+                &self.options.binary,
+                self.options.minimum_version,
+                self.options.version_probe_timeout,
+            )
             .await
-            .copied()
     }
 
     /// The command for one turn: argv (the MCP file at `mcp_config`), plain variables and

@@ -13,7 +13,8 @@
 //!   tail;
 //! * [`CliProcess::wait`], [`CliProcess::terminate`] and `Drop`: the whole process group is
 //!   ended (SIGTERM, then SIGKILL) and the child reaped; [`failure_kind`] classifies exits;
-//! * [`probe_version`] and [`Version`]: the `--version` check;
+//! * [`probe_version`], [`VersionCheck`] (probe once, cache) and [`Version`]: the `--version`
+//!   check;
 //! * [`RunFiles`]: per-run private files (configs, MCP declarations) under the namespace;
 //! * [`CliError`]: typed errors that map onto [`driver_spi::FailureKind`] and
 //!   [`driver_spi::DriverError`].
@@ -92,7 +93,7 @@ pub use error::CliError;
 pub use files::{RUNS_DIR, RunFiles};
 pub use lines::parse_json_line;
 pub use process::{CliProcess, Finished, failure_kind};
-pub use version::{Version, probe_version};
+pub use version::{Version, VersionCheck, probe_version};
 
 /// Whether `id` is safe to store as a CLI session id and to pass as one argv element: 1–128
 /// bytes of ASCII letters, digits, `-` and `_`, not starting with `-` (so it can never be read

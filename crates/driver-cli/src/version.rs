@@ -133,3 +133,35 @@ pub async fn probe_version(
     }
     Ok(found)
 }
+
+/// A binary's version, probed with [`probe_version`] at most once per driver instance: the
+/// first successful probe is cached, and a failed probe is retried on the next call (the
+/// binary may be installed meanwhile).
+#[derive(Debug, Default)]
+pub struct VersionCheck {
+    version: tokio::sync::OnceCell<Version>,
+}
+
+impl VersionCheck {
+    /// A check that has not probed yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The cached version, or the result of probing `program` in `env` now.
+    ///
+    /// # Errors
+    /// The errors of [`probe_version`].
+    pub async fn get(
+        &self,
+        env: &RuntimeEnv,
+        program: &Path,
+        minimum: Version,
+        timeout: Duration,
+    ) -> Result<Version, CliError> {
+        self.version
+            .get_or_try_init(|| probe_version(env, program, minimum, timeout))
+            .await
+            .copied()
+    }
+}

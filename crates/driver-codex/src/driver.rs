@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use compat_fingerprint::Fingerprint;
-use driver_cli::{CliCommand, CliError, CliProcess, Finished, Version};
+use driver_cli::{CliCommand, CliError, CliProcess, Finished, Version, VersionCheck};
 use driver_spi::{
     Capabilities, Checkpoint, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter,
     Descriptor, Driver, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind, Request,
@@ -12,7 +12,6 @@ use driver_spi::{
 };
 use run_service::TransportKind;
 use runtime_env::RuntimeEnv;
-use tokio::sync::OnceCell;
 
 use crate::argv::{self, ArgvError, Invocation, is_config_key};
 use crate::codec::CODEX_CODEC;
@@ -33,7 +32,7 @@ pub struct CodexDriver {
     options: CodexOptions,
     env: Arc<RuntimeEnv>,
     fingerprint: Fingerprint,
-    version: OnceCell<Version>,
+    version: VersionCheck,
 }
 
 impl CodexDriver {
@@ -44,7 +43,7 @@ impl CodexDriver {
             options,
             env,
             fingerprint,
-            version: OnceCell::new(),
+            version: VersionCheck::new(),
         }
     }
 
@@ -68,16 +67,13 @@ impl CodexDriver {
     /// errors of [`CliProcess::spawn`].
     pub async fn check_version(&self) -> Result<Version, CliError> {
         self.version
-            .get_or_try_init(|| {
-                driver_cli::probe_version(
-                    &self.env,
-                    &self.options.binary,
-                    self.options.minimum_version,
-                    self.options.version_probe_timeout,
-                )
-            })
+            .get(
+                &self.env,
+                &self.options.binary,
+                self.options.minimum_version,
+                self.options.version_probe_timeout,
+            )
             .await
-            .copied()
     }
 
     /// The arguments `codex` would get for `request` (without the program), after the same
