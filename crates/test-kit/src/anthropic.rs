@@ -43,10 +43,12 @@
 
 use serde_json::{Value, json};
 
+use crate::body::{
+    array, echoed_model, is_system_reminder, part_text, str_field, streamed, tool_output,
+};
 use crate::record::{FunctionCallOutput, WireApi};
-use crate::responses::content_text;
-use crate::script::{Reply, ReplyKind, Usage};
-use crate::server::{HttpAnswer, Route, Wire, sse};
+use crate::script::{Reply, Usage};
+use crate::server::{HttpAnswer, Route, Turn, Wire, no_route, render, route_path, sse};
 
 crate::server::mock_server! {
     /// A scripted Anthropic Messages API server on `127.0.0.1:<ephemeral port>`.
@@ -64,23 +66,13 @@ crate::server::mock_server! {
 /// `server`: `mcp__<server>__<tool>`, each part with every character outside
 /// `[A-Za-z0-9_-]` replaced by `_` (`agent-tools`, `ping` → `mcp__agent-tools__ping`).
 pub fn mcp_tool_name(server: &str, tool: &str) -> String {
-    format!("mcp__{}__{}", mangle(server), mangle(tool))
+    crate::names::mcp_tool_name(server, tool, &['_', '-'])
 }
 
-fn mangle(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
+/// The Anthropic Messages wire, for [`MockAnthropic`].
 struct AnthropicWire;
 
+/// The Anthropic error `type` for an HTTP status.
 fn error_type(status: u16) -> &'static str {
     match status {
         400 => "invalid_request_error",
@@ -94,15 +86,11 @@ fn error_type(status: u16) -> &'static str {
     }
 }
 
-fn error_body(status: u16, message: &str) -> Value {
-    json!({"type": "error", "error": {"type": error_type(status), "message": message}})
-}
-
 impl Wire for AnthropicWire {
     const API: WireApi = WireApi::AnthropicMessages;
 
     fn route(method: &str, path: &str, body: &Value) -> Route {
-        let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
+        let path = route_path(path);
         match method {
             "POST" if path.ends_with("/messages") => match structured_output_schema(body) {
                 Some(schema) => Route::Fixed(auxiliary_answer(body, schema)),
@@ -110,66 +98,46 @@ impl Wire for AnthropicWire {
             },
             // The body is not visible here; a fixed estimate is enough for a test double.
             "POST" if path.ends_with("/messages/count_tokens") => {
-                Route::Fixed(HttpAnswer::json(200, &json!({"input_tokens": 100})))
+                Route::json(200, &json!({"input_tokens": 100}))
             }
-            "GET" if path.ends_with("/models") => Route::Fixed(HttpAnswer::json(
+            "GET" if path.ends_with("/models") => Route::json(
                 200,
                 &json!({"data": [], "has_more": false, "first_id": null, "last_id": null}),
-            )),
+            ),
             "GET" if path.contains("/models/") => {
                 let id = path.rsplit('/').next().unwrap_or_default();
-                Route::Fixed(HttpAnswer::json(
+                Route::json(
                     200,
                     &json!({"type": "model", "id": id, "display_name": id, "created_at": "2025-01-01T00:00:00Z"}),
-                ))
+                )
             }
-            "HEAD" | "GET" => Route::Fixed(HttpAnswer::json(200, &json!({}))),
-            _ => Route::Fixed(HttpAnswer::json(
-                404,
-                &error_body(404, &format!("test-kit: no route for {method} {path}")),
-            )),
+            "HEAD" | "GET" => Route::json(200, &json!({})),
+            _ => Route::json(404, &Self::error_body(404, &no_route(method, path))),
         }
     }
 
-    fn render(reply: &Reply, sequence: usize, request: &Value) -> HttpAnswer {
-        let model = request
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("test-kit-model");
-        let (block, stop_reason) = match &reply.kind {
-            ReplyKind::Text(text) => (json!({"type": "text", "text": text}), "end_turn"),
-            ReplyKind::ToolCall {
-                server,
-                tool,
-                arguments,
-            } => (
+    fn error_body(status: u16, message: &str) -> Value {
+        json!({"type": "error", "error": {"type": error_type(status), "message": message}})
+    }
+
+    fn render_turn(turn: &Turn<'_>, usage: &Usage, sequence: usize, request: &Value) -> HttpAnswer {
+        let model = echoed_model(request);
+        let (block, stop_reason) = match turn {
+            Turn::Text(text) => (json!({"type": "text", "text": text}), "end_turn"),
+            Turn::ToolCall(call) => (
                 json!({
                     "type": "tool_use",
-                    "id": reply.call_id.clone().unwrap_or_else(|| format!("call_{sequence}")),
-                    "name": mcp_tool_name(server, tool),
-                    "input": arguments,
+                    "id": call.call_id,
+                    "name": mcp_tool_name(call.server, call.tool),
+                    "input": call.arguments,
                 }),
                 "tool_use",
             ),
-            ReplyKind::Error { status, message } => {
-                return HttpAnswer::json(*status, &error_body(*status, message));
-            }
-            ReplyKind::Raw {
-                status,
-                content_type,
-                body,
-            } => {
-                return HttpAnswer {
-                    status: *status,
-                    content_type: content_type.clone(),
-                    body: body.clone(),
-                };
-            }
         };
         let id = format!("msg_{sequence}");
-        let usage = usage_json(&reply.usage);
-        let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
-        if !streamed {
+        let output_tokens = usage.output_tokens;
+        let usage = usage_json(usage);
+        if !streamed(request) {
             return HttpAnswer::json(
                 200,
                 &json!({
@@ -201,14 +169,10 @@ impl Wire for AnthropicWire {
             json!({"type": "content_block_stop", "index": 0}),
             json!({"type": "message_delta",
                 "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-                "usage": {"output_tokens": reply.usage.output_tokens}}),
+                "usage": {"output_tokens": output_tokens}}),
             json!({"type": "message_stop"}),
         ];
-        HttpAnswer {
-            status: 200,
-            content_type: "text/event-stream".to_owned(),
-            body: sse(&events),
-        }
+        HttpAnswer::event_stream(sse(&events))
     }
 }
 
@@ -250,9 +214,10 @@ fn placeholder(schema: &Value) -> Value {
 /// The answer to a structured-output side request: a text block holding [`placeholder`] JSON.
 fn auxiliary_answer(body: &Value, schema: &Value) -> HttpAnswer {
     let reply = Reply::text(placeholder(schema).to_string()).with_usage(Usage::new(1, 1));
-    AnthropicWire::render(&reply, 0, body)
+    render::<AnthropicWire>(&reply, 0, body)
 }
 
+/// Anthropic usage: cached input is reported apart from `input_tokens`, not as a part of it.
 fn usage_json(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage.input_tokens.saturating_sub(usage.cached_input_tokens),
@@ -262,31 +227,11 @@ fn usage_json(usage: &Usage) -> Value {
     })
 }
 
-fn messages(body: &Value) -> &[Value] {
-    body.get("messages")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn blocks(message: &Value) -> &[Value] {
-    message
-        .get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn block_type(block: &Value) -> &str {
-    block
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 /// (role, text) of every message that carries text (a string content, or `text` blocks; blocks
 /// that are only a `<system-reminder>` are left out). Messages made only of tool blocks are
 /// skipped.
 pub(crate) fn input_messages(body: &Value) -> Vec<(String, String)> {
-    messages(body)
+    array(body, "messages")
         .iter()
         .filter_map(|message| {
             let role = message.get("role").and_then(Value::as_str)?;
@@ -295,8 +240,8 @@ pub(crate) fn input_messages(body: &Value) -> Vec<(String, String)> {
                 Value::Array(parts) => {
                     let texts: Vec<&str> = parts
                         .iter()
-                        .filter(|part| block_type(part) == "text")
-                        .filter_map(|part| part.get("text").and_then(Value::as_str))
+                        .filter(|part| str_field(part, "type") == "text")
+                        .filter_map(part_text)
                         .filter(|text| !is_system_reminder(text))
                         .collect();
                     if texts.is_empty() {
@@ -311,55 +256,36 @@ pub(crate) fn input_messages(body: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// True for a text that is one whole `<system-reminder …>…</system-reminder>` element (context
-/// that Claude Code and CodeBuddy Code add to user messages).
-pub(crate) fn is_system_reminder(text: &str) -> bool {
-    let text = text.trim();
-    text.starts_with("<system-reminder") && text.ends_with("</system-reminder>")
-}
-
+/// The `tool_result` blocks of every message, for [`RecordedRequest::function_call_outputs`].
+///
+/// [`RecordedRequest::function_call_outputs`]: crate::RecordedRequest::function_call_outputs
 pub(crate) fn function_call_outputs(body: &Value) -> Vec<FunctionCallOutput> {
-    messages(body)
+    array(body, "messages")
         .iter()
-        .flat_map(blocks)
-        .filter(|block| block_type(block) == "tool_result")
-        .map(|block| FunctionCallOutput {
-            call_id: block
-                .get("tool_use_id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            output: match block.get("content") {
-                Some(Value::Array(parts)) => parts
-                    .iter()
-                    .filter_map(|part| part.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                Some(other) => content_text(other),
-                None => String::new(),
-            },
-        })
+        .flat_map(|message| array(message, "content"))
+        .filter(|block| str_field(block, "type") == "tool_result")
+        .map(|block| tool_output(block, "tool_use_id"))
         .collect()
 }
 
+/// True when the last message is a user message holding a `tool_result` block.
 pub(crate) fn last_input_is_tool_output(body: &Value) -> bool {
-    messages(body).last().is_some_and(|message| {
-        message.get("role").and_then(Value::as_str) == Some("user")
-            && blocks(message)
+    array(body, "messages").last().is_some_and(|message| {
+        str_field(message, "role") == "user"
+            && array(message, "content")
                 .iter()
-                .any(|block| block_type(block) == "tool_result")
+                .any(|block| str_field(block, "type") == "tool_result")
     })
 }
 
+/// `tools[].name` (a server tool without one by its type).
 pub(crate) fn tool_names(body: &Value) -> Vec<String> {
-    body.get("tools")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
+    array(body, "tools")
         .iter()
         .map(|tool| {
             tool.get("name")
                 .and_then(Value::as_str)
-                .unwrap_or_else(|| block_type(tool))
+                .unwrap_or_else(|| str_field(tool, "type"))
                 .to_owned()
         })
         .collect()

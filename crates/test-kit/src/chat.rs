@@ -31,13 +31,20 @@
 //!   codebuddy -p --output-format stream-json < prompt
 //! ```
 //! The key arrives as the bearer token (and as `x-api-key`).
+//!
+//! [`Reply::text`]: crate::Reply::text
+//! [`Reply::tool_call`]: crate::Reply::tool_call
+//! [`Reply::error`]: crate::Reply::error
 
 use serde_json::{Value, json};
 
+use crate::body::{
+    array, content_text, echoed_model, is_system_reminder, part_text, str_field, streamed,
+    tool_output,
+};
 use crate::record::{FunctionCallOutput, WireApi};
-use crate::responses::content_text;
-use crate::script::{Reply, ReplyKind, Usage};
-use crate::server::{HttpAnswer, Route, Wire};
+use crate::script::Usage;
+use crate::server::{HttpAnswer, Route, Turn, Wire};
 
 crate::server::mock_server! {
     /// A scripted OpenAI Chat Completions server on `127.0.0.1:<ephemeral port>`.
@@ -56,84 +63,49 @@ crate::server::mock_server! {
 /// configured under `server`: `mcp__<server>__<tool>`, each part with every character outside
 /// `[A-Za-z0-9_]` replaced by `_` (`agent-tools`, `ping` → `mcp__agent_tools__ping`).
 pub fn mcp_tool_name(server: &str, tool: &str) -> String {
-    format!("mcp__{}__{}", mangle(server), mangle(tool))
+    crate::names::mcp_tool_name(server, tool, &['_'])
 }
 
-fn mangle(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
+/// The Chat Completions wire, for [`MockChat`].
 struct ChatWire;
 
 impl Wire for ChatWire {
     const API: WireApi = WireApi::OpenAiChat;
 
     fn route(method: &str, path: &str, _body: &Value) -> Route {
-        let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
-        if method == "POST" && path.ends_with("/chat/completions") {
-            Route::Model
-        } else if method == "GET" && path.ends_with("/models") {
-            Route::Fixed(HttpAnswer::json(
-                200,
-                &json!({"object": "list", "data": []}),
-            ))
-        } else {
-            Route::Fixed(HttpAnswer::json(
-                404,
-                &json!({"error": {"message": format!("test-kit: no route for {method} {path}"), "type": "not_found", "code": null}}),
-            ))
-        }
+        crate::openai::route(
+            method,
+            path,
+            "/chat/completions",
+            &json!({"object": "list", "data": []}),
+            |message| json!({"error": {"message": message, "type": "not_found", "code": null}}),
+        )
     }
 
-    fn render(reply: &Reply, sequence: usize, request: &Value) -> HttpAnswer {
-        let model = request
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("test-kit-model");
-        let (message, finish_reason) = match &reply.kind {
-            ReplyKind::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
-            ReplyKind::ToolCall {
-                server,
-                tool,
-                arguments,
-            } => (
+    fn error_body(_status: u16, message: &str) -> Value {
+        crate::openai::error_body(message)
+    }
+
+    fn render_turn(turn: &Turn<'_>, usage: &Usage, sequence: usize, request: &Value) -> HttpAnswer {
+        let model = echoed_model(request);
+        let (message, finish_reason) = match turn {
+            Turn::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
+            Turn::ToolCall(call) => (
                 json!({"role": "assistant", "content": null, "tool_calls": [{
                     "index": 0,
-                    "id": reply.call_id.clone().unwrap_or_else(|| format!("call_{sequence}")),
+                    "id": call.call_id,
                     "type": "function",
-                    "function": {"name": mcp_tool_name(server, tool), "arguments": arguments.to_string()},
+                    "function": {
+                        "name": mcp_tool_name(call.server, call.tool),
+                        "arguments": call.arguments.to_string(),
+                    },
                 }]}),
                 "tool_calls",
             ),
-            ReplyKind::Error { status, message } => {
-                return HttpAnswer::json(
-                    *status,
-                    &json!({"error": {"message": message, "type": "test_kit_error", "code": null}}),
-                );
-            }
-            ReplyKind::Raw {
-                status,
-                content_type,
-                body,
-            } => {
-                return HttpAnswer {
-                    status: *status,
-                    content_type: content_type.clone(),
-                    body: body.clone(),
-                };
-            }
         };
         let id = format!("chatcmpl_{sequence}");
-        let usage = usage_json(&reply.usage);
-        if request.get("stream").and_then(Value::as_bool) != Some(true) {
+        let usage = usage_json(usage);
+        if !streamed(request) {
             let mut message = message;
             if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
                 for call in calls {
@@ -172,14 +144,11 @@ impl Wire for ChatWire {
             body.push_str("\n\n");
         }
         body.push_str("data: [DONE]\n\n");
-        HttpAnswer {
-            status: 200,
-            content_type: "text/event-stream".to_owned(),
-            body,
-        }
+        HttpAnswer::event_stream(body)
     }
 }
 
+/// Chat Completions usage, with the cached and reasoning parts as details.
 fn usage_json(usage: &Usage) -> Value {
     json!({
         "prompt_tokens": usage.input_tokens,
@@ -190,31 +159,18 @@ fn usage_json(usage: &Usage) -> Value {
     })
 }
 
-fn messages(body: &Value) -> &[Value] {
-    body.get("messages")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn role(message: &Value) -> &str {
-    message
-        .get("role")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 /// (role, text) of every message, any role; the text of a message with parts is its text parts
 /// concatenated, leaving out parts that are a whole `<system-reminder>`. An assistant message
 /// with tool calls and no text is skipped.
 pub(crate) fn input_messages(body: &Value) -> Vec<(String, String)> {
-    messages(body)
+    array(body, "messages")
         .iter()
         .filter_map(|message| {
             let text = match message.get("content") {
                 Some(Value::Array(parts)) => parts
                     .iter()
-                    .filter_map(|part| part.get("text").and_then(Value::as_str))
-                    .filter(|text| !crate::anthropic::is_system_reminder(text))
+                    .filter_map(part_text)
+                    .filter(|text| !is_system_reminder(text))
                     .collect(),
                 Some(other) => content_text(other),
                 None => String::new(),
@@ -222,44 +178,32 @@ pub(crate) fn input_messages(body: &Value) -> Vec<(String, String)> {
             if text.is_empty() && message.get("tool_calls").is_some() {
                 return None;
             }
-            Some((role(message).to_owned(), text))
+            Some((str_field(message, "role").to_owned(), text))
         })
         .collect()
 }
 
+/// The `role: tool` messages, for [`RecordedRequest::function_call_outputs`].
+///
+/// [`RecordedRequest::function_call_outputs`]: crate::RecordedRequest::function_call_outputs
 pub(crate) fn function_call_outputs(body: &Value) -> Vec<FunctionCallOutput> {
-    messages(body)
+    array(body, "messages")
         .iter()
-        .filter(|message| role(message) == "tool")
-        .map(|message| FunctionCallOutput {
-            call_id: message
-                .get("tool_call_id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            output: match message.get("content") {
-                Some(Value::Array(parts)) => parts
-                    .iter()
-                    .filter_map(|part| part.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                Some(other) => content_text(other),
-                None => String::new(),
-            },
-        })
+        .filter(|message| str_field(message, "role") == "tool")
+        .map(|message| tool_output(message, "tool_call_id"))
         .collect()
 }
 
+/// True when the last message has `role: tool`.
 pub(crate) fn last_input_is_tool_output(body: &Value) -> bool {
-    messages(body)
+    array(body, "messages")
         .last()
-        .is_some_and(|message| role(message) == "tool")
+        .is_some_and(|message| str_field(message, "role") == "tool")
 }
 
+/// `tools[].function.name` (else `name`, else `type`).
 pub(crate) fn tool_names(body: &Value) -> Vec<String> {
-    body.get("tools")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
+    array(body, "tools")
         .iter()
         .map(|tool| {
             tool.pointer("/function/name")

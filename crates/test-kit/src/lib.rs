@@ -72,7 +72,10 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+mod body;
 pub mod chat;
+mod names;
+mod openai;
 pub mod real_cli;
 mod record;
 pub mod responses;

@@ -31,12 +31,18 @@
 //! ```
 //! (`MOCK_KEY` set to anything; it arrives as the bearer token. Without the last three settings
 //! Codex retries failed requests for about 25 s, and retries a refused connection forever.)
+//!
+//! [`Reply::text`]: crate::Reply::text
+//! [`Reply::tool_call`]: crate::Reply::tool_call
+//! [`Reply::error`]: crate::Reply::error
 
 use serde_json::{Value, json};
 
+use crate::body::{array, content_text, str_field, tool_output_text};
+use crate::names::mangle;
 use crate::record::{FunctionCallOutput, RecordedRequest, WireApi};
-use crate::script::{Reply, ReplyKind, Usage};
-use crate::server::{HttpAnswer, Route, Wire, sse};
+use crate::script::Usage;
+use crate::server::{HttpAnswer, Route, Turn, Wire, sse};
 
 crate::server::mock_server! {
     /// A scripted OpenAI Responses API server on `127.0.0.1:<ephemeral port>`.
@@ -53,25 +59,13 @@ crate::server::mock_server! {
 /// server key with every character outside `[A-Za-z0-9_]` replaced by `_`
 /// (`agent-tools` → `mcp__agent_tools`).
 pub fn mcp_namespace(server: &str) -> String {
-    format!("mcp__{}", mangle(server))
+    format!("mcp__{}", mangle(server, &['_']))
 }
 
 /// The function name under which Codex offers the MCP tool `tool`: every character outside
 /// `[A-Za-z0-9_]` replaced by `_` (`my-tool.v2` → `my_tool_v2`).
 pub fn mcp_function_name(tool: &str) -> String {
-    mangle(tool)
-}
-
-fn mangle(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    mangle(tool, &['_'])
 }
 
 /// The tool namespaces Codex announced as *deferred* in this request (listed in a developer
@@ -101,85 +95,64 @@ pub fn deferred_tool_namespaces(request: &RecordedRequest) -> Vec<String> {
     namespaces
 }
 
+/// The Responses wire, for [`MockResponses`].
 struct ResponsesWire;
 
 impl Wire for ResponsesWire {
     const API: WireApi = WireApi::OpenAiResponses;
 
     fn route(method: &str, path: &str, _body: &Value) -> Route {
-        let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
-        if method == "POST" && path.ends_with("/responses") {
-            Route::Model
-        } else if method == "GET" && path.ends_with("/models") {
-            Route::Fixed(HttpAnswer::json(
-                200,
-                &json!({"object": "list", "data": [], "models": []}),
-            ))
-        } else {
-            Route::Fixed(HttpAnswer::json(
-                404,
-                &json!({"error": {"message": format!("test-kit: no route for {method} {path}"), "type": "not_found"}}),
-            ))
-        }
+        crate::openai::route(
+            method,
+            path,
+            "/responses",
+            &json!({"object": "list", "data": [], "models": []}),
+            |message| json!({"error": {"message": message, "type": "not_found"}}),
+        )
     }
 
-    fn render(reply: &Reply, sequence: usize, _request: &Value) -> HttpAnswer {
+    fn error_body(_status: u16, message: &str) -> Value {
+        crate::openai::error_body(message)
+    }
+
+    fn render_turn(
+        turn: &Turn<'_>,
+        usage: &Usage,
+        sequence: usize,
+        _request: &Value,
+    ) -> HttpAnswer {
         let response_id = format!("resp_{sequence}");
-        let item = match &reply.kind {
-            ReplyKind::Text(text) => json!({
+        let item = match turn {
+            Turn::Text(text) => json!({
                 "type": "message",
                 "role": "assistant",
                 "id": format!("msg_{sequence}"),
                 "status": "completed",
                 "content": [{"type": "output_text", "text": text, "annotations": []}],
             }),
-            ReplyKind::ToolCall {
-                server,
-                tool,
-                arguments,
-            } => json!({
+            Turn::ToolCall(call) => json!({
                 "type": "function_call",
                 "id": format!("fc_{sequence}"),
-                "call_id": reply.call_id.clone().unwrap_or_else(|| format!("call_{sequence}")),
-                "namespace": mcp_namespace(server),
-                "name": mcp_function_name(tool),
-                "arguments": arguments.to_string(),
+                "call_id": call.call_id,
+                "namespace": mcp_namespace(call.server),
+                "name": mcp_function_name(call.tool),
+                "arguments": call.arguments.to_string(),
                 "status": "completed",
             }),
-            ReplyKind::Error { status, message } => {
-                return HttpAnswer::json(
-                    *status,
-                    &json!({"error": {"message": message, "type": "test_kit_error", "code": null}}),
-                );
-            }
-            ReplyKind::Raw {
-                status,
-                content_type,
-                body,
-            } => {
-                return HttpAnswer {
-                    status: *status,
-                    content_type: content_type.clone(),
-                    body: body.clone(),
-                };
-            }
         };
         let events = [
             json!({"type": "response.created", "response": {"id": response_id}}),
             json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
             json!({
                 "type": "response.completed",
-                "response": {"id": response_id, "usage": usage_json(&reply.usage)},
+                "response": {"id": response_id, "usage": usage_json(usage)},
             }),
         ];
-        HttpAnswer {
-            status: 200,
-            content_type: "text/event-stream".to_owned(),
-            body: sse(&events),
-        }
+        HttpAnswer::event_stream(sse(&events))
     }
 }
 
+/// Responses usage, with the cached and reasoning parts as details.
 fn usage_json(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage.input_tokens,
@@ -190,22 +163,9 @@ fn usage_json(usage: &Usage) -> Value {
     })
 }
 
+/// The conversation items of a request (`input`).
 fn input_items(body: &Value) -> &[Value] {
-    body.get("input")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// The text of a message's `content` (a string, or parts with `text`), parts concatenated.
-pub(crate) fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
+    array(body, "input")
 }
 
 /// (role, text) of every message item in `input`, any role.
@@ -227,53 +187,39 @@ pub(crate) fn input_messages(body: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The `function_call_output` items, for [`RecordedRequest::function_call_outputs`].
 pub(crate) fn function_call_outputs(body: &Value) -> Vec<FunctionCallOutput> {
     input_items(body)
         .iter()
-        .filter(|item| item.get("type").and_then(Value::as_str) == Some("function_call_output"))
+        .filter(|item| str_field(item, "type") == "function_call_output")
         .map(|item| {
-            let call_id = item
-                .get("call_id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
+            let call_id = str_field(item, "call_id").to_owned();
             let output = match item.get("output") {
-                Some(Value::String(text)) => text.clone(),
-                Some(Value::Array(parts)) => parts
-                    .iter()
-                    .filter_map(|part| part.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                Some(other) => other.to_string(),
-                None => String::new(),
+                // Any other JSON value is kept as JSON text, not dropped as a content would be.
+                Some(other) if !other.is_string() && !other.is_array() => other.to_string(),
+                output => tool_output_text(output),
             };
             FunctionCallOutput { call_id, output }
         })
         .collect()
 }
 
+/// True when the last `input` item is a `function_call_output`.
 pub(crate) fn last_input_is_tool_output(body: &Value) -> bool {
     input_items(body)
         .last()
-        .and_then(|item| item.get("type"))
-        .and_then(Value::as_str)
-        == Some("function_call_output")
+        .is_some_and(|item| str_field(item, "type") == "function_call_output")
 }
 
+/// `tools` and `additional_tools` items, namespaced tools as `<namespace>__<name>`.
 pub(crate) fn tool_names(body: &Value) -> Vec<String> {
+    /// Flattens `entries`, prefixing the names under a namespace with it.
     fn collect(entries: &[Value], namespace: Option<&str>, out: &mut Vec<String>) {
         for entry in entries {
-            let kind = entry
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
+            let kind = str_field(entry, "type");
             let name = entry.get("name").and_then(Value::as_str);
             if kind == "namespace" {
-                let children = entry
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .map_or(&[][..], Vec::as_slice);
-                collect(children, name, out);
+                collect(array(entry, "tools"), name, out);
                 continue;
             }
             let name = name.unwrap_or(kind);
@@ -284,14 +230,10 @@ pub(crate) fn tool_names(body: &Value) -> Vec<String> {
         }
     }
     let mut names = Vec::new();
-    if let Some(tools) = body.get("tools").and_then(Value::as_array) {
-        collect(tools, None, &mut names);
-    }
+    collect(array(body, "tools"), None, &mut names);
     for item in input_items(body) {
-        if item.get("type").and_then(Value::as_str) == Some("additional_tools")
-            && let Some(tools) = item.get("tools").and_then(Value::as_array)
-        {
-            collect(tools, None, &mut names);
+        if str_field(item, "type") == "additional_tools" {
+            collect(array(item, "tools"), None, &mut names);
         }
     }
     names

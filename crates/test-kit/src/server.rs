@@ -12,7 +12,7 @@ use axum::response::Response;
 use tokio::sync::oneshot;
 
 use crate::record::{RecordedRequest, WireApi};
-use crate::script::{Reply, Script};
+use crate::script::{Reply, ReplyKind, Script, Usage};
 
 /// Bodies larger than this are cut off (and the request answered 413).
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
@@ -26,11 +26,21 @@ pub(crate) struct HttpAnswer {
 }
 
 impl HttpAnswer {
+    /// A JSON answer: errors, fixed routes and non-streamed replies on every wire.
     pub(crate) fn json(status: u16, body: &serde_json::Value) -> Self {
         HttpAnswer {
             status,
             content_type: "application/json".to_owned(),
             body: body.to_string(),
+        }
+    }
+
+    /// A `200 text/event-stream` answer carrying an already framed stream.
+    pub(crate) fn event_stream(body: String) -> Self {
+        HttpAnswer {
+            status: 200,
+            content_type: "text/event-stream".to_owned(),
+            body,
         }
     }
 }
@@ -42,6 +52,45 @@ pub(crate) enum Route {
     Model,
     /// Answer this without touching the script.
     Fixed(HttpAnswer),
+}
+
+impl Route {
+    /// A fixed JSON answer, the usual [`Route::Fixed`].
+    pub(crate) fn json(status: u16, body: &serde_json::Value) -> Self {
+        Route::Fixed(HttpAnswer::json(status, body))
+    }
+}
+
+/// The part of a request path the wires route on: without the query and trailing slashes, so
+/// that `?beta=true` or a base URL ending in `/` changes nothing.
+pub(crate) fn route_path(path: &str) -> &str {
+    path.split('?').next().unwrap_or(path).trim_end_matches('/')
+}
+
+/// The message of every wire's 404, naming what was asked for.
+pub(crate) fn no_route(method: &str, path: &str) -> String {
+    format!("test-kit: no route for {method} {path}")
+}
+
+/// A model turn, the part of a [`Reply`] each wire renders in its own format.
+pub(crate) enum Turn<'a> {
+    /// A final assistant text.
+    Text(&'a str),
+    /// A call of an MCP tool.
+    ToolCall(ToolCall<'a>),
+}
+
+/// A call of `tool` of MCP server `server` (names as configured; each wire mangles them its
+/// CLI's way), with its call id already chosen.
+pub(crate) struct ToolCall<'a> {
+    /// The MCP server's configuration key.
+    pub(crate) server: &'a str,
+    /// The tool's name on that server.
+    pub(crate) tool: &'a str,
+    /// The arguments, a JSON object.
+    pub(crate) arguments: &'a serde_json::Value,
+    /// The scripted id, else `call_<sequence>`.
+    pub(crate) call_id: String,
 }
 
 /// Declares a public mock server: a struct around a [`LoopbackServer`] serving one [`Wire`],
@@ -123,9 +172,56 @@ pub(crate) trait Wire: Send + Sync + 'static {
     const API: WireApi;
     /// Decides what a request is, from its method, path (with query) and parsed body.
     fn route(method: &str, path: &str, body: &serde_json::Value) -> Route;
-    /// Renders a scripted reply for the `sequence`-th (zero-based) model request, whose parsed
-    /// body is `request` (some wires echo the model or answer non-streaming requests in kind).
-    fn render(reply: &Reply, sequence: usize, request: &serde_json::Value) -> HttpAnswer;
+    /// The JSON body of a scripted error with this status.
+    fn error_body(status: u16, message: &str) -> serde_json::Value;
+    /// Renders a turn for the `sequence`-th (zero-based) model request, whose parsed body is
+    /// `request` (some wires echo the model or answer non-streaming requests in kind).
+    fn render_turn(
+        turn: &Turn<'_>,
+        usage: &Usage,
+        sequence: usize,
+        request: &serde_json::Value,
+    ) -> HttpAnswer;
+}
+
+/// Renders a scripted reply on wire `W`: errors and raw answers the same way on every wire
+/// (only the error body differs), turns by the wire.
+pub(crate) fn render<W: Wire>(
+    reply: &Reply,
+    sequence: usize,
+    request: &serde_json::Value,
+) -> HttpAnswer {
+    let turn = match &reply.kind {
+        ReplyKind::Text(text) => Turn::Text(text),
+        ReplyKind::ToolCall {
+            server,
+            tool,
+            arguments,
+        } => Turn::ToolCall(ToolCall {
+            server,
+            tool,
+            arguments,
+            call_id: reply
+                .call_id
+                .clone()
+                .unwrap_or_else(|| format!("call_{sequence}")),
+        }),
+        ReplyKind::Error { status, message } => {
+            return HttpAnswer::json(*status, &W::error_body(*status, message));
+        }
+        ReplyKind::Raw {
+            status,
+            content_type,
+            body,
+        } => {
+            return HttpAnswer {
+                status: *status,
+                content_type: content_type.clone(),
+                body: body.clone(),
+            };
+        }
+    };
+    W::render_turn(&turn, &reply.usage, sequence, request)
 }
 
 struct Inner {
@@ -304,7 +400,7 @@ async fn handle<W: Wire>(State(shared): State<Arc<Shared>>, request: Request) ->
                 if let Some(delay) = reply.delay {
                     tokio::time::sleep(delay).await;
                 }
-                W::render(&reply, sequence, &body)
+                render::<W>(&reply, sequence, &body)
             }
             (Route::Model, None) => HttpAnswer::json(500, &serde_json::json!({})),
         }
