@@ -273,12 +273,12 @@ impl FinalizeRequest {
     }
 }
 
-/// Checks the arguments of an acquire or renew call.
 /// The time from `now` to `expires_at` (both in milliseconds), zero if past.
 pub(crate) fn millis_until(expires_at: i64, now: i64) -> Duration {
     Duration::from_millis(u64::try_from(expires_at.saturating_sub(now)).unwrap_or(0))
 }
 
+/// Checks the arguments of an acquire or renew call.
 pub(crate) fn check_lease_args(target: &str, owner: &str, ttl: Duration) -> Result<(), StoreError> {
     check_name("lease target", target)?;
     check_name("lease owner", owner)?;

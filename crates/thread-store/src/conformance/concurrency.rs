@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use super::{Check, Factory, Harness, LONG, by_key, is_current, sample, seed};
+use super::{
+    Check, Factory, Harness, LONG, acquire, by_key, expect_bound, expect_current, expect_released,
+    finalize_ok, sample, seed, turn,
+};
 use crate::{FinalizeRequest, StoreError};
 
 pub(super) async fn ts11_one_winner(h: &Harness, ns: &str) -> Check {
@@ -38,10 +41,8 @@ pub(super) async fn ts11_one_winner(h: &Harness, ns: &str) -> Check {
             "round {round}: {} winners",
             winners.len()
         );
-        ensure!(
-            is_current(h, &winners[0]).await?,
-            "round {round}: the winner's lease is not current"
-        );
+        let why = format!("round {round}: the winner's lease is not current");
+        expect_current(h, &winners[0], &why).await?;
     }
     Ok(())
 }
@@ -64,21 +65,12 @@ pub(super) async fn ts18_batch_isolation(h: &Harness, ns: &str) -> Check {
         let mut leases = Vec::new();
         for n in 0..WRITERS {
             let target = format!("{ns}r{round}/lease-{n}");
-            let lease = ok!(
-                h.store.acquire_lease(&target, "writer", LONG).await,
-                "acquire"
-            );
+            let lease = acquire(h, &target, "writer", LONG, "acquire").await?;
             if n == stale {
                 ok!(h.store.release_lease(&lease).await, "release");
-                ok!(
-                    h.store.acquire_lease(&target, "usurper", LONG).await,
-                    "the usurper's acquire"
-                );
+                acquire(h, &target, "usurper", LONG, "the usurper's acquire").await?;
             }
-            let mut request = FinalizeRequest::new(sample(&key(n), n as u8))
-                .holding(lease.clone())
-                .rebind_key()
-                .release_leases();
+            let mut request = turn(sample(&key(n), n as u8), lease.clone());
             if n == bound {
                 request = request.require_key_absent();
             }
@@ -118,10 +110,8 @@ pub(super) async fn ts18_batch_isolation(h: &Harness, ns: &str) -> Check {
                     saved.as_ref() == Some(&seeded),
                     "round {round}: the bound key's record was replaced"
                 );
-                ensure!(
-                    is_current(h, &leases[n]).await?,
-                    "round {round}: the refused writer's lease was released"
-                );
+                let why = format!("round {round}: the refused writer's lease was released");
+                expect_current(h, &leases[n], &why).await?;
             } else {
                 ensure!(
                     result.is_ok(),
@@ -131,10 +121,8 @@ pub(super) async fn ts18_batch_isolation(h: &Harness, ns: &str) -> Check {
                     saved.as_ref() == Some(&requests[n].record),
                     "round {round}: writer {n}'s record is not what it saved"
                 );
-                ensure!(
-                    !is_current(h, &leases[n]).await?,
-                    "round {round}: writer {n}'s lease was not released"
-                );
+                let why = format!("round {round}: writer {n}'s lease was not released");
+                expect_released(h, &leases[n], &why).await?;
             }
         }
     }
@@ -153,13 +141,8 @@ pub(super) async fn ts19_killed_holder(factory: &dyn Factory, h: &Harness, ns: &
         factory.reopen(h).await,
         "reopening the store (the doomed process)"
     );
-    let dead = ok!(
-        doomed
-            .store
-            .acquire_lease(&target, "doomed-host", ttl)
-            .await,
-        "the doomed process's acquire"
-    );
+    let what = "the doomed process's acquire";
+    let dead = acquire(&doomed, &target, "doomed-host", ttl, what).await?;
     drop(doomed);
     let survivor = ok!(
         factory.reopen(h).await,
@@ -174,13 +157,8 @@ pub(super) async fn ts19_killed_holder(factory: &dyn Factory, h: &Harness, ns: &
         "the dead holder's lease did not keep the survivor out before it expired: {early:?}"
     );
     h.outlast(ttl).await;
-    let lease = ok!(
-        survivor
-            .store
-            .acquire_lease(&target, "survivor-host", LONG)
-            .await,
-        "the survivor's acquire after expiry"
-    );
+    let what = "the survivor's acquire after expiry";
+    let lease = acquire(&survivor, &target, "survivor-host", LONG, what).await?;
     ensure!(
         lease.token > dead.token,
         "the survivor's token {} is not above the dead holder's {}",
@@ -200,18 +178,8 @@ pub(super) async fn ts19_killed_holder(factory: &dyn Factory, h: &Harness, ns: &
         "the dead holder's finalize got {ghost:?}, not LeaseLost"
     );
     let record = sample(&key, 2);
-    ok!(
-        survivor
-            .store
-            .finalize(
-                &FinalizeRequest::new(record.clone())
-                    .holding(lease)
-                    .rebind_key()
-                    .release_leases()
-            )
-            .await,
-        "the survivor's finalize"
-    );
+    let request = turn(record.clone(), lease);
+    finalize_ok(&survivor, &request, "the survivor's finalize").await?;
     let late = h
         .store
         .finalize(
@@ -224,9 +192,6 @@ pub(super) async fn ts19_killed_holder(factory: &dyn Factory, h: &Harness, ns: &
         matches!(late, Err(StoreError::LeaseLost { .. })),
         "the dead holder's finalize after the survivor's got {late:?}, not LeaseLost"
     );
-    ensure!(
-        by_key(h, &key).await?.as_ref() == Some(&record),
-        "the survivor's record is not what is stored"
-    );
-    Ok(())
+    let why = "the survivor's record is not what is stored";
+    expect_bound(h, &key, Some(&record), why).await
 }

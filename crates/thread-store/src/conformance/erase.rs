@@ -8,24 +8,13 @@ pub(super) async fn ts14_delete(h: &Harness, ns: &str) -> Check {
     let old = sample(&key, 1);
     seed(h, &old).await?;
     let new = sample(&key, 2);
-    ok!(
-        h.store
-            .finalize(
-                &FinalizeRequest::new(new.clone())
-                    .archive_previous(old.id.clone())
-                    .rebind_key()
-            )
-            .await,
-        "finalize"
-    );
+    let request = FinalizeRequest::new(new.clone())
+        .archive_previous(old.id.clone())
+        .rebind_key();
+    finalize_ok(h, &request, "finalize (archive and rebind)").await?;
     let other = sample(&other_key, 3);
     seed(h, &other).await?;
-    let lease = ok!(
-        h.store
-            .acquire_lease(&format!("{ns}lease"), "owner-a", LONG)
-            .await,
-        "acquire"
-    );
+    let lease = acquire(h, &format!("{ns}lease"), "owner-a", LONG, "acquire").await?;
 
     let removed = ok!(h.store.delete(&key).await, "delete");
     ensure!(
@@ -33,13 +22,7 @@ pub(super) async fn ts14_delete(h: &Harness, ns: &str) -> Check {
         "delete reported {removed} records removed, expected 2"
     );
     ensure!(
-        ok!(
-            h.store
-                .resolve(&Query::key(&key).including_archived())
-                .await,
-            "resolve"
-        )
-        .is_none(),
+        by_key_any(h, &key).await?.is_none(),
         "the deleted key still resolves"
     );
     ensure!(
@@ -61,30 +44,19 @@ pub(super) async fn ts14_delete(h: &Harness, ns: &str) -> Check {
         "after delete, list shows {:?}",
         page.records.len()
     );
-    ensure!(
-        by_key(h, &other_key).await?.as_ref() == Some(&other),
-        "delete touched another key"
-    );
-    ensure!(is_current(h, &lease).await?, "delete touched a lease");
+    expect_bound(h, &other_key, Some(&other), "delete touched another key").await?;
+    expect_current(h, &lease, "delete touched a lease").await?;
     ensure!(
         ok!(h.store.delete(&key).await, "delete again") == 0,
         "a second delete removed records"
     );
     let again = sample(&key, 4);
-    ok!(
-        h.store
-            .finalize(
-                &FinalizeRequest::new(again.clone())
-                    .require_key_absent()
-                    .rebind_key()
-            )
-            .await,
-        "finalize (re-create a deleted key)"
-    );
-    ensure!(
-        by_key(h, &key).await?.as_ref() == Some(&again),
-        "a deleted key could not be re-created"
-    );
+    let request = FinalizeRequest::new(again.clone())
+        .require_key_absent()
+        .rebind_key();
+    finalize_ok(h, &request, "finalize (re-create a deleted key)").await?;
+    let why = "a deleted key could not be re-created";
+    expect_bound(h, &key, Some(&again), why).await?;
     Ok(())
 }
 
@@ -98,25 +70,14 @@ pub(super) async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
     let other_target = format!("{ns}lease-kept");
 
     // The holder runs a turn and keeps its lease for the next one.
-    let lease = ok!(
-        h.store.acquire_lease(&target, "owner-a", LONG).await,
-        "acquire"
-    );
+    let lease = acquire(h, &target, "owner-a", LONG, "acquire").await?;
     let first = sample(&key, 1);
-    ok!(
-        h.store
-            .finalize(
-                &FinalizeRequest::new(first.clone())
-                    .holding(lease.clone())
-                    .rebind_key()
-            )
-            .await,
-        "finalize (first turn)"
-    );
-    let other_lease = ok!(
-        h.store.acquire_lease(&other_target, "owner-b", LONG).await,
-        "acquire (other key)"
-    );
+    // Without release_leases: the holder keeps its lease for the next turn.
+    let request = FinalizeRequest::new(first.clone())
+        .holding(lease.clone())
+        .rebind_key();
+    finalize_ok(h, &request, "finalize (first turn)").await?;
+    let other_lease = acquire(h, &other_target, "owner-b", LONG, "acquire (other key)").await?;
 
     let removed = ok!(h.store.delete(&key).await, "delete");
     ensure!(
@@ -129,10 +90,7 @@ pub(super) async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
     refused_writes_nothing(
         h,
         "a finalize under a lease older than the delete",
-        &FinalizeRequest::new(second.clone())
-            .holding(lease.clone())
-            .rebind_key()
-            .release_leases(),
+        &turn(second.clone(), lease.clone()),
         &key,
         None,
     )
@@ -141,18 +99,12 @@ pub(super) async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
         by_id_any(h, &first.id).await?.is_none(),
         "a finalize under a pre-delete lease brought back the erased record"
     );
-    ensure!(
-        is_current(h, &lease).await?,
-        "delete or the refused finalize touched the lease"
-    );
+    let why = "delete or the refused finalize touched the lease";
+    expect_current(h, &lease, why).await?;
 
     // One stale lease among fresh ones is enough to refuse.
-    let fresh_extra = ok!(
-        h.store
-            .acquire_lease(&format!("{ns}lease-extra"), "owner-a", LONG)
-            .await,
-        "acquire (extra)"
-    );
+    let extra_target = format!("{ns}lease-extra");
+    let fresh_extra = acquire(h, &extra_target, "owner-a", LONG, "acquire (extra)").await?;
     refused_writes_nothing(
         h,
         "a finalize holding one pre-delete lease",
@@ -167,48 +119,20 @@ pub(super) async fn ts16_delete_fences(h: &Harness, ns: &str) -> Check {
 
     // Another key is not fenced, even under a lease older than the delete.
     let other = sample(&other_key, 3);
-    ok!(
-        h.store
-            .finalize(
-                &FinalizeRequest::new(other.clone())
-                    .holding(other_lease)
-                    .rebind_key()
-                    .release_leases()
-            )
-            .await,
-        "finalize (another key, lease older than the delete)"
-    );
-    ensure!(
-        by_key(h, &other_key).await?.as_ref() == Some(&other),
-        "delete fenced another key"
-    );
+    let request = turn(other.clone(), other_lease);
+    let what = "finalize (another key, lease older than the delete)";
+    finalize_ok(h, &request, what).await?;
+    expect_bound(h, &other_key, Some(&other), "delete fenced another key").await?;
 
     // A lease acquired after the delete writes the key again.
     ok!(h.store.release_lease(&lease).await, "release");
-    let fresh = ok!(
-        h.store.acquire_lease(&target, "owner-a", LONG).await,
-        "acquire (after the delete)"
-    );
-    ok!(
-        h.store
-            .finalize(
-                &FinalizeRequest::new(second.clone())
-                    .holding(fresh.clone())
-                    .holding(fresh_extra)
-                    .require_key_absent()
-                    .rebind_key()
-                    .release_leases()
-            )
-            .await,
-        "finalize (lease acquired after the delete)"
-    );
-    ensure!(
-        by_key(h, &key).await?.as_ref() == Some(&second),
-        "a lease acquired after the delete could not re-create the key"
-    );
-    ensure!(
-        !is_current(h, &fresh).await?,
-        "the re-creating finalize did not release its lease"
-    );
-    Ok(())
+    let fresh = acquire(h, &target, "owner-a", LONG, "acquire (after the delete)").await?;
+    let request = turn(second.clone(), fresh.clone())
+        .holding(fresh_extra)
+        .require_key_absent();
+    finalize_ok(h, &request, "finalize (lease acquired after the delete)").await?;
+    let why = "a lease acquired after the delete could not re-create the key";
+    expect_bound(h, &key, Some(&second), why).await?;
+    let why = "the re-creating finalize did not release its lease";
+    expect_released(h, &fresh, why).await
 }

@@ -187,6 +187,7 @@ pub async fn run(factory: &dyn Factory) -> Report {
     recorder.finish(factory.name())
 }
 
+/// Runs one clause against the store `h`, under the namespace `ns`.
 async fn run_one(clause: Clause, factory: &dyn Factory, h: &Harness, ns: &str) -> Check {
     match clause {
         Clause::Ts01 => records::ts01_resolve_missing(h, ns).await,
@@ -211,6 +212,7 @@ async fn run_one(clause: Clause, factory: &dyn Factory, h: &Harness, ns: &str) -
     }
 }
 
+/// A clause's outcome: `Err` carries what failed.
 type Check = Result<(), String>;
 
 /// Fails the clause with a message and the kit's line number unless `$cond` holds.
@@ -239,14 +241,35 @@ macro_rules! ok {
     };
 }
 
+/// Fails the clause, naming the call and the kit's line, unless `$result` is the error
+/// `StoreError::$variant`.
+macro_rules! expect_err {
+    ($variant:ident, $result:expr, $($what:tt)+) => {
+        match $result {
+            Err(StoreError::$variant { .. }) => {}
+            other => {
+                return Err(format!(
+                    "{}: expected {}, got {other:?} ({} line {})",
+                    format!($($what)+),
+                    stringify!($variant),
+                    file!(),
+                    line!()
+                ))
+            }
+        }
+    };
+}
+
 mod concurrency;
 mod erase;
 mod leases;
 mod records;
 mod validation;
 
+/// A TTL no clause outlasts: leases taken with it stay current unless released.
 const LONG: Duration = Duration::from_secs(600);
 
+/// A component name the kit knows to be valid.
 fn component(name: &str) -> ComponentName {
     ComponentName::new(name).expect("the kit's component names follow the grammar")
 }
@@ -285,27 +308,62 @@ fn sample(key: &str, n: u8) -> ThreadRecord {
     }
 }
 
+/// The write that ends a turn: `record` saved and bound to its key under `lease`, which the
+/// same commit releases. Clauses add their options (archive, require-key-absent) to it.
+fn turn(record: ThreadRecord, lease: Lease) -> FinalizeRequest {
+    FinalizeRequest::new(record)
+        .holding(lease)
+        .rebind_key()
+        .release_leases()
+}
+
 /// Saves `record` bound to its key, under a lease that the same commit releases.
 async fn seed(h: &Harness, record: &ThreadRecord) -> Check {
     let target = format!("seed:{}", record.id);
-    let lease = ok!(
-        h.store.acquire_lease(&target, "seeder", LONG).await,
-        "acquire (seed)"
-    );
-    ok!(
-        h.store
-            .finalize(
-                &FinalizeRequest::new(record.clone())
-                    .holding(lease)
-                    .rebind_key()
-                    .release_leases()
-            )
-            .await,
-        "finalize (seed)"
-    );
+    let lease = acquire(h, &target, "seeder", LONG, "acquire (seed)").await?;
+    finalize_ok(h, &turn(record.clone(), lease), "finalize (seed)").await
+}
+
+/// Takes the lease on `target` for `owner`, which must succeed; `what` names the call in a
+/// failure.
+async fn acquire(
+    h: &Harness,
+    target: &str,
+    owner: &str,
+    ttl: Duration,
+    what: &str,
+) -> Result<Lease, String> {
+    h.store
+        .acquire_lease(target, owner, ttl)
+        .await
+        .map_err(|e| format!("{what} ({owner} on {target}) failed: {e}"))
+}
+
+/// Finalizes `request`, which must succeed; `what` names the attempt in a failure.
+async fn finalize_ok(h: &Harness, request: &FinalizeRequest, what: &str) -> Check {
+    ok!(h.store.finalize(request).await, what);
     Ok(())
 }
 
+/// `key` must resolve to `expected` (`None`: to nothing); `why` says what a mismatch means.
+async fn expect_bound(h: &Harness, key: &str, expected: Option<&ThreadRecord>, why: &str) -> Check {
+    ensure!(by_key(h, key).await?.as_ref() == expected, "{why}");
+    Ok(())
+}
+
+/// `lease` must still be current; `why` says what it means when it is not.
+async fn expect_current(h: &Harness, lease: &Lease, why: &str) -> Check {
+    ensure!(is_current(h, lease).await?, "{why}");
+    Ok(())
+}
+
+/// `lease` must no longer be current (released); `why` says what it means when it is.
+async fn expect_released(h: &Harness, lease: &Lease, why: &str) -> Check {
+    ensure!(!is_current(h, lease).await?, "{why}");
+    Ok(())
+}
+
+/// The active record `key` is bound to.
 async fn by_key(h: &Harness, key: &str) -> Result<Option<ThreadRecord>, String> {
     h.store
         .resolve(&Query::key(key))
@@ -313,6 +371,15 @@ async fn by_key(h: &Harness, key: &str) -> Result<Option<ThreadRecord>, String> 
         .map_err(|e| format!("resolve by key failed: {e}"))
 }
 
+/// The record `key` is bound to, archived or not.
+async fn by_key_any(h: &Harness, key: &str) -> Result<Option<ThreadRecord>, String> {
+    h.store
+        .resolve(&Query::key(key).including_archived())
+        .await
+        .map_err(|e| format!("resolve by key with include_archived failed: {e}"))
+}
+
+/// The record with `id`, archived or not.
 async fn by_id_any(h: &Harness, id: &RecordId) -> Result<Option<ThreadRecord>, String> {
     h.store
         .resolve(&Query::id(id.clone()).including_archived())
@@ -320,13 +387,10 @@ async fn by_id_any(h: &Harness, id: &RecordId) -> Result<Option<ThreadRecord>, S
         .map_err(|e| format!("resolve by id failed: {e}"))
 }
 
-/// Whether `lease` is still current, checked by renewing it.
 /// `result` must be [`StoreError::LeaseLost`]; `what` names the call in a failure.
 fn expect_lease_lost<T: fmt::Debug>(what: &str, result: Result<T, StoreError>) -> Check {
-    match result {
-        Err(StoreError::LeaseLost { .. }) => Ok(()),
-        other => Err(format!("{what}: expected LeaseLost, got {other:?}")),
-    }
+    expect_err!(LeaseLost, result, "{what}");
+    Ok(())
 }
 
 /// Finalizes `request`, which must be refused with `LeaseLost` and write nothing: `key` still
@@ -358,6 +422,7 @@ async fn refused_writes_nothing(
     Ok(())
 }
 
+/// Whether `lease` is still current, checked by renewing it.
 async fn is_current(h: &Harness, lease: &Lease) -> Result<bool, String> {
     match h.store.renew_lease(lease, LONG).await {
         Ok(_) => Ok(true),

@@ -5,13 +5,9 @@ use super::*;
 
 pub(super) async fn ts01_resolve_missing(h: &Harness, ns: &str) -> Check {
     let missing_key = format!("{ns}missing");
+    expect_bound(h, &missing_key, None, "a missing key resolved to a record").await?;
     ensure!(
-        by_key(h, &missing_key).await?.is_none(),
-        "a missing key resolved to a record"
-    );
-    let q = Query::key(&missing_key).including_archived();
-    ensure!(
-        ok!(h.store.resolve(&q).await, "resolve").is_none(),
+        by_key_any(h, &missing_key).await?.is_none(),
         "a missing key resolved to a record with include_archived"
     );
     let id = RecordId::generate();
@@ -42,14 +38,8 @@ pub(super) async fn ts02_stale_finalize(h: &Harness, ns: &str) -> Check {
     seed(h, &original).await?;
 
     // Stale token: the same owner re-acquired, rotating the token.
-    let old = ok!(
-        h.store.acquire_lease(&target, "owner-a", LONG).await,
-        "acquire"
-    );
-    let new = ok!(
-        h.store.acquire_lease(&target, "owner-a", LONG).await,
-        "re-acquire"
-    );
+    let old = acquire(h, &target, "owner-a", LONG, "acquire").await?;
+    let new = acquire(h, &target, "owner-a", LONG, "re-acquire").await?;
     let mut update = original.clone();
     update.state.resume_id = "must-not-appear".to_owned();
     let replacement = sample(&key, 2);
@@ -62,11 +52,7 @@ pub(super) async fn ts02_stale_finalize(h: &Harness, ns: &str) -> Check {
         ),
         (
             "stale token (replace, archive, rebind)",
-            FinalizeRequest::new(replacement.clone())
-                .holding(old.clone())
-                .archive_previous(original.id.clone())
-                .rebind_key()
-                .release_leases(),
+            turn(replacement.clone(), old.clone()).archive_previous(original.id.clone()),
         ),
         (
             "foreign owner with the current token",
@@ -77,38 +63,24 @@ pub(super) async fn ts02_stale_finalize(h: &Harness, ns: &str) -> Check {
         ),
         (
             "one current and one never-acquired lease",
-            FinalizeRequest::new(replacement.clone())
-                .holding(new.clone())
-                .holding(Lease {
-                    target: format!("{ns}never"),
-                    owner: "owner-a".to_owned(),
-                    token: new.token,
-                })
-                .rebind_key()
-                .release_leases(),
+            turn(replacement.clone(), new.clone()).holding(Lease {
+                target: format!("{ns}never"),
+                owner: "owner-a".to_owned(),
+                token: new.token,
+            }),
         ),
     ];
     for (what, request) in attempts {
         refused_writes_nothing(h, what, &request, &key, Some(&original)).await?;
-        ensure!(
-            is_current(h, &new).await?,
-            "{what}: the current lease was released"
-        );
+        expect_current(h, &new, &format!("{what}: the current lease was released")).await?;
     }
 
     // Expired: the lease ran out before finalize.
     let ttl = h.short_ttl();
     let short_target = format!("{ns}short");
-    let short = ok!(
-        h.store.acquire_lease(&short_target, "owner-a", ttl).await,
-        "acquire"
-    );
+    let short = acquire(h, &short_target, "owner-a", ttl, "acquire").await?;
     h.outlast(ttl).await;
-    let request = FinalizeRequest::new(replacement.clone())
-        .holding(short)
-        .archive_previous(original.id.clone())
-        .rebind_key()
-        .release_leases();
+    let request = turn(replacement, short).archive_previous(original.id.clone());
     refused_writes_nothing(h, "expired lease", &request, &key, Some(&original)).await
 }
 
@@ -129,16 +101,9 @@ pub(super) async fn ts03_dropped_finalize(h: &Harness, ns: &str) -> Check {
         let target = format!("{ns}lease-{i}");
         let old = sample(&key, 1);
         seed(h, &old).await?;
-        let lease = ok!(
-            h.store.acquire_lease(&target, "owner-a", LONG).await,
-            "acquire"
-        );
+        let lease = acquire(h, &target, "owner-a", LONG, "acquire").await?;
         let new = sample(&key, 2);
-        let request = FinalizeRequest::new(new.clone())
-            .holding(lease.clone())
-            .archive_previous(old.id.clone())
-            .rebind_key()
-            .release_leases();
+        let request = turn(new.clone(), lease.clone()).archive_previous(old.id.clone());
         let mut completed = None;
         {
             let mut fut = std::pin::pin!(h.store.finalize(&request));
@@ -215,38 +180,14 @@ pub(super) async fn ts04_archive_rebind(h: &Harness, ns: &str) -> Check {
     let key = format!("{ns}thread");
     let old = sample(&key, 1);
     seed(h, &old).await?;
-    let lease = ok!(
-        h.store
-            .acquire_lease(&format!("{ns}lease"), "owner-a", LONG)
-            .await,
-        "acquire"
-    );
+    let lease = acquire(h, &format!("{ns}lease"), "owner-a", LONG, "acquire").await?;
     let new = sample(&key, 2);
-    ok!(
-        h.store
-            .finalize(
-                &FinalizeRequest::new(new.clone())
-                    .holding(lease)
-                    .archive_previous(old.id.clone())
-                    .rebind_key()
-                    .release_leases()
-            )
-            .await,
-        "finalize"
-    );
+    let request = turn(new.clone(), lease).archive_previous(old.id.clone());
+    finalize_ok(h, &request, "finalize (archive and rebind)").await?;
+    let why = "the key does not resolve to the new record";
+    expect_bound(h, &key, Some(&new), why).await?;
     ensure!(
-        by_key(h, &key).await?.as_ref() == Some(&new),
-        "the key does not resolve to the new record"
-    );
-    ensure!(
-        ok!(
-            h.store
-                .resolve(&Query::key(&key).including_archived())
-                .await,
-            "resolve"
-        )
-        .as_ref()
-            == Some(&new),
+        by_key_any(h, &key).await?.as_ref() == Some(&new),
         "the key with include_archived does not resolve to the new record"
     );
     ensure!(
@@ -278,27 +219,14 @@ pub(super) async fn ts04_archive_rebind(h: &Harness, ns: &str) -> Check {
 
     // Archiving without a rebind leaves the key bound to a record it then hides.
     let third = sample(&key, 3);
-    ok!(
-        h.store
-            .finalize(&FinalizeRequest::new(third.clone()).archive_previous(new.id.clone()))
-            .await,
-        "finalize (archive without rebind)"
-    );
-    ensure!(
-        by_key(h, &key).await?.is_none(),
-        "a key bound to an archived record resolved without include_archived"
-    );
+    let request = FinalizeRequest::new(third.clone()).archive_previous(new.id.clone());
+    finalize_ok(h, &request, "finalize (archive without rebind)").await?;
+    let why = "a key bound to an archived record resolved without include_archived";
+    expect_bound(h, &key, None, why).await?;
     let mut archived_new = new.clone();
     archived_new.status = RecordStatus::Archived;
     ensure!(
-        ok!(
-            h.store
-                .resolve(&Query::key(&key).including_archived())
-                .await,
-            "resolve"
-        )
-        .as_ref()
-            == Some(&archived_new),
+        by_key_any(h, &key).await?.as_ref() == Some(&archived_new),
         "a key bound to an archived record did not resolve with include_archived"
     );
     ensure!(
@@ -313,55 +241,25 @@ pub(super) async fn ts05_require_key_absent(h: &Harness, ns: &str) -> Check {
     let parent = sample(&key, 1);
     seed(h, &parent).await?;
     let target = format!("{ns}lease");
-    let lease = ok!(
-        h.store.acquire_lease(&target, "owner-a", LONG).await,
-        "acquire"
-    );
+    let lease = acquire(h, &target, "owner-a", LONG, "acquire").await?;
     let fork = sample(&key, 2);
-    let request = FinalizeRequest::new(fork.clone())
-        .holding(lease.clone())
-        .require_key_absent()
-        .rebind_key()
-        .release_leases();
-    match h.store.finalize(&request).await {
-        Err(StoreError::AlreadyExists { .. }) => {}
-        other => return Err(format!("expected AlreadyExists, got {other:?}")),
-    }
+    let request = turn(fork.clone(), lease.clone()).require_key_absent();
+    let refused = h.store.finalize(&request).await;
+    expect_err!(AlreadyExists, refused, "a fork to a bound key");
     ensure!(
         by_id_any(h, &fork.id).await?.is_none(),
         "the refused fork record was written"
     );
-    ensure!(
-        by_key(h, &key).await?.as_ref() == Some(&parent),
-        "the bound record changed"
-    );
-    ensure!(
-        is_current(h, &lease).await?,
-        "the refused finalize released its lease"
-    );
+    expect_bound(h, &key, Some(&parent), "the bound record changed").await?;
+    expect_current(h, &lease, "the refused finalize released its lease").await?;
 
     let new_key = format!("{ns}child");
     let child = sample(&new_key, 3);
-    ok!(
-        h.store
-            .finalize(
-                &FinalizeRequest::new(child.clone())
-                    .holding(lease)
-                    .require_key_absent()
-                    .rebind_key()
-                    .release_leases()
-            )
-            .await,
-        "finalize (fork to an absent key)"
-    );
-    ensure!(
-        by_key(h, &new_key).await?.as_ref() == Some(&child),
-        "the fork is not bound to its key"
-    );
-    ensure!(
-        by_key(h, &key).await?.as_ref() == Some(&parent),
-        "the parent changed"
-    );
+    let request = turn(child.clone(), lease).require_key_absent();
+    finalize_ok(h, &request, "finalize (fork to an absent key)").await?;
+    let why = "the fork is not bound to its key";
+    expect_bound(h, &new_key, Some(&child), why).await?;
+    expect_bound(h, &key, Some(&parent), "the parent changed").await?;
     Ok(())
 }
 
@@ -415,7 +313,7 @@ pub(super) async fn ts12_round_trip(h: &Harness, ns: &str) -> Check {
         if record.status == RecordStatus::Active {
             request = request.rebind_key();
         }
-        ok!(h.store.finalize(&request).await, "finalize");
+        finalize_ok(h, &request, "finalize (round trip)").await?;
         ensure!(
             by_id_any(h, &record.id).await?.as_ref() == Some(record),
             "resolve by id did not round-trip {:?}",
@@ -447,16 +345,10 @@ pub(super) async fn ts12_round_trip(h: &Harness, ns: &str) -> Check {
     updated.state.data.insert("turn".to_owned(), "2".to_owned());
     updated.updated_at = Timestamp::from_millis(1_900_000_000_000);
     updated.compatibility.scheme_version = 2;
-    ok!(
-        h.store
-            .finalize(&FinalizeRequest::new(updated.clone()))
-            .await,
-        "finalize (update)"
-    );
-    ensure!(
-        by_key(h, &updated.key).await?.as_ref() == Some(&updated),
-        "the in-place update did not round-trip"
-    );
+    let request = FinalizeRequest::new(updated.clone());
+    finalize_ok(h, &request, "finalize (in-place update)").await?;
+    let why = "the in-place update did not round-trip";
+    expect_bound(h, &updated.key, Some(&updated), why).await?;
     Ok(())
 }
 
@@ -474,16 +366,10 @@ pub(super) async fn ts13_list_pages(h: &Harness, ns: &str) -> Check {
         all.push(first.clone());
         if i % 2 == 0 {
             let second = sample(&key, n + 100);
-            ok!(
-                h.store
-                    .finalize(
-                        &FinalizeRequest::new(second.clone())
-                            .archive_previous(first.id.clone())
-                            .rebind_key()
-                    )
-                    .await,
-                "finalize"
-            );
+            let request = FinalizeRequest::new(second.clone())
+                .archive_previous(first.id.clone())
+                .rebind_key();
+            finalize_ok(h, &request, "finalize (archive and rebind)").await?;
             if let Some(r) = all.last_mut() {
                 r.status = RecordStatus::Archived;
             }

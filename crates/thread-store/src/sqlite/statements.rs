@@ -73,6 +73,20 @@ fn lease_is_current(conn: &Connection, lease: &Lease, now: i64) -> Result<bool, 
     Ok(found.is_some())
 }
 
+/// The integer `sql` selects for the row's key (its `?1`), or `None` when no row matches:
+/// the finalize's two per-key checks (the erase fence, an existing binding) read this way.
+fn integer_for_key(
+    conn: &Connection,
+    sql: &str,
+    row: &StoredRow,
+) -> Result<Option<i64>, StoreError> {
+    conn.prepare_cached(sql)
+        .map_err(map_err)?
+        .query_row(params![row.key], |r| r.get(0))
+        .optional()
+        .map_err(map_err)
+}
+
 /// One finalize inside the batch's transaction: checks every condition, then writes.
 fn finalize_in(
     conn: &Connection,
@@ -86,21 +100,11 @@ fn finalize_in(
         }
     }
     if !request.held_leases.is_empty() {
-        let fence: Option<i64> = conn
-            .prepare_cached("SELECT fence FROM erased_keys WHERE key = ?1")
-            .map_err(map_err)?
-            .query_row(params![row.key], |r| r.get(0))
-            .optional()
-            .map_err(map_err)?;
+        let fence = integer_for_key(conn, "SELECT fence FROM erased_keys WHERE key = ?1", row)?;
         check_erase_fence(&request.held_leases, fence.map(token_from_sql).transpose()?)?;
     }
     if request.require_key_absent {
-        let bound: Option<i64> = conn
-            .prepare_cached("SELECT 1 FROM bindings WHERE key = ?1")
-            .map_err(map_err)?
-            .query_row(params![row.key], |r| r.get(0))
-            .optional()
-            .map_err(map_err)?;
+        let bound = integer_for_key(conn, "SELECT 1 FROM bindings WHERE key = ?1", row)?;
         if bound.is_some() {
             return Err(StoreError::already_exists(&row.key));
         }
