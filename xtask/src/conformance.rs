@@ -105,6 +105,13 @@ pub(crate) const SUITES: &[Suite] = &[
         test_target: "conformance",
         implementations: &[("codebuddy_fake_cli", None)],
     },
+    Suite {
+        name: "driver-cursor",
+        package: "driver-cursor",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[("cursor_fake_cli", None)],
+    },
 ];
 
 /// Width of the `suite / implementation ....` column.

@@ -1,0 +1,381 @@
+//! `cursor-agent -p --output-format stream-json` events, translated into driver-spi events.
+//!
+//! The documented events (<https://cursor.com/docs/cli/reference/output-format.md>) are
+//! `system` (subtype `init`), `user` (the prompt echoed), `assistant` (one line per complete
+//! assistant message), `tool_call` (subtypes `started` and `completed`) and the terminal
+//! `result`. Real builds print more (`thinking`, `interaction_query`, `retry`, …); unknown
+//! types and subtypes are ignored so newer releases keep working. A known event with a broken
+//! shape is a [`MalformedEvent`]. The translator is pure: no I/O, so every mapping is
+//! unit-tested and fuzzed without a process.
+
+use std::collections::BTreeSet;
+
+use driver_spi::{DriverEvent, Redactor};
+use driver_stream_json::ToolNames;
+use serde_json::Value;
+
+use crate::tools;
+
+/// A known Cursor event whose shape is not the documented one (no `type`, an `assistant`
+/// whose content is not a list, a `tool_call` without `call_id` or payload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed cursor stream-json event")]
+#[non_exhaustive]
+pub struct MalformedEvent;
+
+/// The terminal `result` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CursorResult {
+    /// `success` on success (the only documented subtype).
+    pub subtype: String,
+    /// Whether Cursor reports the turn as failed.
+    pub is_error: bool,
+    /// The complete assistant text (redacted).
+    pub text: String,
+    /// Total run time as Cursor measured it, in milliseconds.
+    pub duration_ms: Option<u64>,
+}
+
+impl CursorResult {
+    /// Whether the turn succeeded: subtype `success` and not `is_error`.
+    pub fn is_success(&self) -> bool {
+        self.subtype == "success" && !self.is_error
+    }
+}
+
+/// Translates one run's Cursor stream-json events into driver events, and keeps what the
+/// response needs: the chat id (`session_id`), the assistant text and the `result`.
+///
+/// The driver feeds it every line; it is public so that hosts can replay stored Cursor
+/// transcripts the same way.
+///
+/// ```
+/// use driver_cursor::EventTranslator;
+/// use driver_spi::{DriverEvent, Redactor};
+///
+/// let mut t = EventTranslator::new(Redactor::default(), ["agent-ui"]);
+/// let mut events = Vec::new();
+/// for line in [
+///     r#"{"type":"system","subtype":"init","apiKeySource":"env","cwd":"/w","session_id":"c-1","model":"Auto","permissionMode":"default"}"#,
+///     r#"{"type":"tool_call","subtype":"started","call_id":"t1","tool_call":{"mcpToolCall":{"args":{"providerIdentifier":"agent-ui","toolName":"ping","args":{"n":1}}}},"session_id":"c-1"}"#,
+///     r#"{"type":"tool_call","subtype":"completed","call_id":"t1","tool_call":{"mcpToolCall":{"args":{"providerIdentifier":"agent-ui","toolName":"ping","args":{"n":1}},"result":{"success":{"content":[{"text":{"text":"pong"}}],"isError":false}}}},"session_id":"c-1"}"#,
+///     r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"session_id":"c-1"}"#,
+///     r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":5,"duration_api_ms":5,"result":"Done.","session_id":"c-1","request_id":"r"}"#,
+/// ] {
+///     events.extend(t.translate(&serde_json::from_str(line)?)?);
+/// }
+/// assert_eq!(events[1], DriverEvent::tool_call_started("t1", "mcp__agent-ui__ping"));
+/// assert_eq!(events[3], DriverEvent::tool_call_result("t1", "pong", false));
+/// assert_eq!(events.last(), Some(&DriverEvent::text("Done.")));
+/// assert_eq!(t.session_id(), Some("c-1"));
+/// assert!(t.result().unwrap().is_success());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct EventTranslator {
+    redactor: Redactor,
+    names: ToolNames,
+    started: bool,
+    session_id: Option<String>,
+    text: String,
+    result: Option<CursorResult>,
+    open_calls: BTreeSet<String>,
+    closed_calls: BTreeSet<String>,
+}
+
+impl EventTranslator {
+    /// A translator that redacts Cursor's result text with `redactor` and reports MCP tools
+    /// of the declared `servers` as `mcp__<server>__<tool>`.
+    pub fn new<'a>(redactor: Redactor, servers: impl IntoIterator<Item = &'a str>) -> Self {
+        Self {
+            redactor,
+            names: ToolNames::new(servers),
+            ..Self::default()
+        }
+    }
+
+    /// Whether `RunStarted` was emitted.
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// The chat id, from the first event that carried a `session_id`.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// The `result` event.
+    pub fn result(&self) -> Option<&CursorResult> {
+        self.result.as_ref()
+    }
+
+    /// The run's output: the `result` text, else the assistant messages joined.
+    pub fn output(&self) -> &str {
+        match &self.result {
+            Some(result) if !result.text.is_empty() => &result.text,
+            _ => &self.text,
+        }
+    }
+
+    fn start(&mut self, out: &mut Vec<DriverEvent>) {
+        if !self.started {
+            self.started = true;
+            out.push(DriverEvent::RunStarted);
+        }
+    }
+
+    fn note_session(&mut self, event: &Value) {
+        if self.session_id.is_none()
+            && let Some(id) = event.get("session_id").and_then(Value::as_str)
+            && !id.is_empty()
+        {
+            self.session_id = Some(id.to_owned());
+        }
+    }
+
+    /// Translates one event.
+    ///
+    /// # Errors
+    /// [`MalformedEvent`] for a known event with a malformed shape; it emits nothing.
+    pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        // A malformed event emits nothing, so it must not mark the run started either.
+        let started = self.started;
+        let translated = self.translate_event(event);
+        if translated.is_err() {
+            self.started = started;
+        }
+        translated
+    }
+
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        let mut out = Vec::new();
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        match kind {
+            "system" => {
+                self.note_session(event);
+                if event.get("subtype").and_then(Value::as_str) == Some("init") {
+                    self.start(&mut out);
+                }
+            }
+            // The prompt echoed back: nothing new, but it names the chat.
+            "user" => self.note_session(event),
+            "assistant" => {
+                let blocks = match event.pointer("/message/content") {
+                    Some(Value::Array(blocks)) => blocks.as_slice(),
+                    Some(Value::String(_)) | None => &[],
+                    Some(_) => return Err(MalformedEvent),
+                };
+                self.note_session(event);
+                self.start(&mut out);
+                for block in blocks {
+                    if block.get("type").and_then(Value::as_str) == Some("text")
+                        && let Some(text) = block.get("text").and_then(Value::as_str)
+                        && !text.is_empty()
+                    {
+                        out.push(DriverEvent::text(text));
+                        self.text.push_str(text);
+                    }
+                }
+            }
+            "tool_call" => self.tool_call(event, &mut out)?,
+            "result" => {
+                // No `RunStarted` here: a lone `result` does not prove the run started.
+                self.note_session(event);
+                let text = event.get("result").and_then(Value::as_str).unwrap_or("");
+                self.result = Some(CursorResult {
+                    subtype: event
+                        .get("subtype")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    is_error: event
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                    text: self.redactor.redact(text).into_owned(),
+                    duration_ms: event.get("duration_ms").and_then(Value::as_u64),
+                });
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    fn tool_call(
+        &mut self,
+        event: &Value,
+        out: &mut Vec<DriverEvent>,
+    ) -> Result<(), MalformedEvent> {
+        let subtype = event.get("subtype").and_then(Value::as_str);
+        if !matches!(subtype, Some("started" | "completed")) {
+            return Ok(());
+        }
+        let id = event
+            .get("call_id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .ok_or(MalformedEvent)?;
+        let payload = event.get("tool_call").ok_or(MalformedEvent)?;
+        let call = tools::parse(payload, &self.names)?;
+        self.note_session(event);
+        self.start(out);
+        if self.closed_calls.contains(id) {
+            return Ok(());
+        }
+        // A `completed` without its `started` still opens the call first.
+        if self.open_calls.insert(id.to_owned()) {
+            out.push(DriverEvent::tool_call_started(id, call.name));
+            if !call.arguments.is_empty() {
+                out.push(DriverEvent::tool_call_arguments(id, call.arguments));
+            }
+        }
+        if subtype == Some("completed") {
+            let (output, is_error) = tools::outcome(call.result);
+            self.open_calls.remove(id);
+            self.closed_calls.insert(id.to_owned());
+            out.push(DriverEvent::tool_call_result(id, output, is_error));
+        }
+        Ok(())
+    }
+
+    /// Closes every tool call still open as an error result (a clean run must not finish
+    /// with one open).
+    pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+        let ids: Vec<String> = std::mem::take(&mut self.open_calls).into_iter().collect();
+        ids.into_iter()
+            .map(|id| {
+                self.closed_calls.insert(id.clone());
+                DriverEvent::tool_call_result(id, "the tool call did not complete", true)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use run_service::EnvBinding;
+    use serde_json::json;
+
+    fn run(lines: &[Value]) -> (EventTranslator, Vec<DriverEvent>) {
+        let mut t = EventTranslator::new(Redactor::default(), ["agent-ui"]);
+        let mut events = Vec::new();
+        for line in lines {
+            events.extend(t.translate(line).unwrap());
+        }
+        (t, events)
+    }
+
+    #[test]
+    fn text_turn() {
+        let (t, events) = run(&[
+            json!({"type":"system","subtype":"init","apiKeySource":"env","cwd":"/w","session_id":"c-1","model":"Auto","permissionMode":"default"}),
+            json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]},"session_id":"c-1"}),
+            json!({"type":"thinking","subtype":"delta","text":"hm","session_id":"c-1"}),
+            json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Hel"},{"type":"text","text":""},{"type":"text","text":"lo"}]},"session_id":"c-1"}),
+            json!({"type":"result","subtype":"success","is_error":false,"duration_ms":12,"duration_api_ms":12,"result":"Hello","session_id":"c-1","request_id":"r-1"}),
+        ]);
+        assert_eq!(
+            events,
+            [
+                DriverEvent::RunStarted,
+                DriverEvent::text("Hel"),
+                DriverEvent::text("lo")
+            ]
+        );
+        assert_eq!(t.session_id(), Some("c-1"));
+        assert_eq!(t.output(), "Hello");
+        let result = t.result().unwrap();
+        assert!(result.is_success());
+        assert_eq!(result.duration_ms, Some(12));
+    }
+
+    #[test]
+    fn tool_call_lifecycle_opens_once_and_closes() {
+        let started = json!({"type":"tool_call","subtype":"started","call_id":"c1","tool_call":{"readToolCall":{"args":{"path":"a.txt"}}},"session_id":"s"});
+        let done = json!({"type":"tool_call","subtype":"completed","call_id":"c1","tool_call":{"readToolCall":{"args":{"path":"a.txt"},"result":{"success":{"content":"x"}}}},"session_id":"s"});
+        let (_, events) = run(&[started.clone(), started, done.clone(), done]);
+        assert_eq!(
+            events,
+            [
+                DriverEvent::RunStarted,
+                DriverEvent::tool_call_started("c1", "read"),
+                DriverEvent::tool_call_arguments("c1", r#"{"path":"a.txt"}"#),
+                DriverEvent::tool_call_result("c1", r#"{"content":"x"}"#, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_completion_without_its_start_opens_and_closes() {
+        let (_, events) = run(&[
+            json!({"type":"tool_call","subtype":"completed","call_id":"c2","tool_call":{"shellToolCall":{"result":{"rejected":{"command":"rm","reason":"denied"}}}}}),
+        ]);
+        assert_eq!(
+            events,
+            [
+                DriverEvent::RunStarted,
+                DriverEvent::tool_call_started("c2", "shell"),
+                DriverEvent::tool_call_result("c2", "denied", true),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_result_is_redacted_and_a_lone_result_does_not_start() {
+        let secret = "sk-canary-0123456789";
+        let mut t = EventTranslator::new(
+            Redactor::from_iter([EnvBinding::new("K", secret.to_owned()).value().clone()]),
+            [],
+        );
+        let out = t
+            .translate(&json!({"type":"result","subtype":"error","is_error":true,"result":format!("bad key {secret}"),"session_id":"s"}))
+            .unwrap();
+        assert!(out.is_empty() && !t.started());
+        let result = t.result().unwrap();
+        assert!(!result.is_success() && !result.text.contains(secret));
+    }
+
+    #[test]
+    fn malformed_known_events_are_errors_and_unknown_ones_ignored() {
+        let mut t = EventTranslator::default();
+        for bad in [
+            json!({"no":"type"}),
+            json!({"type":"assistant","message":{"content":{"not":"a list"}}}),
+            json!({"type":"tool_call","subtype":"started","tool_call":{"readToolCall":{}}}),
+            json!({"type":"tool_call","subtype":"started","call_id":"c"}),
+            json!({"type":"tool_call","subtype":"completed","call_id":"c","tool_call":[]}),
+        ] {
+            assert_eq!(t.translate(&bad), Err(MalformedEvent), "{bad}");
+        }
+        assert!(!t.started());
+        for ignored in [
+            json!({"type":"interaction_query","subtype":"request"}),
+            json!({"type":"tool_call","subtype":"delta","call_id":"c"}),
+            json!({"type":"system","subtype":"task_notification"}),
+        ] {
+            assert_eq!(t.translate(&ignored), Ok(vec![]), "{ignored}");
+        }
+    }
+
+    #[test]
+    fn open_calls_are_closed_as_errors() {
+        let (mut t, _) = run(&[
+            json!({"type":"tool_call","subtype":"started","call_id":"c3","tool_call":{"function":{"name":"grep","arguments":"{}"}}}),
+        ]);
+        assert_eq!(
+            t.close_open_calls(),
+            [DriverEvent::tool_call_result(
+                "c3",
+                "the tool call did not complete",
+                true
+            )]
+        );
+        assert!(t.close_open_calls().is_empty());
+    }
+}

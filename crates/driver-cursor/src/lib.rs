@@ -1,0 +1,103 @@
+//! The Cursor CLI driver: one `cursor-agent -p --output-format stream-json` process per turn,
+//! resumable across host restarts.
+//!
+//! [`CursorDriver`] implements [`driver_spi::Driver`] on the shared CLI-process layer
+//! ([`driver_cli`]). Every turn spawns the Cursor CLI (option `binary`: `cursor-agent` by
+//! default, `agent` in newer builds) through a [`runtime_env::RuntimeEnv`]: the environment
+//! starts empty, HOME and `CURSOR_CONFIG_DIR` belong to the credential namespace (Cursor keeps
+//! its chats and `cli-config.json` there, so a restarted host can resume them), secrets reach
+//! the child only as environment variables, and the prompt goes on stdin.
+//!
+//! | turn | argv (after `-p --output-format stream-json --workspace <cwd>`) |
+//! |---|---|
+//! | new chat | `[--model M] --approve-mcps --trust` |
+//! | resume | `--resume <chat id> [--model M] --approve-mcps --trust` |
+//! | stateless | as a new chat; no checkpoint is returned |
+//!
+//! `--trust` can be turned off ([`CursorOptions::with_trust_workspace`]) and `--force` on
+//! ([`CursorOptions::with_force`]).
+//!
+//! # Chat ids
+//! A new session's id is the `session_id` of the turn's own `system/init` event, so a turn
+//! is one process and a turn that never starts leaves no chat behind. A host that wants an
+//! id before the first turn calls [`CursorDriver::create_chat`] (`cursor-agent create-chat`)
+//! and stores it, with the request's guard, as a state to resume. The stored state is the
+//! chat id plus the [`SessionGuard`](driver_spi::SessionGuard) values ([`CURSOR_CODEC`]).
+//!
+//! # Invariants
+//! - **The current request, every turn.** Cursor has no per-run MCP flag, so the request's
+//!   MCP servers are written to the namespace's `<CURSOR_CONFIG_DIR>/mcp.json` (0600, through
+//!   runtime-env) for each turn, with `--approve-mcps`; afterwards the file is put back as it
+//!   was (or removed). A resumed chat therefore reaches the *new* port with the *new* token.
+//! - **One Cursor turn per namespace at a time.** That file is shared by every run of the
+//!   namespace, so each turn holds the namespace's turn lock (an advisory lock on
+//!   `<CURSOR_CONFIG_DIR>/sdk-turn.lock`, effective across processes) from writing the file
+//!   until its process has ended; concurrent turns wait (at most the total timeout) and each
+//!   CLI sees its own servers. A per-run config directory would allow parallel turns, but it
+//!   would hide the namespace's `cli-config.json` (permissions, account state) from the run,
+//!   and where Cursor keeps chats and login differs between builds (under the config
+//!   directory or HOME), so a later turn could fail to find the chat it resumes.
+//!   runtime-env's config lock is held only for the brief file writes, so the namespace's
+//!   other runtimes are never blocked for a whole Cursor turn.
+//! - **No secret on disk or in argv.** The bearer travels as `"Authorization": "Bearer
+//!   ${env:VAR}"` and stdio secrets as `"VAR": "${env:VAR}"`: only names are in the file, and a
+//!   request value containing `${` is refused (Cursor would expand it).
+//! - **Resume is guarded twice.** The session guard is checked before spawning. A chat id
+//!   Cursor does not know becomes [`ResumeRejected`](driver_spi::DriverError::ResumeRejected)
+//!   when Cursor fails before `system/init` with a "chat not found"-like message on stderr,
+//!   or when its `system/init` names another chat than the one resumed. Both signals are
+//!   assumptions (Cursor documents neither); see `session.rs`.
+//! - **Nothing outlives a run.** Dropping the run future ends the CLI's whole process group,
+//!   restores `mcp.json` and releases the turn lock.
+//!
+//! # What it deliberately does not do
+//! - **It is tested against a fake CLI only.** No package registry this project can reach
+//!   ships the Cursor CLI (only Cursor's own installer does), so the driver has never run a
+//!   real `cursor-agent`. The fake replays Cursor's documented stream-json shapes, kept in one
+//!   place (`tests/support/fixtures.rs`) so that a real transcript can replace them.
+//! - It does not fork chats (Cursor has no fork), keep processes across turns, or stream
+//!   partial text (`--stream-partial-output` repeats text in several forms).
+//! - It cannot check that a required MCP server connected: Cursor's `system/init` lists no
+//!   MCP servers. Servers from the workspace's own `.cursor/mcp.json` are loaded and, with
+//!   `--approve-mcps`, approved too: run it on trusted workspaces only.
+//! - Cursor has no system-prompt flag; request instructions are put before the prompt.
+//! - It does not log Cursor in: credentials come from the namespace or from secrets injected
+//!   into the [`RuntimeEnv`](runtime_env::RuntimeEnv) (`CURSOR_API_KEY`).
+//!
+//! # Example
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use driver_cursor::{CursorDriver, CursorOptions};
+//! use runtime_env::{HostEnv, RuntimeEnv};
+//! use secrecy::SecretString;
+//!
+//! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
+//!     .host_env(HostEnv::capture())
+//!     .secret("CURSOR_API_KEY", SecretString::from("…"))
+//!     .build()?;
+//! let driver = CursorDriver::new(Arc::new(env), CursorOptions::new().with_binary("agent"));
+//! driver.check_version().await?;
+//! let agent = agent::Agent::builder(Arc::new(driver)).build()?;
+//! let result = agent.thread("ticket-4711").run("Summarise the failing test").await?;
+//! println!("{}", result.output);
+//! # Ok(()) }
+//! ```
+//!
+//! Stability: pre-1.0, the API may change in any release.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod argv;
+mod config;
+mod driver;
+mod events;
+mod mcp_file;
+mod options;
+mod session;
+mod tools;
+
+pub use driver::{CreateChatError, CursorDriver, DRIVER_TYPE};
+pub use events::{CursorResult, EventTranslator, MalformedEvent};
+pub use options::{CursorOptions, DEFAULT_BINARY, MINIMUM_VERSION};
+pub use session::{CODEC_NAME, CURSOR_CODEC};

@@ -1,0 +1,120 @@
+//! The typed construction options of the Cursor driver.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use driver_cli::{Limits, Version};
+
+/// The binary the driver runs unless told otherwise. Newer Cursor builds also install it as
+/// `agent`; pass that (or a path) to [`CursorOptions::with_binary`].
+pub const DEFAULT_BINARY: &str = "cursor-agent";
+
+/// The oldest `cursor-agent --version` the driver accepts: `2026.08.11`, the build whose
+/// stream-json output third-party parsers captured and published. Unverified here: the
+/// driver is tested against a fake CLI only. Cursor numbers builds by date, which
+/// [`Version`] reads as `year.month.day`.
+pub const MINIMUM_VERSION: Version = Version::new(2026, 8, 11);
+
+/// The construction options of a [`CursorDriver`](crate::CursorDriver).
+///
+/// Everything here except the binary path, the limits and the version check is part of the
+/// driver's config fingerprint: changing it makes stored Threads incompatible.
+///
+/// ```
+/// use driver_cursor::CursorOptions;
+///
+/// let options = CursorOptions::new()
+///     .with_binary("agent")
+///     .with_model("sonnet-4")
+///     .with_force(false);
+/// assert_eq!(options.model(), Some("sonnet-4"));
+/// assert_eq!(options.binary().to_str(), Some("agent"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct CursorOptions {
+    pub(crate) binary: PathBuf,
+    pub(crate) model: Option<String>,
+    pub(crate) trust_workspace: bool,
+    pub(crate) force: bool,
+    pub(crate) limits: Limits,
+    pub(crate) minimum_version: Version,
+    pub(crate) version_probe_timeout: Duration,
+}
+
+impl Default for CursorOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CursorOptions {
+    /// Defaults: binary [`DEFAULT_BINARY`] from `PATH`, Cursor's default model, the workspace
+    /// trusted (`--trust`), no `--force`, the default [`Limits`] and [`MINIMUM_VERSION`].
+    pub fn new() -> Self {
+        Self {
+            binary: PathBuf::from(DEFAULT_BINARY),
+            model: None,
+            trust_workspace: true,
+            force: false,
+            limits: Limits::default(),
+            minimum_version: MINIMUM_VERSION,
+            version_probe_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// The Cursor executable (option `binary`): a path, or a name looked up in the child's
+    /// `PATH`, such as `cursor-agent` or `agent`.
+    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
+        self.binary = binary.into();
+        self
+    }
+
+    /// The default model (`--model`); a request's model overrides it.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Whether the workspace is trusted without a prompt (`--trust`, the default). Builds that
+    /// third parties report on refuse to run headless in an untrusted workspace, so turning
+    /// this off only suits a workspace that Cursor already trusts.
+    pub fn with_trust_workspace(mut self, trust: bool) -> Self {
+        self.trust_workspace = trust;
+        self
+    }
+
+    /// Whether every tool call runs without asking, shell commands included (`--force`). Off
+    /// by default: only inside an external sandbox.
+    pub fn with_force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+
+    /// Time, line and stderr limits of each run. The total timeout also bounds the wait for
+    /// another turn of the same namespace to finish (see the [crate docs](crate)).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The oldest accepted `cursor-agent --version`.
+    pub fn with_minimum_version(mut self, version: Version) -> Self {
+        self.minimum_version = version;
+        self
+    }
+
+    /// The binary.
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    /// The default model.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+}
