@@ -24,6 +24,7 @@ const PROBED: &[(&str, &str, &str)] = &[
     ("codex", "CODEX_BIN", "codex"),
     ("claude_code", "CLAUDE_BIN", "claude"),
     ("codebuddy", "CODEBUDDY_BIN", "codebuddy"),
+    ("cursor", "CURSOR_BIN", "cursor-agent"),
 ];
 
 /// Writes the bundle to `path` (0600, never over an existing file) and names it on stderr.

@@ -25,6 +25,8 @@ pub(crate) enum Runtime {
     ClaudeCode,
     /// The CodeBuddy CLI.
     Codebuddy,
+    /// The Cursor CLI (`cursor-agent`; tested against a fake CLI only).
+    Cursor,
 }
 
 /// The configuration of a run: what enters its compatibility fingerprint.
@@ -53,17 +55,17 @@ pub(crate) struct RunOptions {
     /// repeatable. The value reaches the runtime as a secret under the same name.
     #[arg(long = "mcp-bearer-env", value_name = "NAME=VAR")]
     mcp_bearer_env: Vec<String>,
-    /// The runtime's binary (default: `$CODEX_BIN`, `$CLAUDE_BIN` or `$CODEBUDDY_BIN`, else
-    /// `codex`, `claude` or `codebuddy` on PATH).
+    /// The runtime's binary (default: `$CODEX_BIN`, `$CLAUDE_BIN`, `$CODEBUDDY_BIN` or
+    /// `$CURSOR_BIN`, else `codex`, `claude`, `codebuddy` or `cursor-agent` on PATH).
     #[arg(long, value_name = "PATH")]
     runtime_bin: Option<PathBuf>,
     /// The model endpoint, instead of the vendor's (a Responses API for Codex, a Messages API
-    /// for Claude Code, a Chat Completions API for CodeBuddy).
+    /// for Claude Code, a Chat Completions API for CodeBuddy; Cursor takes none).
     #[arg(long, value_name = "URL")]
     provider_url: Option<String>,
     /// The variable of agentctl's environment holding the model API key, handed to the
-    /// runtime as a secret (default, when set: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` or
-    /// `CODEBUDDY_API_KEY`).
+    /// runtime as a secret (default, when set: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+    /// `CODEBUDDY_API_KEY` or `CURSOR_API_KEY`).
     #[arg(long, value_name = "VAR")]
     provider_key_env: Option<String>,
     /// Where the runtime's state lives (Codex): the credential namespace and level.
@@ -125,6 +127,7 @@ fn cli_driver(
         Runtime::Codex | Runtime::Reference => ("CODEX_BIN", "OPENAI_API_KEY"),
         Runtime::ClaudeCode => ("CLAUDE_BIN", "ANTHROPIC_API_KEY"),
         Runtime::Codebuddy => ("CODEBUDDY_BIN", "CODEBUDDY_API_KEY"),
+        Runtime::Cursor => ("CURSOR_BIN", "CURSOR_API_KEY"),
     };
     let binary = options.runtime_bin.clone().or_else(|| {
         std::env::var_os(bin_var)
@@ -194,6 +197,26 @@ fn cli_driver(
             Arc::new(driver_codebuddy::CodeBuddyDriver::new(
                 Arc::new(env_finish(env)?),
                 codebuddy,
+            ))
+        }
+        Runtime::Cursor => {
+            if url.is_some() {
+                return Err(Failure::new(
+                    exit::USAGE,
+                    "--provider-url: the Cursor CLI talks to Cursor's service only",
+                ));
+            }
+            // Cursor reads its key from CURSOR_API_KEY only.
+            if let Some(key) = key {
+                env = env.secret(key_name, key);
+            }
+            let mut cursor = driver_cursor::CursorOptions::new();
+            if let Some(binary) = binary {
+                cursor = cursor.with_binary(binary);
+            }
+            Arc::new(driver_cursor::CursorDriver::new(
+                Arc::new(env_finish(env)?),
+                cursor,
             ))
         }
     })

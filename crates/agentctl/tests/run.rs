@@ -111,8 +111,11 @@ fn run_json_prints_typed_events_and_unknown_runtimes_are_usage_errors() {
     assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
     assert!(text(&run.stderr).contains("session started"));
 
-    let unknown = agentctl(&db, &["run", "--runtime", "gemini", "--thread", "c", "hi"]);
-    assert_eq!(unknown.status.code(), Some(2), "no Gemini driver exists");
+    let unknown = agentctl(
+        &db,
+        &["run", "--runtime", "opencode", "--thread", "c", "hi"],
+    );
+    assert_eq!(unknown.status.code(), Some(2), "no such runtime");
     let bad = agentctl(&db, &["run", "--thread", "c", "--mcp", "nourl", "hi"]);
     assert_eq!(bad.status.code(), Some(2));
 }
@@ -226,4 +229,95 @@ fn postgres_store_run_explain_delete() {
         "--resume-only",
     ]);
     assert_eq!(explain.status.code(), Some(5), "{explain:?}");
+}
+
+/// `--runtime cursor` drives the Cursor driver. The Cursor CLI is not installable here, so the
+/// binary is the fake CLI (behind a wrapper script that names its scenario, since the runtime's
+/// environment is isolated) printing Cursor's documented stream-json; the second run resumes
+/// the chat the first one started, across agentctl processes.
+#[test]
+fn cursor_runtime_starts_then_resumes_a_chat_across_processes() {
+    use fake_cli::{Rule, Scenario};
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("threads.sqlite3");
+    let record = dir.path().join("record.jsonl");
+    let chat = "3f2b8c1e-6d4a-4f7e-9b0c-2a1d5e8f7c60";
+    let turn = |rule: Rule, chat: &str, text: &str| {
+        rule.stdout(format!(
+            r#"{{"type":"system","subtype":"init","apiKeySource":"env","cwd":"/w","session_id":"{chat}","model":"m","permissionMode":"default"}}"#
+        ))
+        .stdout(format!(
+            r#"{{"type":"assistant","message":{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}]}},"session_id":"{chat}"}}"#
+        ))
+        .stdout(format!(
+            r#"{{"type":"result","subtype":"success","duration_ms":5,"duration_api_ms":5,"is_error":false,"result":"{text}","session_id":"{chat}"}}"#
+        ))
+    };
+    let scenario = Scenario::new()
+        .version("2026.08.11-e8db854")
+        .record(&record)
+        .rule(turn(Rule::when(["--resume"]), chat, "resumed"))
+        .rule(turn(Rule::any(), chat, "started"));
+    let scenario_path = dir.path().join("scenario.json");
+    scenario.write_to(&scenario_path).unwrap();
+    let wrapper = dir.path().join("cursor-agent");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec env FAKE_CLI_SCENARIO='{}' '{}' \"$@\"\n",
+            scenario_path.display(),
+            fake_cli::binary_path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    let base = dir.path().join("rt");
+    let ws = dir.path().to_str().unwrap().to_owned();
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "--runtime",
+            "cursor",
+            "--runtime-bin",
+            wrapper.to_str().unwrap(),
+            "--base",
+            base.to_str().unwrap(),
+            "--workspace",
+            ws.as_str(),
+            "--thread",
+            "cur",
+        ];
+        a.extend_from_slice(extra);
+        a.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        agentctl(&db, &refs)
+    };
+
+    let first = run(&["hello"]);
+    assert!(first.status.success(), "{first:?}");
+    assert!(text(&first.stdout).contains("started"), "{first:?}");
+    let second = run(&["--resume-only", "again"]);
+    assert!(second.status.success(), "{second:?}");
+    assert!(text(&second.stdout).contains("resumed"), "{second:?}");
+    assert!(text(&second.stdout).contains("session resumed"), "{second:?}");
+
+    let calls: Vec<_> = fake_cli::read_invocations(&record)
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.has_arg("-p"))
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].arg_after("--resume"), None);
+    assert_eq!(calls[1].arg_after("--resume"), Some(chat));
+    assert!(calls[1].has_arg("--approve-mcps"));
+
+    // Cursor takes no model endpoint: a usage error, before anything runs.
+    let url = run(&["--provider-url", "http://127.0.0.1:1", "x"]);
+    assert_eq!(url.status.code(), Some(2), "{url:?}");
 }
