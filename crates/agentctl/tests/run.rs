@@ -305,7 +305,10 @@ fn cursor_runtime_starts_then_resumes_a_chat_across_processes() {
     let second = run(&["--resume-only", "again"]);
     assert!(second.status.success(), "{second:?}");
     assert!(text(&second.stdout).contains("resumed"), "{second:?}");
-    assert!(text(&second.stdout).contains("session resumed"), "{second:?}");
+    assert!(
+        text(&second.stdout).contains("session resumed"),
+        "{second:?}"
+    );
 
     let calls: Vec<_> = fake_cli::read_invocations(&record)
         .unwrap()
