@@ -112,6 +112,13 @@ pub(crate) const SUITES: &[Suite] = &[
         test_target: "conformance",
         implementations: &[("cursor_fake_cli", None)],
     },
+    Suite {
+        name: "driver-gemini",
+        package: "driver-gemini",
+        feature: "conformance",
+        test_target: "conformance",
+        implementations: &[("gemini_fake_cli", None)],
+    },
 ];
 
 /// Width of the `suite / implementation ....` column.

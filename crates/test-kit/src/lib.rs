@@ -12,6 +12,7 @@
 //! - [`responses`]: the OpenAI Responses API (SSE), as the Codex CLI uses it.
 //! - [`anthropic`]: the Anthropic Messages API (SSE), as the Claude Code CLI uses it.
 //! - [`chat`]: the OpenAI Chat Completions API (SSE), as the CodeBuddy Code CLI uses it.
+//! - [`gemini`]: the Gemini API's `streamGenerateContent` (SSE), as the Gemini CLI uses it.
 //!
 //! [`real_cli::binary`] finds a real CLI for an end-to-end test and applies the skip rule:
 //! a visible `SKIPPED` locally, a failure under CI. [`restart::run_scenario`] is the
@@ -74,6 +75,7 @@
 pub mod anthropic;
 mod body;
 pub mod chat;
+pub mod gemini;
 mod names;
 mod openai;
 pub mod real_cli;

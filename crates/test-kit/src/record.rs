@@ -15,6 +15,9 @@ pub enum WireApi {
     /// The OpenAI Chat Completions API (`POST …/chat/completions`, SSE), served by
     /// [`MockChat`](crate::chat::MockChat).
     OpenAiChat,
+    /// The Gemini API (`POST …/models/<model>:streamGenerateContent`, SSE), served by
+    /// [`MockGemini`](crate::gemini::MockGemini).
+    GeminiGenerateContent,
 }
 
 /// The output a client sent back for one tool call.
@@ -80,7 +83,8 @@ impl RecordedRequest {
 
     /// The credential the client sent: the `Authorization` value without its `Bearer ` prefix;
     /// for the Anthropic Messages API, when there is no bearer header, the `x-api-key` value
-    /// (Claude Code sends `ANTHROPIC_API_KEY` there, `ANTHROPIC_AUTH_TOKEN` as a bearer).
+    /// (Claude Code sends `ANTHROPIC_API_KEY` there, `ANTHROPIC_AUTH_TOKEN` as a bearer); for
+    /// the Gemini API the `x-goog-api-key` value (where the Gemini CLI sends `GEMINI_API_KEY`).
     /// `None` when neither is present.
     pub fn bearer(&self) -> Option<&str> {
         let bearer = self.header("authorization").and_then(|value| {
@@ -89,6 +93,7 @@ impl RecordedRequest {
         });
         match self.wire_api {
             WireApi::AnthropicMessages => bearer.or_else(|| self.header("x-api-key")),
+            WireApi::GeminiGenerateContent => bearer.or_else(|| self.header("x-goog-api-key")),
             _ => bearer,
         }
     }
@@ -98,6 +103,7 @@ impl RecordedRequest {
             WireApi::OpenAiResponses => crate::responses::input_messages(&self.body),
             WireApi::AnthropicMessages => crate::anthropic::input_messages(&self.body),
             WireApi::OpenAiChat => crate::chat::input_messages(&self.body),
+            WireApi::GeminiGenerateContent => crate::gemini::input_messages(&self.body),
         }
     }
 
@@ -117,9 +123,13 @@ impl RecordedRequest {
         self.model_request
     }
 
-    /// The model name the request asked for (`model` in the body).
+    /// The model name the request asked for (`model` in the body; for the Gemini API, which
+    /// names it in the path, `<model>` of `…/models/<model>:<method>`).
     pub fn model(&self) -> Option<&str> {
-        self.body.get("model").and_then(Value::as_str)
+        match self.wire_api {
+            WireApi::GeminiGenerateContent => crate::gemini::path_model(&self.path),
+            _ => self.body.get("model").and_then(Value::as_str),
+        }
     }
 
     /// The texts of all user and assistant messages in the conversation sent, in order, one
@@ -132,7 +142,10 @@ impl RecordedRequest {
     /// which Claude Code adds, are left out, and a message with no other text is skipped);
     /// Chat Completions `messages[]` (`role: tool` and assistant messages that only call tools
     /// left out; text parts that are a whole `<system-reminder …>` element are dropped too;
-    /// CodeBuddy Code wraps the prompt as `<user_query>…</user_query>`, which is kept).
+    /// CodeBuddy Code wraps the prompt as `<user_query>…</user_query>`, which is kept);
+    /// Gemini `contents[]` (role `model` read as `assistant`) with their text parts, thoughts
+    /// and the Gemini CLI's whole `<session_context>…</session_context>` parts left out, and
+    /// contents made only of function calls or responses skipped.
     pub fn input_texts(&self) -> Vec<String> {
         self.messages()
             .into_iter()
@@ -152,24 +165,27 @@ impl RecordedRequest {
 
     /// The tool outputs sent back to the model, in order: Responses `function_call_output`
     /// items, Anthropic `tool_result` blocks (`tool_use_id`), Chat Completions `role: tool`
-    /// messages (`tool_call_id`).
+    /// messages (`tool_call_id`), Gemini `functionResponse` parts (`id`, else `name`).
     pub fn function_call_outputs(&self) -> Vec<FunctionCallOutput> {
         match self.wire_api {
             WireApi::OpenAiResponses => crate::responses::function_call_outputs(&self.body),
             WireApi::AnthropicMessages => crate::anthropic::function_call_outputs(&self.body),
             WireApi::OpenAiChat => crate::chat::function_call_outputs(&self.body),
+            WireApi::GeminiGenerateContent => crate::gemini::function_call_outputs(&self.body),
         }
     }
 
     /// True when the last conversation item sent is a tool output (the request continues a
     /// turn after a tool call). Handy as a [`Script::then_when`](crate::Script::then_when)
     /// predicate. For Anthropic: the last message is a user message holding a `tool_result`
-    /// block; for Chat Completions: the last message has `role: tool`.
+    /// block; for Chat Completions: the last message has `role: tool`; for Gemini: the last
+    /// content holds a `functionResponse` part.
     pub fn last_input_is_tool_output(&self) -> bool {
         match self.wire_api {
             WireApi::OpenAiResponses => crate::responses::last_input_is_tool_output(&self.body),
             WireApi::AnthropicMessages => crate::anthropic::last_input_is_tool_output(&self.body),
             WireApi::OpenAiChat => crate::chat::last_input_is_tool_output(&self.body),
+            WireApi::GeminiGenerateContent => crate::gemini::last_input_is_tool_output(&self.body),
         }
     }
 
@@ -178,12 +194,14 @@ impl RecordedRequest {
     /// with Codex's name mangling applied); an entry without a name is reported by its type
     /// (`web_search`). Anthropic: `tools[].name` (Claude Code offers MCP tools as
     /// `mcp__<server>__<tool>`); Chat Completions: `tools[].function.name` (CodeBuddy:
-    /// `mcp__<server with - as _>__<tool>`).
+    /// `mcp__<server with - as _>__<tool>`); Gemini: `tools[].functionDeclarations[].name`
+    /// (the Gemini CLI: `mcp_<server>_<tool>`).
     pub fn tool_names(&self) -> Vec<String> {
         match self.wire_api {
             WireApi::OpenAiResponses => crate::responses::tool_names(&self.body),
             WireApi::AnthropicMessages => crate::anthropic::tool_names(&self.body),
             WireApi::OpenAiChat => crate::chat::tool_names(&self.body),
+            WireApi::GeminiGenerateContent => crate::gemini::tool_names(&self.body),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The test kit's tests, one binary: the mock servers on raw HTTP (`anthropic`, `chat`,
-//! `responses`) and against the real CLIs when their binaries are set (`codex`, `claude`,
-//! `codebuddy`; else a visible `SKIPPED`).
+//! `responses`, `gemini`) and against the real CLIs when their binaries are set (`codex`,
+//! `claude`, `codebuddy`, `gemini`; else a visible `SKIPPED`).
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod cli;
@@ -11,4 +11,5 @@ mod chat;
 mod claude;
 mod codebuddy;
 mod codex;
+mod gemini;
 mod responses;

@@ -1,0 +1,414 @@
+//! The `settings.json` of one turn: the request's MCP servers, the auth type, the privacy
+//! and session-retention switches, and the instructions file. Only environment-variable
+//! *names* are written, never values.
+//!
+//! Gemini expands `$VAR`, `${VAR}` and `${VAR:-default}` in every string value of the file
+//! from its own environment (verified against 0.61.0), so a request value holding a `$` is
+//! refused: it could pull another variable (the API key) into a URL or header.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use run_service::{McpServer, McpTransport};
+use serde_json::{Map, Value, json};
+
+/// The instructions file, in `$GEMINI_CLI_HOME/.gemini/` next to `settings.json`; Gemini
+/// loads it as global context (`context.fileName`) into the system instruction.
+pub(crate) const INSTRUCTIONS_FILE: &str = "sdk-instructions.md";
+
+/// Gemini's own context file name, kept in `context.fileName` when the driver adds its own.
+const DEFAULT_CONTEXT_FILE: &str = "GEMINI.md";
+
+/// Why a request cannot be written as Gemini settings. Names a field and a rule, never a
+/// value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum SettingsError {
+    /// A server name is empty, longer than 64 bytes, or has characters other than ASCII
+    /// letters, digits, `-` and `_`.
+    #[error("MCP server name is invalid ({len} bytes)")]
+    InvalidServerName { len: usize },
+    /// Two servers share a name.
+    #[error("MCP server name appears twice")]
+    DuplicateServerName,
+    /// A value contains `$`, which Gemini would expand from its environment.
+    #[error("an MCP {field} contains `$`, which Gemini would expand")]
+    Expansion { field: &'static str },
+    /// A variable name is not `[A-Za-z_][A-Za-z0-9_]*`.
+    #[error("an MCP {field} names an invalid environment variable ({len} bytes)")]
+    InvalidVarName { field: &'static str, len: usize },
+    /// An `Authorization` header was given as a plain header.
+    #[error("an MCP server has a plain Authorization header; use bearer_token_env_var")]
+    PlainAuthorization,
+    /// A transport this driver does not know.
+    #[error("an MCP server has an unknown transport")]
+    UnknownTransport,
+}
+
+impl SettingsError {
+    /// The rule broken, for [`driver_spi::ConfigError::invalid`].
+    pub(crate) fn rule(&self) -> &'static str {
+        match self {
+            Self::InvalidServerName { .. } => {
+                "server names must be 1-64 ASCII letters, digits, `-` or `_`"
+            }
+            Self::DuplicateServerName => "server names must be unique within a run",
+            Self::Expansion { .. } => "values must not contain `$`",
+            Self::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
+            Self::PlainAuthorization => "use bearer_token_env_var, not a plain header",
+            Self::UnknownTransport => "unknown MCP transport",
+        }
+    }
+}
+
+/// What one turn's settings say besides the MCP servers.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SettingsPlan<'a> {
+    /// `security.auth.selectedType`.
+    pub(crate) auth_type: Option<&'a str>,
+    /// `privacy.usageStatisticsEnabled: false`.
+    pub(crate) offline: bool,
+    /// `"trust": true` on every server.
+    pub(crate) trust: bool,
+    /// Whether [`INSTRUCTIONS_FILE`] is listed in `context.fileName`.
+    pub(crate) instructions: bool,
+}
+
+pub(crate) fn is_var_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && name.len() <= 256
+}
+
+pub(crate) fn is_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn plain(field: &'static str, value: &str) -> Result<Value, SettingsError> {
+    if value.contains('$') {
+        return Err(SettingsError::Expansion { field });
+    }
+    Ok(Value::String(value.to_owned()))
+}
+
+fn var_ref(field: &'static str, name: &str) -> Result<String, SettingsError> {
+    if !is_var_name(name) {
+        return Err(SettingsError::InvalidVarName {
+            field,
+            len: name.len(),
+        });
+    }
+    Ok(format!("${{{name}}}"))
+}
+
+/// One `mcpServers` entry.
+fn server_entry(
+    server: &McpServer,
+    secret_env: &BTreeMap<&str, Vec<&str>>,
+    trust: bool,
+) -> Result<Value, SettingsError> {
+    let mut entry = match &server.transport {
+        McpTransport::StreamableHttp {
+            url,
+            headers,
+            bearer_token_env_var,
+        }
+        | McpTransport::Sse {
+            url,
+            headers,
+            bearer_token_env_var,
+        } => {
+            let mut out = Map::new();
+            for (name, value) in headers {
+                if name.eq_ignore_ascii_case("authorization") {
+                    return Err(SettingsError::PlainAuthorization);
+                }
+                if name.contains('$') {
+                    return Err(SettingsError::Expansion { field: "header" });
+                }
+                out.insert(name.clone(), plain("header", value)?);
+            }
+            if let Some(var) = bearer_token_env_var {
+                let reference = var_ref("bearer_token_env_var", var)?;
+                out.insert(
+                    "Authorization".to_owned(),
+                    Value::String(format!("Bearer {reference}")),
+                );
+            }
+            // Gemini's keys: `httpUrl` is streamable HTTP, `url` is SSE.
+            let key = match server.transport {
+                McpTransport::Sse { .. } => "url",
+                _ => "httpUrl",
+            };
+            let mut entry = Map::new();
+            entry.insert(key.to_owned(), plain("url", url)?);
+            entry.insert("headers".to_owned(), Value::Object(out));
+            Value::Object(entry)
+        }
+        McpTransport::Stdio { command, args, env } => {
+            let mut vars = Map::new();
+            for (name, value) in env {
+                if !is_var_name(name) {
+                    return Err(SettingsError::InvalidVarName {
+                        field: "env",
+                        len: name.len(),
+                    });
+                }
+                vars.insert(name.clone(), plain("env", value)?);
+            }
+            for name in secret_env.get(server.name.as_str()).into_iter().flatten() {
+                vars.insert((*name).to_owned(), Value::String(var_ref("env", name)?));
+            }
+            let args = args
+                .iter()
+                .map(|a| plain("arg", a))
+                .collect::<Result<Vec<_>, _>>()?;
+            json!({"command": plain("command", command)?, "args": args, "env": vars})
+        }
+        _ => return Err(SettingsError::UnknownTransport),
+    };
+    if trust && let Some(map) = entry.as_object_mut() {
+        map.insert("trust".to_owned(), Value::Bool(true));
+    }
+    Ok(entry)
+}
+
+/// The whole `settings.json` of a turn.
+///
+/// Gemini keeps its sessions only 30 days by default and deletes older ones at startup;
+/// `general.sessionRetention.enabled: false` leaves their lifetime to the host, whose
+/// Threads may outlive that.
+pub(crate) fn settings(
+    servers: &[McpServer],
+    secret_env: &BTreeMap<&str, Vec<&str>>,
+    plan: SettingsPlan<'_>,
+) -> Result<Value, SettingsError> {
+    let mut entries = Map::new();
+    let mut seen = BTreeSet::new();
+    for server in servers {
+        if !is_server_name(&server.name) {
+            return Err(SettingsError::InvalidServerName {
+                len: server.name.len(),
+            });
+        }
+        if !seen.insert(server.name.as_str()) {
+            return Err(SettingsError::DuplicateServerName);
+        }
+        entries.insert(
+            server.name.clone(),
+            server_entry(server, secret_env, plan.trust)?,
+        );
+    }
+    let mut root = Map::new();
+    root.insert(
+        "general".to_owned(),
+        json!({"sessionRetention": {"enabled": false}}),
+    );
+    root.insert("mcpServers".to_owned(), Value::Object(entries));
+    if let Some(auth) = plan.auth_type {
+        root.insert(
+            "security".to_owned(),
+            json!({"auth": {"selectedType": auth}}),
+        );
+    }
+    if plan.offline {
+        root.insert(
+            "privacy".to_owned(),
+            json!({"usageStatisticsEnabled": false}),
+        );
+    }
+    if plan.instructions {
+        root.insert(
+            "context".to_owned(),
+            json!({"fileName": [DEFAULT_CONTEXT_FILE, INSTRUCTIONS_FILE]}),
+        );
+    }
+    Ok(Value::Object(root))
+}
+
+/// `ours` laid over the namespace's own settings (`previous`, the file as it was before the
+/// turn): objects are merged key by key, everything else (arrays included) is replaced, and
+/// `mcpServers` is replaced whole, so only the request's servers are configured. A previous
+/// file that is not a plain JSON object (Gemini also accepts comments) is left out for the
+/// turn.
+pub(crate) fn merge(previous: Option<&[u8]>, ours: Value) -> Value {
+    let base = previous.and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+    let (Some(Value::Object(mut base)), Value::Object(ours)) = (base, &ours) else {
+        return ours;
+    };
+    for (key, value) in ours {
+        match base.get_mut(key) {
+            Some(existing) if key != "mcpServers" => overlay(existing, value.clone()),
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(base)
+}
+
+fn overlay(base: &mut Value, ours: Value) {
+    match (base, ours) {
+        (Value::Object(base), Value::Object(ours)) => {
+            for (key, value) in ours {
+                match base.get_mut(&key) {
+                    Some(existing) => overlay(existing, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, ours) => *base = ours,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn plan() -> SettingsPlan<'static> {
+        SettingsPlan {
+            auth_type: Some("gemini-api-key"),
+            offline: true,
+            trust: true,
+            instructions: false,
+        }
+    }
+
+    #[test]
+    fn http_sse_and_stdio_servers_in_geminis_dialect() {
+        let http = McpServer::streamable_http("agent-ui", "http://127.0.0.1:4101/mcp")
+            .with_bearer_token_env("UI_TOKEN")
+            .with_header("X-Tenant", "t1");
+        let sse = McpServer::sse("legacy", "http://127.0.0.1:4102/sse");
+        let stdio = McpServer::stdio("files", "/usr/bin/files-mcp")
+            .with_args(["--root", "/srv"])
+            .with_env("MODE", "ro");
+        let secrets = BTreeMap::from([("files", vec!["FILES_TOKEN"])]);
+        let value = settings(&[http, sse, stdio], &secrets, plan()).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "general": {"sessionRetention": {"enabled": false}},
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "privacy": {"usageStatisticsEnabled": false},
+                "mcpServers": {
+                    "agent-ui": {
+                        "httpUrl": "http://127.0.0.1:4101/mcp",
+                        "headers": {"X-Tenant": "t1", "Authorization": "Bearer ${UI_TOKEN}"},
+                        "trust": true
+                    },
+                    "legacy": {"url": "http://127.0.0.1:4102/sse", "headers": {}, "trust": true},
+                    "files": {
+                        "command": "/usr/bin/files-mcp", "args": ["--root", "/srv"],
+                        "env": {"MODE": "ro", "FILES_TOKEN": "${FILES_TOKEN}"}, "trust": true
+                    }
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn optional_sections_follow_the_plan() {
+        let none = BTreeMap::new();
+        let bare = SettingsPlan {
+            auth_type: None,
+            offline: false,
+            trust: false,
+            instructions: true,
+        };
+        let s = McpServer::streamable_http("a", "http://x");
+        let value = settings(&[s], &none, bare).unwrap();
+        assert!(value.get("security").is_none() && value.get("privacy").is_none());
+        assert!(value["mcpServers"]["a"].get("trust").is_none());
+        assert_eq!(
+            value["context"]["fileName"],
+            json!(["GEMINI.md", INSTRUCTIONS_FILE])
+        );
+    }
+
+    #[test]
+    fn the_namespaces_own_settings_are_kept_under_ours() {
+        let previous = json!({
+            "ui": {"theme": "Dracula"},
+            "general": {"preferredEditor": "vim", "sessionRetention": {"enabled": true, "maxAge": "7d"}},
+            "privacy": {"usageStatisticsEnabled": true},
+            "mcpServers": {"old": {"httpUrl": "http://old"}},
+            "context": {"fileName": ["AGENTS.md"]},
+        });
+        let ours = settings(
+            &[McpServer::streamable_http("a", "http://x")],
+            &BTreeMap::new(),
+            SettingsPlan {
+                instructions: true,
+                ..plan()
+            },
+        )
+        .unwrap();
+        let merged = merge(Some(previous.to_string().as_bytes()), ours.clone());
+        assert_eq!(merged["ui"]["theme"], "Dracula");
+        assert_eq!(
+            merged["general"],
+            json!({"preferredEditor": "vim", "sessionRetention": {"enabled": false, "maxAge": "7d"}})
+        );
+        assert_eq!(merged["privacy"]["usageStatisticsEnabled"], false);
+        assert_eq!(
+            merged["mcpServers"], ours["mcpServers"],
+            "servers replaced whole"
+        );
+        assert_eq!(merged["context"], ours["context"]);
+        assert_eq!(merged["security"], ours["security"]);
+        // No file, or one that is not a JSON object: ours alone.
+        assert_eq!(merge(None, ours.clone()), ours);
+        assert_eq!(merge(Some(b"// comment\n{}"), ours.clone()), ours);
+        assert_eq!(merge(Some(b"[1]"), ours.clone()), ours);
+    }
+
+    #[test]
+    fn expansions_names_and_plain_authorization_are_refused() {
+        let none = BTreeMap::new();
+        let p = plan();
+        let refused = |s: McpServer| settings(&[s], &none, p).unwrap_err();
+        // Bare `$VAR` expands in Gemini too, not only `${VAR}`.
+        assert_eq!(
+            refused(McpServer::streamable_http("a", "http://x/$GEMINI_API_KEY")),
+            SettingsError::Expansion { field: "url" }
+        );
+        assert_eq!(
+            refused(McpServer::streamable_http("a", "http://x").with_header("X-Key", "${HOME}")),
+            SettingsError::Expansion { field: "header" }
+        );
+        assert_eq!(
+            refused(McpServer::stdio("s", "run").with_args(["$OPENAI_API_KEY"])),
+            SettingsError::Expansion { field: "arg" }
+        );
+        assert_eq!(
+            refused(
+                McpServer::streamable_http("a", "http://x")
+                    .with_header("authorization", "Bearer x")
+            ),
+            SettingsError::PlainAuthorization
+        );
+        assert!(matches!(
+            refused(McpServer::streamable_http("a", "http://x").with_bearer_token_env("BAD}")),
+            SettingsError::InvalidVarName { .. }
+        ));
+        for name in ["", "a.b", "a b", &"x".repeat(65)] {
+            assert!(matches!(
+                refused(McpServer::streamable_http(name, "http://x")),
+                SettingsError::InvalidServerName { .. }
+            ));
+        }
+        let s = McpServer::streamable_http("a", "http://x");
+        assert_eq!(
+            settings(&[s.clone(), s], &none, p).unwrap_err(),
+            SettingsError::DuplicateServerName
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! A `gemini` stand-in: the workspace's scripted fake CLI, answering with Gemini's own
+//! stream-json event shapes (copied from runs of the pinned `gemini` 0.61.0).
+
+#![allow(dead_code, reason = "each test binary uses a different part")]
+
+use std::ops::Deref;
+use std::path::PathBuf;
+
+use std::sync::Arc;
+
+use compat_fingerprint::{Fingerprint, Kind};
+use driver_gemini::{GeminiDriver, GeminiOptions};
+use driver_spi::{
+    CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
+    RuntimePayload, SessionState,
+};
+use fake_cli::{CapturedFile, Harness, Invocation, Rule, Scenario};
+use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
+use secrecy::SecretString;
+
+/// `--version` of the pinned release.
+pub(crate) const VERSION: &str = "0.61.0";
+
+/// The `init` event of session `session_id` (a template).
+pub(crate) fn init(session_id: &str) -> String {
+    format!(
+        r#"{{"type":"init","timestamp":"2026-12-01T01:06:19.295Z","session_id":"{session_id}","model":"gemini-test"}}"#
+    )
+}
+
+/// A successful `result` event.
+pub(crate) const RESULT: &str = r#"{"type":"result","timestamp":"2026-12-01T01:06:19.388Z","status":"success","stats":{"total_tokens":30,"input_tokens":20,"output_tokens":10,"cached":3,"input":17,"duration_ms":94,"tool_calls":0}}"#;
+
+/// The events of a clean text turn on session `session_id` (a template).
+pub(crate) fn text_turn(rule: Rule, session_id: &str, text: &str) -> Rule {
+    rule.stdout(init(session_id))
+        .stdout(r#"{"type":"message","timestamp":"2026-12-01T01:06:19.297Z","role":"user","content":"${STDIN}"}"#)
+        .stdout(format!(
+            r#"{{"type":"message","timestamp":"2026-12-01T01:06:19.387Z","role":"assistant","content":"{text}","delta":true}}"#
+        ))
+        .stdout(RESULT)
+}
+
+/// The default script: start, resume, fork and stateless turns answer like Gemini. Every
+/// file under `GEMINI_CLI_HOME` is recorded with each invocation.
+pub(crate) fn gemini_like() -> Scenario {
+    Scenario::new()
+        .capture_dir_from_env("GEMINI_CLI_HOME")
+        .rule(text_turn(
+            Rule::when(["--session-file"]),
+            "${NEW_UUID}",
+            "forked: ${STDIN}",
+        ))
+        .rule(text_turn(
+            Rule::when(["--resume"]),
+            "${ARG_AFTER:--resume}",
+            "resumed: ${STDIN}",
+        ))
+        .rule(text_turn(
+            Rule::when(["--session-id"]),
+            "${ARG_AFTER:--session-id}",
+            "started: ${STDIN}",
+        ))
+        .rule(text_turn(Rule::any(), "${NEW_UUID}", "stateless: ${STDIN}"))
+}
+
+/// A namespace, a fake CLI and the record of its invocations ([`Harness`]).
+pub(crate) struct FakeGemini(Harness);
+
+impl Deref for FakeGemini {
+    type Target = Harness;
+    fn deref(&self) -> &Harness {
+        &self.0
+    }
+}
+
+impl FakeGemini {
+    /// A fake that follows `scenario`, recording the values of `record_env`; the host
+    /// environment carries this CLI's credential variables.
+    pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
+        Self(Harness::new(
+            scenario,
+            VERSION,
+            record_env,
+            &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        ))
+    }
+
+    /// Options pointing at the fake binary.
+    pub(crate) fn options(&self) -> GeminiOptions {
+        GeminiOptions::new().with_binary(fake_cli::binary_path())
+    }
+
+    /// A driver with `options` (whose binary is replaced by the fake's).
+    pub(crate) fn driver(&self, options: GeminiOptions) -> GeminiDriver {
+        GeminiDriver::new(
+            self.env.clone(),
+            options.with_binary(fake_cli::binary_path()),
+        )
+    }
+
+    /// The namespace's `GEMINI_CLI_HOME`.
+    pub(crate) fn gemini_home(&self) -> PathBuf {
+        self.env.state_dir(runtime_env::RuntimeKind::Gemini)
+    }
+
+    /// Writes a recording of session `id` where Gemini keeps them, as the real CLI does when
+    /// a session runs (the fake records nothing); returns its path.
+    pub(crate) fn record_session(&self, id: &str) -> PathBuf {
+        let chats = self.gemini_home().join(".gemini/tmp/workspace/chats");
+        std::fs::create_dir_all(&chats).expect("chats dir");
+        let short = id.get(..8).expect("a UUID");
+        let path = chats.join(format!("session-2026-12-01T01-06-{short}.jsonl"));
+        let meta = format!(r#"{{"sessionId":"{id}","kind":"main"}}"#);
+        std::fs::write(&path, format!("{meta}\n")).expect("recording written");
+        path
+    }
+
+    /// Options with a model, an endpoint and the [`API_KEY`].
+    pub(crate) fn keyed_options(&self) -> GeminiOptions {
+        self.options()
+            .with_model("gemini-test")
+            .with_base_url("http://127.0.0.1:9")
+            .with_api_key(SecretString::from(API_KEY))
+    }
+
+    /// The `settings.json` an invocation saw, parsed.
+    pub(crate) fn settings_json(&self, call: &Invocation) -> serde_json::Value {
+        serde_json::from_str(&self.settings(call).contents).expect("JSON settings")
+    }
+
+    /// The `settings.json` an invocation saw.
+    pub(crate) fn settings<'i>(&self, call: &'i Invocation) -> &'i CapturedFile {
+        let path = self.gemini_home().join(".gemini/settings.json");
+        call.files
+            .get(path.to_str().expect("a UTF-8 path"))
+            .expect("settings.json was there")
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Requests and runs
+// ---------------------------------------------------------------------------------------
+
+const K: Kind = Kind::new("driver-gemini tests 2026-11-30 profile v1");
+pub(crate) const SECRET: &str = "mcp-canary-secret-5e1f02";
+pub(crate) const API_KEY: &str = "AIza-api-key-canary-9c3d7b";
+
+pub(crate) fn profile(exact: &str, session: &str) -> ProfilePayload {
+    ProfilePayload::new(
+        Fingerprint::of(K, |e| e.str(exact)),
+        Fingerprint::of(K, |e| e.str(session)),
+    )
+}
+
+pub(crate) fn request(prompt: &str, url: &str, var: &str, fake: &FakeGemini) -> Request {
+    let mcp = McpServer::streamable_http("agent-tools", url)
+        .with_bearer_token_env(var)
+        .required(true);
+    let service = ServiceRef::new("agent-tools", "Agent tools")
+        .with_url(url)
+        .with_mcp(mcp.clone())
+        .with_secret_env(EnvBinding::new(var, SECRET));
+    Request::new(RunId::new("run-1"), prompt, profile("exact-a", "session-s"))
+        .with_runtime(RuntimePayload::from_services([service]))
+        .with_mcp([mcp])
+        .with_workspace(fake.workspace.to_str().unwrap())
+}
+
+pub(crate) async fn run(
+    driver: &dyn Driver,
+    request: Request,
+) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
+    let sink = Arc::new(CollectingSink::new());
+    let result = driver.run(request, sink.clone()).await;
+    (result, sink.take())
+}
+
+pub(crate) fn checkpoint(response: &driver_spi::Response) -> SessionState {
+    response.persistable_checkpoint().unwrap().clone()
+}
+
+pub(crate) fn failed_kind(
+    result: &Result<driver_spi::Response, DriverError>,
+) -> Option<FailureKind> {
+    match result {
+        Err(DriverError::Failed(f)) => Some(f.kind),
+        Ok(r) => r.failure.as_ref().map(|f| f.kind),
+        Err(_) => None,
+    }
+}
