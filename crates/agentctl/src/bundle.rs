@@ -25,6 +25,7 @@ const PROBED: &[(&str, &str, &str)] = &[
     ("claude_code", "CLAUDE_BIN", "claude"),
     ("codebuddy", "CODEBUDDY_BIN", "codebuddy"),
     ("cursor", "CURSOR_BIN", "cursor-agent"),
+    ("gemini", "GEMINI_BIN", "gemini"),
 ];
 
 /// Writes the bundle to `path` (0600, never over an existing file) and names it on stderr.

@@ -27,6 +27,8 @@ pub(crate) enum Runtime {
     Codebuddy,
     /// The Cursor CLI (`cursor-agent`; tested against a fake CLI only).
     Cursor,
+    /// The Gemini CLI.
+    Gemini,
 }
 
 /// The configuration of a run: what enters its compatibility fingerprint.
@@ -55,17 +57,19 @@ pub(crate) struct RunOptions {
     /// repeatable. The value reaches the runtime as a secret under the same name.
     #[arg(long = "mcp-bearer-env", value_name = "NAME=VAR")]
     mcp_bearer_env: Vec<String>,
-    /// The runtime's binary (default: `$CODEX_BIN`, `$CLAUDE_BIN`, `$CODEBUDDY_BIN` or
-    /// `$CURSOR_BIN`, else `codex`, `claude`, `codebuddy` or `cursor-agent` on PATH).
+    /// The runtime's binary (default: `$CODEX_BIN`, `$CLAUDE_BIN`, `$CODEBUDDY_BIN`,
+    /// `$CURSOR_BIN` or `$GEMINI_BIN`, else `codex`, `claude`, `codebuddy`, `cursor-agent` or
+    /// `gemini` on PATH).
     #[arg(long, value_name = "PATH")]
     runtime_bin: Option<PathBuf>,
     /// The model endpoint, instead of the vendor's (a Responses API for Codex, a Messages API
-    /// for Claude Code, a Chat Completions API for CodeBuddy; Cursor takes none).
+    /// for Claude Code, a Chat Completions API for CodeBuddy, the Gemini API for Gemini;
+    /// Cursor takes none).
     #[arg(long, value_name = "URL")]
     provider_url: Option<String>,
     /// The variable of agentctl's environment holding the model API key, handed to the
     /// runtime as a secret (default, when set: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
-    /// `CODEBUDDY_API_KEY` or `CURSOR_API_KEY`).
+    /// `CODEBUDDY_API_KEY`, `CURSOR_API_KEY` or `GEMINI_API_KEY`).
     #[arg(long, value_name = "VAR")]
     provider_key_env: Option<String>,
     /// Where the runtime's state lives (Codex): the credential namespace and level.
@@ -128,6 +132,7 @@ fn cli_driver(
         Runtime::ClaudeCode => ("CLAUDE_BIN", "ANTHROPIC_API_KEY"),
         Runtime::Codebuddy => ("CODEBUDDY_BIN", "CODEBUDDY_API_KEY"),
         Runtime::Cursor => ("CURSOR_BIN", "CURSOR_API_KEY"),
+        Runtime::Gemini => ("GEMINI_BIN", "GEMINI_API_KEY"),
     };
     let binary = options.runtime_bin.clone().or_else(|| {
         std::env::var_os(bin_var)
@@ -217,6 +222,23 @@ fn cli_driver(
             Arc::new(driver_cursor::CursorDriver::new(
                 Arc::new(env_finish(env)?),
                 cursor,
+            ))
+        }
+        Runtime::Gemini => {
+            // The key is a typed option: the driver hands it to Gemini as GEMINI_API_KEY.
+            let mut gemini = driver_gemini::GeminiOptions::new();
+            if let Some(key) = key {
+                gemini = gemini.with_api_key(key);
+            }
+            if let Some(binary) = binary {
+                gemini = gemini.with_binary(binary);
+            }
+            if let Some(url) = url {
+                gemini = gemini.with_base_url(url);
+            }
+            Arc::new(driver_gemini::GeminiDriver::new(
+                Arc::new(env_finish(env)?),
+                gemini,
             ))
         }
     })

@@ -1,4 +1,4 @@
-//! `agentctl run` against the real CLIs (Codex, Claude Code, CodeBuddy), fully offline against
+//! `agentctl run` against the real CLIs (Codex, Claude Code, CodeBuddy, Gemini), fully offline against
 //! the test kit's mock model servers: a run in one process, `threads explain` saying resume,
 //! and a resume-only run in a second process that resumes (each CLI keeps its state in the
 //! credential namespace). Every invocation logs at TRACE, and no output holds the model key.
@@ -159,6 +159,29 @@ fn codebuddy_resumes_across_processes() {
         schema: String::new(),
     };
     resumes_across_processes(&cli, || model.model_requests());
+}
+
+#[test]
+fn gemini_resumes_across_processes() {
+    let Some(binary) = test_kit::real_cli::binary("GEMINI_BIN", "agentctl run --runtime gemini")
+    else {
+        return;
+    };
+    let model = test_kit::gemini::MockGemini::start(script()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cli = Cli {
+        runtime: "gemini",
+        binary: &binary,
+        model_url: model.base_url(),
+        dir: dir.path(),
+        store: None,
+        schema: String::new(),
+    };
+    resumes_across_processes(&cli, || model.model_requests());
+    // The key reached Gemini (and so the mock) through the typed option.
+    for request in model.model_requests() {
+        assert_eq!(request.bearer(), Some(MODEL_KEY));
+    }
 }
 
 /// Processes whose environment mentions `needle` (the test's unique directory).
