@@ -16,6 +16,16 @@
 //! * [`probe_version`], [`VersionCheck`] (probe once, cache) and [`Version`]: the `--version`
 //!   check;
 //! * [`RunFiles`]: per-run private files (configs, MCP declarations) under the namespace;
+//! * [`TurnLock`] and [`NamespaceFiles`]: for CLIs that read config only from a namespace
+//!   file, a cross-process turn lock (waited for by polling, never following a symlink) and
+//!   the install-then-restore of those files;
+//! * [`EnvRefs`], [`mcp_servers`], [`is_env_var_name`], [`is_mcp_server_name`] and
+//!   [`McpRefError`]: MCP server configs with secrets as environment-variable references, in
+//!   a CLI's own syntax;
+//! * [`TurnEvents`]: the event bookkeeping every JSONL translator shares (`RunStarted` once,
+//!   the tool-call lifecycle, undoing a malformed event, the session id), [`json_text`], and
+//!   [`fail_turn`], [`finish_turn`] and [`checkpoint`]: the terminal event and response of a
+//!   judged turn;
 //! * [`CliError`]: typed errors that map onto [`driver_spi::FailureKind`] and
 //!   [`driver_spi::DriverError`].
 //!
@@ -84,15 +94,21 @@ mod error;
 mod files;
 mod group;
 mod lines;
+mod mcp_refs;
 mod process;
 mod stderr;
+mod turn_events;
+mod turn_lock;
 mod version;
 
 pub use command::{CliCommand, Limits};
 pub use error::CliError;
 pub use files::{RUNS_DIR, RunFiles};
 pub use lines::parse_json_line;
+pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers};
 pub use process::{CliProcess, Finished, failure_kind};
+pub use turn_events::{Mark, TurnEvents, checkpoint, fail_turn, finish_turn, json_text};
+pub use turn_lock::{NamespaceFiles, TurnLock, TurnLockError};
 pub use version::{Version, VersionCheck, probe_version};
 
 /// Whether `id` is safe to store as a CLI session id and to pass as one argv element: 1–128

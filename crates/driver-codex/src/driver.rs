@@ -5,10 +5,9 @@ use std::sync::Arc;
 use compat_fingerprint::Fingerprint;
 use driver_cli::{CliCommand, CliError, CliProcess, Finished, Version, VersionCheck};
 use driver_spi::{
-    Capabilities, Checkpoint, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter,
-    Descriptor, Driver, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind, Request,
-    Response, ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode,
-    SessionState,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver,
+    DriverError, DriverEvent, EventSink, ExitStatus, FailureKind, Request, Response,
+    ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode, SessionState,
 };
 use run_service::TransportKind;
 use runtime_env::RuntimeEnv;
@@ -179,10 +178,6 @@ fn argv_error(err: ArgvError) -> DriverError {
     }
 }
 
-fn failed(kind: FailureKind, message: impl Into<String>) -> DriverError {
-    DriverError::Failed(RunFailure::new(kind, message))
-}
-
 /// Why reading a run's events stopped early.
 enum Stop {
     /// The output broke a limit or the protocol.
@@ -265,50 +260,36 @@ fn finish(
                     .unwrap_or(finished.stderr_tail),
             ),
         };
-        if !translator.started() {
-            return Err(failed(kind, message));
-        }
-        sink.emit(DriverEvent::RunFailed { kind });
-        let exit = if finished.status.is_success() {
-            ExitStatus::Code(1)
-        } else {
-            finished.status
-        };
-        let mut response = Response::new(translator.output())
-            .with_exit(exit)
-            .with_failure(RunFailure::new(kind, message));
-        if let Some(usage) = usage {
-            response = response.with_usage(usage);
-        }
-        return Ok(response);
+        return driver_cli::fail_turn(
+            sink,
+            translator.started(),
+            RunFailure::new(kind, message),
+            finished.status,
+            translator.output(),
+            usage,
+        );
     }
 
-    for event in translator.close_open_calls() {
-        sink.emit(event);
-    }
-    sink.emit(DriverEvent::RunFinished);
-    let mut response = Response::new(translator.output());
-    if let Some(usage) = usage {
-        response = response.with_usage(usage);
-    }
-    if invocation != Invocation::Stateless
-        && let Some(thread_id) = translator.thread_id()
-    {
-        let mut state = SessionState::new(thread_id);
-        SessionGuard::for_request(request).write_to(&mut state);
-        if let Some(total) = translator.usage() {
-            state
-                .data
-                .insert(usage::TOTAL_KEY.to_owned(), usage::encode(total));
-        }
-        let checkpoint = if CODEX_CODEC.to_params(Some(&state)).is_ok() {
-            Checkpoint::valid(state)
-        } else {
-            Checkpoint::invalid(state)
-        };
-        response = response.with_checkpoint(checkpoint);
-    }
-    Ok(response)
+    let checkpoint = translator
+        .thread_id()
+        .filter(|_| invocation != Invocation::Stateless)
+        .map(|thread_id| {
+            let mut state = SessionState::new(thread_id);
+            if let Some(total) = translator.usage() {
+                state
+                    .data
+                    .insert(usage::TOTAL_KEY.to_owned(), usage::encode(total));
+            }
+            driver_cli::checkpoint(request, state, &CODEX_CODEC)
+        });
+    let closing = translator.close_open_calls();
+    Ok(driver_cli::finish_turn(
+        sink,
+        closing,
+        translator.output(),
+        usage,
+        checkpoint,
+    ))
 }
 
 #[async_trait::async_trait]

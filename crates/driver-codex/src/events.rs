@@ -4,8 +4,7 @@
 //! is unit-tested without a process. Unknown event and item types are ignored (newer Codex
 //! releases add them); a known event with a malformed shape is a protocol error.
 
-use std::collections::BTreeSet;
-
+use driver_cli::TurnEvents;
 use driver_spi::{DriverEvent, FailureKind, Redactor, Usage};
 use serde_json::Value;
 
@@ -56,7 +55,8 @@ pub struct MalformedEvent;
 #[derive(Debug, Default)]
 pub struct EventTranslator {
     redactor: Redactor,
-    started: bool,
+    /// `RunStarted` and the tool-call lifecycle, by item id.
+    turn: TurnEvents,
     thread_id: Option<String>,
     last_message: Option<String>,
     usage: Option<Usage>,
@@ -64,10 +64,6 @@ pub struct EventTranslator {
     failure: Option<StreamFailure>,
     /// The last `error` event, which Codex also emits for retried stream errors.
     last_error: Option<String>,
-    /// Tool calls started and not yet closed, by item id.
-    open_calls: BTreeSet<String>,
-    /// Tool calls already closed (an item completes once).
-    closed_calls: BTreeSet<String>,
 }
 
 impl EventTranslator {
@@ -81,7 +77,7 @@ impl EventTranslator {
 
     /// Whether `RunStarted` was emitted.
     pub fn started(&self) -> bool {
-        self.started
+        self.turn.started()
     }
 
     /// The thread id from `thread.started`.
@@ -114,27 +110,17 @@ impl EventTranslator {
         self.last_error.as_deref()
     }
 
-    fn start(&mut self, out: &mut Vec<DriverEvent>) {
-        if !self.started {
-            self.started = true;
-            out.push(DriverEvent::RunStarted);
-        }
-    }
-
     /// Translates one event.
     ///
     /// # Errors
     /// [`MalformedEvent`] for a known event with a malformed shape; unknown event and item
     /// types are ignored.
     pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // A malformed event emits nothing, so it must not mark the run started either: the
-        // `RunStarted` it would have produced is dropped with it.
-        let started = self.started;
-        let translated = self.translate_event(event);
-        if translated.is_err() {
-            self.started = started;
-        }
-        translated
+        // A malformed event emits nothing, so it must not mark the run started (or a call
+        // opened or closed) either: the events it would have produced are dropped with it.
+        let mark = self.turn.mark();
+        self.translate_event(event)
+            .inspect_err(|_| self.turn.undo(mark))
     }
 
     fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
@@ -150,11 +136,11 @@ impl EventTranslator {
                     .and_then(Value::as_str)
                     .ok_or(MalformedEvent)?;
                 self.thread_id = Some(id.to_owned());
-                self.start(&mut out);
+                self.turn.start(&mut out);
             }
-            "turn.started" => self.start(&mut out),
+            "turn.started" => self.turn.start(&mut out),
             "turn.completed" => {
-                self.start(&mut out);
+                self.turn.start(&mut out);
                 self.turn_completed = true;
                 if let Some(usage) = event.get("usage") {
                     let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -165,7 +151,7 @@ impl EventTranslator {
                 }
             }
             "turn.failed" => {
-                self.start(&mut out);
+                self.turn.start(&mut out);
                 let message = event
                     .pointer("/error/message")
                     .and_then(Value::as_str)
@@ -184,7 +170,7 @@ impl EventTranslator {
             }
             "item.started" | "item.updated" | "item.completed" => {
                 let item = event.get("item").ok_or(MalformedEvent)?;
-                self.start(&mut out);
+                self.turn.start(&mut out);
                 self.item(item, kind == "item.completed", &mut out)?;
             }
             _ => {}
@@ -226,12 +212,8 @@ impl EventTranslator {
                     .and_then(Value::as_str)
                     .ok_or(MalformedEvent)?;
                 let name = format!("mcp__{server}__{tool}");
-                let arguments = match item.get("arguments") {
-                    None | Some(Value::Null) => String::new(),
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                };
-                self.open_call(id, &name, &arguments, out);
+                let arguments = driver_cli::json_text(item.get("arguments"));
+                self.turn.open_call(id, &name, &arguments, out);
                 if completed {
                     let failed = item.get("status").and_then(Value::as_str) == Some("failed")
                         || item.get("error").is_some_and(|e| !e.is_null());
@@ -243,12 +225,12 @@ impl EventTranslator {
                     } else {
                         mcp_result_text(item.get("result"))
                     };
-                    self.close_call(id, output, failed, out);
+                    self.turn.close_call(id, output, failed, out);
                 }
             }
             "command_execution" => {
                 let command = item.get("command").and_then(Value::as_str).unwrap_or("");
-                self.open_call(id, SHELL_TOOL, command, out);
+                self.turn.open_call(id, SHELL_TOOL, command, out);
                 if completed {
                     let output = item
                         .get("aggregated_output")
@@ -258,7 +240,7 @@ impl EventTranslator {
                     let exit = item.get("exit_code").and_then(Value::as_i64);
                     let failed = item.get("status").and_then(Value::as_str) == Some("failed")
                         || exit.is_some_and(|c| c != 0);
-                    self.close_call(id, output, failed, out);
+                    self.turn.close_call(id, output, failed, out);
                 }
             }
             _ => {}
@@ -266,38 +248,10 @@ impl EventTranslator {
         Ok(())
     }
 
-    fn open_call(&mut self, id: &str, name: &str, arguments: &str, out: &mut Vec<DriverEvent>) {
-        if id.is_empty() || self.open_calls.contains(id) || self.closed_calls.contains(id) {
-            return;
-        }
-        self.open_calls.insert(id.to_owned());
-        out.push(DriverEvent::tool_call_started(id, name));
-        if !arguments.is_empty() {
-            out.push(DriverEvent::tool_call_arguments(id, arguments));
-        }
-    }
-
-    fn close_call(&mut self, id: &str, output: String, is_error: bool, out: &mut Vec<DriverEvent>) {
-        if self.open_calls.remove(id) {
-            self.closed_calls.insert(id.to_owned());
-            out.push(DriverEvent::tool_call_result(id, output, is_error));
-        }
-    }
-
     /// Closes every tool call still open (a clean run must not finish with one open), as an
     /// error result.
     pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        let ids: Vec<String> = self.open_calls.iter().cloned().collect();
-        let mut out = Vec::new();
-        for id in ids {
-            self.close_call(
-                &id,
-                "the tool call did not complete".to_owned(),
-                true,
-                &mut out,
-            );
-        }
-        out
+        self.turn.close_open_calls()
     }
 }
 

@@ -8,43 +8,14 @@
 
 use std::collections::BTreeMap;
 
+use driver_cli::{EnvRefs, mcp_servers};
 use driver_stream_json::McpConfigError;
 use run_service::{McpServer, McpTransport};
 use serde_json::{Map, Value, json};
 
-fn is_var_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && name.len() <= 256
-}
-
-fn is_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// A plain value. `${` is refused: Cursor expands `${env:…}`, `${userHome}` and kin in this
-/// file, so a request value could pull another variable (an API key) into a URL or header.
-fn plain(field: &'static str, value: &str) -> Result<Value, McpConfigError> {
-    if value.contains("${") {
-        return Err(McpConfigError::Expansion { field });
-    }
-    Ok(Value::String(value.to_owned()))
-}
-
-fn var_ref(field: &'static str, name: &str) -> Result<String, McpConfigError> {
-    if !is_var_name(name) {
-        return Err(McpConfigError::InvalidVarName {
-            field,
-            len: name.len(),
-        });
-    }
-    Ok(format!("${{env:{name}}}"))
-}
+/// Cursor expands `${env:…}`, `${userHome}` and kin in this file, so `${` in a plain value is
+/// refused: a request value could pull another variable (an API key) into a URL or header.
+const REFS: EnvRefs = EnvRefs::new("${env:", "}", "${");
 
 /// The `mcp.json` for `servers`.
 ///
@@ -62,64 +33,25 @@ pub(crate) fn mcp_json(
     servers: &[McpServer],
     secret_env: &BTreeMap<&str, Vec<&str>>,
 ) -> Result<Value, McpConfigError> {
-    let mut entries = Map::new();
-    for server in servers {
-        if !is_server_name(&server.name) {
-            return Err(McpConfigError::InvalidServerName {
-                len: server.name.len(),
-            });
+    let entries = mcp_servers(servers, |server| match &server.transport {
+        McpTransport::Stdio { command, args, env } => {
+            let secrets = secret_env.get(server.name.as_str());
+            let secrets = secrets.map_or(&[][..], Vec::as_slice);
+            Ok(REFS.stdio(command, args, env, secrets)?)
         }
-        let entry = match &server.transport {
-            McpTransport::Stdio { command, args, env } => {
-                let mut vars = Map::new();
-                for (name, value) in env {
-                    if !is_var_name(name) {
-                        return Err(McpConfigError::InvalidVarName {
-                            field: "env",
-                            len: name.len(),
-                        });
-                    }
-                    vars.insert(name.clone(), plain("env", value)?);
-                }
-                for name in secret_env.get(server.name.as_str()).into_iter().flatten() {
-                    vars.insert((*name).to_owned(), Value::String(var_ref("env", name)?));
-                }
-                let args = args
-                    .iter()
-                    .map(|a| plain("arg", a))
-                    .collect::<Result<Vec<_>, _>>()?;
-                json!({"command": plain("command", command)?, "args": args, "env": vars})
-            }
-            McpTransport::StreamableHttp {
-                url,
-                headers,
-                bearer_token_env_var,
-            } => {
-                let mut out = Map::new();
-                for (name, value) in headers {
-                    if name.eq_ignore_ascii_case("authorization") {
-                        return Err(McpConfigError::PlainAuthorization);
-                    }
-                    if name.contains("${") {
-                        return Err(McpConfigError::Expansion { field: "header" });
-                    }
-                    out.insert(name.clone(), plain("header", value)?);
-                }
-                if let Some(var) = bearer_token_env_var {
-                    let reference = var_ref("bearer_token_env_var", var)?;
-                    out.insert(
-                        "Authorization".to_owned(),
-                        Value::String(format!("Bearer {reference}")),
-                    );
-                }
-                json!({"url": plain("url", url)?, "headers": out})
-            }
-            _ => return Err(McpConfigError::InvalidServerName { len: 0 }),
-        };
-        if entries.insert(server.name.clone(), entry).is_some() {
-            return Err(McpConfigError::DuplicateServerName);
+        McpTransport::StreamableHttp {
+            url,
+            headers,
+            bearer_token_env_var,
+        } => {
+            let headers = REFS.headers(headers, bearer_token_env_var.as_deref())?;
+            let mut entry = Map::new();
+            entry.insert("url".to_owned(), REFS.plain("url", url)?);
+            entry.insert("headers".to_owned(), Value::Object(headers));
+            Ok(entry)
         }
-    }
+        _ => Err(McpConfigError::InvalidServerName { len: 0 }),
+    })?;
     Ok(json!({ "mcpServers": entries }))
 }
 

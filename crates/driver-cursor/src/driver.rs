@@ -16,7 +16,7 @@ use runtime_env::RuntimeEnv;
 use crate::argv::{self, is_flag_value};
 use crate::config;
 use crate::events::EventTranslator;
-use crate::mcp_file::{LockError, McpFile, TurnLock};
+use crate::mcp_file::{self, LockError, TurnLock};
 use crate::options::CursorOptions;
 use crate::session::{self, CURSOR_CODEC, Plan};
 
@@ -343,7 +343,7 @@ impl Driver for CursorDriver {
         let turn = TurnLock::acquire(&self.env, self.options.limits.total_timeout)
             .await
             .map_err(lock_error)?;
-        let mcp = McpFile::install(&self.env, &mcp_json).map_err(CliError::into_driver_error)?;
+        let mcp = mcp_file::install(&self.env, &mcp_json).map_err(CliError::into_driver_error)?;
         let result = self.drive(&request, plan, command, &*sink).await;
         // A file that cannot be restored is not the run's failure.
         if let Err(e) = mcp.restore() {

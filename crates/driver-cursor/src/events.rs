@@ -8,8 +8,7 @@
 //! shape is a [`MalformedEvent`]. The translator is pure: no I/O, so every mapping is
 //! unit-tested and fuzzed without a process.
 
-use std::collections::BTreeSet;
-
+use driver_cli::TurnEvents;
 use driver_spi::{DriverEvent, Redactor};
 use driver_stream_json::ToolNames;
 use serde_json::Value;
@@ -76,12 +75,10 @@ impl CursorResult {
 pub struct EventTranslator {
     redactor: Redactor,
     names: ToolNames,
-    started: bool,
-    session_id: Option<String>,
+    /// The session id, `RunStarted` and the tool-call lifecycle, by `call_id`.
+    turn: TurnEvents,
     text: String,
     result: Option<CursorResult>,
-    open_calls: BTreeSet<String>,
-    closed_calls: BTreeSet<String>,
 }
 
 impl EventTranslator {
@@ -97,12 +94,12 @@ impl EventTranslator {
 
     /// Whether `RunStarted` was emitted.
     pub fn started(&self) -> bool {
-        self.started
+        self.turn.started()
     }
 
     /// The chat id, from the first event that carried a `session_id`.
     pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
+        self.turn.session_id()
     }
 
     /// The `result` event.
@@ -118,34 +115,16 @@ impl EventTranslator {
         }
     }
 
-    fn start(&mut self, out: &mut Vec<DriverEvent>) {
-        if !self.started {
-            self.started = true;
-            out.push(DriverEvent::RunStarted);
-        }
-    }
-
-    fn note_session(&mut self, event: &Value) {
-        if self.session_id.is_none()
-            && let Some(id) = event.get("session_id").and_then(Value::as_str)
-            && !id.is_empty()
-        {
-            self.session_id = Some(id.to_owned());
-        }
-    }
-
     /// Translates one event.
     ///
     /// # Errors
     /// [`MalformedEvent`] for a known event with a malformed shape; it emits nothing.
     pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // A malformed event emits nothing, so it must not mark the run started either.
-        let started = self.started;
-        let translated = self.translate_event(event);
-        if translated.is_err() {
-            self.started = started;
-        }
-        translated
+        // A malformed event emits nothing, so it must not mark the run started (or a call
+        // opened or closed) either.
+        let mark = self.turn.mark();
+        self.translate_event(event)
+            .inspect_err(|_| self.turn.undo(mark))
     }
 
     fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
@@ -156,21 +135,21 @@ impl EventTranslator {
             .ok_or(MalformedEvent)?;
         match kind {
             "system" => {
-                self.note_session(event);
+                self.turn.note_session(event);
                 if event.get("subtype").and_then(Value::as_str) == Some("init") {
-                    self.start(&mut out);
+                    self.turn.start(&mut out);
                 }
             }
             // The prompt echoed back: nothing new, but it names the chat.
-            "user" => self.note_session(event),
+            "user" => self.turn.note_session(event),
             "assistant" => {
                 let blocks = match event.pointer("/message/content") {
                     Some(Value::Array(blocks)) => blocks.as_slice(),
                     Some(Value::String(_)) | None => &[],
                     Some(_) => return Err(MalformedEvent),
                 };
-                self.note_session(event);
-                self.start(&mut out);
+                self.turn.note_session(event);
+                self.turn.start(&mut out);
                 for block in blocks {
                     if block.get("type").and_then(Value::as_str) == Some("text")
                         && let Some(text) = block.get("text").and_then(Value::as_str)
@@ -184,7 +163,7 @@ impl EventTranslator {
             "tool_call" => self.tool_call(event, &mut out)?,
             "result" => {
                 // No `RunStarted` here: a lone `result` does not prove the run started.
-                self.note_session(event);
+                self.turn.note_session(event);
                 let text = event.get("result").and_then(Value::as_str).unwrap_or("");
                 self.result = Some(CursorResult {
                     subtype: event
@@ -221,23 +200,14 @@ impl EventTranslator {
             .ok_or(MalformedEvent)?;
         let payload = event.get("tool_call").ok_or(MalformedEvent)?;
         let call = tools::parse(payload, &self.names)?;
-        self.note_session(event);
-        self.start(out);
-        if self.closed_calls.contains(id) {
-            return Ok(());
-        }
-        // A `completed` without its `started` still opens the call first.
-        if self.open_calls.insert(id.to_owned()) {
-            out.push(DriverEvent::tool_call_started(id, call.name));
-            if !call.arguments.is_empty() {
-                out.push(DriverEvent::tool_call_arguments(id, call.arguments));
-            }
-        }
+        self.turn.note_session(event);
+        self.turn.start(out);
+        // A `completed` without its `started` still opens the call first; a closed call
+        // stays closed.
+        self.turn.open_call(id, &call.name, &call.arguments, out);
         if subtype == Some("completed") {
             let (output, is_error) = tools::outcome(call.result);
-            self.open_calls.remove(id);
-            self.closed_calls.insert(id.to_owned());
-            out.push(DriverEvent::tool_call_result(id, output, is_error));
+            self.turn.close_call(id, output, is_error, out);
         }
         Ok(())
     }
@@ -245,13 +215,7 @@ impl EventTranslator {
     /// Closes every tool call still open as an error result (a clean run must not finish
     /// with one open).
     pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        let ids: Vec<String> = std::mem::take(&mut self.open_calls).into_iter().collect();
-        ids.into_iter()
-            .map(|id| {
-                self.closed_calls.insert(id.clone());
-                DriverEvent::tool_call_result(id, "the tool call did not complete", true)
-            })
-            .collect()
+        self.turn.close_open_calls()
     }
 }
 

@@ -3,9 +3,9 @@
 
 use driver_cli::Finished;
 use driver_spi::{
-    Checkpoint, CodecError, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind,
-    GuardedCodec, Request, Response, ResumeRejectReason, RunFailure, SessionCodec, SessionGuard,
-    SessionMode, SessionState, Unsupported,
+    CodecError, DriverError, EventSink, ExitStatus, FailureKind, GuardedCodec, Request, Response,
+    ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode, SessionState,
+    Unsupported,
 };
 
 use crate::events::EventTranslator;
@@ -157,38 +157,29 @@ pub(crate) fn judge(
                 (kind, finished.stderr_tail.clone())
             }
         };
-        if !translator.started() {
-            return Err(DriverError::Failed(RunFailure::new(kind, message)));
-        }
-        sink.emit(DriverEvent::RunFailed { kind });
-        let exit = if finished.status.is_success() {
-            ExitStatus::Code(1)
-        } else {
-            finished.status
-        };
-        return Ok(Response::new(translator.output())
-            .with_exit(exit)
-            .with_failure(RunFailure::new(kind, message)));
+        // Cursor reports no usage.
+        return driver_cli::fail_turn(
+            sink,
+            translator.started(),
+            RunFailure::new(kind, message),
+            finished.status,
+            translator.output(),
+            None,
+        );
     }
 
-    for event in translator.close_open_calls() {
-        sink.emit(event);
-    }
-    sink.emit(DriverEvent::RunFinished);
-    let mut response = Response::new(translator.output());
-    if plan != Plan::Stateless
-        && let Some(id) = translator.session_id()
-    {
-        let mut state = SessionState::new(id);
-        SessionGuard::for_request(request).write_to(&mut state);
-        let checkpoint = if CURSOR_CODEC.to_params(Some(&state)).is_ok() {
-            Checkpoint::valid(state)
-        } else {
-            Checkpoint::invalid(state)
-        };
-        response = response.with_checkpoint(checkpoint);
-    }
-    Ok(response)
+    let checkpoint = translator
+        .session_id()
+        .filter(|_| plan != Plan::Stateless)
+        .map(|id| driver_cli::checkpoint(request, SessionState::new(id), &CURSOR_CODEC));
+    let closing = translator.close_open_calls();
+    Ok(driver_cli::finish_turn(
+        sink,
+        closing,
+        translator.output(),
+        None,
+        checkpoint,
+    ))
 }
 
 #[cfg(test)]

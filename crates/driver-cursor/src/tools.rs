@@ -8,6 +8,7 @@
 //! (`providerIdentifier`) and the tool (`toolName`); that detail is not in Cursor's docs and is
 //! unverified here.
 
+use driver_cli::json_text;
 use driver_stream_json::ToolNames;
 use serde_json::Value;
 
@@ -27,14 +28,6 @@ pub(crate) struct ToolCall<'v> {
     pub(crate) arguments: String,
     /// The raw outcome, on `completed` events.
     pub(crate) result: Option<&'v Value>,
-}
-
-fn json_text(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
 }
 
 /// Parses a `tool_call` payload.

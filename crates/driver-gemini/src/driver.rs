@@ -17,7 +17,7 @@ use runtime_env::{IsolationLevel, RuntimeEnv, RuntimeKind};
 use crate::argv::{self, Session};
 use crate::codec::GEMINI_CODEC;
 use crate::events::EventTranslator;
-use crate::files::TurnFiles;
+use crate::files;
 use crate::fork;
 use crate::judge::{Outcome, judge};
 use crate::lock::{LOCK_FILE, LockError, TurnLock};
@@ -323,7 +323,7 @@ impl Driver for GeminiDriver {
             _ => return Err(Unsupported::Resume.into()),
         };
         let command = self.command(&request, session);
-        let files = TurnFiles::install(&self.env, settings, request.instructions.as_deref())
+        let files = files::install(&self.env, settings, request.instructions.as_deref())
             .map_err(CliError::into_driver_error)?;
         let names = ToolNames::new(request.mcp.iter().map(|s| s.name.as_str()));
         let mut translator = EventTranslator::new(self.redactor(&request), names);

@@ -5,8 +5,7 @@
 //! add them); a known event whose required fields are missing or mistyped is a
 //! [`MalformedEvent`], and translating it changes nothing.
 
-use std::collections::BTreeSet;
-
+use driver_cli::TurnEvents;
 use driver_spi::{DriverEvent, Redactor, Usage};
 use serde_json::Value;
 
@@ -65,14 +64,13 @@ pub struct TurnResult {
 pub struct EventTranslator {
     redactor: Redactor,
     names: ToolNames,
-    started: bool,
+    /// `RunStarted` and the tool-call lifecycle, by `tool_id`.
+    turn: TurnEvents,
     session_id: Option<String>,
     /// The assistant text since the last tool call: the run's output.
     message: String,
     result: Option<TurnResult>,
     last_error: Option<String>,
-    open_calls: BTreeSet<String>,
-    closed_calls: BTreeSet<String>,
 }
 
 fn str_field<'v>(event: &'v Value, key: &str) -> Result<&'v str, MalformedEvent> {
@@ -110,7 +108,7 @@ impl EventTranslator {
 
     /// Whether `RunStarted` was emitted.
     pub fn started(&self) -> bool {
-        self.started
+        self.turn.started()
     }
 
     /// The session id from `init`.
@@ -133,26 +131,27 @@ impl EventTranslator {
         self.last_error.as_deref()
     }
 
-    fn start(&mut self, out: &mut Vec<DriverEvent>) {
-        if !self.started {
-            self.started = true;
-            out.push(DriverEvent::RunStarted);
-        }
-    }
-
     /// Translates one event.
     ///
     /// # Errors
     /// [`MalformedEvent`] for a known event with a malformed shape (nothing is emitted and
     /// the translator's state is unchanged); unknown event types are ignored.
     pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        // Every arm validates before it changes anything; the mark keeps that true should an
+        // arm ever fail after opening or closing a call.
+        let mark = self.turn.mark();
+        self.translate_event(event)
+            .inspect_err(|_| self.turn.undo(mark))
+    }
+
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = str_field(event, "type")?;
         match kind {
             "init" => {
                 let id = str_field(event, "session_id")?;
                 self.session_id = Some(id.to_owned());
-                self.start(&mut out);
+                self.turn.start(&mut out);
             }
             "message" => {
                 let role = str_field(event, "role")?;
@@ -164,7 +163,7 @@ impl EventTranslator {
                     }
                     self.message.push_str(content);
                     if !content.is_empty() {
-                        self.start(&mut out);
+                        self.turn.start(&mut out);
                         out.push(DriverEvent::text(content));
                     }
                 }
@@ -172,14 +171,11 @@ impl EventTranslator {
             "tool_use" => {
                 let id = str_field(event, "tool_id")?;
                 let name = str_field(event, "tool_name")?;
-                let arguments = match event.get("parameters") {
-                    None | Some(Value::Null) => String::new(),
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                };
-                self.start(&mut out);
+                let arguments = driver_cli::json_text(event.get("parameters"));
+                self.turn.start(&mut out);
                 self.message.clear();
-                self.open_call(id, &self.names.report(name), &arguments, &mut out);
+                self.turn
+                    .open_call(id, &self.names.report(name), &arguments, &mut out);
             }
             "tool_result" => {
                 let id = str_field(event, "tool_id")?;
@@ -191,7 +187,7 @@ impl EventTranslator {
                     (_, Some(output), _) => output.to_owned(),
                     _ => String::new(),
                 };
-                self.close_call(id, text, failed, &mut out);
+                self.turn.close_call(id, text, failed, &mut out);
             }
             "error" => {
                 let message = str_field(event, "message")?;
@@ -212,45 +208,17 @@ impl EventTranslator {
                     message,
                     usage: event.get("stats").and_then(usage),
                 });
-                self.start(&mut out);
+                self.turn.start(&mut out);
             }
             _ => {}
         }
         Ok(out)
     }
 
-    fn open_call(&mut self, id: &str, name: &str, arguments: &str, out: &mut Vec<DriverEvent>) {
-        if id.is_empty() || self.open_calls.contains(id) || self.closed_calls.contains(id) {
-            return;
-        }
-        self.open_calls.insert(id.to_owned());
-        out.push(DriverEvent::tool_call_started(id, name));
-        if !arguments.is_empty() {
-            out.push(DriverEvent::tool_call_arguments(id, arguments));
-        }
-    }
-
-    fn close_call(&mut self, id: &str, output: String, is_error: bool, out: &mut Vec<DriverEvent>) {
-        if self.open_calls.remove(id) {
-            self.closed_calls.insert(id.to_owned());
-            out.push(DriverEvent::tool_call_result(id, output, is_error));
-        }
-    }
-
     /// Closes every tool call still open (a clean run must not finish with one open), as an
     /// error result.
     pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        let ids: Vec<String> = self.open_calls.iter().cloned().collect();
-        let mut out = Vec::new();
-        for id in ids {
-            self.close_call(
-                &id,
-                "the tool call did not complete".to_owned(),
-                true,
-                &mut out,
-            );
-        }
-        out
+        self.turn.close_open_calls()
     }
 }
 

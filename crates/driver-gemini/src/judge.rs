@@ -9,8 +9,8 @@
 
 use driver_cli::Finished;
 use driver_spi::{
-    Checkpoint, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind, Request, Response,
-    ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionState,
+    DriverError, EventSink, ExitStatus, FailureKind, Request, Response, ResumeRejectReason,
+    RunFailure, SessionState,
 };
 use driver_stream_json::SessionPlan;
 
@@ -135,45 +135,28 @@ pub(crate) fn judge(
                 }
             },
         };
-        if !translator.started() {
-            return Err(DriverError::Failed(RunFailure::new(kind, message)));
-        }
-        sink.emit(DriverEvent::RunFailed { kind });
-        let exit = if finished.status.is_success() {
-            ExitStatus::Code(1)
-        } else {
-            finished.status
-        };
-        let mut response = Response::new(translator.output())
-            .with_exit(exit)
-            .with_failure(RunFailure::new(kind, message));
-        if let Some(usage) = usage {
-            response = response.with_usage(usage);
-        }
-        return Ok(response);
+        return driver_cli::fail_turn(
+            sink,
+            translator.started(),
+            RunFailure::new(kind, message),
+            finished.status,
+            translator.output(),
+            usage,
+        );
     }
 
-    for event in translator.close_open_calls() {
-        sink.emit(event);
-    }
-    sink.emit(DriverEvent::RunFinished);
-    let mut response = Response::new(translator.output());
-    if let Some(usage) = usage {
-        response = response.with_usage(usage);
-    }
-    if plan != SessionPlan::Stateless
-        && let Some(id) = translator.session_id()
-    {
-        let mut state = SessionState::new(id);
-        SessionGuard::for_request(request).write_to(&mut state);
-        let checkpoint = if GEMINI_CODEC.to_params(Some(&state)).is_ok() {
-            Checkpoint::valid(state)
-        } else {
-            Checkpoint::invalid(state)
-        };
-        response = response.with_checkpoint(checkpoint);
-    }
-    Ok(response)
+    let checkpoint = translator
+        .session_id()
+        .filter(|_| plan != SessionPlan::Stateless)
+        .map(|id| driver_cli::checkpoint(request, SessionState::new(id), &GEMINI_CODEC));
+    let closing = translator.close_open_calls();
+    Ok(driver_cli::finish_turn(
+        sink,
+        closing,
+        translator.output(),
+        usage,
+        checkpoint,
+    ))
 }
 
 #[cfg(test)]

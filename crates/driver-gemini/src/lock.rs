@@ -15,15 +15,15 @@
 //! deadlock a single-threaded runtime. This lock belongs to the Gemini turn alone; the
 //! settings file itself is still written through runtime-env, under its config lock, for a
 //! moment. Waiting polls `try_lock`, so a waiting turn blocks no thread and is cancelled by
-//! dropping its future.
+//! dropping its future. The lock itself is driver-cli's [`driver_cli::TurnLock`].
 
-use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+#[cfg(test)]
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use driver_cli::TurnLockError;
 
 /// The lock file, in `$GEMINI_CLI_HOME/.gemini/`.
 pub(crate) const LOCK_FILE: &str = "sdk-turn.lock";
@@ -44,59 +44,23 @@ pub(crate) enum LockError {
     TimedOut { waited: Duration },
 }
 
-/// A held turn lock; released when dropped.
+/// A held turn lock (driver-cli's, shared with the Cursor driver); released when dropped.
 #[derive(Debug)]
 pub(crate) struct TurnLock {
-    _file: File,
-}
-
-/// Opens (creating 0600) the lock file without following a symlink, and checks that it is a
-/// regular file of this user.
-fn open(path: &Path) -> Result<File, LockError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
-        .map_err(|source| LockError::Io { op: "open", source })?;
-    let meta = file.metadata().map_err(|source| LockError::Io {
-        op: "inspect",
-        source,
-    })?;
-    let uid = rustix::process::geteuid().as_raw();
-    // It holds nothing, so its mode does not matter; whose it is does.
-    if !meta.is_file() || meta.uid() != uid {
-        return Err(LockError::Io {
-            op: "trust",
-            source: io::Error::other("not a regular file of this user"),
-        });
-    }
-    Ok(file)
+    _lock: driver_cli::TurnLock,
 }
 
 impl TurnLock {
     /// Takes the lock at `path`, waiting at most `wait` for another turn to release it.
     pub(crate) async fn acquire(path: &Path, wait: Duration) -> Result<Self, LockError> {
-        let file = open(path)?;
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(5);
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(Self { _file: file }),
-                Err(TryLockError::WouldBlock) => {}
-                Err(TryLockError::Error(source)) => {
-                    return Err(LockError::Io { op: "lock", source });
-                }
-            }
-            let waited = start.elapsed();
-            if waited >= wait {
-                return Err(LockError::TimedOut { waited });
-            }
-            tokio::time::sleep(pause.min(wait - waited)).await;
-            pause = (pause * 2).min(Duration::from_millis(100));
+        match driver_cli::TurnLock::acquire(path, wait).await {
+            Ok(lock) => Ok(Self { _lock: lock }),
+            Err(TurnLockError::TimedOut { waited }) => Err(LockError::TimedOut { waited }),
+            Err(TurnLockError::Io { op, source }) => Err(LockError::Io { op, source }),
+            Err(e) => Err(LockError::Io {
+                op: "lock",
+                source: io::Error::other(e),
+            }),
         }
     }
 }

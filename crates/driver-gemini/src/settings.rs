@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use driver_cli::{EnvRefs, McpRefError, is_mcp_server_name};
 use run_service::{McpServer, McpTransport};
 use serde_json::{Map, Value, json};
 
@@ -73,36 +74,19 @@ pub(crate) struct SettingsPlan<'a> {
     pub(crate) instructions: bool,
 }
 
-pub(crate) fn is_var_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && name.len() <= 256
-}
+/// Gemini's `${VAR}` references; any `$` in a plain value is refused (see the module docs).
+const REFS: EnvRefs = EnvRefs::new("${", "}", "$");
 
-pub(crate) fn is_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-fn plain(field: &'static str, value: &str) -> Result<Value, SettingsError> {
-    if value.contains('$') {
-        return Err(SettingsError::Expansion { field });
+impl From<McpRefError> for SettingsError {
+    fn from(err: McpRefError) -> Self {
+        match err {
+            McpRefError::InvalidServerName { len } => Self::InvalidServerName { len },
+            McpRefError::DuplicateServerName => Self::DuplicateServerName,
+            McpRefError::Expansion { field } => Self::Expansion { field },
+            McpRefError::InvalidVarName { field, len } => Self::InvalidVarName { field, len },
+            McpRefError::PlainAuthorization => Self::PlainAuthorization,
+        }
     }
-    Ok(Value::String(value.to_owned()))
-}
-
-fn var_ref(field: &'static str, name: &str) -> Result<String, SettingsError> {
-    if !is_var_name(name) {
-        return Err(SettingsError::InvalidVarName {
-            field,
-            len: name.len(),
-        });
-    }
-    Ok(format!("${{{name}}}"))
 }
 
 /// One `mcpServers` entry.
@@ -122,59 +106,27 @@ fn server_entry(
             headers,
             bearer_token_env_var,
         } => {
-            let mut out = Map::new();
-            for (name, value) in headers {
-                if name.eq_ignore_ascii_case("authorization") {
-                    return Err(SettingsError::PlainAuthorization);
-                }
-                if name.contains('$') {
-                    return Err(SettingsError::Expansion { field: "header" });
-                }
-                out.insert(name.clone(), plain("header", value)?);
-            }
-            if let Some(var) = bearer_token_env_var {
-                let reference = var_ref("bearer_token_env_var", var)?;
-                out.insert(
-                    "Authorization".to_owned(),
-                    Value::String(format!("Bearer {reference}")),
-                );
-            }
+            let headers = REFS.headers(headers, bearer_token_env_var.as_deref())?;
             // Gemini's keys: `httpUrl` is streamable HTTP, `url` is SSE.
             let key = match server.transport {
                 McpTransport::Sse { .. } => "url",
                 _ => "httpUrl",
             };
             let mut entry = Map::new();
-            entry.insert(key.to_owned(), plain("url", url)?);
-            entry.insert("headers".to_owned(), Value::Object(out));
-            Value::Object(entry)
+            entry.insert(key.to_owned(), REFS.plain("url", url)?);
+            entry.insert("headers".to_owned(), Value::Object(headers));
+            entry
         }
         McpTransport::Stdio { command, args, env } => {
-            let mut vars = Map::new();
-            for (name, value) in env {
-                if !is_var_name(name) {
-                    return Err(SettingsError::InvalidVarName {
-                        field: "env",
-                        len: name.len(),
-                    });
-                }
-                vars.insert(name.clone(), plain("env", value)?);
-            }
-            for name in secret_env.get(server.name.as_str()).into_iter().flatten() {
-                vars.insert((*name).to_owned(), Value::String(var_ref("env", name)?));
-            }
-            let args = args
-                .iter()
-                .map(|a| plain("arg", a))
-                .collect::<Result<Vec<_>, _>>()?;
-            json!({"command": plain("command", command)?, "args": args, "env": vars})
+            let secrets = secret_env.get(server.name.as_str());
+            REFS.stdio(command, args, env, secrets.map_or(&[][..], Vec::as_slice))?
         }
         _ => return Err(SettingsError::UnknownTransport),
     };
-    if trust && let Some(map) = entry.as_object_mut() {
-        map.insert("trust".to_owned(), Value::Bool(true));
+    if trust {
+        entry.insert("trust".to_owned(), Value::Bool(true));
     }
-    Ok(entry)
+    Ok(Value::Object(entry))
 }
 
 /// The whole `settings.json` of a turn.
@@ -190,7 +142,7 @@ pub(crate) fn settings(
     let mut entries = Map::new();
     let mut seen = BTreeSet::new();
     for server in servers {
-        if !is_server_name(&server.name) {
+        if !is_mcp_server_name(&server.name) {
             return Err(SettingsError::InvalidServerName {
                 len: server.name.len(),
             });

@@ -1,7 +1,6 @@
 //! stream-json events, translated into driver-spi events.
 
-use std::collections::BTreeSet;
-
+use driver_cli::TurnEvents;
 use driver_spi::{DriverEvent, Redactor, Usage};
 use serde_json::Value;
 
@@ -94,14 +93,12 @@ impl TurnResult {
 pub struct StreamTranslator {
     redactor: Redactor,
     names: ToolNames,
-    started: bool,
-    session_id: Option<String>,
+    /// The session id, `RunStarted` and the tool-call lifecycle, by `tool_use` id.
+    turn: TurnEvents,
     mcp_servers: Option<Vec<McpStatus>>,
     last_text: Option<String>,
     result: Option<TurnResult>,
     error: Option<String>,
-    open_calls: BTreeSet<String>,
-    closed_calls: BTreeSet<String>,
 }
 
 impl StreamTranslator {
@@ -117,12 +114,12 @@ impl StreamTranslator {
 
     /// Whether `RunStarted` was emitted.
     pub fn started(&self) -> bool {
-        self.started
+        self.turn.started()
     }
 
     /// The session id, from the first event that carried one.
     pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
+        self.turn.session_id()
     }
 
     /// The MCP servers of `system/init`; `None` before it arrived.
@@ -148,35 +145,16 @@ impl StreamTranslator {
         }
     }
 
-    fn start(&mut self, out: &mut Vec<DriverEvent>) {
-        if !self.started {
-            self.started = true;
-            out.push(DriverEvent::RunStarted);
-        }
-    }
-
-    fn note_session(&mut self, event: &Value) {
-        if self.session_id.is_none()
-            && let Some(id) = event.get("session_id").and_then(Value::as_str)
-            && !id.is_empty()
-        {
-            self.session_id = Some(id.to_owned());
-        }
-    }
-
     /// Translates one event.
     ///
     /// # Errors
     /// [`MalformedEvent`] for a known event with a malformed shape.
     pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // A malformed event emits nothing, so it must not mark the run started either: the
-        // `RunStarted` it would have produced is dropped with it.
-        let started = self.started;
-        let translated = self.translate_event(event);
-        if translated.is_err() {
-            self.started = started;
-        }
-        translated
+        // A malformed event emits nothing, so it must not mark the run started (or a call
+        // opened or closed) either: the events it would have produced are dropped with it.
+        let mark = self.turn.mark();
+        self.translate_event(event)
+            .inspect_err(|_| self.turn.undo(mark))
     }
 
     fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
@@ -187,15 +165,15 @@ impl StreamTranslator {
             .ok_or(MalformedEvent)?;
         match kind {
             "system" => {
-                self.note_session(event);
+                self.turn.note_session(event);
                 if event.get("subtype").and_then(Value::as_str) == Some("init") {
                     self.mcp_servers = Some(mcp_statuses(event.get("mcp_servers"))?);
-                    self.start(&mut out);
+                    self.turn.start(&mut out);
                 }
             }
             "assistant" => {
-                self.note_session(event);
-                self.start(&mut out);
+                self.turn.note_session(event);
+                self.turn.start(&mut out);
                 let mut text = String::new();
                 for block in content(event)? {
                     match block.get("type").and_then(Value::as_str) {
@@ -215,7 +193,7 @@ impl StreamTranslator {
                 }
             }
             "user" => {
-                self.note_session(event);
+                self.turn.note_session(event);
                 for block in content(event)? {
                     if block.get("type").and_then(Value::as_str) == Some("tool_result") {
                         self.tool_result(block, &mut out)?;
@@ -225,7 +203,7 @@ impl StreamTranslator {
             "result" => {
                 // No `RunStarted` here: a CLI that refuses to start (an unknown session)
                 // prints a lone `result` without `system/init`.
-                self.note_session(event);
+                self.turn.note_session(event);
                 let text = event.get("result").and_then(Value::as_str).unwrap_or("");
                 self.result = Some(TurnResult {
                     subtype: event
@@ -289,19 +267,9 @@ impl StreamTranslator {
             .get("name")
             .and_then(Value::as_str)
             .ok_or(MalformedEvent)?;
-        if id.is_empty() || self.open_calls.contains(id) || self.closed_calls.contains(id) {
-            return Ok(());
-        }
-        self.open_calls.insert(id.to_owned());
-        out.push(DriverEvent::tool_call_started(id, self.names.report(name)));
-        let arguments = match block.get("input") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
-        };
-        if !arguments.is_empty() {
-            out.push(DriverEvent::tool_call_arguments(id, arguments));
-        }
+        let arguments = driver_cli::json_text(block.get("input"));
+        self.turn
+            .open_call(id, &self.names.report(name), &arguments, out);
         Ok(())
     }
 
@@ -314,10 +282,6 @@ impl StreamTranslator {
             .get("tool_use_id")
             .and_then(Value::as_str)
             .ok_or(MalformedEvent)?;
-        if !self.open_calls.remove(id) {
-            return Ok(());
-        }
-        self.closed_calls.insert(id.to_owned());
         let output = match block.get("content") {
             Some(Value::String(s)) => unwrap_encoded_blocks(s),
             Some(Value::Array(blocks)) => blocks
@@ -332,20 +296,14 @@ impl StreamTranslator {
             .get("is_error")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        out.push(DriverEvent::tool_call_result(id, output, is_error));
+        self.turn.close_call(id, output, is_error, out);
         Ok(())
     }
 
     /// Closes every tool call still open as an error result (a clean run must not finish
     /// with one open).
     pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        let ids: Vec<String> = std::mem::take(&mut self.open_calls).into_iter().collect();
-        ids.into_iter()
-            .map(|id| {
-                self.closed_calls.insert(id.clone());
-                DriverEvent::tool_call_result(id, "the tool call did not complete", true)
-            })
-            .collect()
+        self.turn.close_open_calls()
     }
 }
 

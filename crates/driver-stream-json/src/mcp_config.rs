@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use driver_cli::{EnvRefs, McpRefError, mcp_servers};
 use run_service::{McpServer, McpTransport};
 use serde_json::{Map, Value, json};
 
@@ -65,26 +66,19 @@ impl McpDialect {
     }
 }
 
-fn is_var_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && name.len() <= 256
-}
+/// Both CLIs expand `${VAR}` in the file; `${` in a plain value is refused.
+const REFS: EnvRefs = EnvRefs::new("${", "}", "${");
 
-fn is_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-fn plain(field: &'static str, value: &str) -> Result<Value, McpConfigError> {
-    if value.contains("${") {
-        return Err(McpConfigError::Expansion { field });
+impl From<McpRefError> for McpConfigError {
+    fn from(err: McpRefError) -> Self {
+        match err {
+            McpRefError::InvalidServerName { len } => Self::InvalidServerName { len },
+            McpRefError::DuplicateServerName => Self::DuplicateServerName,
+            McpRefError::Expansion { field } => Self::Expansion { field },
+            McpRefError::InvalidVarName { field, len } => Self::InvalidVarName { field, len },
+            McpRefError::PlainAuthorization => Self::PlainAuthorization,
+        }
     }
-    Ok(Value::String(value.to_owned()))
 }
 
 /// The `--mcp-config` JSON for `servers`.
@@ -116,39 +110,15 @@ pub fn mcp_config(
     secret_env: &BTreeMap<&str, Vec<&str>>,
     dialect: McpDialect,
 ) -> Result<Value, McpConfigError> {
-    let mut entries = Map::new();
-    for server in servers {
-        if !is_server_name(&server.name) {
-            return Err(McpConfigError::InvalidServerName {
-                len: server.name.len(),
-            });
-        }
-        let mut entry = match &server.transport {
+    let entries = mcp_servers(servers, |server| {
+        let mut entry = Map::new();
+        match &server.transport {
             McpTransport::Stdio { command, args, env } => {
-                let mut vars = Map::new();
-                for (name, value) in env {
-                    if !is_var_name(name) {
-                        return Err(McpConfigError::InvalidVarName {
-                            field: "env",
-                            len: name.len(),
-                        });
-                    }
-                    vars.insert(name.clone(), plain("env", value)?);
-                }
-                for name in secret_env.get(server.name.as_str()).into_iter().flatten() {
-                    if !is_var_name(name) {
-                        return Err(McpConfigError::InvalidVarName {
-                            field: "env",
-                            len: name.len(),
-                        });
-                    }
-                    vars.insert((*name).to_owned(), Value::String(format!("${{{name}}}")));
-                }
-                let args = args
-                    .iter()
-                    .map(|a| plain("arg", a))
-                    .collect::<Result<Vec<_>, _>>()?;
-                json!({"type": "stdio", "command": plain("command", command)?, "args": args, "env": vars})
+                let secrets = secret_env.get(server.name.as_str());
+                let secrets = secrets.map_or(&[][..], Vec::as_slice);
+                let stdio = REFS.stdio(command, args, env, secrets)?;
+                entry.insert("type".to_owned(), json!("stdio"));
+                entry.extend(stdio);
             }
             McpTransport::StreamableHttp {
                 url,
@@ -165,39 +135,18 @@ pub fn mcp_config(
                 } else {
                     "http"
                 };
-                let mut out = Map::new();
-                for (name, value) in headers {
-                    if name.eq_ignore_ascii_case("authorization") {
-                        return Err(McpConfigError::PlainAuthorization);
-                    }
-                    if name.contains("${") {
-                        return Err(McpConfigError::Expansion { field: "header" });
-                    }
-                    out.insert(name.clone(), plain("header", value)?);
-                }
-                if let Some(var) = bearer_token_env_var {
-                    if !is_var_name(var) {
-                        return Err(McpConfigError::InvalidVarName {
-                            field: "bearer_token_env_var",
-                            len: var.len(),
-                        });
-                    }
-                    out.insert(
-                        "Authorization".to_owned(),
-                        Value::String(format!("Bearer ${{{var}}}")),
-                    );
-                }
-                json!({"type": kind, "url": plain("url", url)?, "headers": out})
+                let headers = REFS.headers(headers, bearer_token_env_var.as_deref())?;
+                entry.insert("type".to_owned(), json!(kind));
+                entry.insert("url".to_owned(), REFS.plain("url", url)?);
+                entry.insert("headers".to_owned(), Value::Object(headers));
             }
             _ => return Err(McpConfigError::InvalidServerName { len: 0 }),
-        };
-        if let (Some(defer), Some(map)) = (dialect.defer_loading, entry.as_object_mut()) {
-            map.insert("defer_loading".to_owned(), Value::Bool(defer));
         }
-        if entries.insert(server.name.clone(), entry).is_some() {
-            return Err(McpConfigError::DuplicateServerName);
+        if let Some(defer) = dialect.defer_loading {
+            entry.insert("defer_loading".to_owned(), Value::Bool(defer));
         }
-    }
+        Ok(entry)
+    })?;
     Ok(json!({ "mcpServers": entries }))
 }
 

@@ -3,9 +3,9 @@
 //! --fork-session`; and the judgement of a finished turn.
 
 use driver_spi::{
-    Checkpoint, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind, GuardedCodec,
-    Request, Response, ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode,
-    SessionState, Unsupported,
+    DriverError, DriverEvent, EventSink, ExitStatus, FailureKind, GuardedCodec, Request, Response,
+    ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode, SessionState,
+    Unsupported,
 };
 
 use crate::events::TurnResult;
@@ -166,45 +166,28 @@ pub fn judge(
                 ),
             },
         };
-        if !translator.started() {
-            return Err(DriverError::Failed(RunFailure::new(kind, message)));
-        }
-        sink.emit(DriverEvent::RunFailed { kind });
-        let exit = if finished.status.is_success() {
-            ExitStatus::Code(1)
-        } else {
-            finished.status
-        };
-        let mut response = Response::new(translator.output())
-            .with_exit(exit)
-            .with_failure(RunFailure::new(kind, message));
-        if let Some(usage) = result.and_then(|r| r.usage) {
-            response = response.with_usage(usage);
-        }
-        return Ok(response);
+        return driver_cli::fail_turn(
+            sink,
+            translator.started(),
+            RunFailure::new(kind, message),
+            finished.status,
+            translator.output(),
+            result.and_then(|r| r.usage),
+        );
     }
 
-    for event in translator.close_open_calls() {
-        sink.emit(event);
-    }
-    sink.emit(DriverEvent::RunFinished);
-    let mut response = Response::new(translator.output());
-    if let Some(usage) = result.and_then(|r| r.usage) {
-        response = response.with_usage(usage);
-    }
-    if plan != SessionPlan::Stateless
-        && let Some(id) = translator.session_id()
-    {
-        let mut state = SessionState::new(id);
-        SessionGuard::for_request(request).write_to(&mut state);
-        let checkpoint = if judgement.codec.to_params(Some(&state)).is_ok() {
-            Checkpoint::valid(state)
-        } else {
-            Checkpoint::invalid(state)
-        };
-        response = response.with_checkpoint(checkpoint);
-    }
-    Ok(response)
+    let checkpoint = translator
+        .session_id()
+        .filter(|_| plan != SessionPlan::Stateless)
+        .map(|id| driver_cli::checkpoint(request, SessionState::new(id), judgement.codec));
+    let closing = translator.close_open_calls();
+    Ok(driver_cli::finish_turn(
+        sink,
+        closing,
+        translator.output(),
+        result.and_then(|r| r.usage),
+        checkpoint,
+    ))
 }
 
 /// A failure class from an error text: authentication, rate limits, else a provider error.

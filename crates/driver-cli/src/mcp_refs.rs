@@ -1,0 +1,275 @@
+//! [`EnvRefs`]: the parts of a CLI's MCP server config that every driver writes the same way,
+//! with secrets as environment-variable *references* the CLI expands from its own
+//! environment, so that only variable names reach the disk.
+//!
+//! [`mcp_servers`] checks the server names; [`EnvRefs`] writes one server's stdio fields and
+//! headers. What differs per CLI stays a parameter or in the driver: how a reference is spelled and
+//! what a plain value must not contain ([`EnvRefs::new`]), the keys of an entry (`type`,
+//! `url` or `httpUrl`, …), which transports are supported, and the error the driver reports
+//! (each converts [`McpRefError`] into its own).
+
+use std::collections::BTreeMap;
+
+use run_service::McpServer;
+use serde_json::{Map, Value};
+
+/// Which rule a value broke while being written as an MCP server config. Names a field and a
+/// rule, never the value. Exhaustive, so that each driver maps it variant by variant into
+/// its own error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpRefError {
+    /// The server name breaks [`is_mcp_server_name`].
+    #[error("MCP server name is invalid ({len} bytes)")]
+    InvalidServerName {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// Two servers share a name.
+    #[error("MCP server name appears twice")]
+    DuplicateServerName,
+    /// A plain value holds the CLI's expansion syntax ([`EnvRefs::new`]'s `refused`).
+    #[error("an MCP {field} contains the CLI's expansion syntax")]
+    Expansion {
+        /// Which field: `url`, `header`, `command`, `arg` or `env`.
+        field: &'static str,
+    },
+    /// A variable name breaks [`is_env_var_name`].
+    #[error("an MCP {field} names an invalid environment variable ({len} bytes)")]
+    InvalidVarName {
+        /// `bearer_token_env_var` or `env`.
+        field: &'static str,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// An `Authorization` header was given as a plain header, not as a bearer variable.
+    #[error("an MCP server has a plain Authorization header; use bearer_token_env_var")]
+    PlainAuthorization,
+}
+
+/// Whether `name` is an environment variable name every CLI can reference:
+/// `[A-Za-z_][A-Za-z0-9_]*`, at most 256 bytes.
+///
+/// ```
+/// assert!(driver_cli::is_env_var_name("UI_TOKEN"));
+/// assert!(!driver_cli::is_env_var_name("A}B"));
+/// ```
+pub fn is_env_var_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && name.len() <= 256
+}
+
+/// Whether `name` is an MCP server name the drivers accept: 1-64 ASCII letters, digits, `-`
+/// or `_` (the CLIs build tool names such as `mcp__<server>__<tool>` from it).
+///
+/// ```
+/// assert!(driver_cli::is_mcp_server_name("agent-ui"));
+/// assert!(!driver_cli::is_mcp_server_name("a.b"));
+/// ```
+pub fn is_mcp_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The `mcpServers` map of `servers`: each under its name, which must pass
+/// [`is_mcp_server_name`] and be unique, with the entry `entry` makes of it (the CLI's keys).
+///
+/// # Errors
+/// [`McpRefError::InvalidServerName`] or [`McpRefError::DuplicateServerName`] (checked after
+/// the entry is made), converted into the driver's error, or `entry`'s own error.
+pub fn mcp_servers<E: From<McpRefError>>(
+    servers: &[McpServer],
+    mut entry: impl FnMut(&McpServer) -> Result<Map<String, Value>, E>,
+) -> Result<Map<String, Value>, E> {
+    let mut entries = Map::new();
+    for server in servers {
+        if !is_mcp_server_name(&server.name) {
+            let len = server.name.len();
+            return Err(McpRefError::InvalidServerName { len }.into());
+        }
+        let value = Value::Object(entry(server)?);
+        if entries.insert(server.name.clone(), value).is_some() {
+            return Err(McpRefError::DuplicateServerName.into());
+        }
+    }
+    Ok(entries)
+}
+
+/// One CLI's environment-reference syntax: a reference is `open` + name + `close`, and a plain
+/// value containing `refused` is refused, because the CLI would expand it and a request could
+/// pull another variable (an API key) into a URL or header.
+///
+/// ```
+/// use driver_cli::EnvRefs;
+///
+/// let refs = EnvRefs::new("${", "}", "${");
+/// let headers = refs.headers(&Default::default(), Some("UI_TOKEN"))?;
+/// assert_eq!(headers["Authorization"], "Bearer ${UI_TOKEN}");
+/// assert!(refs.plain("url", "http://x/${HOME}").is_err());
+/// # Ok::<(), driver_cli::McpRefError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvRefs {
+    open: &'static str,
+    close: &'static str,
+    refused: &'static str,
+}
+
+impl EnvRefs {
+    /// References written `{open}NAME{close}`; plain values must not contain `refused`.
+    pub const fn new(open: &'static str, close: &'static str, refused: &'static str) -> Self {
+        Self {
+            open,
+            close,
+            refused,
+        }
+    }
+
+    /// `value` as a plain JSON string.
+    ///
+    /// # Errors
+    /// [`McpRefError::Expansion`] naming `field` when it contains the refused syntax.
+    pub fn plain(&self, field: &'static str, value: &str) -> Result<Value, McpRefError> {
+        if value.contains(self.refused) {
+            return Err(McpRefError::Expansion { field });
+        }
+        Ok(Value::String(value.to_owned()))
+    }
+
+    /// The reference to variable `name`.
+    ///
+    /// # Errors
+    /// [`McpRefError::InvalidVarName`] naming `field` when `name` is not a variable name.
+    pub fn var_ref(&self, field: &'static str, name: &str) -> Result<String, McpRefError> {
+        if !is_env_var_name(name) {
+            return Err(McpRefError::InvalidVarName {
+                field,
+                len: name.len(),
+            });
+        }
+        Ok(format!("{}{name}{}", self.open, self.close))
+    }
+
+    /// The `{"command", "args", "env"}` of a stdio server: `env` holds the plain variables,
+    /// then each of `secret_names` as a reference to the same name, forwarded from the CLI's
+    /// environment.
+    ///
+    /// # Errors
+    /// [`McpRefError`] for an invalid variable name or a value with the refused syntax.
+    pub fn stdio(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &BTreeMap<String, String>,
+        secret_names: &[&str],
+    ) -> Result<Map<String, Value>, McpRefError> {
+        let mut vars = Map::new();
+        for (name, value) in env {
+            if !is_env_var_name(name) {
+                return Err(McpRefError::InvalidVarName {
+                    field: "env",
+                    len: name.len(),
+                });
+            }
+            vars.insert(name.clone(), self.plain("env", value)?);
+        }
+        for name in secret_names {
+            vars.insert(
+                (*name).to_owned(),
+                Value::String(self.var_ref("env", name)?),
+            );
+        }
+        let args = args
+            .iter()
+            .map(|a| self.plain("arg", a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut entry = Map::new();
+        entry.insert("command".to_owned(), self.plain("command", command)?);
+        entry.insert("args".to_owned(), Value::Array(args));
+        entry.insert("env".to_owned(), Value::Object(vars));
+        Ok(entry)
+    }
+
+    /// The headers of an HTTP or SSE server: the plain ones, then the bearer as
+    /// `"Authorization": "Bearer <reference>"`.
+    ///
+    /// # Errors
+    /// [`McpRefError::PlainAuthorization`] for a plain `Authorization` header (any case),
+    /// [`McpRefError::Expansion`] for a name or value with the refused syntax,
+    /// [`McpRefError::InvalidVarName`] for an invalid bearer variable.
+    pub fn headers(
+        &self,
+        headers: &BTreeMap<String, String>,
+        bearer_token_env_var: Option<&str>,
+    ) -> Result<Map<String, Value>, McpRefError> {
+        let mut out = Map::new();
+        for (name, value) in headers {
+            if name.eq_ignore_ascii_case("authorization") {
+                return Err(McpRefError::PlainAuthorization);
+            }
+            if name.contains(self.refused) {
+                return Err(McpRefError::Expansion { field: "header" });
+            }
+            out.insert(name.clone(), self.plain("header", value)?);
+        }
+        if let Some(var) = bearer_token_env_var {
+            let reference = self.var_ref("bearer_token_env_var", var)?;
+            out.insert(
+                "Authorization".to_owned(),
+                Value::String(format!("Bearer {reference}")),
+            );
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_reference_syntax_is_the_callers() {
+        let cursor = EnvRefs::new("${env:", "}", "${");
+        let gemini = EnvRefs::new("${", "}", "$");
+        assert_eq!(cursor.var_ref("env", "T").unwrap(), "${env:T}");
+        assert_eq!(gemini.var_ref("env", "T").unwrap(), "${T}");
+        assert!(cursor.plain("url", "http://x/$T").is_ok());
+        assert_eq!(
+            gemini.plain("url", "http://x/$T"),
+            Err(McpRefError::Expansion { field: "url" })
+        );
+    }
+
+    #[test]
+    fn stdio_and_headers_keep_only_names() {
+        let refs = EnvRefs::new("${", "}", "${");
+        let env = BTreeMap::from([("MODE".to_owned(), "ro".to_owned())]);
+        let stdio = refs
+            .stdio("/bin/s", &["--x".to_owned()], &env, &["TOKEN"])
+            .unwrap();
+        assert_eq!(
+            Value::Object(stdio),
+            json!({"command": "/bin/s", "args": ["--x"], "env": {"MODE": "ro", "TOKEN": "${TOKEN}"}})
+        );
+        let plain = BTreeMap::from([("authorization".to_owned(), "x".to_owned())]);
+        assert_eq!(
+            refs.headers(&plain, None),
+            Err(McpRefError::PlainAuthorization)
+        );
+        let named = BTreeMap::from([("X-${A}".to_owned(), "x".to_owned())]);
+        assert_eq!(
+            refs.headers(&named, None),
+            Err(McpRefError::Expansion { field: "header" })
+        );
+        assert!(matches!(
+            refs.stdio("s", &[], &BTreeMap::new(), &["NOT-A-NAME"]),
+            Err(McpRefError::InvalidVarName { field: "env", .. })
+        ));
+    }
+}
