@@ -2,7 +2,7 @@
 //! failure.
 //!
 //! Steps: rustfmt check, clippy with `-D warnings`, clippy on the lean builds (`agent` and
-//! `thread-store` without default features), the workspace tests (PostgreSQL tests are
+//! `thread-store` without default features), rustdoc with `-D warnings`, the workspace tests (PostgreSQL tests are
 //! skipped, visibly, when `THREAD_STORE_POSTGRES_URL` is unset; real-binary driver tests print
 //! `SKIPPED` when their binary variable is unset, and fail instead under CI), the public-API golden check,
 //! the conformance registry (the suites themselves run once, in the test step), and `cargo deny` (licenses, bans, sources) when it is installed.
@@ -19,7 +19,7 @@ const POSTGRES_URL_VAR: &str = "THREAD_STORE_POSTGRES_URL";
 
 /// The variables that point the real-binary driver tests at the installed CLIs
 /// (`.ci/run` exports them; under CI a missing one fails its tests).
-const REAL_CLI_VARS: &[&str] = &["CODEX_BIN", "CLAUDE_BIN", "CODEBUDDY_BIN"];
+const REAL_CLI_VARS: &[&str] = &["CODEX_BIN", "CLAUDE_BIN", "CODEBUDDY_BIN", "GEMINI_BIN"];
 
 /// What a step does.
 enum Action {
@@ -126,6 +126,20 @@ fn steps() -> Vec<Step> {
             ])),
         },
     ];
+    // Docs are part of the API: a broken intra-doc link is a defect, like a clippy warning.
+    let mut docs = cargo([
+        "doc",
+        "--workspace",
+        "--no-deps",
+        "--all-features",
+        "--locked",
+    ]);
+    docs.env("RUSTDOCFLAGS", "-D warnings");
+    steps.push(Step {
+        name: "docs",
+        note: Some("rustdoc with -D warnings (broken intra-doc links fail)".to_owned()),
+        action: Action::Command(docs),
+    });
     let mut notes = Vec::new();
     if !postgres {
         notes.push(format!(

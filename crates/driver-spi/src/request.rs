@@ -20,10 +20,10 @@ use crate::SessionContext;
 /// session-compatibility fingerprint and so survives an endpoint or credential rotation.
 ///
 /// # Secrets
-/// Secret values exist only as [`SecretString`]s inside [`EnvBinding`]s
+/// Secret values exist only as [`SecretString`](secrecy::SecretString)s inside [`EnvBinding`]s
 /// ([`RuntimePayload::secret_env`] and each service's `secret_env`). `Debug` redacts them and
 /// `Serialize` writes their names only; a driver reads a value with
-/// [`ExposeSecret::expose_secret`] only where it hands it to a child process.
+/// [`ExposeSecret::expose_secret`](secrecy::ExposeSecret::expose_secret) only where it hands it to a child process.
 ///
 /// The core builds requests with [`Request::new`] and the `with_*` methods:
 ///

@@ -51,7 +51,8 @@ impl McpConfigError {
 /// flag), an http(s) model endpoint, and a non-empty model name.
 ///
 /// # Errors
-/// [`ConfigError::Invalid`] naming the option (`allowed_tools`, `base_url`, `model`).
+/// A [`ConfigError::invalid`](driver_spi::ConfigError::invalid) naming the option
+/// (`allowed_tools`, `base_url`, `model`).
 pub fn check_shared_options(
     allowed_tools: &[String],
     base_url: Option<&str>,
