@@ -1,11 +1,13 @@
 //! The argv of one `cursor-agent -p` invocation: a pure function of the options, the request's
 //! model and workspace, and the session plan.
 
-use crate::options::CursorOptions;
+use crate::options::{CursorOptions, PromptTransport};
 use crate::session::Plan;
 
-/// Builds the argv (without the program). The prompt is not in it: it goes on stdin, so it
-/// never shows in the process table.
+/// Builds the argv (without the program). With [`PromptTransport::Stdin`] (the default) the
+/// prompt is not in it: it goes on stdin, so it never shows in the process table. With
+/// [`PromptTransport::Argument`] it is the last element, after every flag; the caller has
+/// checked it with [`is_prompt_argument`].
 ///
 /// `--approve-mcps` is always passed: nobody can approve the request's MCP servers in `-p`
 /// mode, and the driver wrote them itself.
@@ -14,6 +16,7 @@ pub(crate) fn build(
     model: Option<&str>,
     workspace: &str,
     plan: Plan<'_>,
+    prompt: &str,
 ) -> Vec<String> {
     let mut args: Vec<String> = ["-p", "--output-format", "stream-json", "--workspace"]
         .map(str::to_owned)
@@ -32,7 +35,16 @@ pub(crate) fn build(
     if options.force {
         args.push("--force".to_owned());
     }
+    if options.prompt == PromptTransport::Argument {
+        args.push(prompt.to_owned());
+    }
     args
+}
+
+/// Whether `prompt` can be passed as the last argv element: non-empty, without NUL, and not
+/// starting with `-` (the CLI would read it as a flag).
+pub(crate) fn is_prompt_argument(prompt: &str) -> bool {
+    is_flag_value(prompt)
 }
 
 /// Whether `value` can follow a flag as its own argv element: non-empty, without NUL, and
@@ -48,7 +60,7 @@ mod tests {
     const ID: &str = "0199a213-81c0-7800-8aa1-bbab2a035a53";
 
     fn argv(options: &CursorOptions, model: Option<&str>, plan: Plan<'_>) -> String {
-        build(options, model, "/srv/ws", plan).join(" ")
+        build(options, model, "/srv/ws", plan, "the prompt").join(" ")
     }
 
     #[test]
@@ -100,6 +112,24 @@ mod tests {
         for (options, model, plan, want) in cases {
             assert_eq!(argv(options, model, plan), want, "{plan:?}");
         }
+    }
+
+    #[test]
+    fn the_prompt_is_the_last_argument_only_when_asked() {
+        let stdin = build(
+            &CursorOptions::new(),
+            None,
+            "/srv/ws",
+            Plan::Start,
+            "hi there",
+        );
+        assert!(!stdin.iter().any(|a| a == "hi there"));
+        let options = CursorOptions::new().with_prompt_transport(PromptTransport::Argument);
+        let argv = build(&options, None, "/srv/ws", Plan::Resume(ID), "hi there");
+        assert_eq!(argv.last().map(String::as_str), Some("hi there"));
+        assert!(is_prompt_argument("hi there"));
+        assert!(!is_prompt_argument("--force everything"));
+        assert!(!is_prompt_argument(""));
     }
 
     #[test]

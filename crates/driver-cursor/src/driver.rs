@@ -17,7 +17,7 @@ use crate::argv::{self, is_flag_value};
 use crate::config;
 use crate::events::EventTranslator;
 use crate::mcp_file::{self, LockError, TurnLock};
-use crate::options::CursorOptions;
+use crate::options::{CursorOptions, PromptTransport};
 use crate::session::{self, CURSOR_CODEC, Plan};
 
 /// The driver type: part of every Cursor Thread's fingerprint.
@@ -169,7 +169,22 @@ impl CursorDriver {
         }
         let config = config::mcp_json(&request.mcp, &request.mcp_secret_names())
             .map_err(McpConfigError::into_driver_error)?;
-        let args = argv::build(&self.options, request.model.as_deref(), &workspace, plan);
+        let prompt = prompt_text(request);
+        if self.options.prompt == PromptTransport::Argument && !argv::is_prompt_argument(&prompt) {
+            // The CLI would read a leading `-` as a flag; refuse before anything is spawned.
+            return Err(ConfigError::invalid(
+                "prompt",
+                "as an argument it must be non-empty, not start with `-` and hold no NUL",
+            )
+            .into());
+        }
+        let args = argv::build(
+            &self.options,
+            request.model.as_deref(),
+            &workspace,
+            plan,
+            &prompt,
+        );
         Ok(Prepared {
             plan,
             args,
@@ -255,7 +270,7 @@ async fn stream(
 
 /// The prompt as Cursor reads it: Cursor has no system-prompt flag, so instructions come
 /// first, marked off.
-fn stdin_text(request: &Request) -> String {
+fn prompt_text(request: &Request) -> String {
     match &request.instructions {
         Some(instructions) => format!(
             "<instructions>\n{instructions}\n</instructions>\n\n{}",
@@ -336,7 +351,10 @@ impl Driver for CursorDriver {
             .args(args)
             .cwd(&workspace)
             .secret_env(&request.runtime.secret_env)
-            .stdin_text(stdin_text(&request))
+            .stdin_text(match self.options.prompt {
+                PromptTransport::Argument => String::new(),
+                _ => prompt_text(&request),
+            })
             .redactor(request.redactor());
         // Declared in this order so that dropping the run future ends the process first,
         // then restores `mcp.json`, then lets the namespace's next turn in.

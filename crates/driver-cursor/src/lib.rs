@@ -6,7 +6,8 @@
 //! default, `agent` in newer builds) through a [`runtime_env::RuntimeEnv`]: the environment
 //! starts empty, HOME and `CURSOR_CONFIG_DIR` belong to the credential namespace (Cursor keeps
 //! its chats and `cli-config.json` there, so a restarted host can resume them), secrets reach
-//! the child only as environment variables, and the prompt goes on stdin.
+//! the child only as environment variables, and the prompt goes on stdin (or, for builds that
+//! ignore stdin, as the last argument: [`PromptTransport`]).
 //!
 //! | turn | argv (after `-p --output-format stream-json --workspace <cwd>`) |
 //! |---|---|
@@ -99,5 +100,5 @@ mod tools;
 
 pub use driver::{CreateChatError, CursorDriver, DRIVER_TYPE};
 pub use events::{CursorResult, EventTranslator, MalformedEvent};
-pub use options::{CursorOptions, DEFAULT_BINARY, MINIMUM_VERSION};
+pub use options::{CursorOptions, DEFAULT_BINARY, MINIMUM_VERSION, PromptTransport};
 pub use session::{CODEC_NAME, CURSOR_CODEC};

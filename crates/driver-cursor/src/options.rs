@@ -17,8 +17,27 @@ pub const MINIMUM_VERSION: Version = Version::new(2026, 8, 11);
 
 /// The construction options of a [`CursorDriver`](crate::CursorDriver).
 ///
-/// Everything here except the binary path, the limits and the version check is part of the
-/// driver's config fingerprint: changing it makes stored Threads incompatible.
+/// How the prompt reaches the Cursor CLI.
+///
+/// Cursor's docs show the prompt as `-p`'s positional argument; they also say print mode is
+/// inferred from piped stdin. The driver's default is stdin, which keeps the prompt out of
+/// the process table and has no argv size limit, but no real Cursor build has been run here
+/// (see the [crate docs](crate)). A build that ignores stdin needs [`PromptTransport::Argument`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PromptTransport {
+    /// On stdin (the default): never in argv, so never in the process table.
+    #[default]
+    Stdin,
+    /// As the last argv element, after every flag, as Cursor's docs show it. Visible in the
+    /// process table to other processes of the same user; a prompt starting with `-` (which the
+    /// CLI would read as a flag) or holding a NUL is refused before spawning.
+    Argument,
+}
+
+/// Everything here except the binary path, the prompt transport, the limits and the version
+/// check is part of the driver's config fingerprint: changing it makes stored Threads
+/// incompatible.
 ///
 /// ```
 /// use driver_cursor::CursorOptions;
@@ -36,6 +55,7 @@ pub struct CursorOptions {
     pub(crate) model: Option<String>,
     pub(crate) trust_workspace: bool,
     pub(crate) force: bool,
+    pub(crate) prompt: PromptTransport,
     pub(crate) limits: Limits,
     pub(crate) minimum_version: Version,
     pub(crate) version_probe_timeout: Duration,
@@ -56,6 +76,7 @@ impl CursorOptions {
             model: None,
             trust_workspace: true,
             force: false,
+            prompt: PromptTransport::Stdin,
             limits: Limits::default(),
             minimum_version: MINIMUM_VERSION,
             version_probe_timeout: Duration::from_secs(30),
@@ -90,6 +111,13 @@ impl CursorOptions {
         self
     }
 
+    /// How the prompt reaches the CLI ([`PromptTransport::Stdin`] by default). Not part of the
+    /// config fingerprint: it changes how a turn is delivered, not what the Thread is.
+    pub fn with_prompt_transport(mut self, prompt: PromptTransport) -> Self {
+        self.prompt = prompt;
+        self
+    }
+
     /// Time, line and stderr limits of each run. The total timeout also bounds the wait for
     /// another turn of the same namespace to finish (see the [crate docs](crate)).
     pub fn with_limits(mut self, limits: Limits) -> Self {
@@ -111,6 +139,11 @@ impl CursorOptions {
     /// The default model.
     pub fn model(&self) -> Option<&str> {
         self.model.as_deref()
+    }
+
+    /// How the prompt reaches the CLI.
+    pub fn prompt_transport(&self) -> PromptTransport {
+        self.prompt
     }
 
     /// The limits.

@@ -486,3 +486,48 @@ async fn a_missing_binary_is_a_typed_error() {
     assert!(events.is_empty());
     assert!(!fake.mcp_json().exists());
 }
+
+/// With `PromptTransport::Argument` (for builds that ignore stdin) the prompt is argv's last
+/// element and stdin is empty; a prompt the CLI would read as a flag is refused before
+/// anything is spawned.
+#[tokio::test]
+async fn the_prompt_can_travel_as_the_last_argument() {
+    use driver_cursor::PromptTransport;
+
+    let fake = FakeCursor::new(cursor_like(), &[]);
+    let options = fake
+        .options()
+        .with_prompt_transport(PromptTransport::Argument);
+    let driver = fake.driver(options);
+    let (result, events) = run(
+        &driver,
+        request("say one", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
+    )
+    .await;
+    result.unwrap();
+    assert_eq!(check_sequence(&events), Ok(()));
+    let call = fake.last();
+    assert_eq!(call.argv.last().map(String::as_str), Some("say one"));
+    assert_eq!(call.stdin, "");
+    let calls_before = fake.invocations().len();
+
+    let (result, _) = run(
+        &driver,
+        request(
+            "--force rm",
+            "http://127.0.0.1:4101/mcp",
+            "UI_TOKEN_A",
+            &fake,
+        ),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(DriverError::InvalidConfig(_))),
+        "{result:?}"
+    );
+    assert_eq!(
+        fake.invocations().len(),
+        calls_before,
+        "nothing was spawned"
+    );
+}
