@@ -16,17 +16,9 @@ fn config() -> Config {
     test_support::fuzz_config()
 }
 
-/// Adversarial text: control characters, multi-byte characters, near-valid ids,
-/// JSON-ish text and long runs.
+/// Adversarial text, shared with the other translators' fuzz tests.
 fn nasty() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => "\\PC{0,16}",
-        1 => "[\\x00-\\x1f\\x7f ]{0,6}",
-        3 => "[a-zA-Z0-9_-]{0,12}",
-        1 => "[{}\\[\\]\":,\\\\0-9a-z ]{0,32}",
-        1 => "[é€\u{1d11e}\u{200b}\u{0}]{0,8}",
-        1 => (any::<char>(), 60usize..300).prop_map(|(c, n)| std::iter::repeat_n(c, n).collect()),
-    ]
+    test_support::nasty_text()
 }
 
 const WORDS: &[&str] = &[

@@ -422,18 +422,7 @@ async fn cancelling_the_run_ends_the_process_group_and_restores_mcp_json() {
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     // Boxed so that `drop` below really drops the future (a pinned reference would not).
     let mut turn = Box::pin(driver.run(req, Arc::new(CollectingSink::new())));
-    let ready = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            tokio::select! {
-                _ = &mut turn => panic!("the run must hang"),
-                () = tokio::time::sleep(Duration::from_millis(50)) => {
-                    if pid_file.exists() { break; }
-                }
-            }
-        }
-    })
-    .await;
-    ready.expect("the grandchild started");
+    fake_cli::run_until_pid_file(&mut turn, &pid_file).await;
     assert!(fake.mcp_json().exists(), "installed during the turn");
     drop(turn);
     assert!(
@@ -441,24 +430,10 @@ async fn cancelling_the_run_ends_the_process_group_and_restores_mcp_json() {
         "mcp.json restored on cancellation"
     );
     let call = fake.last();
-    let grandchild: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let mut gone = false;
-    for _ in 0..100 {
-        let child_gone = !Path::new(&format!("/proc/{}", call.pid)).exists();
-        let grandchild_gone = std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
-            .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
-            .unwrap_or(true);
-        if child_gone && grandchild_gone {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(gone, "a process outlived the cancelled run");
+    assert!(
+        fake_cli::processes_ended(call.pid, &pid_file).await,
+        "a process outlived the cancelled run"
+    );
 }
 
 #[tokio::test]

@@ -482,38 +482,13 @@ async fn cancelling_the_run_ends_the_process_group_and_frees_the_namespace() {
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     // Boxed so that `drop` below really drops the future (a pinned reference would not).
     let mut running = Box::pin(driver.run(req, Arc::new(CollectingSink::new())));
-    let ready = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            tokio::select! {
-                _ = &mut running => panic!("the run must hang"),
-                () = tokio::time::sleep(Duration::from_millis(50)) => {
-                    if pid_file.exists() { break; }
-                }
-            }
-        }
-    })
-    .await;
-    ready.expect("the grandchild started");
+    fake_cli::run_until_pid_file(&mut running, &pid_file).await;
     drop(running);
     let call = fake.last();
-    let grandchild: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let mut gone = false;
-    for _ in 0..100 {
-        let child_gone = !std::path::Path::new(&format!("/proc/{}", call.pid)).exists();
-        let grandchild_gone = std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
-            .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
-            .unwrap_or(true);
-        if child_gone && grandchild_gone {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(gone, "a process outlived the cancelled run");
+    assert!(
+        fake_cli::processes_ended(call.pid, &pid_file).await,
+        "a process outlived the cancelled run"
+    );
     // The turn lock went with the run: the next turn of the namespace runs at once.
     let next = request("again", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     let mut state = SessionState::new(call.arg_after("--session-id").unwrap());

@@ -68,10 +68,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod cancel;
 mod harness;
 mod locate;
 mod scenario;
 
+pub use cancel::{processes_ended, run_until_pid_file};
 pub use harness::{HOST_CREDENTIAL, Harness};
 pub use locate::{LocateError, binary_path, try_binary_path};
 pub use scenario::{

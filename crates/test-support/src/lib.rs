@@ -48,6 +48,21 @@ pub fn proptest_config(cases: u32, seed: u64) -> Config {
     }
 }
 
+/// Adversarial short text for fuzzing a JSONL event translator's string fields: control
+/// characters, multi-byte and zero-width characters, id-like words, JSON-ish punctuation and
+/// long runs of one character.
+pub fn nasty_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop_oneof![
+        3 => "\\PC{0,16}",
+        1 => "[\\x00-\\x1f\\x7f ]{0,6}",
+        3 => "[a-zA-Z0-9_-]{0,12}",
+        1 => "[{}\\[\\]\":,\\\\0-9a-z ]{0,32}",
+        1 => "[é€\u{1d11e}\u{200b}\u{0}]{0,8}",
+        1 => (any::<char>(), 60usize..300).prop_map(|(c, n)| std::iter::repeat_n(c, n).collect()),
+    ]
+}
+
 /// A fuzz run: [`FUZZ_CASES`] cases from [`SEED`].
 pub fn fuzz_config() -> Config {
     proptest_config(FUZZ_CASES, SEED)
