@@ -90,18 +90,32 @@
 compile_error!("driver-cli supports Unix only: it relies on process groups and signals");
 
 mod command;
+mod dialect;
+mod driver;
 mod error;
 mod files;
 mod group;
 mod lines;
 mod mcp_refs;
+mod options;
 mod process;
+mod session;
 mod stderr;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod turn;
 mod turn_events;
 mod turn_lock;
 mod version;
 
 pub use command::{CliCommand, Limits};
+pub use dialect::{
+    ConfigFiles, Dialect, Invocation, MalformedEvent, McpStatus, NamespaceConfig, NewSessionId,
+    Translator, Turn, default_failure,
+};
+pub use driver::{CliDriver, TURN_LOCK_FILE};
+pub use options::{CliOptions, CommonOptions};
+pub use session::{SessionPlan, session_codec};
 pub use error::CliError;
 pub use files::{RUNS_DIR, RunFiles};
 pub use lines::parse_json_line;

@@ -1,0 +1,290 @@
+//! [`Dialect`]: what one CLI does differently, for the one [`CliDriver`](crate::CliDriver);
+//! and [`Translator`]: the one shape of every CLI's event translator.
+//!
+//! The split follows tower's `retry::Policy`: the driver is the service, written once; a
+//! dialect is pure, pluggable behaviour with no I/O of its own. A dialect never spawns,
+//! waits, locks or writes: it returns values ([`Invocation`], [`ConfigFiles`]) and judges
+//! what it is shown, so the order of checks, the one event loop, terminate-then-fail and the
+//! judgement skeleton cannot differ between CLIs.
+
+use std::fmt;
+use std::path::Path;
+
+use driver_spi::{
+    ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, DriverEvent, ExitStatus,
+    FailureKind, GuardedCodec, Request, RunFailure, Usage,
+};
+use run_service::EnvBinding;
+use runtime_env::{RuntimeEnv, RuntimeKind};
+use serde_json::Value;
+
+use crate::{CliOptions, Finished, SessionPlan};
+
+/// A known event whose shape is broken: the driver stops the turn with a protocol failure
+/// naming the line number, never the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed event")]
+pub struct MalformedEvent;
+
+/// The status of one MCP server as the CLI reported it at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpStatus {
+    /// The server name, as declared in the request.
+    pub name: String,
+    /// The CLI's word for its state (`connected` when it is usable).
+    pub status: String,
+}
+
+impl McpStatus {
+    /// A status line.
+    pub fn new(name: impl Into<String>, status: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            status: status.into(),
+        }
+    }
+}
+
+/// One CLI's event translator: its JSONL events in, [`DriverEvent`]s out, and what the events
+/// said about the turn.
+///
+/// A translator is pure and total: unknown event types are ignored, a known event with a
+/// broken shape is [`MalformedEvent`] and changes nothing (see
+/// [`TurnEvents::mark`](crate::TurnEvents::mark)), and provider text it keeps has passed the
+/// request's redactor. The shared harness fuzzes every translator against these rules.
+pub trait Translator: fmt::Debug + Send {
+    /// Translates one event.
+    ///
+    /// # Errors
+    /// [`MalformedEvent`] for a known event whose shape is broken.
+    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent>;
+
+    /// Whether `RunStarted` was produced.
+    fn started(&self) -> bool;
+
+    /// The session (thread, chat) id the CLI reported, if any.
+    fn session_id(&self) -> Option<&str>;
+
+    /// The final answer so far.
+    fn output(&self) -> &str;
+
+    /// Whether the CLI reported a successful end of the turn.
+    fn succeeded(&self) -> bool;
+
+    /// The failure the CLI reported for the turn, classified, if it reported one.
+    fn reported_failure(&self) -> Option<RunFailure>;
+
+    /// Token usage of this turn, if the CLI reported it.
+    fn usage(&self) -> Option<Usage>;
+
+    /// The last error text the CLI printed as an event (redacted), if any.
+    fn last_error(&self) -> Option<&str> {
+        None
+    }
+
+    /// The MCP servers' statuses, once the CLI reported them. The driver stops the turn
+    /// when a required server is not `connected`.
+    fn mcp_servers(&self) -> Option<&[McpStatus]> {
+        None
+    }
+
+    /// Driver data to keep in the checkpoint besides the session id (non-secret).
+    fn checkpoint_data(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// Closes every tool call still open, as error results: a clean turn must not end with
+    /// one open.
+    fn close_open_calls(&mut self) -> Vec<DriverEvent>;
+}
+
+/// How a dialect's CLI gets the config it cannot take as flags.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub enum ConfigFiles {
+    /// Nothing is written: argv and the environment carry the whole configuration.
+    #[default]
+    None,
+    /// One private per-run file (0600, in a directory of the run's own under the namespace,
+    /// removed when the run ends); [`Dialect::invocation`] gets its path.
+    RunFile {
+        /// The file name.
+        name: &'static str,
+        /// Its contents: variable names, never secret values.
+        contents: Vec<u8>,
+    },
+    /// Files of the namespace that the CLI reads from a fixed place: installed under the
+    /// namespace's turn lock (one turn at a time), merged over what was there, and put back
+    /// when the turn ends, fails or is cancelled.
+    Namespace(NamespaceConfig),
+}
+
+/// The namespace files of [`ConfigFiles::Namespace`].
+pub struct NamespaceConfig {
+    /// The files, relative to the runtime's state directory.
+    pub paths: Vec<String>,
+    /// What to write given what was there (one entry per path, in order; `None` for no
+    /// file).
+    pub contents: Box<dyn FnOnce(&[Option<Vec<u8>>]) -> Vec<Option<Vec<u8>>> + Send>,
+}
+
+impl fmt::Debug for NamespaceConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NamespaceConfig")
+            .field("paths", &self.paths)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a dialect adds to the one command of a turn. The driver adds the program, the
+/// request's secrets and redactor, and runs it in the namespace's environment.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Invocation {
+    /// Argv, without the program.
+    pub args: Vec<String>,
+    /// Plain (non-secret) variables.
+    pub vars: Vec<(String, String)>,
+    /// Secrets of the driver's own (a key option), added after the request's so that they
+    /// win, and redacted like them.
+    pub secrets: Vec<EnvBinding>,
+    /// The text for stdin; `None` writes the request's prompt.
+    pub stdin: Option<String>,
+}
+
+impl Invocation {
+    /// An invocation with these arguments and the prompt on stdin.
+    pub fn new(args: Vec<String>) -> Self {
+        Self {
+            args,
+            ..Self::default()
+        }
+    }
+
+    /// Adds a plain variable.
+    pub fn var(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.vars.push((name.to_owned(), value.into()));
+        self
+    }
+}
+
+/// What a turn's dialect methods are shown.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Turn<'a> {
+    /// The namespace the CLI runs in.
+    pub env: &'a RuntimeEnv,
+    /// The request.
+    pub request: &'a Request,
+    /// What the turn does with sessions.
+    pub plan: SessionPlan<'a>,
+    /// The per-run config file, for [`ConfigFiles::RunFile`].
+    pub run_file: Option<&'a Path>,
+}
+
+/// How a new session gets its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NewSessionId {
+    /// The driver chooses a UUIDv7 and passes it (`--session-id`), so it is known before the
+    /// CLI starts.
+    Host,
+    /// The CLI chooses it and reports it in its events.
+    Cli,
+}
+
+/// What one CLI does differently. Implemented by the driver's options type, so that
+/// `CliDriver<ClaudeCodeOptions>` is the Claude Code driver.
+///
+/// Everything a dialect returns names variables, never their values; everything it judges is
+/// already redacted.
+pub trait Dialect: fmt::Debug + Send + Sync + 'static {
+    /// The CLI's event translator.
+    type Translator: Translator;
+
+    /// Whose state directory holds the per-run and namespace files.
+    const RUNTIME: RuntimeKind;
+
+    /// The options every CLI driver has (binary, model, limits, version).
+    fn cli(&self) -> &CliOptions;
+
+    /// The driver's identity and capabilities.
+    fn descriptor(&self) -> Descriptor;
+
+    /// The session codec.
+    fn codec(&self) -> &'static GuardedCodec;
+
+    /// How a new session gets its id.
+    fn new_session_id(&self) -> NewSessionId;
+
+    /// Adds the dialect's fields to the config fingerprint (after `model`, before the
+    /// namespace and isolation level, which the driver adds).
+    fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder;
+
+    /// Checks the dialect's own options (the driver checked the common ones).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the option.
+    fn validate(&self, env: &RuntimeEnv) -> Result<(), ConfigError> {
+        let _ = env;
+        Ok(())
+    }
+
+    /// Checks the request before anything runs, beyond capabilities and session (prompt
+    /// size, values the CLI would misread).
+    ///
+    /// # Errors
+    /// The [`DriverError`] to report; nothing has run.
+    fn check_request(&self, request: &Request) -> Result<(), DriverError> {
+        let _ = request;
+        Ok(())
+    }
+
+    /// The config files of the turn.
+    ///
+    /// # Errors
+    /// [`DriverError::InvalidConfig`] for MCP servers or values the CLI cannot take.
+    fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError>;
+
+    /// The turn's argv, variables and stdin, once its config files are in place (and, for
+    /// namespace files, under the turn lock).
+    ///
+    /// # Errors
+    /// The [`DriverError`] to report; nothing has been spawned.
+    fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError>;
+
+    /// A translator for one turn of `request`.
+    fn translator(&self, request: &Request) -> Self::Translator;
+
+    /// Whether the finished turn says, in the CLI's own words, that the resumed session is
+    /// unknown.
+    fn unknown_session(&self, translator: &Self::Translator, finished: &Finished) -> bool;
+
+    /// The failure of a turn that was not clean. The default: the failure the CLI reported;
+    /// else, after a successful exit, a protocol failure; else the exit's class with the
+    /// last error event or the stderr tail.
+    fn failure(&self, translator: &Self::Translator, finished: &Finished) -> RunFailure {
+        default_failure(translator, finished)
+    }
+}
+
+/// [`Dialect::failure`]'s default, for dialects that refine it.
+pub fn default_failure(translator: &dyn Translator, finished: &Finished) -> RunFailure {
+    if let Some(failure) = translator.reported_failure() {
+        return failure;
+    }
+    match finished.status {
+        ExitStatus::Success => RunFailure::new(
+            FailureKind::Protocol,
+            "the CLI exited without a successful result",
+        ),
+        status => RunFailure::new(
+            crate::failure_kind(status).unwrap_or(FailureKind::Process),
+            translator
+                .last_error()
+                .unwrap_or(&finished.stderr_tail)
+                .to_owned(),
+        ),
+    }
+}

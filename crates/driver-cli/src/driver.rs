@@ -1,0 +1,283 @@
+//! [`CliDriver`]: the one implementation of [`Driver`] for every CLI, over a [`Dialect`].
+//!
+//! One turn, in this order for every CLI:
+//! 1. the common options and the dialect's own ([`Driver::validate_config`]);
+//! 2. the request's needs against the descriptor, the [`SessionPlan`] (guard checked, a
+//!    host-chosen id drawn), the dialect's request checks and its config files: everything
+//!    that can be refused is refused here, before anything runs;
+//! 3. the version probe (once per driver);
+//! 4. the config files put in place: a per-run file, or namespace files under the turn lock;
+//! 5. the dialect's invocation, spawned in the namespace's environment;
+//! 6. the one event loop ([`crate::turn`]) and the one judgement.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+
+use compat_fingerprint::Fingerprint;
+use driver_spi::{
+    ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver, DriverError,
+    EventSink, FailureKind, Request, Response, RunFailure, SessionCodec,
+};
+use runtime_env::RuntimeEnv;
+
+use crate::dialect::{ConfigFiles, Dialect, NamespaceConfig, NewSessionId, Turn};
+use crate::{
+    CliCommand, CliError, NamespaceFiles, RunFiles, SessionPlan, TurnLock,
+    TurnLockError, Version, VersionCheck,
+};
+
+/// The turn lock's file in a runtime's state directory.
+pub const TURN_LOCK_FILE: &str = "sdk-turn.lock";
+
+/// A CLI driver: one process per turn of the CLI that `D` describes, in a [`RuntimeEnv`]
+/// namespace whose state directory keeps the CLI's sessions across host restarts.
+///
+/// Each driver crate names its instance (`pub type ClaudeCodeDriver =
+/// CliDriver<ClaudeCodeOptions>`); the options type is the dialect.
+#[derive(Debug)]
+pub struct CliDriver<D: Dialect> {
+    options: D,
+    env: Arc<RuntimeEnv>,
+    fingerprint: Fingerprint,
+    version: VersionCheck,
+}
+
+impl<D: Dialect> CliDriver<D> {
+    /// A driver that runs the CLI in `env` with `options`.
+    pub fn new(env: Arc<RuntimeEnv>, options: D) -> Self {
+        let builder = ConfigFingerprintBuilder::new(&options.descriptor().driver_type)
+            .opt_str("model", options.cli().model.as_deref());
+        let fingerprint = options
+            .fingerprint(builder)
+            .str("namespace", env.namespace().as_str())
+            .str("isolation_level", env.level().name())
+            .finish();
+        Self {
+            options,
+            env,
+            fingerprint,
+            version: VersionCheck::new(),
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &D {
+        &self.options
+    }
+
+    /// The runtime environment.
+    pub fn runtime_env(&self) -> &RuntimeEnv {
+        &self.env
+    }
+
+    /// Runs `<binary> --version` once (later calls return the cached version) and checks it
+    /// against the minimum version. Hosts may call it at startup; [`Driver::run`] calls it
+    /// before the first turn.
+    ///
+    /// # Errors
+    /// [`CliError::NotFound`], [`CliError::VersionTooOld`], [`CliError::VersionUnparseable`]
+    /// and the spawn errors of [`CliProcess::spawn`](crate::CliProcess::spawn).
+    pub async fn check_version(&self) -> Result<Version, CliError> {
+        let cli = self.options.cli();
+        self.version
+            .get(
+                &self.env,
+                &cli.binary,
+                cli.minimum_version,
+                cli.version_probe_timeout,
+            )
+            .await
+    }
+
+    /// The arguments the CLI would get for `request` (without the program), after the checks
+    /// [`Driver::run`] makes before it runs anything. A dry run: nothing is spawned, written
+    /// or locked, and a per-run file is shown as `<run-dir>/<name>`. Secret values never
+    /// appear (only variable names).
+    ///
+    /// # Errors
+    /// The [`DriverError`] that [`Driver::run`] would return before spawning.
+    pub fn command_line(&self, request: &Request) -> Result<Vec<String>, DriverError> {
+        let new_id = uuid::Uuid::now_v7().to_string();
+        let (plan, config) = self.prepare(request, &new_id)?;
+        let shown;
+        let run_file = match &config {
+            ConfigFiles::RunFile { name, .. } => {
+                shown = std::path::PathBuf::from(format!("<run-dir>/{name}"));
+                Some(shown.as_path())
+            }
+            _ => None,
+        };
+        let turn = Turn {
+            env: &self.env,
+            request,
+            plan,
+            run_file,
+        };
+        Ok(self.options.invocation(&turn)?.args)
+    }
+
+    /// Step 2: what can be refused before anything runs.
+    fn prepare<'r>(
+        &self,
+        request: &'r Request,
+        new_id: &'r str,
+    ) -> Result<(SessionPlan<'r>, ConfigFiles), DriverError> {
+        self.validate_config()?;
+        self.options.descriptor().capabilities.check(request)?;
+        let new_id = (self.options.new_session_id() == NewSessionId::Host).then_some(new_id);
+        let plan = SessionPlan::of(request, self.options.codec(), new_id)?;
+        if request.model.as_deref().is_some_and(str::is_empty) {
+            return Err(ConfigError::invalid("model", "must not be empty").into());
+        }
+        self.options.check_request(request)?;
+        let turn = Turn {
+            env: &self.env,
+            request,
+            plan,
+            run_file: None,
+        };
+        let config = self.options.config(&turn)?;
+        Ok((plan, config))
+    }
+
+    /// Steps 5 and 6 with the config files in place.
+    async fn spawn_and_drive(
+        &self,
+        turn: &Turn<'_>,
+        sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        let invocation = self.options.invocation(turn)?;
+        let request = turn.request;
+        let mut redactor = request.redactor();
+        for secret in &invocation.secrets {
+            redactor.insert(secret.value().clone());
+        }
+        let mut command = CliCommand::new(&self.options.cli().binary)
+            .args(invocation.args.into_iter().map(OsString::from))
+            .secret_env(&request.runtime.secret_env)
+            .secret_env(&invocation.secrets)
+            .stdin_text(invocation.stdin.unwrap_or_else(|| request.prompt.clone()))
+            .redactor(redactor.clone());
+        for (name, value) in invocation.vars {
+            command = command.var(name, value);
+        }
+        if let Some(workspace) = &request.workspace {
+            command = command.cwd(workspace);
+        }
+        let translator = self.options.translator(request);
+        crate::turn::drive(&self.options, &self.env, command, turn, translator, sink).await
+    }
+
+    /// Step 4 for namespace files: the turn lock, then the files; both released (files
+    /// first) when the turn ends or its future is dropped.
+    async fn with_namespace_files(
+        &self,
+        turn: &Turn<'_>,
+        config: NamespaceConfig,
+        sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        let lock = self.turn_lock().await?;
+        let NamespaceConfig { paths, contents } = config;
+        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let files = NamespaceFiles::install(&self.env, D::RUNTIME, &paths, contents)?;
+        let result = self.spawn_and_drive(turn, sink).await;
+        // A file that cannot be put back holds variable names only; the turn's outcome stands.
+        if let Err(e) = files.restore() {
+            tracing::warn!(error = %e, "could not restore the namespace's config files");
+        }
+        drop(lock);
+        result
+    }
+
+    async fn turn_lock(&self) -> Result<TurnLock, DriverError> {
+        // Created once under the config lock (with runtime-env's directory checks), so it is
+        // never replaced while someone holds it.
+        {
+            let lock = self.env.lock_config().map_err(CliError::from)?;
+            if lock
+                .read(D::RUNTIME, TURN_LOCK_FILE)
+                .map_err(CliError::from)?
+                .is_none()
+            {
+                lock.write(D::RUNTIME, TURN_LOCK_FILE, b"")
+                    .map_err(CliError::from)?;
+            }
+        }
+        let path = self.env.state_dir(D::RUNTIME).join(TURN_LOCK_FILE);
+        let wait = self.options.cli().limits.total_timeout;
+        TurnLock::acquire(&path, wait).await.map_err(|err| {
+            let kind = match err {
+                TurnLockError::TimedOut { .. } => FailureKind::Timeout,
+                _ => FailureKind::Other,
+            };
+            let mut message = err.to_string();
+            if let Some(source) = std::error::Error::source(&err) {
+                message.push_str(&format!(": {source}"));
+            }
+            DriverError::Failed(RunFailure::new(kind, message))
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl<D: Dialect> Driver for CliDriver<D> {
+    fn descriptor(&self) -> Descriptor {
+        self.options.descriptor()
+    }
+
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        let cli = self.options.cli();
+        if cli.binary.as_os_str().is_empty() {
+            return Err(ConfigError::missing("binary"));
+        }
+        if cli.model.as_deref().is_some_and(str::is_empty) {
+            return Err(ConfigError::invalid("model", "must not be empty"));
+        }
+        self.options.validate(&self.env)
+    }
+
+    async fn run(
+        &self,
+        request: Request,
+        sink: Arc<dyn EventSink>,
+    ) -> Result<Response, DriverError> {
+        let new_id = uuid::Uuid::now_v7().to_string();
+        let (plan, config) = self.prepare(&request, &new_id)?;
+        self.check_version().await?;
+        let mut turn = Turn {
+            env: &self.env,
+            request: &request,
+            plan,
+            run_file: None,
+        };
+        match config {
+            ConfigFiles::None => self.spawn_and_drive(&turn, &*sink).await,
+            ConfigFiles::RunFile { name, contents } => {
+                let files = RunFiles::create(&self.env, D::RUNTIME, request.run_id.as_str())?;
+                let path = files.write(name, &contents)?;
+                turn.run_file = Some(&path);
+                // Removed whatever happened; a failure to remove is not the run's failure.
+                let result = self.spawn_and_drive(&turn, &*sink).await;
+                drop(files);
+                result
+            }
+            ConfigFiles::Namespace(config) => {
+                self.with_namespace_files(&turn, config, &*sink).await
+            }
+        }
+    }
+
+    fn session_codec(&self) -> Option<&dyn SessionCodec> {
+        Some(self.options.codec())
+    }
+
+    fn config_fingerprinter(&self) -> Option<&dyn ConfigFingerprinter> {
+        Some(self)
+    }
+}
+
+impl<D: Dialect> ConfigFingerprinter for CliDriver<D> {
+    fn config_fingerprint(&self) -> Fingerprint {
+        self.fingerprint
+    }
+}

@@ -1,0 +1,124 @@
+//! Sessions as every CLI driver handles them: the one [`SessionPlan`] of an invocation, and
+//! the one session codec shape ([`session_codec`]).
+//!
+//! Every pinned CLI resumes a session by its id, and takes any other string for a session
+//! *name* or title, silently starting a new session when no session has that name. So a
+//! stored id must be a UUID before it reaches argv, and the guard is checked before anything
+//! is spawned.
+
+use driver_spi::{
+    CodecError, DriverError, GuardedCodec, Request, ResumeRejectReason, SessionCodec,
+    SessionGuard, SessionMode, SessionState, Unsupported,
+};
+
+/// What one invocation does with sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionPlan<'a> {
+    /// A new, persisted session: under this host-chosen id (`--session-id`), or, with `None`,
+    /// under the id the CLI reports.
+    Start(Option<&'a str>),
+    /// A new session whose id is not kept.
+    Stateless,
+    /// Continue this stored session.
+    Resume(&'a str),
+    /// Branch a new session from this stored one.
+    Fork(&'a str),
+}
+
+impl<'a> SessionPlan<'a> {
+    /// The plan of `request` under `codec`; a new session gets `new_id` (`None` when the CLI
+    /// chooses the id).
+    ///
+    /// A stored state must be accepted by the codec, be a UUID, and pass the request's
+    /// [`SessionGuard`]; this is checked before anything is spawned.
+    ///
+    /// # Errors
+    /// [`DriverError::ResumeRejected`] with `MissingState`, `InvalidState` or `GuardMismatch`,
+    /// and [`Unsupported::Resume`] for an unknown mode.
+    pub fn of(
+        request: &'a Request,
+        codec: &GuardedCodec,
+        new_id: Option<&'a str>,
+    ) -> Result<Self, DriverError> {
+        let session = &request.session;
+        Ok(match session.mode {
+            SessionMode::Stateless => Self::Stateless,
+            SessionMode::ContinueOrStart if session.state.is_none() => Self::Start(new_id),
+            SessionMode::ContinueOrStart | SessionMode::ContinueOnly => {
+                Self::Resume(stored_id(request, codec, session.state.as_ref())?)
+            }
+            SessionMode::Fork => Self::Fork(stored_id(request, codec, session.state.as_ref())?),
+            _ => return Err(Unsupported::Resume.into()),
+        })
+    }
+
+    /// Whether the invocation continues a stored session (resume or fork).
+    pub fn is_resuming(self) -> bool {
+        matches!(self, Self::Resume(_) | Self::Fork(_))
+    }
+
+    /// The id the CLI must report for this plan: the host-chosen id of a new session, or the
+    /// resumed one. A fork and a CLI-chosen id have none.
+    pub fn expected_id(self) -> Option<&'a str> {
+        match self {
+            Self::Start(id) => id,
+            Self::Resume(id) => Some(id),
+            Self::Stateless | Self::Fork(_) => None,
+        }
+    }
+
+    /// The flags of the CLIs that take a host-chosen id: `--session-id <id>`, `--resume <id>`,
+    /// `--resume <id> --fork-session`, or `stateless_flag` (which differs between them).
+    pub fn session_id_flags(self, stateless_flag: Option<&str>) -> Vec<String> {
+        match self {
+            Self::Start(Some(id)) => vec!["--session-id".to_owned(), id.to_owned()],
+            Self::Start(None) => Vec::new(),
+            Self::Stateless => stateless_flag.map(str::to_owned).into_iter().collect(),
+            Self::Resume(id) => vec!["--resume".to_owned(), id.to_owned()],
+            Self::Fork(id) => vec![
+                "--resume".to_owned(),
+                id.to_owned(),
+                "--fork-session".to_owned(),
+            ],
+        }
+    }
+}
+
+fn stored_id<'r>(
+    request: &Request,
+    codec: &GuardedCodec,
+    state: Option<&'r SessionState>,
+) -> Result<&'r str, DriverError> {
+    let state = state.ok_or(ResumeRejectReason::MissingState)?;
+    if codec.to_params(Some(state)).is_err() || !crate::is_uuid(&state.resume_id) {
+        return Err(ResumeRejectReason::InvalidState.into());
+    }
+    SessionGuard::for_request(request).check(state)?;
+    Ok(state.resume_id.as_str())
+}
+
+fn validate_id(id: &str) -> Result<(), CodecError> {
+    if crate::is_safe_id(id) {
+        Ok(())
+    } else {
+        Err(CodecError::InvalidResumeId { len: id.len() })
+    }
+}
+
+/// The session codec of a CLI driver, named `name` (stable: it is part of every Thread's
+/// fingerprint): the CLI's session id and the [`SessionGuard`] values, nothing else. It keeps
+/// any id that is safe as one argv element ([`is_safe_id`](crate::is_safe_id)); the driver
+/// resumes only UUIDs.
+///
+/// ```
+/// use driver_spi::{SessionCodec, SessionState};
+///
+/// const CODEC: driver_spi::GuardedCodec = driver_cli::session_codec("example/v1");
+/// let state = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
+/// assert!(CODEC.to_params(Some(&state)).unwrap().is_some());
+/// assert!(CODEC.to_params(Some(&SessionState::new("--continue"))).is_err());
+/// ```
+pub const fn session_codec(name: &'static str) -> GuardedCodec {
+    GuardedCodec::new(name, validate_id)
+}

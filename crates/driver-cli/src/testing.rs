@@ -1,0 +1,238 @@
+//! The driver test kit's translator half (feature `testing`): one fuzz that every
+//! [`Translator`] runs, and the replay of recorded CLI transcripts against blessed goldens.
+//!
+//! Translators are private to their driver crates, so both are called from a `#[cfg(test)]`
+//! module inside the crate:
+//!
+//! ```ignore
+//! proptest! {
+//!     #[test]
+//!     fn streams_are_well_formed(events in driver_cli::testing::events(WORDS, KEYS)) {
+//!         driver_cli::testing::check_stream(translator(), &events)?;
+//!     }
+//! }
+//!
+//! #[test]
+//! fn transcripts() {
+//!     driver_cli::testing::replay_dir(fixtures, |_| translator());
+//! }
+//! ```
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use driver_spi::{DriverEvent, FailureKind, check_sequence};
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use serde_json::Value;
+
+use crate::Translator;
+
+/// Text that breaks naive parsers: control characters, JSON punctuation, non-BMP and
+/// zero-width characters, long runs.
+pub fn nasty_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "\\PC{0,16}",
+        1 => "[\\x00-\\x1f\\x7f ]{0,6}",
+        3 => "[a-zA-Z0-9_$.{}-]{0,12}",
+        1 => "[{}\\[\\]\":,\\\\0-9a-z ]{0,32}",
+        1 => "[é€\u{1d11e}\u{200b}\u{0}]{0,8}",
+        1 => (any::<char>(), 60usize..300).prop_map(|(c, n)| std::iter::repeat_n(c, n).collect()),
+    ]
+}
+
+/// Event-shaped JSON values: objects whose `type` (and other strings) are drawn mostly from
+/// `words` and whose keys mostly from `keys`, nested up to four deep.
+pub fn event(
+    words: &'static [&'static str],
+    keys: &'static [&'static str],
+) -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        1 => Just(Value::Null),
+        1 => any::<bool>().prop_map(Value::from),
+        1 => any::<i64>().prop_map(Value::from),
+        2 => nasty_text().prop_map(Value::from),
+        5 => prop::sample::select(words).prop_map(Value::from),
+    ];
+    let key = prop_oneof![
+        5 => prop::sample::select(keys).prop_map(str::to_owned),
+        1 => nasty_text(),
+    ];
+    let value = leaf.prop_recursive(4, 24, 6, move |inner| {
+        prop_oneof![
+            2 => prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            3 => prop::collection::btree_map(key.clone(), inner, 0..7)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    (prop::sample::select(words), value).prop_map(|(kind, v)| match v {
+        Value::Object(mut m) => {
+            m.entry("type").or_insert_with(|| Value::from(kind));
+            Value::Object(m)
+        }
+        other => other,
+    })
+}
+
+/// Up to six events of [`event`].
+pub fn events(
+    words: &'static [&'static str],
+    keys: &'static [&'static str],
+) -> impl Strategy<Value = Vec<Value>> {
+    prop::collection::vec(event(words, keys), 0..6)
+}
+
+/// Drives `translator` over `events` as the driver does (stop at the first malformed event,
+/// close open calls, end the run) and checks the rules every translator keeps: no panic, no
+/// empty delta, nothing before `RunStarted`, a malformed event changes nothing, and a
+/// finished stream passes [`check_sequence`].
+///
+/// # Errors
+/// A [`TestCaseError`] naming the broken rule and the events.
+pub fn check_stream(mut translator: impl Translator, events: &[Value]) -> Result<(), TestCaseError> {
+    let mut out = Vec::new();
+    let mut malformed = false;
+    for event in events {
+        let started = translator.started();
+        let session = translator.session_id().map(str::to_owned);
+        match translator.translate(event) {
+            Ok(batch) => out.extend(batch),
+            Err(_) => {
+                prop_assert_eq!(translator.started(), started, "a malformed event started the run");
+                if session.is_some() {
+                    prop_assert_eq!(translator.session_id().map(str::to_owned), session);
+                }
+                malformed = true;
+                break;
+            }
+        }
+    }
+    let empty = out.iter().any(|e| {
+        matches!(e, DriverEvent::TextDelta { delta } | DriverEvent::ToolCallArguments { delta, .. }
+            if delta.is_empty())
+    });
+    prop_assert!(!empty, "an empty delta: {:?}", out);
+    if !translator.started() {
+        prop_assert!(out.is_empty(), "events without RunStarted: {:?}", out);
+        return Ok(());
+    }
+    if malformed {
+        out.push(DriverEvent::RunFailed {
+            kind: FailureKind::Protocol,
+        });
+    } else {
+        out.extend(translator.close_open_calls());
+        prop_assert!(translator.close_open_calls().is_empty());
+        out.push(DriverEvent::RunFinished);
+    }
+    prop_assert_eq!(check_sequence(&out), Ok(()), "{:?} from {:?}", out, events);
+    Ok(())
+}
+
+/// Parses `line` as the driver does and translates it: never a panic, whatever the text.
+pub fn take_line(mut translator: impl Translator, line: &str) {
+    if let Ok(value) = crate::parse_json_line(line, 1) {
+        let _ = translator.translate(&value);
+        let _ = translator.close_open_calls();
+        let _ = translator.output();
+        let _ = translator.reported_failure();
+    }
+}
+
+/// Replays one recorded transcript (JSONL, one CLI event per line) through `translator` and
+/// renders what a host would learn: every event, then the translator's judgement.
+///
+/// # Panics
+/// When a line is not JSON: a fixture must be a real transcript.
+pub fn replay(mut translator: impl Translator, transcript: &str) -> String {
+    let mut out = String::new();
+    for (index, line) in transcript.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("line {} is not JSON: {e}", index + 1));
+        match translator.translate(&value) {
+            Ok(events) => {
+                for event in events {
+                    let _ = writeln!(out, "{}", render(&event));
+                }
+            }
+            Err(_) => {
+                let _ = writeln!(out, "malformed line {}", index + 1);
+            }
+        }
+    }
+    for event in translator.close_open_calls() {
+        let _ = writeln!(out, "{} (closed at the end)", render(&event));
+    }
+    let _ = writeln!(out, "---");
+    let _ = writeln!(out, "started: {}", translator.started());
+    let _ = writeln!(out, "session: {}", translator.session_id().is_some());
+    let _ = writeln!(out, "succeeded: {}", translator.succeeded());
+    if let Some(failure) = translator.reported_failure() {
+        let _ = writeln!(out, "failure: {:?}: {}", failure.kind, failure.message);
+    }
+    if let Some(usage) = translator.usage() {
+        let _ = writeln!(out, "usage: {usage:?}");
+    }
+    if let Some(servers) = translator.mcp_servers() {
+        for server in servers {
+            let _ = writeln!(out, "mcp server {}: {}", server.name, server.status);
+        }
+    }
+    let _ = writeln!(out, "output: {:?}", translator.output());
+    out
+}
+
+fn render(event: &DriverEvent) -> String {
+    serde_json::to_string(event).unwrap_or_else(|_| format!("{event:?}"))
+}
+
+/// Replays every `*.jsonl` transcript in `dir` with a fresh translator from `translator`
+/// (given the file stem) and compares each rendering with its `*.events` golden beside it.
+/// With `BLESS=1` in the environment the goldens are written instead.
+///
+/// # Panics
+/// When `dir` holds no transcript, or a rendering differs from its golden (the message shows
+/// both and the command that re-blesses).
+pub fn replay_dir<T: Translator>(dir: &Path, mut translator: impl FnMut(&str) -> T) {
+    let bless = std::env::var_os("BLESS").is_some_and(|v| v == "1");
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    entries.sort();
+    assert!(!entries.is_empty(), "no transcript in {}", dir.display());
+    let mut failures = Vec::new();
+    for path in entries {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let transcript = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let rendered = replay(translator(&stem), &transcript);
+        let golden = path.with_extension("events");
+        if bless {
+            std::fs::write(&golden, &rendered)
+                .unwrap_or_else(|e| panic!("cannot write {}: {e}", golden.display()));
+            continue;
+        }
+        let expected = std::fs::read_to_string(&golden).unwrap_or_default();
+        if expected.replace("\r\n", "\n") != rendered {
+            failures.push(format!(
+                "{}:\n--- expected\n{expected}\n+++ replayed\n{rendered}",
+                golden.display()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "replayed transcripts differ from their goldens (re-bless with BLESS=1 cargo test):\n{}",
+        failures.join("\n")
+    );
+}
