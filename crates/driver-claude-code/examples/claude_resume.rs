@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions};
+use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
 use runtime_env::{HostEnv, RuntimeEnv};
 use secrecy::SecretString;
 use test_kit::anthropic::MockAnthropic;

@@ -1,9 +1,11 @@
 //! The Claude Code CLI driver: one `claude -p --output-format stream-json` process per turn,
 //! resumable across host restarts.
 //!
-//! [`ClaudeCodeDriver`] implements [`driver_spi::Driver`] on the shared CLI-process layer
-//! ([`driver_cli`]) and the stream-json protocol it shares with CodeBuddy
-//! ([`driver_stream_json`]). Every turn spawns `claude` through a
+//! [`ClaudeCodeDriver`] is the one CLI driver ([`driver_cli::CliDriver`]) with the Claude Code
+//! dialect: [`ClaudeCodeOptions`] say what differs (argv, environment, the `--mcp-config`
+//! file, the unknown-session phrase, failure classes), the stream-json protocol it shares
+//! with CodeBuddy ([`driver_stream_json`]) translates the events. Every turn spawns `claude`
+//! through a
 //! [`runtime_env::RuntimeEnv`]: the environment starts empty, HOME and `CLAUDE_CONFIG_DIR`
 //! belong to the credential namespace (Claude Code keeps its transcripts there, so a restarted
 //! host can resume them), and the prompt goes on stdin.
@@ -43,7 +45,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions};
+//! use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
 //! use runtime_env::{HostEnv, RuntimeEnv};
 //! use secrecy::SecretString;
 //!
@@ -63,9 +65,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod argv;
-mod driver;
+mod dialect;
 mod options;
 
-pub use driver::{CLAUDE_CODE_CODEC, CODEC_NAME, ClaudeCodeDriver, DRIVER_TYPE};
+pub use dialect::{CLAUDE_CODE_CODEC, CODEC_NAME, DRIVER_TYPE};
+pub use driver_cli::CommonOptions;
 pub use options::{ClaudeCodeOptions, MINIMUM_VERSION, PermissionMode, PermissionPolicy};
+
+/// The Claude Code driver: the one CLI driver with the Claude Code dialect.
+pub type ClaudeCodeDriver = driver_cli::CliDriver<ClaudeCodeOptions>;

@@ -1,9 +1,6 @@
 //! The typed construction options of the Claude Code driver.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use driver_cli::{Limits, Version};
+use driver_cli::{CliOptions, CommonOptions, Version};
 
 /// The oldest `claude` release this driver is tested with.
 pub const MINIMUM_VERSION: Version = Version::new(2, 1, 197);
@@ -85,11 +82,15 @@ impl PermissionPolicy {
 
 /// The construction options of a [`ClaudeCodeDriver`](crate::ClaudeCodeDriver).
 ///
-/// Everything here except the binary path, the limits and the offline switch is part of the
-/// driver's config fingerprint: changing it makes stored Threads incompatible.
+/// It is also the driver's [`Dialect`](driver_cli::Dialect): `ClaudeCodeDriver` is
+/// `CliDriver<ClaudeCodeOptions>`. The binary, model, limits and minimum version are set
+/// through [`CommonOptions`].
+///
+/// Everything here except the binary path, the limits, the retries and the offline switch is
+/// part of the driver's config fingerprint: changing it makes stored Threads incompatible.
 ///
 /// ```
-/// use driver_claude_code::{ClaudeCodeOptions, PermissionMode, PermissionPolicy};
+/// use driver_claude_code::{ClaudeCodeOptions, CommonOptions, PermissionMode, PermissionPolicy};
 ///
 /// let options = ClaudeCodeOptions::new()
 ///     .with_model("claude-sonnet-4-5")
@@ -100,17 +101,13 @@ impl PermissionPolicy {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ClaudeCodeOptions {
-    pub(crate) binary: PathBuf,
-    pub(crate) model: Option<String>,
+    pub(crate) cli: CliOptions,
     pub(crate) permissions: PermissionPolicy,
     pub(crate) allowed_tools: Vec<String>,
     pub(crate) base_url: Option<String>,
     pub(crate) max_turns: Option<u32>,
     pub(crate) max_retries: Option<u32>,
     pub(crate) offline: bool,
-    pub(crate) limits: Limits,
-    pub(crate) minimum_version: Version,
-    pub(crate) version_probe_timeout: Duration,
 }
 
 impl Default for ClaudeCodeOptions {
@@ -125,30 +122,14 @@ impl ClaudeCodeOptions {
     /// default [`Limits`] and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
-            binary: PathBuf::from("claude"),
-            model: None,
+            cli: CliOptions::new("claude", MINIMUM_VERSION),
             permissions: PermissionPolicy::default(),
             allowed_tools: Vec::new(),
             base_url: None,
             max_turns: None,
             max_retries: None,
             offline: true,
-            limits: Limits::default(),
-            minimum_version: MINIMUM_VERSION,
-            version_probe_timeout: Duration::from_secs(30),
         }
-    }
-
-    /// The `claude` executable: a path, or a name looked up in the child's `PATH`.
-    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
-        self.binary = binary.into();
-        self
-    }
-
-    /// The default model (`--model`); a request's model overrides it.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
     }
 
     /// The permission policy.
@@ -196,26 +177,10 @@ impl ClaudeCodeOptions {
         self.offline = offline;
         self
     }
+}
 
-    /// Time, line and stderr limits of each run.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The oldest accepted `claude --version`.
-    pub fn with_minimum_version(mut self, version: Version) -> Self {
-        self.minimum_version = version;
-        self
-    }
-
-    /// The binary.
-    pub fn binary(&self) -> &Path {
-        &self.binary
-    }
-
-    /// The default model.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
+impl CommonOptions for ClaudeCodeOptions {
+    fn cli_mut(&mut self) -> &mut CliOptions {
+        &mut self.cli
     }
 }

@@ -160,3 +160,29 @@ pub fn is_uuid(id: &str) -> bool {
             _ => b.is_ascii_hexdigit(),
         })
 }
+
+/// A failure class from a CLI's error text: authentication, rate limits, else a provider
+/// error. For dialects whose CLI reports no structured error class.
+///
+/// ```
+/// use driver_spi::FailureKind;
+///
+/// assert_eq!(driver_cli::classify_text("401 Unauthorized"), FailureKind::Authentication);
+/// assert_eq!(driver_cli::classify_text("Rate limit reached"), FailureKind::RateLimited);
+/// assert_eq!(driver_cli::classify_text("boom"), FailureKind::Provider);
+/// ```
+pub fn classify_text(text: &str) -> driver_spi::FailureKind {
+    use driver_spi::FailureKind;
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("401")
+        || lower.contains("unauthorized")
+        || lower.contains("authentication")
+        || lower.contains("api key")
+    {
+        FailureKind::Authentication
+    } else if lower.contains("429") || lower.contains("rate limit") {
+        FailureKind::RateLimited
+    } else {
+        FailureKind::Provider
+    }
+}

@@ -236,3 +236,53 @@ pub fn replay_dir<T: Translator>(dir: &Path, mut translator: impl FnMut(&str) ->
         failures.join("\n")
     );
 }
+
+/// The one conformance factory for any [`CliDriver`](crate::CliDriver) over the scripted fake
+/// CLI: drivers built from `options` with the fake as their binary, requests run in the
+/// harness's workspace, and the materialization the kit inspects is the last invocation's
+/// argv, its captured files and the recorded values of the kit's bearer variables.
+#[derive(Debug)]
+pub struct FakeCliFactory<D> {
+    /// The namespace, workspace and invocation record of the fake.
+    pub harness: fake_cli::Harness,
+    /// The options of every driver the factory creates (the binary is replaced).
+    pub options: D,
+}
+
+impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeCliFactory<D> {
+    fn create(&self) -> std::sync::Arc<dyn driver_spi::Driver> {
+        let options = self.options.clone().with_binary(fake_cli::binary_path());
+        std::sync::Arc::new(crate::CliDriver::new(self.harness.env.clone(), options))
+    }
+
+    fn prepare(&self, request: driver_spi::Request) -> driver_spi::Request {
+        request.with_workspace(self.harness.workspace.to_string_lossy())
+    }
+
+    fn observed_materialization(&self) -> Option<secrecy::SecretString> {
+        let call = self.harness.invocations().pop()?;
+        let env: Vec<String> = call.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let files: Vec<&str> = call.files.values().map(|f| f.contents.as_str()).collect();
+        Some(secrecy::SecretString::from(format!(
+            "argv: {}\nfiles: {}\nenv: {}",
+            call.argv.join(" "),
+            files.join("\n"),
+            env.join(" ")
+        )))
+    }
+}
+
+impl<D: crate::CommonOptions + Clone> FakeCliFactory<D> {
+    /// Runs the driver kit on a two-worker runtime of its own and returns its report.
+    ///
+    /// # Panics
+    /// When the runtime cannot be built: this is test support.
+    pub fn run_kit(&self) -> driver_spi::conformance::Report {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a test runtime");
+        runtime.block_on(driver_spi::conformance::run(self))
+    }
+}

@@ -1,27 +1,10 @@
 //! stream-json events, translated into driver-spi events.
 
-use driver_cli::TurnEvents;
-use driver_spi::{DriverEvent, Redactor, Usage};
+use driver_cli::{MalformedEvent, McpStatus, Translator, TurnEvents};
+use driver_spi::{DriverEvent, FailureKind, Redactor, Request, RunFailure, Usage};
 use serde_json::Value;
 
 use crate::names::ToolNames;
-
-/// A known event whose shape is not the documented one (for example a `tool_use` block
-/// without an id, or a `type` that is not a string).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("malformed stream-json event")]
-#[non_exhaustive]
-pub struct MalformedEvent;
-
-/// One MCP server as the `system/init` event reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct McpStatus {
-    /// The server name, as declared in the `--mcp-config` file.
-    pub name: String,
-    /// Its status, for example `connected`, `failed`, `needs-auth` or `pending`.
-    pub status: String,
-}
 
 /// The `result` event: how the CLI judged the turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,39 +43,17 @@ impl TurnResult {
     }
 }
 
-/// Translates one run's stream-json events into driver events, and keeps what the response
+/// Translates one run's stream-json events into driver events, and keeps what the judgement
 /// needs: the session id, the MCP server statuses of `system/init`, the `result` event and a
-/// top-level `error` event.
+/// top-level `error` event. A failed `result` is classified by the driver's own rule.
 ///
 /// Unknown event types (`stream_event`, `rate_limit_event`, `file-history-snapshot`, …) and
 /// unknown content blocks (`thinking`, …) are ignored, so newer CLI releases keep working.
-///
-/// ```
-/// use driver_spi::{DriverEvent, Redactor};
-/// use driver_stream_json::{StreamTranslator, ToolNames};
-///
-/// let mut t = StreamTranslator::new(Redactor::default(), ToolNames::new(["agent-tools"]));
-/// let mut events = Vec::new();
-/// for line in [
-///     r#"{"type":"system","subtype":"init","session_id":"s-1","mcp_servers":[{"name":"agent-tools","status":"connected"}]}"#,
-///     r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__agent_tools__ping","input":{"text":"hi"}}]},"session_id":"s-1"}"#,
-///     r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"pong"}],"is_error":false}]},"session_id":"s-1"}"#,
-///     r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Done."}]},"session_id":"s-1"}"#,
-///     r#"{"type":"result","subtype":"success","is_error":false,"result":"Done.","session_id":"s-1","usage":{"input_tokens":3,"cache_read_input_tokens":2,"output_tokens":1}}"#,
-/// ] {
-///     events.extend(t.translate(&serde_json::from_str(line)?)?);
-/// }
-/// assert_eq!(events[1], DriverEvent::tool_call_started("t1", "mcp__agent-tools__ping"));
-/// assert_eq!(events.last(), Some(&DriverEvent::text("Done.")));
-/// assert_eq!(t.session_id(), Some("s-1"));
-/// assert!(t.result().unwrap().is_success());
-/// assert_eq!(t.result().unwrap().usage.unwrap().input_tokens, 5);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Default)]
-pub struct StreamTranslator {
+#[derive(Debug)]
+pub struct StreamJson {
     redactor: Redactor,
     names: ToolNames,
+    classify: fn(&TurnResult) -> FailureKind,
     /// The session id, `RunStarted` and the tool-call lifecycle, by `tool_use` id.
     turn: TurnEvents,
     mcp_servers: Option<Vec<McpStatus>>,
@@ -101,55 +62,43 @@ pub struct StreamTranslator {
     error: Option<String>,
 }
 
-impl StreamTranslator {
-    /// A translator that redacts provider text with `redactor` and reports MCP tool names
-    /// through `names`.
-    pub fn new(redactor: Redactor, names: ToolNames) -> Self {
+impl StreamJson {
+    /// A translator for one turn of `request`: its redactor, its MCP servers' names, and
+    /// `classify` for a failed `result`.
+    pub fn new(request: &Request, classify: fn(&TurnResult) -> FailureKind) -> Self {
+        Self::with(
+            request.redactor(),
+            ToolNames::new(request.mcp.iter().map(|s| s.name.as_str())),
+            classify,
+        )
+    }
+
+    pub(crate) fn with(
+        redactor: Redactor,
+        names: ToolNames,
+        classify: fn(&TurnResult) -> FailureKind,
+    ) -> Self {
         Self {
             redactor,
             names,
-            ..Self::default()
+            classify,
+            turn: TurnEvents::default(),
+            mcp_servers: None,
+            last_text: None,
+            result: None,
+            error: None,
         }
     }
 
-    /// Whether `RunStarted` was emitted.
-    pub fn started(&self) -> bool {
-        self.turn.started()
+    /// Whether the CLI said, on stderr or in an `error` event, `phrase` (lower case): how
+    /// both CLIs report a session they do not know.
+    pub fn says(&self, phrase: &str, stderr: &str) -> bool {
+        [stderr, self.error.as_deref().unwrap_or("")]
+            .iter()
+            .any(|text| text.to_ascii_lowercase().contains(phrase))
     }
 
-    /// The session id, from the first event that carried one.
-    pub fn session_id(&self) -> Option<&str> {
-        self.turn.session_id()
-    }
-
-    /// The MCP servers of `system/init`; `None` before it arrived.
-    pub fn mcp_servers(&self) -> Option<&[McpStatus]> {
-        self.mcp_servers.as_deref()
-    }
-
-    /// The `result` event.
-    pub fn result(&self) -> Option<&TurnResult> {
-        self.result.as_ref()
-    }
-
-    /// The message of a top-level `{"type":"error"}` event (redacted).
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
-    }
-
-    /// The run's output: the `result` text, else the last assistant text.
-    pub fn output(&self) -> &str {
-        match &self.result {
-            Some(result) if !result.text.is_empty() => &result.text,
-            _ => self.last_text.as_deref().unwrap_or_default(),
-        }
-    }
-
-    /// Translates one event.
-    ///
-    /// # Errors
-    /// [`MalformedEvent`] for a known event with a malformed shape.
-    pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+    fn translate_checked(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
         // A malformed event emits nothing, so it must not mark the run started (or a call
         // opened or closed) either: the events it would have produced are dropped with it.
         let mark = self.turn.mark();
@@ -300,9 +249,56 @@ impl StreamTranslator {
         Ok(())
     }
 
-    /// Closes every tool call still open as an error result (a clean run must not finish
-    /// with one open).
-    pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+}
+
+impl Translator for StreamJson {
+    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        self.translate_checked(event)
+    }
+
+    fn started(&self) -> bool {
+        self.turn.started()
+    }
+
+    fn session_id(&self) -> Option<&str> {
+        self.turn.session_id()
+    }
+
+    /// The `result` text, else the last assistant text.
+    fn output(&self) -> &str {
+        match &self.result {
+            Some(result) if !result.text.is_empty() => &result.text,
+            _ => self.last_text.as_deref().unwrap_or_default(),
+        }
+    }
+
+    fn succeeded(&self) -> bool {
+        self.result.as_ref().is_some_and(TurnResult::is_success)
+    }
+
+    fn reported_failure(&self) -> Option<RunFailure> {
+        match (&self.result, &self.error) {
+            (Some(r), _) if !r.is_success() => {
+                Some(RunFailure::new((self.classify)(r), r.failure_text()))
+            }
+            (_, Some(error)) => Some(RunFailure::new(FailureKind::Provider, error.clone())),
+            _ => None,
+        }
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        self.result.as_ref().and_then(|r| r.usage)
+    }
+
+    fn last_error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    fn mcp_servers(&self) -> Option<&[McpStatus]> {
+        self.mcp_servers.as_deref()
+    }
+
+    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
         self.turn.close_open_calls()
     }
 }
@@ -348,18 +344,12 @@ fn mcp_statuses(servers: Option<&Value>) -> Result<Vec<McpStatus>, MalformedEven
     servers
         .iter()
         .map(|s| {
-            Ok(McpStatus {
-                name: s
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or(MalformedEvent)?
-                    .to_owned(),
-                status: s
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            })
+            let name = s
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or(MalformedEvent)?;
+            let status = s.get("status").and_then(Value::as_str).unwrap_or_default();
+            Ok(McpStatus::new(name, status))
         })
         .collect()
 }
@@ -383,8 +373,16 @@ mod tests {
     use run_service::EnvBinding;
     use serde_json::json;
 
-    fn translate(lines: &[Value]) -> (StreamTranslator, Vec<DriverEvent>) {
-        let mut t = StreamTranslator::new(Redactor::default(), ToolNames::new(["agent-ui"]));
+    fn plain(_: &TurnResult) -> FailureKind {
+        FailureKind::Provider
+    }
+
+    fn translator(redactor: Redactor, names: ToolNames) -> StreamJson {
+        StreamJson::with(redactor, names, plain)
+    }
+
+    fn translate(lines: &[Value]) -> (StreamJson, Vec<DriverEvent>) {
+        let mut t = translator(Redactor::default(), ToolNames::new(["agent-ui"]));
         let mut events = Vec::new();
         for line in lines {
             events.extend(t.translate(line).unwrap());
@@ -451,7 +449,7 @@ mod tests {
     #[test]
     fn result_and_error_events_are_kept_redacted() {
         let secret = "canary-secret-42f1";
-        let mut t = StreamTranslator::new(
+        let mut t = translator(
             Redactor::from_iter(
                 ([&EnvBinding::new("K", secret.to_owned())])
                     .into_iter()
@@ -461,19 +459,20 @@ mod tests {
         );
         t.translate(&json!({"type":"error","error":format!("No conversation found with session ID: x {secret}")}))
             .unwrap();
-        assert!(t.error().unwrap().starts_with("No conversation found"));
-        assert!(!t.error().unwrap().contains(secret));
+        assert!(t.last_error().unwrap().starts_with("No conversation found"));
+        assert!(!t.last_error().unwrap().contains(secret));
+        assert!(t.says("no conversation found", ""));
         t.translate(&json!({"type":"result","subtype":"error_during_execution","is_error":true,"result":secret,"session_id":"s"}))
             .unwrap();
-        let result = t.result().unwrap();
-        assert!(!result.is_success());
-        assert!(!result.text.contains(secret));
+        let failure = t.reported_failure().unwrap();
+        assert!(!t.succeeded());
+        assert!(!failure.message.contains(secret));
         assert_eq!(t.session_id(), Some("s"));
     }
 
     #[test]
     fn malformed_known_events_are_errors() {
-        let mut t = StreamTranslator::default();
+        let mut t = translator(Redactor::default(), ToolNames::default());
         for bad in [
             json!({"no":"type"}),
             json!({"type":"assistant","message":{"content":{"not":"an array"}}}),

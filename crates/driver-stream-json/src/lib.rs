@@ -1,26 +1,20 @@
 //! The stream-json protocol that Claude Code and CodeBuddy Code share, written once for both
-//! drivers.
+//! dialects of the one CLI driver ([`driver_cli::CliDriver`]).
 //!
 //! Both CLIs run headless as `<cli> -p --output-format stream-json` and print one JSON event
 //! per line (`system/init`, `assistant`, `user`, `result`, and CodeBuddy's top-level
-//! `error`); both take MCP servers from a `--mcp-config` file. This crate holds what is the
-//! same:
+//! `error`); both take MCP servers from a `--mcp-config` file. This crate holds exactly what
+//! is the same, and nothing that any other CLI uses:
 //!
-//! * [`StreamTranslator`]: events → [`driver_spi::DriverEvent`]s (text, tool-call start,
-//!   arguments and result, one `RunStarted`), plus the session id, the `system/init` MCP
-//!   statuses ([`McpStatus`]), the [`TurnResult`] and a top-level error;
-//! * [`ToolNames`]: MCP tool names as each CLI rewrites them (`mcp__agent_ui__ping`), mapped
-//!   back to `mcp__<declared server>__<tool>`;
-//! * [`mcp_config`]: the `{"mcpServers": …}` file, with bearer tokens as `${VAR}` references
-//!   so that only variable names reach the disk, and an [`McpDialect`] for what differs;
-//! * [`run_turn`]: one turn on the shared CLI-process layer (`driver-cli`): spawn, translate
-//!   and forward events, end the process early when a required MCP server did not connect
-//!   ([`FailureKind::McpUnavailable`](driver_spi::FailureKind::McpUnavailable)), wait;
-//! * [`run_request`]: one whole turn for a request (per-run MCP file, process, judgement),
-//!   given the driver's [`CliDialect`];
-//! * [`SessionPlan`] and [`judge`]: host-chosen session ids, `--resume` and `--fork-session`,
-//!   the guard checked before spawning, and the judgement of a finished turn, given the
-//!   driver's own reading of "unknown session" and of failures ([`Judgement`]).
+//! * [`StreamJson`]: the events' [`Translator`](driver_cli::Translator): text, tool-call
+//!   start, arguments and result (MCP tool names as each CLI rewrites them, mapped back to
+//!   `mcp__<declared server>__<tool>`), the session id, the `system/init` MCP statuses (so the
+//!   driver stops a turn whose required server did not connect), and the `result` verdict,
+//!   classified by each CLI's own rule;
+//! * [`mcp_file`]: the per-run `{"mcpServers": …}` file, with bearer tokens as `${VAR}`
+//!   references so that only variable names reach the disk, and an [`McpDialect`] for what
+//!   differs;
+//! * [`check_shared_options`]: the checks of the options both CLIs share.
 //!
 //! # Invariants
 //! - No secret value is ever written: bearer tokens and stdio secrets are `${NAME}`
@@ -30,27 +24,89 @@
 //! - Provider text kept for errors (`result` text, `error` messages) passes through the
 //!   request's redactor.
 //! - Unknown event types and content blocks are ignored; a known event with a broken shape
-//!   is a typed [`MalformedEvent`].
+//!   is a [`MalformedEvent`](driver_cli::MalformedEvent) and changes nothing.
 //!
 //! # What it deliberately does not do
-//! It writes no file and builds no full command line. Argv, environment, permission flags,
-//! how an unknown session is reported and how failures are classified differ between the
-//! CLIs and stay explicit in each driver crate.
+//! It spawns nothing, writes no file and builds no command line: the shared driver does the
+//! first two, and argv, environment, permission flags, how an unknown session is reported and
+//! how failures are classified stay in each CLI's dialect.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod drive;
 mod events;
+#[cfg(test)]
+mod fuzz_tests;
 mod mcp_config;
 mod names;
-mod session;
-mod turn;
 
-pub use drive::{CliDialect, check_shared_options, run_driver_turn, run_request};
-pub use events::{MalformedEvent, McpStatus, StreamTranslator, TurnResult};
-pub use mcp_config::{McpConfigError, McpDialect, mcp_config};
-pub use names::{ToolNames, sanitize};
-pub use session::{Judgement, SessionPlan, classify_text, judge};
-pub use turn::{TurnOutput, run_turn};
+use driver_cli::ConfigFiles;
+use driver_spi::{ConfigError, DriverError, Request};
+
+pub use events::{StreamJson, TurnResult};
+pub use mcp_config::{McpConfigError, McpDialect};
+
+/// The request's MCP servers as the per-run `mcp.json` file that `--mcp-config` names.
+///
+/// # Errors
+/// [`DriverError::InvalidConfig`] naming the broken rule (see [`McpConfigError`]).
+pub fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, DriverError> {
+    let config = mcp_config::mcp_config(&request.mcp, &request.mcp_secret_names(), dialect)
+        .map_err(McpConfigError::into_driver_error)?;
+    Ok(ConfigFiles::RunFile {
+        name: "mcp.json",
+        contents: config.to_string().into_bytes(),
+    })
+}
+
+impl McpConfigError {
+    /// This error as the driver reports it: an invalid `mcp` configuration, naming the rule.
+    pub fn into_driver_error(self) -> DriverError {
+        let reason = match self {
+            Self::InvalidServerName { .. } => {
+                "server names must be 1-64 ASCII letters, digits, `-` or `_`"
+            }
+            Self::DuplicateServerName => "server names must be unique within a run",
+            Self::Expansion { .. } => "values must not contain `${`",
+            Self::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
+            Self::PlainAuthorization => "use bearer_token_env_var, not a plain header",
+        };
+        ConfigError::invalid("mcp", reason).into()
+    }
+}
+
+/// The checks Claude Code and CodeBuddy make of the options they share: tool rules that
+/// are non-empty, without commas and not starting with `-` (the CLI would read one as a
+/// flag), and an http(s) model endpoint.
+///
+/// # Errors
+/// A [`ConfigError::invalid`] naming the option (`allowed_tools`, `base_url`).
+pub fn check_shared_options(
+    allowed_tools: &[String],
+    base_url: Option<&str>,
+) -> Result<(), ConfigError> {
+    if allowed_tools
+        .iter()
+        .any(|t| t.is_empty() || t.contains(',') || t.starts_with('-'))
+    {
+        return Err(ConfigError::invalid(
+            "allowed_tools",
+            "tool rules must be non-empty, without commas, and not start with `-`",
+        ));
+    }
+    if let Some(url) = base_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(ConfigError::invalid(
+            "base_url",
+            "must be an http or https URL",
+        ));
+    }
+    Ok(())
+}
+
+/// A failure class from an error text: authentication, rate limits, else a provider error.
+pub fn classify_text(text: &str) -> driver_spi::FailureKind {
+    driver_cli::classify_text(text)
+}

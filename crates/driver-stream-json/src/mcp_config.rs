@@ -89,23 +89,10 @@ impl From<McpRefError> for McpConfigError {
 ///   added to `env` as `"NAME": "${NAME}"`, forwarded from the CLI's environment.
 /// - No value may contain `${` (see [`McpConfigError::Expansion`]).
 ///
-/// ```
-/// use driver_stream_json::{McpDialect, mcp_config};
-/// use run_service::McpServer;
-///
-/// let server = McpServer::streamable_http("agent-ui", "http://127.0.0.1:4101/mcp")
-///     .with_bearer_token_env("UI_TOKEN");
-/// let config = mcp_config(&[server], &Default::default(), McpDialect::default()).unwrap();
-/// assert_eq!(
-///     config["mcpServers"]["agent-ui"]["headers"]["Authorization"],
-///     "Bearer ${UI_TOKEN}"
-/// );
-/// ```
-///
 /// # Errors
 /// [`McpConfigError`] for an invalid or duplicate name, a value with `${`, an invalid
 /// variable name or a plain `Authorization` header.
-pub fn mcp_config(
+pub(crate) fn mcp_config(
     servers: &[McpServer],
     secret_env: &BTreeMap<&str, Vec<&str>>,
     dialect: McpDialect,
@@ -228,6 +215,24 @@ mod tests {
         assert_eq!(
             config["mcpServers"]["legacy"]["headers"]["Authorization"],
             "Bearer ${T}"
+        );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod doc_examples {
+    #[test]
+    fn the_bearer_is_a_variable_reference() {
+        use super::{McpDialect, mcp_config};
+        use run_service::McpServer;
+
+        let server = McpServer::streamable_http("agent-ui", "http://127.0.0.1:4101/mcp")
+            .with_bearer_token_env("UI_TOKEN");
+        let config = mcp_config(&[server], &Default::default(), McpDialect::default()).unwrap();
+        assert_eq!(
+            config["mcpServers"]["agent-ui"]["headers"]["Authorization"],
+            "Bearer ${UI_TOKEN}"
         );
     }
 }

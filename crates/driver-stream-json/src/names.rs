@@ -7,25 +7,15 @@
 /// its `system/init` keeps `agent-ui`. Both map to `mcp__agent-ui__ping`, so events name a
 /// tool the same way whichever CLI ran. Names of built-in tools (`Bash`, `Read`, …) pass
 /// unchanged.
-///
-/// ```
-/// use driver_stream_json::ToolNames;
-///
-/// let names = ToolNames::new(["agent-ui", "agent"]);
-/// assert_eq!(names.report("mcp__agent_ui__ping"), "mcp__agent-ui__ping");
-/// assert_eq!(names.report("mcp__agent-ui__ping"), "mcp__agent-ui__ping");
-/// assert_eq!(names.report("mcp__agent__ping"), "mcp__agent__ping");
-/// assert_eq!(names.report("Bash"), "Bash");
-/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolNames {
+pub(crate) struct ToolNames {
     /// `(declared, sanitized)`, longest declared name first so that `agent-ui` wins over
     /// `agent`.
     servers: Vec<(String, String)>,
 }
 
 /// A name as the CLIs put it on the wire: every character outside `[A-Za-z0-9_]` becomes `_`.
-pub fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' {
@@ -39,7 +29,7 @@ pub fn sanitize(name: &str) -> String {
 
 impl ToolNames {
     /// The names of the request's MCP servers.
-    pub fn new<'a>(servers: impl IntoIterator<Item = &'a str>) -> Self {
+    pub(crate) fn new<'a>(servers: impl IntoIterator<Item = &'a str>) -> Self {
         let mut servers: Vec<(String, String)> = servers
             .into_iter()
             .map(|s| (s.to_owned(), sanitize(s)))
@@ -49,7 +39,7 @@ impl ToolNames {
     }
 
     /// The name to report for a tool the CLI called `wire`.
-    pub fn report(&self, wire: &str) -> String {
+    pub(crate) fn report(&self, wire: &str) -> String {
         let Some(rest) = wire.strip_prefix("mcp__") else {
             return wire.to_owned();
         };
@@ -67,7 +57,23 @@ impl ToolNames {
     }
 
     /// Whether `server` is one of the declared servers.
-    pub fn declares(&self, server: &str) -> bool {
+    #[cfg(test)]
+    pub(crate) fn declares(&self, server: &str) -> bool {
         self.servers.iter().any(|(d, _)| d == server)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    #[test]
+    fn names_map_back_to_declared_servers() {
+        use super::ToolNames;
+
+        let names = ToolNames::new(["agent-ui", "agent"]);
+        assert_eq!(names.report("mcp__agent_ui__ping"), "mcp__agent-ui__ping");
+        assert_eq!(names.report("mcp__agent-ui__ping"), "mcp__agent-ui__ping");
+        assert_eq!(names.report("mcp__agent__ping"), "mcp__agent__ping");
+        assert_eq!(names.report("Bash"), "Bash");
     }
 }

@@ -4,14 +4,13 @@
 //!
 //! Needs `CLAUDE_BIN` (visible `SKIPPED` locally, a failure under CI).
 
-#![allow(clippy::unwrap_used, reason = "tests")]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions};
+use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
 use driver_spi::{CollectingSink, Driver, DriverEvent, ProfilePayload, Request, RuntimePayload};
 use hosted_tools::{HostedTool, HostedToolsProvider, SessionMode, ToolOutput, ToolSet};
 use run_service::{RunId, RunServiceProvider, SecretString};

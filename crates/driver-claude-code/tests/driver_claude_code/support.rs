@@ -1,12 +1,11 @@
 //! A `claude` stand-in: the workspace's scripted fake CLI, answering with Claude Code's own
 //! stream-json event shapes.
 
-#![allow(dead_code, reason = "each test binary uses a different part")]
 
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions};
+use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
 use fake_cli::{Harness, Rule, Scenario};
 
 /// `--version` of the pinned release.
@@ -79,6 +78,11 @@ impl FakeClaude {
             self.env.clone(),
             options.with_binary(fake_cli::binary_path()),
         )
+    }
+
+    /// The harness, for the shared conformance factory.
+    pub(crate) fn into_harness(self) -> Harness {
+        self.0
     }
 
     /// The namespace's `CLAUDE_CONFIG_DIR`.

@@ -10,12 +10,11 @@
 //! This is its own test binary because the scenario installs a global TRACE subscriber for
 //! its canary scan.
 
-#![allow(clippy::unwrap_used, reason = "tests")]
 
 use std::path::Path;
 use std::sync::Arc;
 
-use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions};
+use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::anthropic::MockAnthropic;

@@ -1,31 +1,27 @@
-//! Fuzz-style properties (issue 13): the stream-json translator, the tool-name mapping and
-//! the MCP config writer, fed adversarial input, never panic; translated streams are well
-//! formed and names map back only to declared servers.
+//! Fuzz-style properties: the stream-json translator (through the shared driver test kit's
+//! rules), the tool-name mapping and the MCP config writer, fed adversarial input, never
+//! panic; translated streams are well formed and names map back only to declared servers.
 //!
-//! 10,000 cases per target with a fixed seed, so a CI failure reproduces locally.
+//! Fixed seed and case count (`test_support::fuzz_config`), so a CI failure reproduces.
+#![allow(clippy::unwrap_used, reason = "tests")]
 
 use std::collections::BTreeMap;
 
-use driver_spi::{DriverEvent, FailureKind, Redactor, check_sequence};
-use driver_stream_json::{McpDialect, StreamTranslator, ToolNames, mcp_config, sanitize};
+use driver_cli::Translator;
+use driver_cli::testing::{check_stream, event, events, nasty_text as nasty, take_line};
+use driver_spi::{FailureKind, Redactor};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 use run_service::McpServer;
-use serde_json::Value;
 
-fn config() -> Config {
-    test_support::fuzz_config()
-}
+use crate::events::{StreamJson, TurnResult};
+use crate::mcp_config::{McpDialect, mcp_config};
+use crate::names::{ToolNames, sanitize};
 
-fn nasty() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => "\\PC{0,16}",
-        1 => "[\\x00-\\x1f\\x7f ]{0,6}",
-        3 => "[a-zA-Z0-9_$.{}-]{0,12}",
-        1 => "[{}\\[\\]\":,\\\\0-9a-z ]{0,32}",
-        1 => "[é€\u{1d11e}\u{200b}\u{0}]{0,8}",
-        1 => (any::<char>(), 60usize..300).prop_map(|(c, n)| std::iter::repeat_n(c, n).collect()),
-    ]
+fn translator(names: &[&str]) -> StreamJson {
+    fn classify(_: &TurnResult) -> FailureKind {
+        FailureKind::Provider
+    }
+    StreamJson::with(Redactor::default(), ToolNames::new(names.iter().copied()), classify)
 }
 
 const WORDS: &[&str] = &[
@@ -70,31 +66,6 @@ const KEYS: &[&str] = &[
     "error",
 ];
 
-fn eventish() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        1 => Just(Value::Null),
-        1 => any::<bool>().prop_map(Value::from),
-        1 => any::<i64>().prop_map(Value::from),
-        2 => nasty().prop_map(Value::from),
-        5 => prop::sample::select(WORDS).prop_map(Value::from),
-    ];
-    let key = prop_oneof![5 => prop::sample::select(KEYS).prop_map(str::to_owned), 1 => nasty()];
-    let value = leaf.prop_recursive(4, 24, 6, move |inner| {
-        prop_oneof![
-            2 => prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-            3 => prop::collection::btree_map(key.clone(), inner, 0..7)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    });
-    (prop::sample::select(WORDS), value).prop_map(|(kind, v)| match v {
-        Value::Object(mut m) => {
-            m.entry("type").or_insert_with(|| Value::from(kind));
-            Value::Object(m)
-        }
-        other => other,
-    })
-}
-
 fn server() -> impl Strategy<Value = McpServer> {
     let name = prop_oneof![3 => "[a-z_-]{1,8}", 1 => nasty()];
     (
@@ -126,46 +97,18 @@ fn server() -> impl Strategy<Value = McpServer> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(test_support::fuzz_config())]
 
-    /// Any sequence of event-shaped values, driven as `run_turn` does (stop at the first
-    /// malformed event, close open calls, end the run): no panic, no empty delta, and the
-    /// stream passes the sequence checker.
+    /// Any sequence of event-shaped values, driven as the driver does: the shared rules hold.
     #[test]
-    fn translator_streams_are_well_formed(events in prop::collection::vec(eventish(), 0..6)) {
-        let mut t = StreamTranslator::new(Redactor::default(), ToolNames::new(["files"]));
-        let mut out = Vec::new();
-        let mut malformed = false;
-        for e in &events {
-            match t.translate(e) {
-                Ok(batch) => out.extend(batch),
-                Err(_) => { malformed = true; break; }
-            }
-        }
-        let empty = out.iter().any(|e| matches!(e,
-            DriverEvent::TextDelta { delta } | DriverEvent::ToolCallArguments { delta, .. } if delta.is_empty()));
-        prop_assert!(!empty, "{out:?}");
-        if t.started() && !malformed {
-            out.extend(t.close_open_calls());
-            prop_assert!(t.close_open_calls().is_empty());
-            out.push(DriverEvent::RunFinished);
-            prop_assert_eq!(check_sequence(&out), Ok(()), "{:?} from {:?}", out, events);
-        } else if !t.started() {
-            prop_assert!(out.is_empty());
-        } else {
-            out.push(DriverEvent::RunFailed { kind: FailureKind::Protocol });
-        }
+    fn translator_streams_are_well_formed(events in events(WORDS, KEYS)) {
+        check_stream(translator(&["files"]), &events)?;
     }
 
     /// Arbitrary text parsed as a JSONL line, then translated.
     #[test]
-    fn translator_takes_any_line(line in prop_oneof![nasty(), eventish().prop_map(|v| v.to_string())]) {
-        let mut t = StreamTranslator::new(Redactor::default(), ToolNames::default());
-        if let Ok(v) = driver_cli::parse_json_line(&line, 1) {
-            let _ = t.translate(&v);
-            let _ = t.close_open_calls();
-            let _ = t.output();
-        }
+    fn translator_takes_any_line(line in prop_oneof![nasty(), event(WORDS, KEYS).prop_map(|v| v.to_string())]) {
+        take_line(translator(&[]), &line);
     }
 
     /// A reported name is the wire name, or the wire name with a declared server's
@@ -231,7 +174,7 @@ proptest! {
 /// `run_turn` later reports `RunFailed` after no `RunStarted`.
 #[test]
 fn malformed_first_assistant_event_does_not_start_the_run_silently() {
-    let mut t = StreamTranslator::new(Redactor::default(), ToolNames::default());
+    let mut t = translator(&[]);
     let result = t.translate(&serde_json::json!({"type": "assistant", "message": {"content": 5}}));
     assert!(result.is_err());
     assert!(

@@ -1,0 +1,183 @@
+//! The Claude Code dialect: argv, environment, the per-run `--mcp-config` file, the
+//! unknown-session phrase and failure classification. Everything else is the one CLI driver.
+
+use driver_cli::{
+    CliOptions, ConfigFiles, Dialect, Invocation, NewSessionId, SessionPlan, Turn,
+    classify_text,
+};
+use driver_spi::{
+    Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
+    GuardedCodec, Request,
+};
+use driver_stream_json::{McpDialect, StreamJson, TurnResult, check_shared_options, mcp_file};
+use run_service::TransportKind;
+use runtime_env::{RuntimeEnv, RuntimeKind};
+
+use crate::options::{ClaudeCodeOptions, PermissionPolicy};
+
+/// The driver type: part of every Claude Code Thread's fingerprint.
+pub const DRIVER_TYPE: &str = "claude-code";
+
+/// The codec name, part of every Claude Code Thread's fingerprint.
+pub const CODEC_NAME: &str = "claude-code/v1";
+
+/// The session codec of the Claude Code driver: the session id (a UUID the host chose with
+/// `--session-id`, or the one a fork reported) and the
+/// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
+pub const CLAUDE_CODE_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
+
+/// The phrase Claude Code prints (on stderr, exit 1, with a lone `error_during_execution`
+/// result and no `system/init`) for a session id it does not know.
+const UNKNOWN_SESSION: &str = "no conversation found with session id";
+
+/// The variables that switch off Claude Code's non-essential traffic.
+const OFFLINE_VARS: &[(&str, &str)] = &[
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("DISABLE_TELEMETRY", "1"),
+    ("DISABLE_ERROR_REPORTING", "1"),
+    ("DISABLE_AUTOUPDATER", "1"),
+];
+
+impl Dialect for ClaudeCodeOptions {
+    type Translator = StreamJson;
+
+    const RUNTIME: RuntimeKind = RuntimeKind::ClaudeCode;
+
+    fn cli(&self) -> &CliOptions {
+        &self.cli
+    }
+
+    fn descriptor(&self) -> Descriptor {
+        Descriptor::new(DRIVER_TYPE, "Claude Code").with_capabilities(
+            Capabilities::none()
+                .with_resume(true)
+                .with_fork(true)
+                .with_streaming(true)
+                .with_mcp_transport(TransportKind::StreamableHttp)
+                .with_mcp_transport(TransportKind::Sse)
+                .with_mcp_transport(TransportKind::Stdio),
+        )
+    }
+
+    fn codec(&self) -> &'static GuardedCodec {
+        &CLAUDE_CODE_CODEC
+    }
+
+    fn new_session_id(&self) -> NewSessionId {
+        NewSessionId::Host
+    }
+
+    fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
+        builder
+            .str("permissions", &self.permissions.fingerprint_name())
+            .list("allowed_tools", &self.allowed_tools)
+            .opt_str("base_url", self.base_url.as_deref())
+            .opt_str("max_turns", self.max_turns.map(|t| t.to_string()).as_deref())
+    }
+
+    fn validate(&self, _env: &RuntimeEnv) -> Result<(), ConfigError> {
+        if self.permissions == PermissionPolicy::DangerouslySkipPermissions
+            && rustix::process::geteuid().is_root()
+        {
+            return Err(ConfigError::invalid(
+                "permissions",
+                "Claude Code refuses --dangerously-skip-permissions as root",
+            ));
+        }
+        check_shared_options(&self.allowed_tools, self.base_url.as_deref())
+    }
+
+    fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
+        mcp_file(turn.request, McpDialect::new())
+    }
+
+    fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
+        let mcp_config = turn.run_file.map(|p| p.to_string_lossy().into_owned());
+        let mut invocation = Invocation::new(argv(self, turn.request, turn.plan, mcp_config));
+        if let Some(url) = &self.base_url {
+            invocation = invocation.var("ANTHROPIC_BASE_URL", url.as_str());
+        }
+        if let Some(retries) = self.max_retries {
+            invocation = invocation.var("CLAUDE_CODE_MAX_RETRIES", retries.to_string());
+        }
+        if self.offline {
+            for (name, value) in OFFLINE_VARS {
+                invocation = invocation.var(name, *value);
+            }
+        }
+        Ok(invocation)
+    }
+
+    fn translator(&self, request: &Request) -> StreamJson {
+        StreamJson::new(request, classify)
+    }
+
+    fn unknown_session(&self, translator: &StreamJson, finished: &driver_cli::Finished) -> bool {
+        // Claude Code says so on stderr (exit 1), with a lone result and no `system/init`.
+        translator.says(UNKNOWN_SESSION, &finished.stderr_tail)
+    }
+}
+
+/// The argv (without the program). The prompt is read from stdin: nothing follows the
+/// variadic `--allowedTools`, and no prompt argument can be mistaken for a tool name.
+fn argv(
+    options: &ClaudeCodeOptions,
+    request: &Request,
+    plan: SessionPlan<'_>,
+    mcp_config: Option<String>,
+) -> Vec<String> {
+    let mut args: Vec<String> = ["-p", "--output-format", "stream-json", "--verbose"]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(plan.session_id_flags(Some("--no-session-persistence")));
+    if let Some(model) = request.model.as_deref().or(options.cli.model.as_deref()) {
+        args.extend(["--model".to_owned(), model.to_owned()]);
+    }
+    if let Some(instructions) = &request.instructions {
+        args.extend(["--append-system-prompt".to_owned(), instructions.clone()]);
+    }
+    if let Some(turns) = options.max_turns {
+        args.extend(["--max-turns".to_owned(), turns.to_string()]);
+    }
+    if let Some(path) = mcp_config {
+        args.extend(["--mcp-config".to_owned(), path, "--strict-mcp-config".to_owned()]);
+    }
+    let mode = match &options.permissions {
+        PermissionPolicy::AllowRequestServers { mode } | PermissionPolicy::Explicit { mode } => {
+            Some(*mode)
+        }
+        PermissionPolicy::DangerouslySkipPermissions => None,
+    };
+    match mode {
+        Some(mode) => args.extend(["--permission-mode".to_owned(), mode.as_str().to_owned()]),
+        None => args.push("--dangerously-skip-permissions".to_owned()),
+    }
+    let mut allowed: Vec<String> = Vec::new();
+    if matches!(
+        options.permissions,
+        PermissionPolicy::AllowRequestServers { .. }
+    ) {
+        allowed.extend(request.mcp.iter().map(|s| format!("mcp__{}", s.name)));
+    }
+    allowed.extend(options.allowed_tools.iter().cloned());
+    if !allowed.is_empty() {
+        args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
+    }
+    args
+}
+
+/// The failure class of a failed `result` event: the model API's HTTP status when Claude
+/// Code reports one, else the subtype and text.
+fn classify(result: &TurnResult) -> FailureKind {
+    match result.api_error_status {
+        Some(401 | 403) => return FailureKind::Authentication,
+        Some(429) => return FailureKind::RateLimited,
+        Some(_) => return FailureKind::Provider,
+        None => {}
+    }
+    if result.subtype.starts_with("error_max_") {
+        FailureKind::Limit
+    } else {
+        classify_text(&result.failure_text())
+    }
+}

@@ -1,4 +1,0 @@
-//! Integration tests of driver-stream-json.
-#![allow(clippy::unwrap_used, reason = "tests")]
-
-mod fuzz;
