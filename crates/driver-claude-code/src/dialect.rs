@@ -2,8 +2,7 @@
 //! unknown-session phrase and failure classification. Everything else is the one CLI driver.
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Invocation, NewSessionId, SessionPlan, Turn,
-    classify_text,
+    CliOptions, ConfigFiles, Dialect, Invocation, NewSessionId, SessionPlan, Turn, classify_text,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
@@ -72,7 +71,10 @@ impl Dialect for ClaudeCodeOptions {
             .str("permissions", &self.permissions.fingerprint_name())
             .list("allowed_tools", &self.allowed_tools)
             .opt_str("base_url", self.base_url.as_deref())
-            .opt_str("max_turns", self.max_turns.map(|t| t.to_string()).as_deref())
+            .opt_str(
+                "max_turns",
+                self.max_turns.map(|t| t.to_string()).as_deref(),
+            )
     }
 
     fn validate(&self, _env: &RuntimeEnv) -> Result<(), ConfigError> {
@@ -140,7 +142,11 @@ fn argv(
         args.extend(["--max-turns".to_owned(), turns.to_string()]);
     }
     if let Some(path) = mcp_config {
-        args.extend(["--mcp-config".to_owned(), path, "--strict-mcp-config".to_owned()]);
+        args.extend([
+            "--mcp-config".to_owned(),
+            path,
+            "--strict-mcp-config".to_owned(),
+        ]);
     }
     let mode = match &options.permissions {
         PermissionPolicy::AllowRequestServers { mode } | PermissionPolicy::Explicit { mode } => {

@@ -120,13 +120,17 @@ pub enum ConfigFiles {
     Namespace(NamespaceConfig),
 }
 
+/// What a turn writes to its namespace files, given what was there (one entry per path, in
+/// order; `None` for no file).
+pub type MergeFiles = Box<dyn FnOnce(&[Option<Vec<u8>>]) -> Vec<Option<Vec<u8>>> + Send>;
+
 /// The namespace files of [`ConfigFiles::Namespace`].
 pub struct NamespaceConfig {
     /// The files, relative to the runtime's state directory.
     pub paths: Vec<String>,
     /// What to write given what was there (one entry per path, in order; `None` for no
     /// file).
-    pub contents: Box<dyn FnOnce(&[Option<Vec<u8>>]) -> Vec<Option<Vec<u8>>> + Send>,
+    pub contents: MergeFiles,
 }
 
 impl fmt::Debug for NamespaceConfig {

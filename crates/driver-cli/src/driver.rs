@@ -22,8 +22,8 @@ use runtime_env::RuntimeEnv;
 
 use crate::dialect::{ConfigFiles, Dialect, NamespaceConfig, NewSessionId, Turn};
 use crate::{
-    CliCommand, CliError, NamespaceFiles, RunFiles, SessionPlan, TurnLock,
-    TurnLockError, Version, VersionCheck,
+    CliCommand, CliError, NamespaceFiles, RunFiles, SessionPlan, TurnLock, TurnLockError, Version,
+    VersionCheck,
 };
 
 /// The turn lock's file in a runtime's state directory.

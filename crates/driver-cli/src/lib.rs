@@ -110,17 +110,17 @@ mod version;
 
 pub use command::{CliCommand, Limits};
 pub use dialect::{
-    ConfigFiles, Dialect, Invocation, MalformedEvent, McpStatus, NamespaceConfig, NewSessionId,
-    Translator, Turn, default_failure,
+    ConfigFiles, Dialect, Invocation, MalformedEvent, McpStatus, MergeFiles, NamespaceConfig,
+    NewSessionId, Translator, Turn, default_failure,
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};
-pub use options::{CliOptions, CommonOptions};
-pub use session::{SessionPlan, session_codec};
 pub use error::CliError;
 pub use files::{RUNS_DIR, RunFiles};
 pub use lines::parse_json_line;
 pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers};
+pub use options::{CliOptions, CommonOptions};
 pub use process::{CliProcess, Finished, failure_kind};
+pub use session::{SessionPlan, session_codec};
 pub use turn_events::{Mark, TurnEvents, checkpoint, fail_turn, finish_turn, json_text};
 pub use turn_lock::{NamespaceFiles, TurnLock, TurnLockError};
 pub use version::{Version, VersionCheck, probe_version};

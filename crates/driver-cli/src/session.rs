@@ -7,8 +7,8 @@
 //! is spawned.
 
 use driver_spi::{
-    CodecError, DriverError, GuardedCodec, Request, ResumeRejectReason, SessionCodec,
-    SessionGuard, SessionMode, SessionState, Unsupported,
+    CodecError, DriverError, GuardedCodec, Request, ResumeRejectReason, SessionCodec, SessionGuard,
+    SessionMode, SessionState, Unsupported,
 };
 
 /// What one invocation does with sessions.

@@ -89,7 +89,10 @@ pub fn events(
 ///
 /// # Errors
 /// A [`TestCaseError`] naming the broken rule and the events.
-pub fn check_stream(mut translator: impl Translator, events: &[Value]) -> Result<(), TestCaseError> {
+pub fn check_stream(
+    mut translator: impl Translator,
+    events: &[Value],
+) -> Result<(), TestCaseError> {
     let mut out = Vec::new();
     let mut malformed = false;
     for event in events {
@@ -98,7 +101,11 @@ pub fn check_stream(mut translator: impl Translator, events: &[Value]) -> Result
         match translator.translate(event) {
             Ok(batch) => out.extend(batch),
             Err(_) => {
-                prop_assert_eq!(translator.started(), started, "a malformed event started the run");
+                prop_assert_eq!(
+                    translator.started(),
+                    started,
+                    "a malformed event started the run"
+                );
                 if session.is_some() {
                     prop_assert_eq!(translator.session_id().map(str::to_owned), session);
                 }

@@ -49,7 +49,14 @@ pub(crate) async fn drive<D: Dialect>(
         .map(|s| s.name.as_str())
         .collect();
     let mut started = false;
-    let stop = read_events(&mut process, &mut translator, turn, &required, &mut started, sink);
+    let stop = read_events(
+        &mut process,
+        &mut translator,
+        turn,
+        &required,
+        &mut started,
+        sink,
+    );
     let finished = match stop.await {
         None => process.wait().await,
         Some(stop) => {
@@ -93,7 +100,10 @@ async fn read_events(
             return Some(Stop::Cli(CliError::MalformedJson { line }));
         };
         if let Some(got) = translator.session_id() {
-            if plan.expected_id().is_some_and(|want| !got.eq_ignore_ascii_case(want)) {
+            if plan
+                .expected_id()
+                .is_some_and(|want| !got.eq_ignore_ascii_case(want))
+            {
                 return Some(Stop::OtherSession);
             }
             if let SessionPlan::Fork(parent) = plan
@@ -185,9 +195,7 @@ fn judge<D: Dialect>(
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {
     let plan = turn.plan;
-    if plan.is_resuming()
-        && !translator.started()
-        && dialect.unknown_session(&translator, finished)
+    if plan.is_resuming() && !translator.started() && dialect.unknown_session(&translator, finished)
     {
         return Err(ResumeRejectReason::UnknownSession.into());
     }
@@ -198,10 +206,9 @@ fn judge<D: Dialect>(
         && (stateless || translator.session_id().is_some());
     if !clean {
         let failure = match (translator.reported_failure(), finished.status.is_success()) {
-            (None, true) if translator.succeeded() => RunFailure::new(
-                FailureKind::Protocol,
-                "the CLI reported no session id",
-            ),
+            (None, true) if translator.succeeded() => {
+                RunFailure::new(FailureKind::Protocol, "the CLI reported no session id")
+            }
             _ => dialect.failure(&translator, finished),
         };
         return crate::fail_turn(

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use driver_cli::Limits;
-use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions};
+use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
 use runtime_env::{HostEnv, RuntimeEnv};
 use secrecy::SecretString;
 use test_kit::chat::MockChat;

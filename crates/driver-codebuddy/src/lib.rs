@@ -1,10 +1,10 @@
 //! The CodeBuddy Code CLI driver: one `codebuddy -p --output-format stream-json` process per
 //! turn, resumable across host restarts.
 //!
-//! CodeBuddy Code mirrors Claude Code closely, so [`CodeBuddyDriver`] shares the stream-json
-//! protocol, the `--mcp-config` file, session handling and turn judgement with the Claude Code
-//! driver ([`driver_stream_json`]), and runs on the shared CLI-process layer
-//! ([`driver_cli`]). What differs is explicit here:
+//! CodeBuddy Code mirrors Claude Code closely, so [`CodeBuddyDriver`] is the one CLI driver
+//! ([`driver_cli::CliDriver`]) with a dialect ([`CodeBuddyOptions`]) that shares the
+//! stream-json protocol and the `--mcp-config` file with Claude Code's
+//! ([`driver_stream_json`]). What differs is explicit here:
 //!
 //! | | CodeBuddy |
 //! |---|---|
@@ -35,9 +35,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod argv;
-mod driver;
+mod dialect;
 mod options;
 
-pub use driver::{CODEBUDDY_CODEC, CODEC_NAME, CodeBuddyDriver, DRIVER_TYPE};
+pub use dialect::{CODEBUDDY_CODEC, CODEC_NAME, DRIVER_TYPE};
+pub use driver_cli::CommonOptions;
 pub use options::{CodeBuddyOptions, MINIMUM_VERSION, PermissionMode};
+
+/// The CodeBuddy driver: the one CLI driver with the CodeBuddy dialect.
+pub type CodeBuddyDriver = driver_cli::CliDriver<CodeBuddyOptions>;

@@ -1,11 +1,8 @@
 //! The typed construction options of the CodeBuddy driver.
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use driver_cli::{Limits, Version};
+use driver_cli::{CliOptions, CommonOptions, Version};
 use secrecy::SecretString;
+use std::fmt;
 
 /// The oldest `codebuddy` release this driver is tested with.
 pub const MINIMUM_VERSION: Version = Version::new(2, 117, 0);
@@ -49,7 +46,7 @@ impl PermissionMode {
 /// offline switch is part of the driver's config fingerprint.
 ///
 /// ```
-/// use driver_codebuddy::CodeBuddyOptions;
+/// use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
 /// use secrecy::SecretString;
 ///
 /// let options = CodeBuddyOptions::new()
@@ -60,8 +57,7 @@ impl PermissionMode {
 /// ```
 #[derive(Clone)]
 pub struct CodeBuddyOptions {
-    pub(crate) binary: PathBuf,
-    pub(crate) model: Option<String>,
+    pub(crate) cli: CliOptions,
     pub(crate) permission_mode: Option<PermissionMode>,
     pub(crate) allowed_tools: Vec<String>,
     pub(crate) base_url: Option<String>,
@@ -69,9 +65,6 @@ pub struct CodeBuddyOptions {
     pub(crate) user_id: String,
     pub(crate) max_turns: Option<u32>,
     pub(crate) offline: bool,
-    pub(crate) limits: Limits,
-    pub(crate) minimum_version: Version,
-    pub(crate) version_probe_timeout: Duration,
 }
 
 impl Default for CodeBuddyOptions {
@@ -86,8 +79,7 @@ impl CodeBuddyOptions {
     /// on, the default [`Limits`] and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
-            binary: PathBuf::from("codebuddy"),
-            model: None,
+            cli: CliOptions::new("codebuddy", MINIMUM_VERSION),
             permission_mode: None,
             allowed_tools: Vec::new(),
             base_url: None,
@@ -95,23 +87,7 @@ impl CodeBuddyOptions {
             user_id: "agent-sdk".to_owned(),
             max_turns: None,
             offline: true,
-            limits: Limits::default(),
-            minimum_version: MINIMUM_VERSION,
-            version_probe_timeout: Duration::from_secs(30),
         }
-    }
-
-    /// The `codebuddy` executable (the npm package `@tencent-ai/agent-sdk` ships it at
-    /// `cli/bin/codebuddy`).
-    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
-        self.binary = binary.into();
-        self
-    }
-
-    /// The default model (`--model`); a request's model overrides it.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
     }
 
     /// The permission mode (`--permission-mode`); CodeBuddy's default when unset.
@@ -166,36 +142,18 @@ impl CodeBuddyOptions {
         self.offline = offline;
         self
     }
+}
 
-    /// Time, line and stderr limits of each run. CodeBuddy hangs without a result when the
-    /// model endpoint refuses connections, so these are what end such a run.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The oldest accepted `codebuddy --version`.
-    pub fn with_minimum_version(mut self, version: Version) -> Self {
-        self.minimum_version = version;
-        self
-    }
-
-    /// The binary.
-    pub fn binary(&self) -> &Path {
-        &self.binary
-    }
-
-    /// The default model.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
+impl CommonOptions for CodeBuddyOptions {
+    fn cli_mut(&mut self) -> &mut CliOptions {
+        &mut self.cli
     }
 }
 
 impl fmt::Debug for CodeBuddyOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CodeBuddyOptions")
-            .field("binary", &self.binary)
-            .field("model", &self.model)
+            .field("cli", &self.cli)
             .field("permission_mode", &self.permission_mode)
             .field("allowed_tools", &self.allowed_tools)
             .field("base_url", &self.base_url)
@@ -203,8 +161,6 @@ impl fmt::Debug for CodeBuddyOptions {
             .field("user_id", &self.user_id)
             .field("max_turns", &self.max_turns)
             .field("offline", &self.offline)
-            .field("limits", &self.limits)
-            .field("minimum_version", &self.minimum_version)
             .finish()
     }
 }

@@ -248,7 +248,6 @@ impl StreamJson {
         self.turn.close_call(id, output, is_error, out);
         Ok(())
     }
-
 }
 
 impl Translator for StreamJson {

@@ -21,7 +21,11 @@ fn translator(names: &[&str]) -> StreamJson {
     fn classify(_: &TurnResult) -> FailureKind {
         FailureKind::Provider
     }
-    StreamJson::with(Redactor::default(), ToolNames::new(names.iter().copied()), classify)
+    StreamJson::with(
+        Redactor::default(),
+        ToolNames::new(names.iter().copied()),
+        classify,
+    )
 }
 
 const WORDS: &[&str] = &[

@@ -2,10 +2,10 @@
 //! resume rejection, a failed MCP server, broken output, hangs, cancellation, a missing
 //! binary.
 
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{FakeClaude, claude_like};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_claude_code::{ClaudeCodeOptions, CommonOptions, PermissionMode, PermissionPolicy};
 use driver_cli::Limits;
@@ -16,7 +16,6 @@ use driver_spi::{
 use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
-use crate::support::{FakeClaude, claude_like};
 
 const K: Kind = Kind::new("driver-claude-code tests 2026-11-30 profile v1");
 const SECRET: &str = "mcp-canary-secret-77aa01";

@@ -10,7 +10,6 @@
 //! This is its own test binary because the scenario installs a global TRACE subscriber for
 //! its canary scan.
 
-
 use std::path::Path;
 use std::sync::Arc;
 

@@ -4,7 +4,6 @@
 //!
 //! Needs `CLAUDE_BIN` (visible `SKIPPED` locally, a failure under CI).
 
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -1,7 +1,6 @@
 //! A `claude` stand-in: the workspace's scripted fake CLI, answering with Claude Code's own
 //! stream-json event shapes.
 
-
 use std::ops::Deref;
 use std::path::PathBuf;
 

@@ -1,12 +1,10 @@
 //! A `codebuddy` stand-in: the workspace's scripted fake CLI, answering with CodeBuddy's own
 //! stream-json event shapes (as transcribed from the pinned 2.117.0).
 
-#![allow(dead_code, reason = "each test binary uses a different part")]
-
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions};
+use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
 use fake_cli::{Harness, Rule, Scenario};
 
 /// `--version` of the pinned release.
@@ -90,5 +88,10 @@ impl FakeCodeBuddy {
     /// The namespace's `CODEBUDDY_CONFIG_DIR`.
     pub(crate) fn config_dir(&self) -> PathBuf {
         self.env.state_dir(runtime_env::RuntimeKind::CodeBuddy)
+    }
+
+    /// The harness, for the shared conformance factory.
+    pub(crate) fn into_harness(self) -> Harness {
+        self.0
     }
 }

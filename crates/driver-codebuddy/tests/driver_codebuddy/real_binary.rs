@@ -11,13 +11,11 @@
 //! This is its own test binary because the scenario installs a global TRACE subscriber for
 //! its canary scan.
 
-#![allow(clippy::unwrap_used, reason = "tests")]
-
 use std::path::Path;
 use std::sync::Arc;
 
 use driver_cli::Limits;
-use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions};
+use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::chat::MockChat;

@@ -1,0 +1,186 @@
+//! The CodeBuddy dialect: argv, environment, the per-run `--mcp-config` file (MCP tools
+//! loaded eagerly), the unknown-session phrase and failure classification. Everything else
+//! is the one CLI driver.
+
+use driver_cli::{
+    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, SessionPlan, Turn,
+    classify_text,
+};
+use driver_spi::{
+    Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
+    GuardedCodec, Request,
+};
+use driver_stream_json::{McpDialect, StreamJson, TurnResult, check_shared_options, mcp_file};
+use run_service::{EnvBinding, TransportKind};
+use runtime_env::{RuntimeEnv, RuntimeKind};
+
+use crate::options::{CodeBuddyOptions, PermissionMode};
+
+/// The driver type: part of every CodeBuddy Thread's fingerprint.
+pub const DRIVER_TYPE: &str = "codebuddy";
+
+/// The codec name, part of every CodeBuddy Thread's fingerprint.
+pub const CODEC_NAME: &str = "codebuddy/v1";
+
+/// The session codec of the CodeBuddy driver: the session id (a UUID the host chose with
+/// `--session-id`, or the one a fork reported) and the
+/// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
+pub const CODEBUDDY_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
+
+/// The phrase CodeBuddy prints for a session id it does not know: a lone
+/// `{"type":"error","error":"No conversation found with session ID: …"}` line, exit 0.
+const UNKNOWN_SESSION: &str = "no conversation found with session id";
+
+/// The variables that switch off the built-in plugin-marketplace fetch and telemetry.
+const OFFLINE_VARS: &[(&str, &str)] = &[
+    ("CODEBUDDY_SKIP_BUILTIN_MARKETPLACE", "1"),
+    ("DISABLE_TELEMETRY", "1"),
+];
+
+impl Dialect for CodeBuddyOptions {
+    type Translator = StreamJson;
+
+    const RUNTIME: RuntimeKind = RuntimeKind::CodeBuddy;
+
+    fn cli(&self) -> &CliOptions {
+        &self.cli
+    }
+
+    fn descriptor(&self) -> Descriptor {
+        Descriptor::new(DRIVER_TYPE, "CodeBuddy Code").with_capabilities(
+            Capabilities::none()
+                .with_resume(true)
+                .with_fork(true)
+                .with_streaming(true)
+                .with_mcp_transport(TransportKind::StreamableHttp)
+                .with_mcp_transport(TransportKind::Sse)
+                .with_mcp_transport(TransportKind::Stdio),
+        )
+    }
+
+    fn codec(&self) -> &'static GuardedCodec {
+        &CODEBUDDY_CODEC
+    }
+
+    fn new_session_id(&self) -> NewSessionId {
+        NewSessionId::Host
+    }
+
+    fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
+        builder
+            .opt_str(
+                "permission_mode",
+                self.permission_mode.map(PermissionMode::as_str),
+            )
+            .list("allowed_tools", &self.allowed_tools)
+            .opt_str("base_url", self.base_url.as_deref())
+            .opt_str(
+                "max_turns",
+                self.max_turns.map(|t| t.to_string()).as_deref(),
+            )
+    }
+
+    fn validate(&self, _env: &RuntimeEnv) -> Result<(), ConfigError> {
+        if !is_user_id(&self.user_id) {
+            return Err(ConfigError::invalid(
+                "user_id",
+                "must be 1-64 ASCII letters, digits, `-`, `_`, `.` or `@`",
+            ));
+        }
+        check_shared_options(&self.allowed_tools, self.base_url.as_deref())
+    }
+
+    fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
+        // MCP tools are deferred behind a search tool unless loading is eager.
+        mcp_file(turn.request, McpDialect::new().with_defer_loading(false))
+    }
+
+    fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
+        let mcp_config = turn.run_file.map(|p| p.to_string_lossy().into_owned());
+        let mut invocation = Invocation::new(argv(self, turn.request, turn.plan, mcp_config));
+        if let Some(url) = &self.base_url {
+            invocation = invocation.var("CODEBUDDY_BASE_URL", url.as_str());
+        }
+        if let Some(key) = &self.api_key {
+            invocation
+                .secrets
+                .push(EnvBinding::new("CODEBUDDY_API_KEY", key.clone()));
+        }
+        // Without these CodeBuddy derives its user id and nickname from the last eight
+        // characters of the API key, sends the id and writes the nickname to its log.
+        invocation = invocation
+            .var("ACC_USER_ID", self.user_id.as_str())
+            .var("ACC_USER_NICKNAME", self.user_id.as_str());
+        if self.offline {
+            for (name, value) in OFFLINE_VARS {
+                invocation = invocation.var(name, *value);
+            }
+        }
+        Ok(invocation)
+    }
+
+    fn translator(&self, request: &Request) -> StreamJson {
+        StreamJson::new(request, classify)
+    }
+
+    fn unknown_session(&self, translator: &StreamJson, finished: &Finished) -> bool {
+        // CodeBuddy says so in a lone `error` event (exit 0), before `system/init`.
+        translator.says(UNKNOWN_SESSION, &finished.stderr_tail)
+    }
+}
+
+/// The argv (without the program); the prompt is read from stdin.
+fn argv(
+    options: &CodeBuddyOptions,
+    request: &Request,
+    plan: SessionPlan<'_>,
+    mcp_config: Option<String>,
+) -> Vec<String> {
+    let mut args: Vec<String> = ["-p", "--output-format", "stream-json"]
+        .map(str::to_owned)
+        .to_vec();
+    // CodeBuddy has no flag to skip persistence: a stateless turn is a new session whose
+    // checkpoint is not returned.
+    args.extend(plan.session_id_flags(None));
+    if let Some(model) = request.model.as_deref().or(options.cli.model.as_deref()) {
+        args.extend(["--model".to_owned(), model.to_owned()]);
+    }
+    if let Some(instructions) = &request.instructions {
+        args.extend(["--append-system-prompt".to_owned(), instructions.clone()]);
+    }
+    if let Some(turns) = options.max_turns {
+        args.extend(["--max-turns".to_owned(), turns.to_string()]);
+    }
+    if let Some(path) = mcp_config {
+        args.extend([
+            "--mcp-config".to_owned(),
+            path,
+            "--strict-mcp-config".to_owned(),
+        ]);
+    }
+    if let Some(mode) = options.permission_mode {
+        args.extend(["--permission-mode".to_owned(), mode.as_str().to_owned()]);
+    }
+    if !options.allowed_tools.is_empty() {
+        args.extend(["--allowedTools".to_owned(), options.allowed_tools.join(",")]);
+    }
+    args
+}
+
+/// The failure class of a failed `result` event. CodeBuddy reports no HTTP status field, only
+/// texts such as `401 Unauthorized` in `errors`.
+fn classify(result: &TurnResult) -> FailureKind {
+    if result.subtype.starts_with("error_max_") {
+        FailureKind::Limit
+    } else {
+        classify_text(&result.failure_text())
+    }
+}
+
+fn is_user_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@'))
+}

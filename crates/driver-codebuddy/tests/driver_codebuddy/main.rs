@@ -1,0 +1,7 @@
+//! The . test binary: one binary for the crate (see each module).
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod conformance;
+mod fake_cli;
+mod real_binary;
+mod support;
