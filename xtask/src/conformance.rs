@@ -1,15 +1,24 @@
-//! `cargo xtask conformance`: run every registered conformance suite implementation.
+//! `cargo xtask conformance`: run every conformance suite implementation of the workspace.
 //!
-//! A conformance suite lives in its crate as a public `conformance` module behind the cargo
-//! feature `conformance`, and is run by the integration-test target `conformance`
-//! (`crates/<crate>/tests/conformance.rs`, `required-features = ["conformance"]`) holding ONE
-//! `#[test]` per implementation, named after it (`fn memory()`, `fn sqlite()`, ...).
+//! A crate declares its suite in its own `Cargo.toml`, found through `cargo metadata`, so
+//! adding an implementation (a driver crate, a store adapter) touches that crate alone:
 //!
-//! For each implementation in [`SUITES`] this runs
-//! `cargo test -p <package> --features conformance --test conformance -- <test> --exact`
+//! ```toml
+//! [package.metadata.conformance]
+//! # The integration-test target holding ONE `#[test]` per implementation.
+//! target = "driver_codex"
+//! # Cargo features that build the suite (optional).
+//! features = ["conformance"]
+//! # Each implementation by exact test name, with the variable it needs (optional).
+//! implementations = [{ test = "conformance::codex_fake_cli" }, { test = "postgres", env = "THREAD_STORE_POSTGRES_URL" }]
+//! ```
+//!
+//! For each implementation this runs
+//! `cargo test -p <package> [--features …] --test <target> -- <test> --exact`
 //! and requires exactly one passed test and no failure: a run in which no test ran (a typo in
-//! the table, a renamed or `#[ignore]`d test) is a FAILURE, never a pass. An implementation
-//! whose required environment variable is unset is reported as SKIPPED, visibly.
+//! the metadata, a renamed or `#[ignore]`d test) is a FAILURE, never a pass. An
+//! implementation whose required environment variable is unset is reported as SKIPPED,
+//! visibly.
 
 use std::io::Write as _;
 use std::process::Output;
@@ -18,108 +27,78 @@ use anyhow::{Context, bail};
 
 use crate::util::{cargo, display, env_is_set};
 
-/// One conformance suite: a crate's `conformance` test target and its implementations.
-#[derive(Debug)]
+/// One conformance suite: a crate's test target and its implementations.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Suite {
-    /// Name printed in reports, usually the crate name.
-    pub(crate) name: &'static str,
-    /// Cargo package that holds the suite and its `tests/conformance.rs`.
-    pub(crate) package: &'static str,
-    /// Cargo feature that enables the suite; always `"conformance"` by convention.
-    pub(crate) feature: &'static str,
-    /// Integration-test target; always `"conformance"` by convention.
-    pub(crate) test_target: &'static str,
-    /// `(exact #[test] function name, environment variable it needs or None)`.
-    pub(crate) implementations: &'static [(&'static str, Option<&'static str>)],
+    /// The cargo package that holds the suite (its directory name).
+    pub(crate) package: String,
+    /// Cargo features that build the suite.
+    pub(crate) features: Vec<String>,
+    /// The integration-test target.
+    pub(crate) target: String,
+    /// `(exact test name, environment variable it needs)`.
+    pub(crate) implementations: Vec<(String, Option<String>)>,
 }
 
-/// The registered suites. Add one entry per crate that ships a conformance suite, and one
-/// implementation line per `#[test]` in that crate's `tests/conformance.rs`.
-///
-/// Entry format (copy, uncomment and adapt; keep `feature` and `test_target` as they are):
-///
-/// ```text
-/// Suite {
-///     name: "thread-store",
-///     package: "thread-store",
-///     feature: "conformance",
-///     test_target: "conformance",
-///     implementations: &[
-///         ("memory", None),
-///         ("sqlite", None),
-///         ("postgres", Some("THREAD_STORE_POSTGRES_URL")),
-///     ],
-/// },
-/// ```
-pub(crate) const SUITES: &[Suite] = &[
-    Suite {
-        name: "run-service",
-        package: "run-service",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[("example_provider", None)],
-    },
-    Suite {
-        name: "run-service (hosted-tools)",
-        package: "hosted-tools",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[("hosted_tools_provider", None)],
-    },
-    Suite {
-        name: "thread-store",
-        package: "thread-store",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[
-            ("memory", None),
-            ("sqlite", None),
-            ("postgres", Some("THREAD_STORE_POSTGRES_URL")),
-        ],
-    },
-    Suite {
-        name: "driver-spi",
-        package: "driver-spi",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[("reference_driver", None)],
-    },
-    Suite {
-        name: "driver-codex",
-        package: "driver-codex",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[("codex_fake_cli", None)],
-    },
-    Suite {
-        name: "driver-claude-code",
-        package: "driver-claude-code",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[("claude_code_fake_cli", None)],
-    },
-    Suite {
-        name: "driver-codebuddy",
-        package: "driver-codebuddy",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[("codebuddy_fake_cli", None)],
-    },
-    Suite {
-        name: "driver-cursor",
-        package: "driver-cursor",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[("cursor_fake_cli", None)],
-    },
-    Suite {
-        name: "driver-gemini",
-        package: "driver-gemini",
-        feature: "conformance",
-        test_target: "conformance",
-        implementations: &[("gemini_fake_cli", None)],
-    },
-];
+/// The suites the workspace's manifests declare, by package name.
+pub(crate) fn suites() -> anyhow::Result<Vec<Suite>> {
+    let mut cmd = cargo(["metadata", "--no-deps", "--format-version", "1", "--locked"]);
+    let output = cmd
+        .output()
+        .with_context(|| format!("could not start `{}`", display(&cmd)))?;
+    if !output.status.success() {
+        bail!(
+            "`{}` failed:\n{}",
+            display(&cmd),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .context("cargo metadata printed no JSON")?;
+    suites_in(&metadata)
+}
+
+/// The suites of a `cargo metadata` document.
+fn suites_in(metadata: &serde_json::Value) -> anyhow::Result<Vec<Suite>> {
+    let mut suites = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let declared = &package["metadata"]["conformance"];
+        if declared.is_null() {
+            continue;
+        }
+        let name = package["name"].as_str().unwrap_or_default().to_owned();
+        let strings = |value: &serde_json::Value| -> Vec<String> {
+            value
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        };
+        let Some(target) = declared["target"].as_str() else {
+            bail!("{name}: [package.metadata.conformance] has no `target`");
+        };
+        let mut implementations = Vec::new();
+        for implementation in declared["implementations"].as_array().into_iter().flatten() {
+            let Some(test) = implementation["test"].as_str() else {
+                bail!("{name}: a conformance implementation has no `test`");
+            };
+            let env = implementation["env"].as_str().map(str::to_owned);
+            implementations.push((test.to_owned(), env));
+        }
+        if implementations.is_empty() {
+            bail!("{name}: [package.metadata.conformance] lists no implementation");
+        }
+        suites.push(Suite {
+            package: name,
+            features: strings(&declared["features"]),
+            target: target.to_owned(),
+            implementations,
+        });
+    }
+    suites.sort_by(|a, b| a.package.cmp(&b.package));
+    Ok(suites)
+}
 
 /// Width of the `suite / implementation ....` column.
 const LABEL_WIDTH: usize = 40;
@@ -129,7 +108,7 @@ const LABEL_WIDTH: usize = 40;
 enum Outcome {
     Ok,
     Failed(String),
-    Skipped(&'static str),
+    Skipped(String),
 }
 
 /// Counts from libtest's `test result:` lines.
@@ -144,7 +123,7 @@ struct TestCounts {
 
 /// Run every registered implementation; fail if any failed.
 pub(crate) fn run() -> anyhow::Result<()> {
-    run_suites(SUITES)
+    run_suites(&suites()?)
 }
 
 /// For `cargo xtask ci`, whose test step (`cargo test --workspace --all-features`) has run
@@ -172,21 +151,23 @@ pub(crate) fn verify_registered() -> anyhow::Result<()> {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    let executables = conformance_executables(&String::from_utf8_lossy(&output.stdout));
+    let executables = test_executables(&String::from_utf8_lossy(&output.stdout));
     let mut missing = Vec::new();
     let mut count = 0u32;
-    for suite in SUITES {
-        for &(test, _) in suite.implementations {
+    let suites = suites()?;
+    for suite in &suites {
+        for (test, _) in &suite.implementations {
             count += 1;
-            let Some(executable) = executables.get(suite.package) else {
+            let key = (suite.package.clone(), suite.target.clone());
+            let Some(executable) = executables.get(&key) else {
                 missing.push(format!(
-                    "{} / {test} (no conformance target built)",
-                    suite.name
+                    "{} / {test} (test target {} not built)",
+                    suite.package, suite.target
                 ));
                 continue;
             };
             let mut list = std::process::Command::new(executable);
-            list.args([test, "--exact", "--list"]);
+            list.args([test.as_str(), "--exact", "--list"]);
             let listed = list
                 .output()
                 .with_context(|| format!("could not list the tests of {}", executable.display()))?;
@@ -195,7 +176,7 @@ pub(crate) fn verify_registered() -> anyhow::Result<()> {
                 .filter(|l| l.ends_with(": test"))
                 .count();
             if !listed.status.success() || found != 1 {
-                missing.push(format!("{} / {test}", suite.name));
+                missing.push(format!("{} / {test}", suite.package));
             }
         }
     }
@@ -209,18 +190,17 @@ pub(crate) fn verify_registered() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `conformance` test executables in cargo's JSON messages, by package. A package is
-/// named by its directory (`crates/<package>/Cargo.toml`), as every suite's package is.
-fn conformance_executables(
+/// The test executables in cargo's JSON messages, by package and target. A package is named
+/// by its directory (`crates/<package>/Cargo.toml`), as every suite's package is.
+fn test_executables(
     messages: &str,
-) -> std::collections::BTreeMap<String, std::path::PathBuf> {
+) -> std::collections::BTreeMap<(String, String), std::path::PathBuf> {
     let mut found = std::collections::BTreeMap::new();
     for line in messages.lines() {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        let is_conformance_test = message["reason"] == "compiler-artifact"
-            && message["target"]["name"] == "conformance"
+        let is_test = message["reason"] == "compiler-artifact"
             && message["target"]["kind"]
                 .as_array()
                 .is_some_and(|kinds| kinds.iter().any(|k| k == "test"));
@@ -234,28 +214,26 @@ fn conformance_executables(
             .parent()
             .and_then(|dir| dir.file_name())
             .map(|name| name.to_string_lossy().into_owned());
-        if let (true, Some(package)) = (is_conformance_test, package) {
-            found.insert(package, std::path::PathBuf::from(executable));
+        let target = message["target"]["name"].as_str().unwrap_or_default().to_owned();
+        if let (true, Some(package)) = (is_test, package) {
+            found.insert((package, target), std::path::PathBuf::from(executable));
         }
     }
     found
 }
 
 fn run_suites(suites: &[Suite]) -> anyhow::Result<()> {
-    if suites.iter().all(|s| s.implementations.is_empty()) {
-        println!(
-            "conformance: no suites are registered (add entries to SUITES in xtask/src/conformance.rs)"
-        );
-        return Ok(());
+    if suites.is_empty() {
+        bail!("conformance: no crate declares [package.metadata.conformance]");
     }
     let (mut passed, mut failed, mut skipped) = (0u32, 0u32, 0u32);
     for suite in suites {
-        for &(test, env) in suite.implementations {
-            let label = format!("{} / {test} ", suite.name);
+        for (test, env) in &suite.implementations {
+            let label = format!("{} / {test} ", suite.package);
             print!("conformance  {}", dotted(&label));
             // Best effort: the line prefix shows while the test compiles and runs.
             let _ = std::io::stdout().flush();
-            let outcome = run_one(suite, test, env);
+            let outcome = run_one(suite, test, env.as_deref());
             match &outcome {
                 Outcome::Ok => {
                     passed += 1;
@@ -287,24 +265,17 @@ fn dotted(label: &str) -> String {
     format!("{label}{}", ".".repeat(dots))
 }
 
-fn run_one(suite: &Suite, test: &str, env: Option<&'static str>) -> Outcome {
+fn run_one(suite: &Suite, test: &str, env: Option<&str>) -> Outcome {
     if let Some(var) = env
         && !env_is_set(var)
     {
-        return Outcome::Skipped(var);
+        return Outcome::Skipped(var.to_owned());
     }
-    let mut cmd = cargo([
-        "test",
-        "--package",
-        suite.package,
-        "--features",
-        suite.feature,
-        "--test",
-        suite.test_target,
-        "--",
-        test,
-        "--exact",
-    ]);
+    let mut cmd = cargo(["test", "--package", &suite.package]);
+    if !suite.features.is_empty() {
+        cmd.args(["--features", &suite.features.join(",")]);
+    }
+    cmd.args(["--test", &suite.target, "--", test, "--exact"]);
     let shown = display(&cmd);
     match cmd.output() {
         Ok(output) => judge(&shown, &output),
@@ -344,8 +315,8 @@ fn verdict(counts: TestCounts) -> Option<String> {
         1 => None,
         0 => Some(format!(
             "0 tests ran (ignored: {}): the exact test name matched nothing that runs; \
-             check the implementation name in xtask/src/conformance.rs against \
-             the #[test] fn in tests/conformance.rs",
+             check the implementation name in the crate's [package.metadata.conformance] \
+             against its #[test] fn",
             counts.ignored
         )),
         n => Some(format!("expected exactly 1 passed test, got {n}")),
@@ -386,7 +357,7 @@ fn parse_libtest(stdout: &str) -> TestCounts {
 mod tests {
 
     #[test]
-    fn conformance_executables_are_found_by_package_directory() {
+    fn test_executables_are_found_by_package_directory_and_target() {
         let messages = [
             r#"{"reason":"compiler-artifact","manifest_path":"/w/crates/thread-store/Cargo.toml","target":{"name":"conformance","kind":["test"]},"executable":"/w/target/debug/deps/conformance-1"}"#,
             r#"{"reason":"compiler-artifact","manifest_path":"/w/crates/thread-store/Cargo.toml","target":{"name":"thread_store","kind":["test"]},"executable":"/w/target/debug/deps/thread_store-2"}"#,
@@ -395,10 +366,10 @@ mod tests {
             "not json",
         ]
         .join("\n");
-        let found = conformance_executables(&messages);
-        assert_eq!(found.len(), 1);
+        let found = test_executables(&messages);
+        assert_eq!(found.len(), 2);
         assert_eq!(
-            found["thread-store"],
+            found[&("thread-store".to_owned(), "conformance".to_owned())],
             std::path::PathBuf::from("/w/target/debug/deps/conformance-1")
         );
     }
@@ -454,42 +425,57 @@ mod tests {
     }
 
     #[test]
-    fn registered_table_is_well_formed() {
-        let mut seen = std::collections::BTreeSet::new();
-        for suite in SUITES {
-            assert!(!suite.name.is_empty() && !suite.package.is_empty());
-            assert_eq!(suite.feature, "conformance", "{}", suite.name);
-            assert_eq!(suite.test_target, "conformance", "{}", suite.name);
-            assert!(!suite.implementations.is_empty(), "{}", suite.name);
-            for &(test, env) in suite.implementations {
-                let is_ident = test.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
-                    && !test.starts_with(|c: char| c.is_ascii_digit());
-                assert!(is_ident, "`{test}` must be a plain #[test] fn name");
-                assert!(seen.insert((suite.package, test)), "duplicate {test}");
-                if let Some(var) = env {
-                    assert!(
-                        var.chars()
-                            .all(|c| c == '_' || c.is_ascii_uppercase() || c.is_ascii_digit()),
-                        "`{var}` should be an UPPER_SNAKE environment variable"
-                    );
+    fn suites_come_from_package_metadata() {
+        let metadata = serde_json::json!({"packages": [
+            {"name": "plain", "metadata": null},
+            {"name": "driver-x", "metadata": {"conformance": {
+                "target": "driver_x",
+                "implementations": [{"test": "conformance::x_fake_cli"}]}}},
+            {"name": "store", "metadata": {"conformance": {
+                "target": "conformance", "features": ["conformance"],
+                "implementations": [{"test": "memory"}, {"test": "pg", "env": "PG_URL"}]}}},
+        ]});
+        let suites = suites_in(&metadata).unwrap();
+        assert_eq!(suites.len(), 2);
+        assert_eq!(suites[0].package, "driver-x");
+        assert!(suites[0].features.is_empty());
+        assert_eq!(suites[1].features, ["conformance"]);
+        assert_eq!(
+            suites[1].implementations[1],
+            ("pg".to_owned(), Some("PG_URL".to_owned()))
+        );
+        let broken = serde_json::json!({"packages": [
+            {"name": "y", "metadata": {"conformance": {"target": "t", "implementations": []}}},
+        ]});
+        assert!(suites_in(&broken).is_err());
+    }
+
+    /// The workspace's own declarations: every driver crate (but the SPI and the shared
+    /// layers) declares its suite, so a new driver cannot be left out of the kit.
+    #[test]
+    fn every_driver_crate_declares_its_suite() {
+        let suites = suites().unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates");
+        for entry in std::fs::read_dir(root).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let shared = ["driver-spi", "driver-cli", "driver-stream-json"];
+            if name.starts_with("driver-") && !shared.contains(&name.as_str()) {
+                assert!(
+                    suites.iter().any(|s| s.package == name),
+                    "{name} declares no [package.metadata.conformance]"
+                );
+            }
+        }
+        for suite in &suites {
+            for (test, env) in &suite.implementations {
+                let is_path = test
+                    .chars()
+                    .all(|c| c == '_' || c == ':' || c.is_ascii_alphanumeric());
+                assert!(is_path, "{}: {test}", suite.package);
+                if let Some(env) = env {
+                    assert!(!env.is_empty(), "{}", suite.package);
                 }
             }
         }
-    }
-
-    #[test]
-    fn missing_env_var_skips_without_running() {
-        const SUITE: Suite = Suite {
-            name: "demo",
-            package: "no-such-package",
-            feature: "conformance",
-            test_target: "conformance",
-            implementations: &[],
-        };
-        let outcome = run_one(&SUITE, "x", Some("XTASK_TEST_VARIABLE_THAT_IS_NEVER_SET"));
-        assert_eq!(
-            outcome,
-            Outcome::Skipped("XTASK_TEST_VARIABLE_THAT_IS_NEVER_SET")
-        );
     }
 }
