@@ -5,17 +5,40 @@
 //! <https://cursor.com/docs/cli/mcp.md> (the CLI reads the editor's `mcp.json`); the
 //! `"Bearer ${env:VAR}"` header form is Cursor's documented config interpolation (third-party
 //! setup guides such as <https://userjot.com/docs/mcp-cursor> show it for the CLI too).
+//!
+//! Cursor has no per-run MCP flag: it reads `<CURSOR_CONFIG_DIR>/mcp.json`, one file per
+//! namespace. So the file is a [`ConfigFiles::Namespace`] file: the shared driver takes the
+//! namespace's turn lock (`<CURSOR_CONFIG_DIR>/sdk-turn.lock`, an advisory lock that also
+//! holds across processes) before it writes the file, and keeps it until the process has
+//! ended and the file is put back as it was.
 
 use std::collections::BTreeMap;
 
-use driver_cli::{EnvRefs, mcp_servers};
-use driver_stream_json::McpConfigError;
+use driver_cli::{ConfigFiles, EnvRefs, McpRefError, NamespaceConfig, mcp_servers};
+use driver_spi::{ConfigError, DriverError, Request};
 use run_service::{McpServer, McpTransport};
 use serde_json::{Map, Value, json};
 
 /// Cursor expands `${env:…}`, `${userHome}` and kin in this file, so `${` in a plain value is
 /// refused: a request value could pull another variable (an API key) into a URL or header.
 const REFS: EnvRefs = EnvRefs::new("${env:", "}", "${");
+
+/// The file Cursor reads its MCP servers from, in its config directory.
+const MCP_FILE: &str = "mcp.json";
+
+/// The request's `mcp.json`, installed in the namespace for one turn.
+///
+/// # Errors
+/// [`DriverError::InvalidConfig`] naming the broken rule (see [`mcp_json`]).
+pub(crate) fn mcp_file(request: &Request) -> Result<ConfigFiles, DriverError> {
+    let config = mcp_json(&request.mcp, &request.mcp_secret_names()).map_err(mcp_error)?;
+    let contents = config.to_string().into_bytes();
+    Ok(ConfigFiles::Namespace(NamespaceConfig {
+        paths: vec![MCP_FILE.to_owned()],
+        // Only the request's servers: the namespace's own file is put back after the turn.
+        contents: Box::new(move |_| vec![Some(contents)]),
+    }))
+}
 
 /// The `mcp.json` for `servers`.
 ///
@@ -27,17 +50,17 @@ const REFS: EnvRefs = EnvRefs::new("${env:", "}", "${");
 ///   `Authorization` header is refused (use `bearer_token_env_var`).
 ///
 /// # Errors
-/// [`McpConfigError`] naming the rule; SSE servers are refused before this (the driver does
-/// not declare the transport) and any other transport is an invalid server.
+/// [`McpRefError`] naming the rule; SSE servers are refused before this (the driver does not
+/// declare the transport) and any other transport is an invalid server.
 pub(crate) fn mcp_json(
     servers: &[McpServer],
     secret_env: &BTreeMap<&str, Vec<&str>>,
-) -> Result<Value, McpConfigError> {
+) -> Result<Value, McpRefError> {
     let entries = mcp_servers(servers, |server| match &server.transport {
         McpTransport::Stdio { command, args, env } => {
             let secrets = secret_env.get(server.name.as_str());
             let secrets = secrets.map_or(&[][..], Vec::as_slice);
-            Ok(REFS.stdio(command, args, env, secrets)?)
+            REFS.stdio(command, args, env, secrets)
         }
         McpTransport::StreamableHttp {
             url,
@@ -50,9 +73,24 @@ pub(crate) fn mcp_json(
             entry.insert("headers".to_owned(), Value::Object(headers));
             Ok(entry)
         }
-        _ => Err(McpConfigError::InvalidServerName { len: 0 }),
+        _ => Err(McpRefError::InvalidServerName { len: 0 }),
     })?;
     Ok(json!({ "mcpServers": entries }))
+}
+
+/// A broken rule as the driver reports it: an invalid `mcp` configuration, naming the rule,
+/// never the value.
+fn mcp_error(err: McpRefError) -> DriverError {
+    let reason = match err {
+        McpRefError::InvalidServerName { .. } => {
+            "server names must be 1-64 ASCII letters, digits, `-` or `_`"
+        }
+        McpRefError::DuplicateServerName => "server names must be unique within a run",
+        McpRefError::Expansion { .. } => "values must not contain `${`",
+        McpRefError::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
+        McpRefError::PlainAuthorization => "use bearer_token_env_var, not a plain header",
+    };
+    ConfigError::invalid("mcp", reason).into()
 }
 
 #[cfg(test)]
@@ -96,42 +134,42 @@ mod tests {
         let url = McpServer::streamable_http("a", "http://x/${env:CURSOR_API_KEY}");
         assert_eq!(
             mcp_json(&[url], &none),
-            Err(McpConfigError::Expansion { field: "url" })
+            Err(McpRefError::Expansion { field: "url" })
         );
         let header = McpServer::streamable_http("a", "http://x").with_header("X", "${userHome}");
         assert_eq!(
             mcp_json(&[header], &none),
-            Err(McpConfigError::Expansion { field: "header" })
+            Err(McpRefError::Expansion { field: "header" })
         );
         let auth = McpServer::streamable_http("a", "http://x").with_header("Authorization", "x");
         assert_eq!(
             mcp_json(&[auth], &none),
-            Err(McpConfigError::PlainAuthorization)
+            Err(McpRefError::PlainAuthorization)
         );
         let var = McpServer::streamable_http("a", "http://x").with_bearer_token_env("A}B");
         assert!(matches!(
             mcp_json(&[var], &none),
-            Err(McpConfigError::InvalidVarName { .. })
+            Err(McpRefError::InvalidVarName { .. })
         ));
         let secret = BTreeMap::from([("s", vec!["NOT-A-NAME"])]);
         assert!(matches!(
             mcp_json(&[McpServer::stdio("s", "run")], &secret),
-            Err(McpConfigError::InvalidVarName { .. })
+            Err(McpRefError::InvalidVarName { .. })
         ));
         for name in ["", "a.b", "a b", &"x".repeat(65)] {
             assert!(matches!(
                 mcp_json(&[McpServer::streamable_http(name, "http://x")], &none),
-                Err(McpConfigError::InvalidServerName { .. })
+                Err(McpRefError::InvalidServerName { .. })
             ));
         }
         let s = McpServer::streamable_http("a", "http://x");
         assert_eq!(
             mcp_json(&[s.clone(), s], &none),
-            Err(McpConfigError::DuplicateServerName)
+            Err(McpRefError::DuplicateServerName)
         );
         assert_eq!(
             mcp_json(&[McpServer::sse("a", "http://x")], &none),
-            Err(McpConfigError::InvalidServerName { len: 0 })
+            Err(McpRefError::InvalidServerName { len: 0 })
         );
     }
 

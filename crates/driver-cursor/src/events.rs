@@ -8,69 +8,29 @@
 //! shape is a [`MalformedEvent`]. The translator is pure: no I/O, so every mapping is
 //! unit-tested and fuzzed without a process.
 
-use driver_cli::TurnEvents;
-use driver_spi::{DriverEvent, Redactor};
-use driver_stream_json::ToolNames;
+use driver_cli::{MalformedEvent, Translator, TurnEvents};
+use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
 
-use crate::tools;
+use self::tools::ToolNames;
 
-/// A known Cursor event whose shape is not the documented one (no `type`, an `assistant`
-/// whose content is not a list, a `tool_call` without `call_id` or payload).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("malformed cursor stream-json event")]
-#[non_exhaustive]
-pub struct MalformedEvent;
+mod tools;
 
 /// The terminal `result` event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CursorResult {
-    /// `success` on success (the only documented subtype).
-    pub subtype: String,
-    /// Whether Cursor reports the turn as failed.
-    pub is_error: bool,
+#[derive(Debug)]
+struct CursorResult {
+    /// Subtype `success` (the only documented one) and not `is_error`.
+    success: bool,
     /// The complete assistant text (redacted).
-    pub text: String,
-    /// Total run time as Cursor measured it, in milliseconds.
-    pub duration_ms: Option<u64>,
-}
-
-impl CursorResult {
-    /// Whether the turn succeeded: subtype `success` and not `is_error`.
-    pub fn is_success(&self) -> bool {
-        self.subtype == "success" && !self.is_error
-    }
+    text: String,
 }
 
 /// Translates one run's Cursor stream-json events into driver events, and keeps what the
-/// response needs: the chat id (`session_id`), the assistant text and the `result`.
+/// judgement needs: the chat id (`session_id`), the assistant text and the `result`.
 ///
-/// The driver feeds it every line; it is public so that hosts can replay stored Cursor
-/// transcripts the same way.
-///
-/// ```
-/// use driver_cursor::EventTranslator;
-/// use driver_spi::{DriverEvent, Redactor};
-///
-/// let mut t = EventTranslator::new(Redactor::default(), ["agent-ui"]);
-/// let mut events = Vec::new();
-/// for line in [
-///     r#"{"type":"system","subtype":"init","apiKeySource":"env","cwd":"/w","session_id":"c-1","model":"Auto","permissionMode":"default"}"#,
-///     r#"{"type":"tool_call","subtype":"started","call_id":"t1","tool_call":{"mcpToolCall":{"args":{"providerIdentifier":"agent-ui","toolName":"ping","args":{"n":1}}}},"session_id":"c-1"}"#,
-///     r#"{"type":"tool_call","subtype":"completed","call_id":"t1","tool_call":{"mcpToolCall":{"args":{"providerIdentifier":"agent-ui","toolName":"ping","args":{"n":1}},"result":{"success":{"content":[{"text":{"text":"pong"}}],"isError":false}}}},"session_id":"c-1"}"#,
-///     r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"session_id":"c-1"}"#,
-///     r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":5,"duration_api_ms":5,"result":"Done.","session_id":"c-1","request_id":"r"}"#,
-/// ] {
-///     events.extend(t.translate(&serde_json::from_str(line)?)?);
-/// }
-/// assert_eq!(events[1], DriverEvent::tool_call_started("t1", "mcp__agent-ui__ping"));
-/// assert_eq!(events[3], DriverEvent::tool_call_result("t1", "pong", false));
-/// assert_eq!(events.last(), Some(&DriverEvent::text("Done.")));
-/// assert_eq!(t.session_id(), Some("c-1"));
-/// assert!(t.result().unwrap().is_success());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// `pub` only because the dialect's `Translator` type must be a public type (a crate-private
+/// type cannot be one); its module is private, so nothing outside the crate can name or build
+/// it.
 #[derive(Debug, Default)]
 pub struct EventTranslator {
     redactor: Redactor,
@@ -84,47 +44,12 @@ pub struct EventTranslator {
 impl EventTranslator {
     /// A translator that redacts Cursor's result text with `redactor` and reports MCP tools
     /// of the declared `servers` as `mcp__<server>__<tool>`.
-    pub fn new<'a>(redactor: Redactor, servers: impl IntoIterator<Item = &'a str>) -> Self {
+    pub(crate) fn new<'a>(redactor: Redactor, servers: impl IntoIterator<Item = &'a str>) -> Self {
         Self {
             redactor,
             names: ToolNames::new(servers),
             ..Self::default()
         }
-    }
-
-    /// Whether `RunStarted` was emitted.
-    pub fn started(&self) -> bool {
-        self.turn.started()
-    }
-
-    /// The chat id, from the first event that carried a `session_id`.
-    pub fn session_id(&self) -> Option<&str> {
-        self.turn.session_id()
-    }
-
-    /// The `result` event.
-    pub fn result(&self) -> Option<&CursorResult> {
-        self.result.as_ref()
-    }
-
-    /// The run's output: the `result` text, else the assistant messages joined.
-    pub fn output(&self) -> &str {
-        match &self.result {
-            Some(result) if !result.text.is_empty() => &result.text,
-            _ => &self.text,
-        }
-    }
-
-    /// Translates one event.
-    ///
-    /// # Errors
-    /// [`MalformedEvent`] for a known event with a malformed shape; it emits nothing.
-    pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // A malformed event emits nothing, so it must not mark the run started (or a call
-        // opened or closed) either.
-        let mark = self.turn.mark();
-        self.translate_event(event)
-            .inspect_err(|_| self.turn.undo(mark))
     }
 
     fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
@@ -165,18 +90,11 @@ impl EventTranslator {
                 // No `RunStarted` here: a lone `result` does not prove the run started.
                 self.turn.note_session(event);
                 let text = event.get("result").and_then(Value::as_str).unwrap_or("");
+                let is_error = event.get("is_error").and_then(Value::as_bool) == Some(true);
                 self.result = Some(CursorResult {
-                    subtype: event
-                        .get("subtype")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    is_error: event
-                        .get("is_error")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
+                    success: event.get("subtype").and_then(Value::as_str) == Some("success")
+                        && !is_error,
                     text: self.redactor.redact(text).into_owned(),
-                    duration_ms: event.get("duration_ms").and_then(Value::as_u64),
                 });
             }
             _ => {}
@@ -211,10 +129,51 @@ impl EventTranslator {
         }
         Ok(())
     }
+}
 
-    /// Closes every tool call still open as an error result (a clean run must not finish
-    /// with one open).
-    pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+impl Translator for EventTranslator {
+    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        // A malformed event emits nothing, so it must not mark the run started (or a call
+        // opened or closed) either.
+        let mark = self.turn.mark();
+        self.translate_event(event)
+            .inspect_err(|_| self.turn.undo(mark))
+    }
+
+    fn started(&self) -> bool {
+        self.turn.started()
+    }
+
+    /// The chat id, from the first event that carried a `session_id`.
+    fn session_id(&self) -> Option<&str> {
+        self.turn.session_id()
+    }
+
+    /// The `result` text, else the assistant messages joined.
+    fn output(&self) -> &str {
+        match &self.result {
+            Some(result) if !result.text.is_empty() => &result.text,
+            _ => &self.text,
+        }
+    }
+
+    fn succeeded(&self) -> bool {
+        self.result.as_ref().is_some_and(|r| r.success)
+    }
+
+    /// A failed `result`, classified by its text ([`crate::dialect::classify`]).
+    fn reported_failure(&self) -> Option<RunFailure> {
+        let result = self.result.as_ref().filter(|r| !r.success)?;
+        let kind = crate::dialect::classify(&result.text, FailureKind::Provider);
+        Some(RunFailure::new(kind, result.text.clone()))
+    }
+
+    /// Cursor reports no usage.
+    fn usage(&self) -> Option<Usage> {
+        None
+    }
+
+    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
         self.turn.close_open_calls()
     }
 }
@@ -254,9 +213,30 @@ mod tests {
         );
         assert_eq!(t.session_id(), Some("c-1"));
         assert_eq!(t.output(), "Hello");
-        let result = t.result().unwrap();
-        assert!(result.is_success());
-        assert_eq!(result.duration_ms, Some(12));
+        assert!(t.succeeded() && t.reported_failure().is_none());
+    }
+
+    #[test]
+    fn mcp_tool_turn() {
+        let (t, events) = run(&[
+            json!({"type":"system","subtype":"init","apiKeySource":"env","cwd":"/w","session_id":"c-1","model":"Auto","permissionMode":"default"}),
+            json!({"type":"tool_call","subtype":"started","call_id":"t1","tool_call":{"mcpToolCall":{"args":{"providerIdentifier":"agent-ui","toolName":"ping","args":{"n":1}}}},"session_id":"c-1"}),
+            json!({"type":"tool_call","subtype":"completed","call_id":"t1","tool_call":{"mcpToolCall":{"args":{"providerIdentifier":"agent-ui","toolName":"ping","args":{"n":1}},"result":{"success":{"content":[{"text":{"text":"pong"}}],"isError":false}}}},"session_id":"c-1"}),
+            json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"session_id":"c-1"}),
+            json!({"type":"result","subtype":"success","is_error":false,"duration_ms":5,"duration_api_ms":5,"result":"Done.","session_id":"c-1","request_id":"r"}),
+        ]);
+        assert_eq!(
+            events,
+            [
+                DriverEvent::RunStarted,
+                DriverEvent::tool_call_started("t1", "mcp__agent-ui__ping"),
+                DriverEvent::tool_call_arguments("t1", r#"{"n":1}"#),
+                DriverEvent::tool_call_result("t1", "pong", false),
+                DriverEvent::text("Done."),
+            ]
+        );
+        assert_eq!(t.session_id(), Some("c-1"));
+        assert!(t.succeeded());
     }
 
     #[test]
@@ -298,11 +278,32 @@ mod tests {
             [],
         );
         let out = t
-            .translate(&json!({"type":"result","subtype":"error","is_error":true,"result":format!("bad key {secret}"),"session_id":"s"}))
+            .translate(&json!({"type":"result","subtype":"error","is_error":true,"result":format!("bad api key {secret}"),"session_id":"s"}))
             .unwrap();
         assert!(out.is_empty() && !t.started());
-        let result = t.result().unwrap();
-        assert!(!result.is_success() && !result.text.contains(secret));
+        assert!(!t.succeeded());
+        let failure = t.reported_failure().unwrap();
+        assert!(!failure.message.contains(secret) && !t.output().contains(secret));
+        // "api key" in the text: an authentication failure.
+        assert_eq!(failure.kind, FailureKind::Authentication);
+    }
+
+    #[test]
+    fn a_failed_result_is_a_provider_failure_unless_its_text_says_more() {
+        let mut t = EventTranslator::default();
+        t.translate(
+            &json!({"type":"result","subtype":"error","is_error":true,"result":"model overloaded"}),
+        )
+        .unwrap();
+        let failure = t.reported_failure().unwrap();
+        assert_eq!(
+            (failure.kind, failure.message.as_str()),
+            (FailureKind::Provider, "model overloaded")
+        );
+        let mut t = EventTranslator::default();
+        t.translate(&json!({"type":"result","subtype":"success","is_error":true,"result":"429 Too Many Requests"}))
+            .unwrap();
+        assert_eq!(t.reported_failure().unwrap().kind, FailureKind::RateLimited);
     }
 
     #[test]
@@ -341,5 +342,94 @@ mod tests {
             )]
         );
         assert!(t.close_open_calls().is_empty());
+    }
+}
+
+/// The shared translator fuzz ([`driver_cli::testing`]) over Cursor-shaped events: 10,000
+/// cases per property with a fixed seed, so a CI failure reproduces locally.
+#[cfg(test)]
+mod fuzz {
+    use driver_cli::testing::{check_stream, event, events, nasty_text, take_line};
+    use proptest::prelude::*;
+
+    use super::EventTranslator;
+
+    const WORDS: &[&str] = &[
+        "system",
+        "init",
+        "user",
+        "assistant",
+        "tool_call",
+        "started",
+        "completed",
+        "result",
+        "success",
+        "error",
+        "thinking",
+        "text",
+        "c1",
+        "c2",
+        "",
+        "mcp__agent_ui__ping",
+        "agent-ui",
+        "ping",
+    ];
+
+    const KEYS: &[&str] = &[
+        "type",
+        "subtype",
+        "session_id",
+        "message",
+        "content",
+        "text",
+        "call_id",
+        "tool_call",
+        "readToolCall",
+        "shellToolCall",
+        "mcpToolCall",
+        "function",
+        "name",
+        "arguments",
+        "args",
+        "providerIdentifier",
+        "toolName",
+        "result",
+        "success",
+        "rejected",
+        "isError",
+        "exitCode",
+        "stdout",
+        "is_error",
+        "duration_ms",
+    ];
+
+    fn translator() -> EventTranslator {
+        EventTranslator::new(driver_spi::Redactor::default(), ["agent-ui", ""])
+    }
+
+    proptest! {
+        #![proptest_config(test_support::fuzz_config())]
+
+        /// Any sequence of event-shaped values: no panic, no empty delta, nothing before
+        /// `RunStarted`, and a well-formed stream, also when cut short by a malformed event.
+        #[test]
+        fn translator_streams_are_well_formed(events in events(WORDS, KEYS)) {
+            check_stream(translator(), &events)?;
+        }
+
+        /// Arbitrary text parsed as a JSONL line (the driver's own parser), then translated.
+        #[test]
+        fn translator_takes_any_line(line in prop_oneof![
+            nasty_text(),
+            event(WORDS, KEYS).prop_map(|v| v.to_string()),
+            (event(WORDS, KEYS), 0usize..40).prop_map(|(v, cut)| {
+                let s = v.to_string();
+                let mut cut = cut.min(s.len());
+                while !s.is_char_boundary(cut) { cut -= 1; }
+                s[..cut].to_owned()
+            }),
+        ]) {
+            take_line(translator(), &line);
+        }
     }
 }

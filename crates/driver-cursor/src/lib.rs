@@ -1,28 +1,33 @@
 //! The Cursor CLI driver: one `cursor-agent -p --output-format stream-json` process per turn,
 //! resumable across host restarts.
 //!
-//! [`CursorDriver`] implements [`driver_spi::Driver`] on the shared CLI-process layer
-//! ([`driver_cli`]). Every turn spawns the Cursor CLI (option `binary`: `cursor-agent` by
-//! default, `agent` in newer builds) through a [`runtime_env::RuntimeEnv`]: the environment
+//! [`CursorDriver`] is the one CLI driver of the shared layer,
+//! [`driver_cli::CliDriver`], over the Cursor dialect, which is [`CursorOptions`]: this crate
+//! supplies only what Cursor does differently (its argv, its `mcp.json`, its event
+//! translator, its unknown-chat signal and its failure classes). Every turn spawns the Cursor
+//! CLI (option `binary`: `cursor-agent` by default, `agent` in newer builds; see
+//! [`CommonOptions::with_binary`]) through a [`runtime_env::RuntimeEnv`]: the environment
 //! starts empty, HOME and `CURSOR_CONFIG_DIR` belong to the credential namespace (Cursor keeps
 //! its chats and `cli-config.json` there, so a restarted host can resume them), secrets reach
 //! the child only as environment variables, and the prompt goes on stdin (or, for builds that
 //! ignore stdin, as the last argument: [`PromptTransport`]).
 //!
-//! | turn | argv (after `-p --output-format stream-json --workspace <cwd>`) |
+//! | turn | argv (after `-p --output-format stream-json --workspace <dir>`) |
 //! |---|---|
 //! | new chat | `[--model M] --approve-mcps --trust` |
 //! | resume | `--resume <chat id> [--model M] --approve-mcps --trust` |
 //! | stateless | as a new chat; no checkpoint is returned |
 //!
-//! `--trust` can be turned off ([`CursorOptions::with_trust_workspace`]) and `--force` on
-//! ([`CursorOptions::with_force`]).
+//! `<dir>` is the request's workspace, else the namespace's cwd. `--trust` can be turned off
+//! ([`CursorOptions::with_trust_workspace`]) and `--force` on ([`CursorOptions::with_force`]).
+//! Instructions are put before the prompt (Cursor has no system-prompt flag); with
+//! [`PromptTransport::Argument`] the prompt is the last argument instead of stdin.
 //!
 //! # Chat ids
 //! A new session's id is the `session_id` of the turn's own `system/init` event, so a turn
 //! is one process and a turn that never starts leaves no chat behind. A host that wants an
-//! id before the first turn calls [`CursorDriver::create_chat`] (`cursor-agent create-chat`)
-//! and stores it, with the request's guard, as a state to resume. The stored state is the
+//! id before the first turn calls [`create_chat`] (`cursor-agent create-chat`) and stores
+//! it, with the request's guard, as a state to resume. The stored state is the
 //! chat id plus the [`SessionGuard`](driver_spi::SessionGuard) values ([`CURSOR_CODEC`]).
 //!
 //! # Invariants
@@ -32,9 +37,10 @@
 //!   was (or removed). A resumed chat therefore reaches the *new* port with the *new* token.
 //! - **One Cursor turn per namespace at a time.** That file is shared by every run of the
 //!   namespace, so each turn holds the namespace's turn lock (an advisory lock on
-//!   `<CURSOR_CONFIG_DIR>/sdk-turn.lock`, effective across processes) from writing the file
-//!   until its process has ended; concurrent turns wait (at most the total timeout) and each
-//!   CLI sees its own servers. A per-run config directory would allow parallel turns, but it
+//!   `<CURSOR_CONFIG_DIR>/sdk-turn.lock`, [`driver_cli::TURN_LOCK_FILE`], effective across
+//!   processes) from writing the file until its process has ended: the shared driver does
+//!   both for a dialect's namespace files. Concurrent turns wait (at most the total timeout)
+//!   and each CLI sees its own servers. A per-run config directory would allow parallel turns, but it
 //!   would hide the namespace's `cli-config.json` (permissions, account state) from the run,
 //!   and where Cursor keeps chats and login differs between builds (under the config
 //!   directory or HOME), so a later turn could fail to find the chat it resumes.
@@ -47,7 +53,7 @@
 //!   Cursor does not know becomes [`ResumeRejected`](driver_spi::DriverError::ResumeRejected)
 //!   when Cursor fails before `system/init` with a "chat not found"-like message on stderr,
 //!   or when its `system/init` names another chat than the one resumed. Both signals are
-//!   assumptions (Cursor documents neither); see `session.rs`.
+//!   assumptions (Cursor documents neither); see `dialect.rs`.
 //! - **Nothing outlives a run.** Dropping the run future ends the CLI's whole process group,
 //!   restores `mcp.json` and releases the turn lock.
 //!
@@ -55,7 +61,8 @@
 //! - **It is tested against a fake CLI only.** No package registry this project can reach
 //!   ships the Cursor CLI (only Cursor's own installer does), so the driver has never run a
 //!   real `cursor-agent`. The fake replays Cursor's documented stream-json shapes, kept in one
-//!   place (`tests/support/fixtures.rs`) so that a real transcript can replace them.
+//!   place (`tests/driver_cursor/fixtures.rs`, each with its source) so that a real
+//!   transcript can replace them.
 //! - It does not fork chats (Cursor has no fork), keep processes across turns, or stream
 //!   partial text (`--stream-partial-output` repeats text in several forms).
 //! - It cannot check that a required MCP server connected: Cursor's `system/init` lists no
@@ -69,7 +76,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use driver_cursor::{CursorDriver, CursorOptions};
+//! use driver_cursor::{CommonOptions, CursorDriver, CursorOptions};
 //! use runtime_env::{HostEnv, RuntimeEnv};
 //! use secrecy::SecretString;
 //!
@@ -89,16 +96,18 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod argv;
+mod chat;
 mod config;
-mod driver;
+mod dialect;
 mod events;
-mod mcp_file;
 mod options;
-mod session;
-mod tools;
 
-pub use driver::{CreateChatError, CursorDriver, DRIVER_TYPE};
-pub use events::{CursorResult, EventTranslator, MalformedEvent};
+pub use chat::{CreateChatError, create_chat};
+pub use dialect::{CODEC_NAME, CURSOR_CODEC, DRIVER_TYPE};
+pub use driver_cli::CommonOptions;
 pub use options::{CursorOptions, DEFAULT_BINARY, MINIMUM_VERSION, PromptTransport};
-pub use session::{CODEC_NAME, CURSOR_CODEC};
+
+/// Drives the Cursor CLI: one `cursor-agent -p --output-format stream-json` process per turn,
+/// in a [`RuntimeEnv`](runtime_env::RuntimeEnv) namespace whose `CURSOR_CONFIG_DIR` (and
+/// HOME) keep the chats across host restarts. See the [crate docs](crate).
+pub type CursorDriver = driver_cli::CliDriver<CursorOptions>;

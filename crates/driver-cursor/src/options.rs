@@ -1,12 +1,10 @@
-//! The typed construction options of the Cursor driver.
+//! [`CursorOptions`]: the typed construction options of the Cursor driver, which are also its
+//! [`Dialect`](driver_cli::Dialect) (see `dialect.rs`).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use driver_cli::{Limits, Version};
+use driver_cli::{CliOptions, CommonOptions, Version};
 
 /// The binary the driver runs unless told otherwise. Newer Cursor builds also install it as
-/// `agent`; pass that (or a path) to [`CursorOptions::with_binary`].
+/// `agent`; pass that (or a path) to [`CommonOptions::with_binary`].
 pub const DEFAULT_BINARY: &str = "cursor-agent";
 
 /// The oldest `cursor-agent --version` the driver accepts: `2026.08.11`, the build whose
@@ -15,8 +13,6 @@ pub const DEFAULT_BINARY: &str = "cursor-agent";
 /// [`Version`] reads as `year.month.day`.
 pub const MINIMUM_VERSION: Version = Version::new(2026, 8, 11);
 
-/// The construction options of a [`CursorDriver`](crate::CursorDriver).
-///
 /// How the prompt reaches the Cursor CLI.
 ///
 /// Cursor's docs show the prompt as `-p`'s positional argument; they also say print mode is
@@ -35,12 +31,15 @@ pub enum PromptTransport {
     Argument,
 }
 
-/// Everything here except the binary path, the prompt transport, the limits and the version
-/// check is part of the driver's config fingerprint: changing it makes stored Threads
-/// incompatible.
+/// The construction options of a [`CursorDriver`](crate::CursorDriver); the common ones
+/// (binary, model, limits, minimum version) through [`CommonOptions`].
+///
+/// The model, `trust_workspace` and `force` are part of the driver's config fingerprint:
+/// changing them makes stored Threads incompatible. The binary, the prompt transport, the
+/// limits and the version check are not.
 ///
 /// ```
-/// use driver_cursor::CursorOptions;
+/// use driver_cursor::{CommonOptions, CursorOptions};
 ///
 /// let options = CursorOptions::new()
 ///     .with_binary("agent")
@@ -51,14 +50,10 @@ pub enum PromptTransport {
 /// ```
 #[derive(Debug, Clone)]
 pub struct CursorOptions {
-    pub(crate) binary: PathBuf,
-    pub(crate) model: Option<String>,
+    pub(crate) cli: CliOptions,
     pub(crate) trust_workspace: bool,
     pub(crate) force: bool,
     pub(crate) prompt: PromptTransport,
-    pub(crate) limits: Limits,
-    pub(crate) minimum_version: Version,
-    pub(crate) version_probe_timeout: Duration,
 }
 
 impl Default for CursorOptions {
@@ -69,31 +64,15 @@ impl Default for CursorOptions {
 
 impl CursorOptions {
     /// Defaults: binary [`DEFAULT_BINARY`] from `PATH`, Cursor's default model, the workspace
-    /// trusted (`--trust`), no `--force`, the default [`Limits`] and [`MINIMUM_VERSION`].
+    /// trusted (`--trust`), no `--force`, the prompt on stdin, the default
+    /// [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
-            binary: PathBuf::from(DEFAULT_BINARY),
-            model: None,
+            cli: CliOptions::new(DEFAULT_BINARY, MINIMUM_VERSION),
             trust_workspace: true,
             force: false,
             prompt: PromptTransport::Stdin,
-            limits: Limits::default(),
-            minimum_version: MINIMUM_VERSION,
-            version_probe_timeout: Duration::from_secs(30),
         }
-    }
-
-    /// The Cursor executable (option `binary`): a path, or a name looked up in the child's
-    /// `PATH`, such as `cursor-agent` or `agent`.
-    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
-        self.binary = binary.into();
-        self
-    }
-
-    /// The default model (`--model`); a request's model overrides it.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
     }
 
     /// Whether the workspace is trusted without a prompt (`--trust`, the default). Builds that
@@ -118,36 +97,17 @@ impl CursorOptions {
         self
     }
 
-    /// Time, line and stderr limits of each run. The total timeout also bounds the wait for
-    /// another turn of the same namespace to finish (see the [crate docs](crate)).
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The oldest accepted `cursor-agent --version`.
-    pub fn with_minimum_version(mut self, version: Version) -> Self {
-        self.minimum_version = version;
-        self
-    }
-
-    /// The binary.
-    pub fn binary(&self) -> &Path {
-        &self.binary
-    }
-
-    /// The default model.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
-    }
-
     /// How the prompt reaches the CLI.
     pub fn prompt_transport(&self) -> PromptTransport {
         self.prompt
     }
+}
 
-    /// The limits.
-    pub fn limits(&self) -> Limits {
-        self.limits
+/// The common options. The total timeout of [`with_limits`](CommonOptions::with_limits) also
+/// bounds the wait for another turn of the same namespace to finish (see the
+/// [crate docs](crate)).
+impl CommonOptions for CursorOptions {
+    fn cli_mut(&mut self) -> &mut CliOptions {
+        &mut self.cli
     }
 }

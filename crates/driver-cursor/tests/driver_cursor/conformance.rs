@@ -2,16 +2,12 @@
 //! conformance` runs `cursor_fake_cli` by exact name). The Cursor CLI cannot be installed
 //! here, so this is the driver's only end-to-end check.
 
-#![allow(clippy::unwrap_used, reason = "tests")]
-
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{FakeCursor, cursor_like};
 use driver_spi::conformance::{self, Clause, Factory};
 use driver_spi::{Driver, Request};
 use secrecy::SecretString;
-use support::{FakeCursor, cursor_like};
 
 /// Drivers over one fake `cursor-agent`; the materialization the kit inspects is the last
 /// invocation's argv, the files of its `CURSOR_CONFIG_DIR` (`mcp.json`) and the values of the

@@ -2,16 +2,15 @@
 //! back after a turn, concurrent turns each see their own servers (one turn at a time), and
 //! the turn lock holds across processes with a bounded wait.
 
-#![allow(clippy::unwrap_used, reason = "tests")]
-
-mod support;
-
 use std::time::{Duration, Instant};
 
 use driver_cli::Limits;
+use driver_cursor::CommonOptions;
 use driver_spi::FailureKind;
 use fake_cli::{Rule, Scenario};
-use support::{FakeCursor, cursor_like, failed_kind, fixtures, request, run};
+
+use crate::fixtures;
+use crate::support::{FakeCursor, cursor_like, failed_kind, request, run};
 
 #[tokio::test]
 async fn the_namespaces_own_mcp_json_is_put_back_after_the_turn() {
@@ -42,7 +41,7 @@ async fn the_namespaces_own_mcp_json_is_put_back_after_the_turn() {
 async fn concurrent_turns_of_one_namespace_each_see_their_own_servers() {
     let scenario = Scenario::new()
         .capture_dir_from_env("CURSOR_CONFIG_DIR")
-        .rule(support::text_turn(
+        .rule(crate::support::text_turn(
             Rule::any().sleep_ms(400),
             fixtures::NEW_CHAT,
             "done: ${STDIN}",

@@ -1,22 +1,18 @@
 //! A `cursor-agent` stand-in: the workspace's scripted fake CLI, printing the lines of
-//! [`fixtures`] (Cursor's documented stream-json shapes).
-
-#![allow(dead_code, reason = "each test binary uses a different part")]
-
-pub(crate) mod fixtures;
+//! [`fixtures`](crate::fixtures) (Cursor's documented stream-json shapes).
 
 use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::fixtures::{self, NEW_CHAT, RESUMED_CHAT};
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cursor::{CursorDriver, CursorOptions};
+use driver_cursor::{CommonOptions, CursorDriver, CursorOptions};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
     Response, RuntimePayload, SessionGuard, SessionState,
 };
 use fake_cli::{Harness, Rule, Scenario};
-use fixtures::{NEW_CHAT, RESUMED_CHAT};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
 /// The credential variables the host environment carries; the child must never see them.

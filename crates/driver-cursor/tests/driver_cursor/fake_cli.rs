@@ -3,16 +3,12 @@
 //! broken output, crashes, hangs, cancellation and a missing binary. The namespace rules for
 //! `mcp.json` (restore, one turn at a time) are in `namespace.rs`.
 
-#![allow(clippy::unwrap_used, reason = "tests")]
-
-mod support;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use driver_cli::Limits;
-use driver_cursor::CreateChatError;
+use driver_cursor::{CommonOptions, CreateChatError, create_chat};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ResumeRejectReason,
     RuntimePayload, SessionContext, check_sequence,
@@ -20,9 +16,11 @@ use driver_spi::{
 use fake_cli::{HOST_CREDENTIAL, Rule, Scenario};
 use run_service::{EnvBinding, McpServer, ServiceRef};
 use serde_json::json;
-use support::{
+
+use crate::fixtures;
+use crate::support::{
     FakeCursor, HOST_CREDENTIALS, SECRET, STDIO_SECRET, checkpoint, cursor_like, failed_kind,
-    fixtures, profile, request, run, stored,
+    profile, request, run, stored,
 };
 
 #[tokio::test]
@@ -240,7 +238,11 @@ async fn an_unknown_chat_is_rejected() {
 
     // Cursor silently starts another chat: its `system/init` names a different id.
     let fake = FakeCursor::new(
-        Scenario::new().rule(support::text_turn(Rule::any(), fixtures::NEW_CHAT, "new")),
+        Scenario::new().rule(crate::support::text_turn(
+            Rule::any(),
+            fixtures::NEW_CHAT,
+            "new",
+        )),
         &[],
     );
     let driver = fake.driver(fake.options());
@@ -276,7 +278,7 @@ async fn an_unknown_chat_is_rejected() {
 async fn create_chat_gives_an_id_the_first_turn_resumes() {
     let fake = FakeCursor::new(cursor_like(), &[]);
     let driver = fake.driver(fake.options());
-    let chat = driver.create_chat().await.unwrap();
+    let chat = create_chat(&driver).await.unwrap();
     assert!(driver_cli::is_uuid(&chat));
     assert_eq!(fake.last().argv, ["create-chat"]);
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
@@ -287,7 +289,7 @@ async fn create_chat_gives_an_id_the_first_turn_resumes() {
 
     let silent = FakeCursor::new(Scenario::new().rule(Rule::any().stdout("created")), &[]);
     assert!(matches!(
-        silent.driver(silent.options()).create_chat().await,
+        create_chat(&silent.driver(silent.options())).await,
         Err(CreateChatError::NoChatId)
     ));
     let failing = FakeCursor::new(
@@ -295,7 +297,7 @@ async fn create_chat_gives_an_id_the_first_turn_resumes() {
         &[],
     );
     assert!(matches!(
-        failing.driver(failing.options()).create_chat().await,
+        create_chat(&failing.driver(failing.options())).await,
         Err(CreateChatError::Failed { .. })
     ));
 }
@@ -449,7 +451,7 @@ async fn a_missing_binary_is_a_typed_error() {
         Err(driver_cli::CliError::NotFound { .. })
     ));
     assert!(matches!(
-        driver.create_chat().await,
+        create_chat(&driver).await,
         Err(CreateChatError::Cli(driver_cli::CliError::NotFound { .. }))
     ));
     let (result, events) = run(
@@ -505,4 +507,36 @@ async fn the_prompt_can_travel_as_the_last_argument() {
         calls_before,
         "nothing was spawned"
     );
+}
+
+/// The config fingerprint is in every stored Thread: it must stay the one the driver has
+/// always computed (driver type, model, `trust_workspace`, `force`, namespace, isolation
+/// level, in that order), and the binary and prompt transport are not part of it.
+#[test]
+fn the_config_fingerprint_is_unchanged() {
+    use driver_cursor::PromptTransport;
+    use driver_spi::ConfigFingerprintBuilder;
+
+    let fake = FakeCursor::new(cursor_like(), &[]);
+    let expected = |model: Option<&str>, trust: bool, force: bool| {
+        ConfigFingerprintBuilder::new("cursor")
+            .opt_str("model", model)
+            .bool("trust_workspace", trust)
+            .bool("force", force)
+            .str("namespace", fake.env.namespace().as_str())
+            .str("isolation_level", fake.env.level().name())
+            .finish()
+    };
+    let of = |options| {
+        let driver = fake.driver(options);
+        driver.config_fingerprinter().unwrap().config_fingerprint()
+    };
+    assert_eq!(of(fake.options()), expected(None, true, false));
+    let tuned = fake
+        .options()
+        .with_model("gpt-5")
+        .with_trust_workspace(false)
+        .with_force(true)
+        .with_prompt_transport(PromptTransport::Argument);
+    assert_eq!(of(tuned), expected(Some("gpt-5"), false, true));
 }
