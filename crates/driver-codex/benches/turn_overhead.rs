@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_codex::{CodexDriver, CodexOptions, EventTranslator, ModelProvider};
+use driver_cli::{Dialect, Translator};
+use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 use driver_spi::{
     ProfilePayload, Request, RuntimePayload, SessionContext, SessionGuard, SessionState,
 };
@@ -140,7 +141,9 @@ fn main() {
 
     let turn = || {
         let argv = driver.command_line(black_box(&request)).expect("argv");
-        let mut translator = EventTranslator::new(request.redactor());
+        // The translator the driver would use for this request (the crate keeps its type
+        // private; the dialect hands one out).
+        let mut translator = driver.options().translator(&request);
         let mut events = 0usize;
         for line in TRANSCRIPT {
             let value: serde_json::Value = serde_json::from_str(black_box(line)).expect("json");

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use agent::tools::{HostedTool, ToolOutput};
 use agent::{Agent, SessionOutcome, ThreadError};
-use driver_codex::{CodexDriver, CodexOptions, ModelProvider};
+use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 use runtime_env::{HostEnv, RuntimeEnv};
 use secrecy::SecretString;
 use serde_json::json;

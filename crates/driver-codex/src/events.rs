@@ -1,57 +1,28 @@
-//! `codex exec --json` events, translated into driver-spi events.
+//! `codex exec --json` events, translated into driver-spi events ([`EventTranslator`]), and
+//! each turn's usage from the thread totals Codex reports.
 //!
 //! The translator is a pure state machine over parsed JSONL values: no I/O, so every mapping
-//! is unit-tested without a process. Unknown event and item types are ignored (newer Codex
-//! releases add them); a known event with a malformed shape is a protocol error.
+//! is unit-tested without a process and fuzzed by the shared harness
+//! (`driver_cli::testing`). Unknown event and item types are ignored (newer Codex releases
+//! add them); a known event with a malformed shape is [`MalformedEvent`].
+//!
+//! **Usage.** `turn.completed.usage` is the running total of the whole thread, earlier
+//! processes and (for a fork) the source thread included. The totals are kept in the
+//! checkpoint's data under [`TOTAL_KEY`], and each turn's usage is the difference from the
+//! totals of the state it continued.
 
-use driver_cli::TurnEvents;
-use driver_spi::{DriverEvent, FailureKind, Redactor, Usage};
+use driver_cli::{MalformedEvent, Translator, TurnEvents};
+use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, SessionState, Usage};
 use serde_json::Value;
 
 /// The tool name reported for Codex's built-in shell.
-pub(crate) const SHELL_TOOL: &str = "shell";
+const SHELL_TOOL: &str = "shell";
 
-/// A failure Codex reported in its stream (`turn.failed`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StreamFailure {
-    /// The failure class.
-    pub kind: FailureKind,
-    /// Redacted provider text, for [`driver_spi::RunFailure::message`].
-    pub message: String,
-}
+/// The session data key of the thread's usage totals: `input,cached_input,output`.
+pub(crate) const TOTAL_KEY: &str = "codex.usage_total";
 
-/// A known Codex event whose shape is not the documented one (a missing `type`,
-/// `thread_id`, `item` or item `id`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("malformed codex event")]
-#[non_exhaustive]
-pub struct MalformedEvent;
-
-/// Translates one run's `codex exec --json` events into driver events, and keeps what the
-/// response needs: the thread id, the last agent message, usage and the stream's failure.
-///
-/// The driver feeds it every line; it is public so that hosts can replay stored Codex
-/// transcripts the same way (and for the overhead benchmark).
-///
-/// ```
-/// use driver_codex::EventTranslator;
-/// use driver_spi::{DriverEvent, Redactor};
-///
-/// let mut t = EventTranslator::new(Redactor::default());
-/// let mut events = Vec::new();
-/// for line in [
-///     r#"{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}"#,
-///     r#"{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Hi"}}"#,
-///     r#"{"type":"turn.completed","usage":{"input_tokens":5,"output_tokens":1}}"#,
-/// ] {
-///     events.extend(t.translate(&serde_json::from_str(line)?)?);
-/// }
-/// assert_eq!(events, [DriverEvent::RunStarted, DriverEvent::text("Hi")]);
-/// assert_eq!(t.output(), "Hi");
-/// assert!(t.turn_completed());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// Translates one turn's `codex exec --json` events into driver events, and keeps what the
+/// judgement needs: the thread id, the last agent message, usage and the stream's failure.
 #[derive(Debug, Default)]
 pub struct EventTranslator {
     redactor: Redactor,
@@ -59,68 +30,33 @@ pub struct EventTranslator {
     turn: TurnEvents,
     thread_id: Option<String>,
     last_message: Option<String>,
-    usage: Option<Usage>,
+    /// The thread's totals from `turn.completed`.
+    total: Option<Usage>,
+    /// The totals the continued state kept, if any.
+    previous: Option<Usage>,
     turn_completed: bool,
-    failure: Option<StreamFailure>,
+    failure: Option<RunFailure>,
     /// The last `error` event, which Codex also emits for retried stream errors.
     last_error: Option<String>,
 }
 
 impl EventTranslator {
     /// A translator that redacts provider text with `redactor`.
-    pub fn new(redactor: Redactor) -> Self {
+    pub(crate) fn new(redactor: Redactor) -> Self {
         Self {
             redactor,
             ..Self::default()
         }
     }
 
-    /// Whether `RunStarted` was emitted.
-    pub fn started(&self) -> bool {
-        self.turn.started()
-    }
-
-    /// The thread id from `thread.started`.
-    pub fn thread_id(&self) -> Option<&str> {
-        self.thread_id.as_deref()
-    }
-
-    /// The last agent message: the run's output.
-    pub fn output(&self) -> &str {
-        self.last_message.as_deref().unwrap_or_default()
-    }
-
-    /// Usage from `turn.completed`.
-    pub fn usage(&self) -> Option<Usage> {
-        self.usage
-    }
-
-    /// Whether `turn.completed` arrived.
-    pub fn turn_completed(&self) -> bool {
-        self.turn_completed
-    }
-
-    /// The failure reported by `turn.failed`, if any.
-    pub fn failure(&self) -> Option<&StreamFailure> {
-        self.failure.as_ref()
-    }
-
-    /// The last `error` event's redacted message.
-    pub fn last_error(&self) -> Option<&str> {
-        self.last_error.as_deref()
-    }
-
-    /// Translates one event.
-    ///
-    /// # Errors
-    /// [`MalformedEvent`] for a known event with a malformed shape; unknown event and item
-    /// types are ignored.
-    pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // A malformed event emits nothing, so it must not mark the run started (or a call
-        // opened or closed) either: the events it would have produced are dropped with it.
-        let mark = self.turn.mark();
-        self.translate_event(event)
-            .inspect_err(|_| self.turn.undo(mark))
+    /// Measures this turn's usage from the totals kept in `previous`, the state the turn
+    /// continues (resumed or forked). Without one, or with unreadable totals, the turn's usage
+    /// is the thread's total.
+    pub(crate) fn with_previous_totals(mut self, previous: Option<&SessionState>) -> Self {
+        self.previous = previous
+            .and_then(|s| s.data.get(TOTAL_KEY))
+            .and_then(|t| decode(t));
+        self
     }
 
     fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
@@ -144,7 +80,7 @@ impl EventTranslator {
                 self.turn_completed = true;
                 if let Some(usage) = event.get("usage") {
                     let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-                    self.usage = Some(
+                    self.total = Some(
                         Usage::new(n("input_tokens"), n("output_tokens"))
                             .with_cached_input_tokens(n("cached_input_tokens")),
                     );
@@ -156,10 +92,10 @@ impl EventTranslator {
                     .pointer("/error/message")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                self.failure = Some(StreamFailure {
-                    kind: classify(message),
-                    message: self.redactor.redact(message).into_owned(),
-                });
+                self.failure = Some(RunFailure::new(
+                    classify(message),
+                    self.redactor.redact(message),
+                ));
             }
             "error" => {
                 let message = event
@@ -247,10 +183,60 @@ impl EventTranslator {
         }
         Ok(())
     }
+}
 
-    /// Closes every tool call still open (a clean run must not finish with one open), as an
-    /// error result.
-    pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+impl Translator for EventTranslator {
+    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        // A malformed event emits nothing, so it must not mark the run started (or a call
+        // opened or closed) either: the events it would have produced are dropped with it.
+        let mark = self.turn.mark();
+        self.translate_event(event)
+            .inspect_err(|_| self.turn.undo(mark))
+    }
+
+    fn started(&self) -> bool {
+        self.turn.started()
+    }
+
+    /// The thread id from `thread.started`.
+    fn session_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+
+    /// The last agent message.
+    fn output(&self) -> &str {
+        self.last_message.as_deref().unwrap_or_default()
+    }
+
+    /// `turn.completed` arrived and `turn.failed` did not.
+    fn succeeded(&self) -> bool {
+        self.turn_completed && self.failure.is_none()
+    }
+
+    /// The failure of `turn.failed`, classified from its message.
+    fn reported_failure(&self) -> Option<RunFailure> {
+        self.failure.clone()
+    }
+
+    /// The thread's totals minus the totals of the continued state.
+    fn usage(&self) -> Option<Usage> {
+        self.total.map(|total| this_turn(total, self.previous))
+    }
+
+    /// The last `error` event's redacted message.
+    fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
+    /// The thread's totals, for the next turn's usage.
+    fn checkpoint_data(&self) -> Vec<(String, String)> {
+        self.total
+            .map(|total| (TOTAL_KEY.to_owned(), encode(total)))
+            .into_iter()
+            .collect()
+    }
+
+    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
         self.turn.close_open_calls()
     }
 }
@@ -280,7 +266,7 @@ fn mcp_result_text(result: Option<&Value>) -> String {
 }
 
 /// The failure class of a Codex error message.
-pub(crate) fn classify(message: &str) -> FailureKind {
+fn classify(message: &str) -> FailureKind {
     let lower = message.to_ascii_lowercase();
     if lower.contains("401") || lower.contains("unauthorized") || lower.contains("api key") {
         FailureKind::Authentication
@@ -293,15 +279,55 @@ pub(crate) fn classify(message: &str) -> FailureKind {
     }
 }
 
+fn encode(total: Usage) -> String {
+    format!(
+        "{},{},{}",
+        total.input_tokens, total.cached_input_tokens, total.output_tokens
+    )
+}
+
+fn decode(text: &str) -> Option<Usage> {
+    let mut parts = text.split(',').map(|p| p.parse::<u64>().ok());
+    let (Some(Some(input)), Some(Some(cached)), Some(Some(output)), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    Some(Usage::new(input, output).with_cached_input_tokens(cached))
+}
+
+/// The usage of this turn: `total` minus the `previous` totals. When there are none, or the
+/// totals went down (Codex compacted or rewrote the thread), the total is the best figure
+/// there is.
+fn this_turn(total: Usage, previous: Option<Usage>) -> Usage {
+    let Some(before) = previous else {
+        return total;
+    };
+    if total.input_tokens < before.input_tokens
+        || total.cached_input_tokens < before.cached_input_tokens
+        || total.output_tokens < before.output_tokens
+    {
+        return total;
+    }
+    Usage::new(
+        total.input_tokens - before.input_tokens,
+        total.output_tokens - before.output_tokens,
+    )
+    .with_cached_input_tokens(total.cached_input_tokens - before.cached_input_tokens)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use driver_cli::testing::{check_stream, event, events, nasty_text, take_line};
+    use driver_spi::check_sequence;
+    use proptest::prelude::*;
     use run_service::EnvBinding;
     use serde_json::json;
 
     fn run(lines: &[Value]) -> (EventTranslator, Vec<DriverEvent>) {
-        let mut t = EventTranslator::new(Redactor::default());
+        let mut t = EventTranslator::default();
         let mut events = Vec::new();
         for line in lines {
             events.extend(t.translate(line).unwrap());
@@ -321,9 +347,9 @@ mod tests {
             events,
             [DriverEvent::RunStarted, DriverEvent::text("Hello")]
         );
-        assert_eq!(t.thread_id(), Some("t-1"));
+        assert_eq!(t.session_id(), Some("t-1"));
         assert_eq!(t.output(), "Hello");
-        assert!(t.turn_completed());
+        assert!(t.succeeded());
         assert_eq!(
             t.usage(),
             Some(Usage::new(11, 7).with_cached_input_tokens(3))
@@ -370,9 +396,32 @@ mod tests {
         ));
         t.translate(&json!({"type":"turn.failed","error":{"message":format!("401 Unauthorized for key {secret}")}}))
             .unwrap();
-        let failure = t.failure().unwrap();
+        let failure = t.reported_failure().unwrap();
         assert_eq!(failure.kind, FailureKind::Authentication);
         assert!(!failure.message.contains(secret));
+        // A completed turn that also failed did not succeed.
+        t.translate(&json!({"type":"turn.completed"})).unwrap();
+        assert!(!t.succeeded());
+    }
+
+    #[test]
+    fn failures_are_classified_from_codexs_messages() {
+        for (message, kind) in [
+            (
+                "unexpected status 401 Unauthorized",
+                FailureKind::Authentication,
+            ),
+            ("Incorrect API key provided", FailureKind::Authentication),
+            ("429 Too Many Requests", FailureKind::RateLimited),
+            ("You've hit your usage limit", FailureKind::Limit),
+            ("exceeds the context window", FailureKind::Limit),
+            (
+                "stream disconnected before completion",
+                FailureKind::Provider,
+            ),
+        ] {
+            assert_eq!(classify(message), kind, "{message}");
+        }
     }
 
     #[test]
@@ -407,5 +456,144 @@ mod tests {
             )]
         );
         assert!(t.close_open_calls().is_empty());
+    }
+
+    /// A fuzz counterexample: the first event is an `item.started` whose item is not an
+    /// object with a string `id` and `type`. The run must not count as started, since its
+    /// `RunStarted` was dropped with the malformed event.
+    #[test]
+    fn malformed_first_item_does_not_start_the_run_silently() {
+        let mut t = EventTranslator::default();
+        let result = t.translate(&json!({"type": "item.started", "item": null}));
+        assert!(result.is_err());
+        assert!(
+            !t.started(),
+            "started() is true but no RunStarted was returned"
+        );
+    }
+
+    /// An item with an empty id opens no tool call: the sequence checker refuses an empty
+    /// call id (`BadToolCallId`).
+    #[test]
+    fn empty_item_id_opens_no_tool_call() {
+        let (mut t, mut out) = run(&[json!({
+            "type": "item.started",
+            "item": {"id": "", "type": "command_execution", "command": "ls"}
+        })]);
+        out.extend(t.close_open_calls());
+        out.push(DriverEvent::RunFinished);
+        assert_eq!(check_sequence(&out), Ok(()), "{out:?}");
+    }
+
+    #[test]
+    fn turns_are_differences_of_totals() {
+        let first = Usage::new(11, 7).with_cached_input_tokens(3);
+        let second = Usage::new(27, 16).with_cached_input_tokens(6);
+        let completed = |u: Usage| {
+            json!({"type":"turn.completed","usage":{
+                "input_tokens":u.input_tokens,
+                "cached_input_tokens":u.cached_input_tokens,
+                "output_tokens":u.output_tokens}})
+        };
+        let turn = |previous: Option<&SessionState>, total: Usage| {
+            let mut t = EventTranslator::default().with_previous_totals(previous);
+            t.translate(&completed(total)).unwrap();
+            t
+        };
+        assert_eq!(turn(None, first).usage(), Some(first));
+        let state = SessionState::new("t").with_data(TOTAL_KEY, encode(first));
+        let next = turn(Some(&state), second);
+        assert_eq!(
+            next.usage(),
+            Some(Usage::new(16, 9).with_cached_input_tokens(3))
+        );
+        assert_eq!(
+            next.checkpoint_data(),
+            [(TOTAL_KEY.to_owned(), "27,6,16".to_owned())]
+        );
+        // Totals that went down, or garbage, fall back to the total.
+        let smaller = Usage::new(5, 1);
+        assert_eq!(turn(Some(&state), smaller).usage(), Some(smaller));
+        for bad in ["", "1,2", "1,2,3,4", "a,b,c", "-1,2,3"] {
+            let state = SessionState::new("t").with_data(TOTAL_KEY, bad);
+            assert_eq!(turn(Some(&state), second).usage(), Some(second), "{bad}");
+        }
+        assert_eq!(decode(&encode(second)), Some(second));
+        // No usage reported: none, and nothing to keep.
+        let silent = EventTranslator::default().with_previous_totals(Some(&state));
+        assert_eq!(silent.usage(), None);
+        assert!(silent.checkpoint_data().is_empty());
+    }
+
+    const WORDS: &[&str] = &[
+        "thread.started",
+        "turn.started",
+        "turn.completed",
+        "turn.failed",
+        "error",
+        "item.started",
+        "item.updated",
+        "item.completed",
+        "agent_message",
+        "mcp_tool_call",
+        "command_execution",
+        "failed",
+        "completed",
+        "in_progress",
+        "text",
+        "item_0",
+        "item_1",
+        "",
+    ];
+
+    const KEYS: &[&str] = &[
+        "type",
+        "thread_id",
+        "usage",
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "error",
+        "message",
+        "item",
+        "id",
+        "text",
+        "server",
+        "tool",
+        "arguments",
+        "status",
+        "result",
+        "content",
+        "structured_content",
+        "command",
+        "aggregated_output",
+        "exit_code",
+    ];
+
+    proptest! {
+        #![proptest_config(test_support::fuzz_config())]
+
+        /// Event-shaped values (known keys and words, wrong types and adversarial strings
+        /// mixed in), including streams cut short by a malformed event: no panic, no empty
+        /// delta, and the driven stream passes the sequence checker.
+        #[test]
+        fn translator_streams_are_well_formed(events in events(WORDS, KEYS)) {
+            check_stream(EventTranslator::default(), &events)?;
+        }
+
+        /// Arbitrary text parsed as a JSONL line (the driver's own parser), then translated.
+        #[test]
+        fn translator_takes_any_line(line in prop_oneof![
+            nasty_text(),
+            event(WORDS, KEYS).prop_map(|v| v.to_string()),
+            (event(WORDS, KEYS), 0usize..40).prop_map(|(v, cut)| {
+                let s = v.to_string();
+                let mut cut = cut.min(s.len());
+                while !s.is_char_boundary(cut) { cut -= 1; }
+                s[..cut].to_owned()
+            }),
+        ]) {
+            take_line(EventTranslator::default(), &line);
+        }
     }
 }

@@ -1,11 +1,15 @@
 //! The Codex CLI driver: one `codex exec --json` process per turn, resumable across host
 //! restarts.
 //!
-//! [`CodexDriver`] implements [`driver_spi::Driver`] on the shared CLI-process layer
-//! ([`driver_cli`]). Every turn spawns `codex` through a [`runtime_env::RuntimeEnv`], so the
-//! child's environment starts empty, its HOME, XDG directories and `CODEX_HOME` belong to the
-//! credential namespace, and the sessions Codex stores under `CODEX_HOME` outlive the host
-//! process. The prompt goes on stdin.
+//! This crate is a dialect of the one CLI driver: [`CodexDriver`] is
+//! [`driver_cli::CliDriver`] over [`CodexOptions`], which implements
+//! [`driver_cli::Dialect`] with what Codex does differently (its argv, its event translator,
+//! its "unknown thread" answers, its per-turn usage). The shared driver does the rest, in
+//! one order for every CLI: checks, version probe, spawn, the event loop and the judgement.
+//! Every turn spawns `codex` through a [`runtime_env::RuntimeEnv`], so the child's environment
+//! starts empty, its HOME, XDG directories and `CODEX_HOME` belong to the credential
+//! namespace, and the sessions Codex stores under `CODEX_HOME` outlive the host process. The
+//! prompt goes on stdin; Codex chooses the thread id and reports it in `thread.started`.
 //!
 //! | turn | argv (after the options) |
 //! |---|---|
@@ -23,17 +27,27 @@
 //!   (`--ignore-user-config`) nothing else configures the run.
 //! - **No secret in argv or on disk.** Argv carries URLs and environment-variable *names*;
 //!   secret values reach Codex only through its environment. The driver writes no file.
+//! - **Refused before anything runs.** MCP server names that are not Codex config keys, a
+//!   name given twice, an invalid provider and a stored id that is not a thread UUID are
+//!   refused before the version probe and the spawn (Codex would take any other id for a
+//!   thread *name* and silently start a new thread).
 //! - **Resume is guarded twice.** The core compares Thread fingerprints before the driver
 //!   runs; the driver then checks the stored [`SessionGuard`](driver_spi::SessionGuard) (built
 //!   from the profile's session-compatibility fingerprint) before it spawns anything. An
-//!   unknown or expired thread id is recognised from Codex's own output and becomes
+//!   unknown or expired thread id is recognised from Codex's own output, or from a resume that
+//!   reports another thread, and becomes
 //!   [`DriverError::ResumeRejected`](driver_spi::DriverError::ResumeRejected).
-//! - **Stored state is small and clean**: the thread id and the guard values, nothing
-//!   allocation-specific ([`CODEX_CODEC`]).
+//! - **Usage is per turn.** Codex reports the thread's running totals; the checkpoint keeps
+//!   them, and each turn reports the difference from the totals of the state it continued.
+//! - **Stored state is small and clean**: the thread id, the guard values and the usage
+//!   totals, nothing allocation-specific ([`CODEX_CODEC`]).
 //! - **Nothing outlives a run.** Dropping the run future ends Codex's whole process group
 //!   (SIGTERM, then SIGKILL); so does the end of a run.
 //!
 //! # What it deliberately does not do
+//! - It holds no driver machinery: the order of checks, the version probe, spawning, the
+//!   event loop and its stop rule, terminate-then-fail and the judgement of a turn are
+//!   [`driver_cli::CliDriver`]'s, the same for every CLI.
 //! - It does not keep Codex processes across turns (`codex app-server`); every turn is one
 //!   `exec` process, so no process signature is needed.
 //! - It does not log Codex in: credentials come from the namespace (`CODEX_HOME/auth.json`)
@@ -44,7 +58,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use driver_codex::{CodexDriver, CodexOptions, ModelProvider};
+//! use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 //! use runtime_env::{HostEnv, RuntimeEnv};
 //! use secrecy::SecretString;
 //!
@@ -69,18 +83,22 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod argv;
-mod codec;
-mod driver;
+mod dialect;
 mod events;
 mod options;
-mod reject;
-mod usage;
 
-pub use codec::{CODEC_NAME, CODEX_CODEC};
-pub use driver::{CodexDriver, DRIVER_TYPE};
-pub use events::{EventTranslator, MalformedEvent, StreamFailure};
+pub use dialect::{CODEC_NAME, CODEX_CODEC, DRIVER_TYPE};
+pub use driver_cli::CommonOptions;
 pub use options::{
     CodexOptions, MINIMUM_VERSION, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode,
     WireApi,
 };
+
+/// The Codex CLI driver: [`driver_cli::CliDriver`] over the [`CodexOptions`] dialect, one
+/// `codex exec --json` process per turn, in a [`RuntimeEnv`](runtime_env::RuntimeEnv)
+/// namespace whose `CODEX_HOME` keeps the threads across host restarts.
+///
+/// See the [crate docs](crate) for the argv, MCP materialization and resume rules;
+/// [`CliDriver::command_line`](driver_cli::CliDriver::command_line) shows a request's argv
+/// without running anything.
+pub type CodexDriver = driver_cli::CliDriver<CodexOptions>;

@@ -1,9 +1,7 @@
-//! The typed construction options of the Codex driver.
+//! [`CodexOptions`]: the typed construction options of the Codex driver, which are also its
+//! [`Dialect`](driver_cli::Dialect) (see `dialect.rs`).
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use driver_cli::{Limits, Version};
+use driver_cli::{CliOptions, CommonOptions, Version};
 
 /// The oldest `codex` release this driver is tested with; older ones are refused by the version
 /// probe (their `exec --json` events and `-c` keys differ).
@@ -185,14 +183,17 @@ impl ModelProvider {
     }
 }
 
-/// The construction options of a [`CodexDriver`](crate::CodexDriver).
+/// The construction options of a [`CodexDriver`](crate::CodexDriver), and its
+/// [`Dialect`](driver_cli::Dialect).
 ///
-/// Everything here except the binary path, the [limits](Self::with_limits) and the retry
+/// The binary, model, limits and minimum version are set with the [`CommonOptions`] methods
+/// (re-exported by this crate). Everything here except the binary path, the
+/// [limits](CommonOptions::with_limits), the connection retries and the provider's retry
 /// settings is part of the driver's config fingerprint: changing it makes stored Threads
 /// incompatible.
 ///
 /// ```
-/// use driver_codex::{CodexOptions, ModelProvider, ReasoningEffort, SandboxMode};
+/// use driver_codex::{CodexOptions, CommonOptions, ModelProvider, ReasoningEffort, SandboxMode};
 ///
 /// let options = CodexOptions::new()
 ///     .with_binary("/opt/codex/bin/codex")
@@ -204,8 +205,7 @@ impl ModelProvider {
 /// ```
 #[derive(Debug, Clone)]
 pub struct CodexOptions {
-    pub(crate) binary: PathBuf,
-    pub(crate) model: Option<String>,
+    pub(crate) cli: CliOptions,
     pub(crate) reasoning_effort: Option<ReasoningEffort>,
     pub(crate) sandbox: SandboxMode,
     pub(crate) mcp_approval: McpToolApproval,
@@ -213,9 +213,6 @@ pub struct CodexOptions {
     pub(crate) hermetic_config: bool,
     pub(crate) skip_git_repo_check: bool,
     pub(crate) unbounded_connection_retries: bool,
-    pub(crate) limits: Limits,
-    pub(crate) minimum_version: Version,
-    pub(crate) version_probe_timeout: Duration,
 }
 
 impl Default for CodexOptions {
@@ -228,11 +225,10 @@ impl CodexOptions {
     /// Defaults: binary `codex` from `PATH`, Codex's default model and effort, a read-only
     /// sandbox, the request's MCP tools approved, Codex's built-in provider, a hermetic config
     /// (the namespace's `config.toml` is not loaded), git repository check skipped, bounded
-    /// connection retries, the default [`Limits`] and [`MINIMUM_VERSION`].
+    /// connection retries, the default [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
-            binary: PathBuf::from("codex"),
-            model: None,
+            cli: CliOptions::new("codex", MINIMUM_VERSION),
             reasoning_effort: None,
             sandbox: SandboxMode::default(),
             mcp_approval: McpToolApproval::default(),
@@ -240,22 +236,7 @@ impl CodexOptions {
             hermetic_config: true,
             skip_git_repo_check: true,
             unbounded_connection_retries: false,
-            limits: Limits::default(),
-            minimum_version: MINIMUM_VERSION,
-            version_probe_timeout: Duration::from_secs(30),
         }
-    }
-
-    /// The `codex` executable: a path, or a name looked up in the child's `PATH`.
-    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
-        self.binary = binary.into();
-        self
-    }
-
-    /// The default model; a request's model overrides it.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
     }
 
     /// The reasoning effort.
@@ -307,31 +288,10 @@ impl CodexOptions {
         self.unbounded_connection_retries = unbounded;
         self
     }
+}
 
-    /// Time, line and stderr limits of each run.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The oldest accepted `codex --version`.
-    pub fn with_minimum_version(mut self, version: Version) -> Self {
-        self.minimum_version = version;
-        self
-    }
-
-    /// The binary.
-    pub fn binary(&self) -> &std::path::Path {
-        &self.binary
-    }
-
-    /// The default model.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
-    }
-
-    /// The limits.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
+impl CommonOptions for CodexOptions {
+    fn cli_mut(&mut self) -> &mut CliOptions {
+        &mut self.cli
     }
 }

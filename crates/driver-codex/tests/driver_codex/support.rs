@@ -1,12 +1,10 @@
 //! A `codex` stand-in: the workspace's scripted fake CLI, answering with Codex's own
 //! `exec --json` event shapes (copied from transcripts of the pinned `codex` 0.169.0).
 
-#![allow(dead_code, reason = "each test binary uses a different part")]
-
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use driver_codex::{CodexDriver, CodexOptions};
+use driver_codex::{CodexDriver, CodexOptions, CommonOptions};
 use fake_cli::{Harness, Rule, Scenario};
 
 /// `--version` of the pinned release.
@@ -74,6 +72,14 @@ impl FakeCodex {
         CodexDriver::new(
             self.env.clone(),
             options.with_binary(fake_cli::binary_path()),
+        )
+    }
+
+    /// A driver with `options` whose binary does not exist.
+    pub(crate) fn driver_without_binary(&self, options: CodexOptions) -> CodexDriver {
+        CodexDriver::new(
+            self.env.clone(),
+            options.with_binary(self.path().join("no-such-codex")),
         )
     }
 

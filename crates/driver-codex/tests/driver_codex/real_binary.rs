@@ -8,16 +8,14 @@
 //! (`CI` set) a missing binary fails the test, so CI never skips it
 //! ([`test_kit::real_cli::binary`]).
 //!
-//! This is its own test binary because the scenario installs a global TRACE subscriber for
-//! its canary scan.
-
-#![allow(clippy::unwrap_used, reason = "tests")]
+//! The scenario installs a global TRACE subscriber for its canary scan, so it also sees the
+//! other tests of this binary: none of them knows the canary.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use driver_cli::Limits;
-use driver_codex::{CodexDriver, CodexOptions, ModelProvider};
+use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::responses::MockResponses;

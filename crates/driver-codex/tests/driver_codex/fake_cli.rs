@@ -1,16 +1,15 @@
 //! The Codex driver against the scripted fake CLI: exact argv, environment, configuration,
 //! resume rejection, broken output, hangs, cancellation, a missing or too-old binary.
 
-#![allow(clippy::unwrap_used, reason = "tests")]
-
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{FakeCodex, codex_like, overrides, text_turn};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_cli::Limits;
-use driver_codex::{CodexOptions, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode};
+use driver_codex::{
+    CodexOptions, CommonOptions, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode,
+};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, ExitStatus, FailureKind, ProfilePayload,
     Request, ResumeRejectReason, RuntimePayload, SessionContext, SessionState, check_sequence,
@@ -18,7 +17,6 @@ use driver_spi::{
 use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
-use support::{FakeCodex, codex_like, overrides, text_turn};
 
 const K: Kind = Kind::new("driver-codex tests 2026-11-30 profile v1");
 
@@ -397,6 +395,35 @@ async fn a_guard_mismatch_or_missing_state_is_rejected_before_spawning() {
         run(&driver, flag).await.0.unwrap_err(),
         DriverError::resume_rejected(ResumeRejectReason::InvalidState)
     );
+    // Thread names are not resumed or forked: Codex would start a new thread when none
+    // matches. Only a thread UUID reaches argv.
+    for bad in [
+        "",
+        "--last",
+        "a b",
+        "my-thread-name",
+        "01a22df3-cb69-70f3",
+        "01a22df3-293f-7f41-947b-cff0d35cc64g",
+        "01a22df3_293f-7f41-947b-cff0d35cc64e",
+    ] {
+        for session in [
+            SessionContext::continue_only(SessionState::new(bad)),
+            SessionContext::fork(SessionState::new(bad)),
+        ] {
+            let req = request("two", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
+                .with_session(session);
+            assert_eq!(
+                driver.command_line(&req).unwrap_err(),
+                DriverError::resume_rejected(ResumeRejectReason::InvalidState),
+                "{bad:?}"
+            );
+            assert_eq!(
+                run(&driver, req).await.0.unwrap_err(),
+                DriverError::resume_rejected(ResumeRejectReason::InvalidState),
+                "{bad:?}"
+            );
+        }
+    }
     assert_eq!(fake.invocations().len(), calls, "codex was not spawned");
 }
 
@@ -574,10 +601,7 @@ async fn cancelling_the_run_ends_the_whole_process_group() {
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
     let fake = FakeCodex::new(codex_like(), &[]);
-    let driver = driver_codex::CodexDriver::new(
-        fake.env.clone(),
-        CodexOptions::new().with_binary(fake.path().join("no-such-codex")),
-    );
+    let driver = fake.driver_without_binary(CodexOptions::new());
     assert!(matches!(
         driver.check_version().await,
         Err(driver_cli::CliError::NotFound { .. })
@@ -695,5 +719,105 @@ async fn usage_is_reported_per_turn_although_codex_reports_thread_totals() {
             .get("codex.usage_total")
             .map(String::as_str),
         Some("27,6,16")
+    );
+}
+
+#[tokio::test]
+async fn invalid_servers_are_refused_before_the_version_probe() {
+    let fake = FakeCodex::new(codex_like(), &[]);
+    // No binary at all: a request that got past the checks would fail the version probe.
+    let driver = fake.driver_without_binary(CodexOptions::new());
+    let servers = [
+        McpServer::streamable_http("x", "http://127.0.0.1:1/mcp"),
+        McpServer::streamable_http("x", "http://127.0.0.1:2/mcp"),
+    ];
+    let req = Request::new(RunId::new("r"), "hi", profile("a", "s")).with_mcp(servers);
+    assert!(matches!(
+        driver.command_line(&req),
+        Err(DriverError::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        run(&driver, req).await.0,
+        Err(DriverError::InvalidConfig(_))
+    ));
+    let provider = fake.driver_without_binary(
+        CodexOptions::new().with_provider(ModelProvider::new("a.b", "http://127.0.0.1:9/v1")),
+    );
+    let req = Request::new(RunId::new("r"), "hi", profile("a", "s"));
+    assert!(matches!(
+        run(&provider, req).await.0,
+        Err(DriverError::InvalidConfig(_))
+    ));
+}
+
+/// The config fingerprint is part of every stored Thread: it is built exactly as before the
+/// driver became a dialect (model, the Codex fields in this order, namespace, isolation).
+#[test]
+fn the_config_fingerprint_is_unchanged() {
+    use driver_spi::{ConfigFingerprintBuilder, ConfigFingerprinter};
+    let fake = FakeCodex::new(codex_like(), &[]);
+    let env = fake.env.clone();
+    let before = |model: Option<&str>,
+                  effort: Option<&str>,
+                  sandbox: &str,
+                  approval: &str,
+                  provider: Option<(&str, &str, &str, Option<&str>)>,
+                  hermetic: bool,
+                  skip_git: bool| {
+        ConfigFingerprintBuilder::new("codex")
+            .opt_str("model", model)
+            .opt_str("reasoning_effort", effort)
+            .str("sandbox", sandbox)
+            .str("mcp_approval", approval)
+            .opt_str("provider.id", provider.map(|p| p.0))
+            .opt_str("provider.base_url", provider.map(|p| p.1))
+            .opt_str("provider.wire_api", provider.map(|p| p.2))
+            .opt_str("provider.env_key", provider.and_then(|p| p.3))
+            .bool("hermetic_config", hermetic)
+            .bool("skip_git_repo_check", skip_git)
+            .str("namespace", env.namespace().as_str())
+            .str("isolation_level", env.level().name())
+            .finish()
+    };
+    let default = fake.driver(CodexOptions::new());
+    assert_eq!(
+        default.config_fingerprint(),
+        before(
+            None,
+            None,
+            "read-only",
+            "approve_request_servers",
+            None,
+            true,
+            true
+        )
+    );
+    let every = fake.driver(
+        CodexOptions::new()
+            .with_model("gpt-x")
+            .with_reasoning_effort(ReasoningEffort::High)
+            .with_sandbox(SandboxMode::WorkspaceWrite)
+            .with_mcp_approval(McpToolApproval::Never)
+            .with_provider(
+                ModelProvider::new("gw", "http://127.0.0.1:9/v1")
+                    .with_env_key("GW_KEY")
+                    .with_request_max_retries(3),
+            )
+            .with_hermetic_config(false)
+            .with_skip_git_repo_check(false)
+            .with_unbounded_connection_retries(true)
+            .with_limits(Limits::default().with_idle_timeout(Duration::from_secs(5))),
+    );
+    assert_eq!(
+        every.config_fingerprint(),
+        before(
+            Some("gpt-x"),
+            Some("high"),
+            "workspace-write",
+            "never",
+            Some(("gw", "http://127.0.0.1:9/v1", "responses", Some("GW_KEY"))),
+            false,
+            false
+        )
     );
 }

@@ -1,0 +1,494 @@
+//! The Codex dialect of [`CliDriver`](driver_cli::CliDriver): the whole configuration of a
+//! turn as `-c` overrides in argv, and Codex's own "unknown thread" answers.
+//!
+//! Why `-c` and not a config file: the overrides live only in this process's argv, so two
+//! concurrent runs of one namespace can never share or clobber a file, nothing is left behind
+//! when the host dies mid-run, and there is no lock to take ([`ConfigFiles::None`]). Nothing
+//! secret goes in: MCP servers carry the *name* of their bearer variable
+//! (`bearer_token_env_var`), the provider the *name* of its key variable (`env_key`), and the
+//! values reach Codex only through its environment.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use driver_cli::{
+    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, SessionPlan,
+    Translator as _, Turn,
+};
+use driver_spi::{
+    Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, GuardedCodec,
+    Request, SessionMode, Unsupported,
+};
+use run_service::{McpServer, McpTransport, TransportKind};
+use runtime_env::{RuntimeEnv, RuntimeKind};
+
+use crate::events::EventTranslator;
+use crate::options::{CodexOptions, McpToolApproval};
+
+/// The driver type: part of every Codex Thread's fingerprint.
+pub const DRIVER_TYPE: &str = "codex";
+
+/// The codec name, part of every Codex Thread's fingerprint.
+pub const CODEC_NAME: &str = "codex/v1";
+
+/// The session codec of the Codex driver, named [`CODEC_NAME`]
+/// ([`driver_cli::session_codec`]).
+///
+/// The resume id is the Codex thread id from `thread.started`; the driver resumes only UUIDs,
+/// because Codex takes anything else for a thread *name*. The stored state holds the thread
+/// id, the [`SessionGuard`](driver_spi::SessionGuard) values and the thread's usage totals
+/// (`codex.usage_total`): no secret, no URL, port or env-var name.
+///
+/// ```
+/// use driver_codex::CODEX_CODEC;
+/// use driver_spi::{SessionCodec, SessionState};
+///
+/// let state = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
+/// let params = CODEX_CODEC.to_params(Some(&state)).unwrap().unwrap();
+/// assert_eq!(params.display_id, state.resume_id);
+/// assert!(CODEX_CODEC.to_params(Some(&SessionState::new("--last"))).is_err());
+/// ```
+pub const CODEX_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
+
+/// What a config key must be: one segment of a dotted `-c` path.
+const KEY_RULE: &str = "must be 1-64 ASCII letters, digits, `-` or `_`";
+
+/// Phrases Codex prints when the thread id is unknown to its `CODEX_HOME`, lower-cased. The
+/// exit code says nothing here (every failure exits 1), so the decision rests on Codex's
+/// messages; each phrase was observed from the pinned `codex` release (see the tests).
+const UNKNOWN_SESSION: &[&str] = &[
+    "no rollout found for thread id",
+    "no rollout found for conversation id",
+    "thread not found",
+    "session not found",
+];
+
+impl Dialect for CodexOptions {
+    type Translator = EventTranslator;
+
+    const RUNTIME: RuntimeKind = RuntimeKind::Codex;
+
+    fn cli(&self) -> &CliOptions {
+        &self.cli
+    }
+
+    fn descriptor(&self) -> Descriptor {
+        Descriptor::new(DRIVER_TYPE, "Codex CLI").with_capabilities(
+            Capabilities::none()
+                .with_resume(true)
+                .with_fork(true)
+                .with_streaming(true)
+                .with_mcp_transport(TransportKind::StreamableHttp)
+                .with_mcp_transport(TransportKind::Stdio),
+        )
+    }
+
+    fn codec(&self) -> &'static GuardedCodec {
+        &CODEX_CODEC
+    }
+
+    /// Codex chooses the thread id and reports it in `thread.started`.
+    fn new_session_id(&self) -> NewSessionId {
+        NewSessionId::Cli
+    }
+
+    fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
+        let provider = self.provider.as_ref();
+        builder
+            .opt_str(
+                "reasoning_effort",
+                self.reasoning_effort.map(|e| e.as_str()),
+            )
+            .str("sandbox", self.sandbox.as_str())
+            .str("mcp_approval", self.mcp_approval.as_str())
+            .opt_str("provider.id", provider.map(|p| p.id.as_str()))
+            .opt_str("provider.base_url", provider.map(|p| p.base_url.as_str()))
+            .opt_str("provider.wire_api", provider.map(|p| p.wire_api.as_str()))
+            .opt_str(
+                "provider.env_key",
+                provider.and_then(|p| p.env_key.as_deref()),
+            )
+            .bool("hermetic_config", self.hermetic_config)
+            .bool("skip_git_repo_check", self.skip_git_repo_check)
+    }
+
+    fn validate(&self, _env: &RuntimeEnv) -> Result<(), ConfigError> {
+        let Some(provider) = &self.provider else {
+            return Ok(());
+        };
+        if !is_config_key(&provider.id) {
+            return Err(ConfigError::invalid("provider.id", KEY_RULE));
+        }
+        if !(provider.base_url.starts_with("http://") || provider.base_url.starts_with("https://"))
+        {
+            return Err(ConfigError::invalid(
+                "provider.base_url",
+                "must be an http or https URL",
+            ));
+        }
+        if provider
+            .env_key
+            .as_deref()
+            .is_some_and(|k| k.is_empty() || k.contains(['=', '\0']))
+        {
+            return Err(ConfigError::invalid(
+                "provider.env_key",
+                "must be an environment variable name",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Nothing is written: argv carries the whole configuration. The request's MCP servers
+    /// are checked here (the provider id was, by [`validate`](Dialect::validate)), so that a
+    /// request Codex would misread is refused before the version probe and the spawn.
+    fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
+        check_servers(&turn.request.mcp)?;
+        Ok(ConfigFiles::None)
+    }
+
+    fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
+        let request = turn.request;
+        Ok(Invocation::new(build(
+            self,
+            request.model.as_deref(),
+            request.instructions.as_deref(),
+            &request.mcp,
+            &request.mcp_secret_names(),
+            turn.plan,
+        )))
+    }
+
+    fn translator(&self, request: &Request) -> EventTranslator {
+        // Codex reports the thread's running totals (the source thread's included for a
+        // fork): a continued turn's usage is measured from the totals its stored state kept.
+        let previous = match request.session.mode {
+            SessionMode::Stateless => None,
+            _ => request.session.state.as_ref(),
+        };
+        EventTranslator::new(request.redactor()).with_previous_totals(previous)
+    }
+
+    /// Codex's own words on stderr, or in an `error` event.
+    fn unknown_session(&self, translator: &EventTranslator, finished: &Finished) -> bool {
+        is_unknown_session(&finished.stderr_tail)
+            || translator.last_error().is_some_and(is_unknown_session)
+    }
+}
+
+/// Whether `text` (stderr, or an `error` event's message) says the session is unknown.
+fn is_unknown_session(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    UNKNOWN_SESSION.iter().any(|p| lower.contains(p))
+}
+
+/// Whether `key` can be one segment of a dotted `-c` path.
+fn is_config_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 64
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Refuses MCP servers that cannot be expressed as Codex configuration: a name that is not a
+/// config key, a name given twice, a transport Codex lacks. The errors name a field and a
+/// rule, never a value.
+fn check_servers(mcp: &[McpServer]) -> Result<(), DriverError> {
+    let mut seen = BTreeSet::new();
+    for server in mcp {
+        if !is_config_key(&server.name) {
+            return Err(ConfigError::invalid("mcp.name", KEY_RULE).into());
+        }
+        if !seen.insert(server.name.as_str()) {
+            return Err(ConfigError::invalid("mcp.name", "must be unique within a run").into());
+        }
+        match server.transport {
+            McpTransport::StreamableHttp { .. } | McpTransport::Stdio { .. } => {}
+            ref other => return Err(Unsupported::McpTransport(other.kind()).into()),
+        }
+    }
+    Ok(())
+}
+
+/// A TOML literal for a `-c key=value` override.
+fn toml_str(value: &str) -> String {
+    toml::Value::String(value.to_owned()).to_string()
+}
+
+fn toml_list<'a>(values: impl IntoIterator<Item = &'a str>) -> String {
+    toml::Value::Array(values.into_iter().map(toml::Value::from).collect()).to_string()
+}
+
+fn toml_table(map: &BTreeMap<String, String>) -> String {
+    let table: toml::Table = map
+        .iter()
+        .map(|(k, v)| (k.clone(), toml::Value::String(v.clone())))
+        .collect();
+    toml::Value::Table(table).to_string()
+}
+
+/// Collects `-c` overrides.
+#[derive(Default)]
+struct Overrides(Vec<String>);
+
+impl Overrides {
+    fn set(&mut self, key: &str, value: String) {
+        self.0.push("-c".to_owned());
+        self.0.push(format!("{key}={value}"));
+    }
+}
+
+/// The names of the secret variables each MCP server's service carries, by server name
+/// ([`Request::mcp_secret_names`]); forwarded to stdio servers only.
+type ForwardedEnv<'a> = BTreeMap<&'a str, Vec<&'a str>>;
+
+/// The argv (without the program) of one turn (the table in the [crate docs](crate)), whose
+/// MCP servers passed [`check_servers`] and whose continued id is a UUID
+/// ([`SessionPlan::of`]). The prompt is read from stdin (`-`).
+fn build(
+    options: &CodexOptions,
+    model: Option<&str>,
+    instructions: Option<&str>,
+    mcp: &[McpServer],
+    stdio_env: &ForwardedEnv<'_>,
+    plan: SessionPlan<'_>,
+) -> Vec<String> {
+    let mut args: Vec<String> = vec!["exec".into(), "--json".into()];
+    if options.skip_git_repo_check {
+        args.push("--skip-git-repo-check".into());
+    }
+    if options.hermetic_config {
+        args.push("--ignore-user-config".into());
+    }
+    if plan == SessionPlan::Stateless {
+        args.push("--ephemeral".into());
+    }
+    if options.mcp_approval == McpToolApproval::DangerouslyBypassAll {
+        args.push("--dangerously-bypass-approvals-and-sandbox".into());
+    }
+
+    let mut c = Overrides::default();
+    if options.mcp_approval != McpToolApproval::DangerouslyBypassAll {
+        c.set("approval_policy", toml_str("never"));
+        c.set("sandbox_mode", toml_str(options.sandbox.as_str()));
+    }
+    if let Some(model) = model.or(options.cli.model.as_deref()) {
+        c.set("model", toml_str(model));
+    }
+    if let Some(effort) = options.reasoning_effort {
+        c.set("model_reasoning_effort", toml_str(effort.as_str()));
+    }
+    if let Some(instructions) = instructions {
+        c.set("developer_instructions", toml_str(instructions));
+    }
+    if let Some(provider) = &options.provider {
+        let key = format!("model_providers.{}", provider.id);
+        c.set("model_provider", toml_str(&provider.id));
+        c.set(&format!("{key}.name"), toml_str(&provider.id));
+        c.set(&format!("{key}.base_url"), toml_str(&provider.base_url));
+        c.set(
+            &format!("{key}.wire_api"),
+            toml_str(provider.wire_api.as_str()),
+        );
+        if let Some(env_key) = &provider.env_key {
+            c.set(&format!("{key}.env_key"), toml_str(env_key));
+        }
+        if let Some(n) = provider.request_max_retries {
+            c.set(&format!("{key}.request_max_retries"), n.to_string());
+        }
+        if let Some(n) = provider.stream_max_retries {
+            c.set(&format!("{key}.stream_max_retries"), n.to_string());
+        }
+    }
+    if !options.unbounded_connection_retries {
+        c.set("features.unbounded_connection_retries", "false".to_owned());
+    }
+    for server in mcp {
+        let key = format!("mcp_servers.{}", server.name);
+        match &server.transport {
+            McpTransport::StreamableHttp {
+                url,
+                headers,
+                bearer_token_env_var,
+            } => {
+                c.set(&format!("{key}.url"), toml_str(url));
+                if let Some(var) = bearer_token_env_var {
+                    c.set(&format!("{key}.bearer_token_env_var"), toml_str(var));
+                }
+                if !headers.is_empty() {
+                    c.set(&format!("{key}.http_headers"), toml_table(headers));
+                }
+            }
+            McpTransport::Stdio { command, args, env } => {
+                c.set(&format!("{key}.command"), toml_str(command));
+                c.set(
+                    &format!("{key}.args"),
+                    toml_list(args.iter().map(String::as_str)),
+                );
+                if !env.is_empty() {
+                    c.set(&format!("{key}.env"), toml_table(env));
+                }
+                if let Some(names) = stdio_env.get(server.name.as_str()) {
+                    c.set(&format!("{key}.env_vars"), toml_list(names.iter().copied()));
+                }
+            }
+            // Refused by `check_servers` before anything runs.
+            _ => continue,
+        }
+        if server.required {
+            c.set(&format!("{key}.required"), "true".to_owned());
+        }
+        if options.mcp_approval == McpToolApproval::ApproveRequestServers {
+            c.set(
+                &format!("{key}.default_tools_approval_mode"),
+                toml_str("approve"),
+            );
+        }
+    }
+    args.extend(c.0);
+
+    match plan {
+        SessionPlan::Resume(id) => args.extend(["resume".to_owned(), id.to_owned()]),
+        SessionPlan::Fork(id) => args.extend(["fork".to_owned(), id.to_owned()]),
+        _ => {}
+    }
+    args.push("-".into());
+    args
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use crate::options::{ModelProvider, SandboxMode};
+
+    fn overrides(args: &[String]) -> BTreeMap<String, toml::Value> {
+        args.windows(2)
+            .filter(|w| w[0] == "-c")
+            .map(|w| {
+                let (k, v) = w[1].split_once('=').unwrap();
+                let doc: toml::Table = toml::from_str(&format!("v = {v}")).unwrap();
+                (k.to_owned(), doc["v"].clone())
+            })
+            .collect()
+    }
+
+    fn argv(options: &CodexOptions, plan: SessionPlan<'_>) -> Vec<String> {
+        build(options, None, None, &[], &ForwardedEnv::new(), plan)
+    }
+
+    #[test]
+    fn values_are_toml_literals_that_round_trip() {
+        let tricky = "a \"quoted\" \\ path\nwith = and ' and é";
+        let server = McpServer::stdio("local", tricky)
+            .with_args(["--x=1", "two words"])
+            .with_env("MODE", "a=b");
+        let args = build(
+            &CodexOptions::new(),
+            Some(tricky),
+            Some("line 1\nline 2"),
+            &[server],
+            &ForwardedEnv::new(),
+            SessionPlan::Start(None),
+        );
+        let c = overrides(&args);
+        assert_eq!(c["model"].as_str(), Some(tricky));
+        assert_eq!(c["developer_instructions"].as_str(), Some("line 1\nline 2"));
+        assert_eq!(c["mcp_servers.local.command"].as_str(), Some(tricky));
+        assert_eq!(
+            c["mcp_servers.local.args"],
+            toml::Value::Array(vec!["--x=1".into(), "two words".into()])
+        );
+        assert_eq!(c["mcp_servers.local.env"]["MODE"].as_str(), Some("a=b"));
+    }
+
+    #[test]
+    fn resume_and_fork_put_the_id_after_the_subcommand() {
+        let options = CodexOptions::new().with_sandbox(SandboxMode::WorkspaceWrite);
+        let resume = argv(
+            &options,
+            SessionPlan::Resume("0199a213-81c0-7800-8aa1-bbab2a035a53"),
+        );
+        let n = resume.len();
+        assert_eq!(
+            &resume[n - 3..],
+            ["resume", "0199a213-81c0-7800-8aa1-bbab2a035a53", "-"]
+        );
+        assert_eq!(&resume[..2], ["exec", "--json"]);
+        let fork = argv(
+            &options,
+            SessionPlan::Fork("01A22DF3-293F-7F41-947B-CFF0D35CC64E"),
+        );
+        assert_eq!(
+            &fork[fork.len() - 3..],
+            ["fork", "01A22DF3-293F-7F41-947B-CFF0D35CC64E", "-"]
+        );
+        let start = argv(&options, SessionPlan::Start(None));
+        assert_eq!(start.last().map(String::as_str), Some("-"));
+        assert!(!start.iter().any(|a| a == "resume" || a == "--ephemeral"));
+        assert!(argv(&options, SessionPlan::Stateless).contains(&"--ephemeral".to_owned()));
+    }
+
+    #[test]
+    fn server_names_and_transports_are_checked() {
+        for bad in ["", "a.b", "a b", "ü", &"x".repeat(65)] {
+            let server = McpServer::streamable_http(bad, "http://127.0.0.1:1/mcp");
+            assert_eq!(
+                check_servers(&[server]),
+                Err(ConfigError::invalid("mcp.name", KEY_RULE).into()),
+                "{bad:?}"
+            );
+        }
+        let dup = McpServer::streamable_http("x", "http://127.0.0.1:1/mcp");
+        assert_eq!(
+            check_servers(&[dup.clone(), dup.clone()]),
+            Err(ConfigError::invalid("mcp.name", "must be unique within a run").into())
+        );
+        let sse = McpServer::sse("legacy", "http://127.0.0.1:1/sse");
+        assert_eq!(
+            check_servers(&[sse]),
+            Err(Unsupported::McpTransport(TransportKind::Sse).into())
+        );
+        let stdio = McpServer::stdio("local_1", "/bin/true");
+        assert_eq!(check_servers(&[dup, stdio]), Ok(()));
+    }
+
+    #[test]
+    fn the_provider_is_validated() {
+        let env_dir = tempfile::tempdir().unwrap();
+        let env = RuntimeEnv::builder(
+            env_dir.path().join("rt"),
+            "user:t".parse().unwrap(),
+            env_dir.path(),
+        )
+        .build()
+        .unwrap();
+        let with = |p: ModelProvider| CodexOptions::new().with_provider(p).validate(&env);
+        assert_eq!(
+            with(ModelProvider::new("a.b", "http://x")),
+            Err(ConfigError::invalid("provider.id", KEY_RULE))
+        );
+        assert!(with(ModelProvider::new("gw", "ftp://x")).is_err());
+        assert!(with(ModelProvider::new("gw", "http://x").with_env_key("A=B")).is_err());
+        assert_eq!(
+            with(ModelProvider::new("gw", "https://x").with_env_key("KEY")),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn recognises_codex_phrases_only() {
+        // Verbatim from codex 0.169.0 (`exec resume` with an unknown UUID).
+        assert!(is_unknown_session(
+            "Error: thread/resume: thread/resume failed: no rollout found for thread id \
+             1f9c3813-6aa8-448e-8c61-b9a6080c42ad (code -32600)"
+        ));
+        assert!(is_unknown_session(
+            "Error: thread/fork: thread/fork failed: no rollout found for thread id x (code -32600)"
+        ));
+        assert!(is_unknown_session("Error: Session not found: garbage-name"));
+        assert!(is_unknown_session("thread not found: abc"));
+        assert!(!is_unknown_session("stream disconnected before completion"));
+        assert!(!is_unknown_session(""));
+    }
+}

@@ -1,0 +1,13 @@
+//! The one test binary of driver-codex: the driver against the scripted fake CLI
+//! (`fake_cli`), the driver-spi conformance kit over it (`conformance`, which
+//! `cargo xtask conformance` runs by exact name), and the real `codex` end to end
+//! (`real_binary`, skipped with a visible line when `CODEX_BIN` is unset).
+//!
+//! The translator and the argv are tested (and fuzzed) inside the crate.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod conformance;
+mod fake_cli;
+mod real_binary;
+mod support;
