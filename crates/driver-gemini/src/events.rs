@@ -5,61 +5,33 @@
 //! add them); a known event whose required fields are missing or mistyped is a
 //! [`MalformedEvent`], and translating it changes nothing.
 
-use driver_cli::TurnEvents;
-use driver_spi::{DriverEvent, Redactor, Usage};
+use driver_cli::{MalformedEvent, Translator, TurnEvents};
+use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
-
-use crate::names::ToolNames;
-
-/// A known Gemini event whose shape is not the documented one (a missing `type`, an `init`
-/// without `session_id`, a `tool_use` without `tool_id`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("malformed gemini event")]
-#[non_exhaustive]
-pub struct MalformedEvent;
 
 /// The `result` event: how Gemini judged the turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TurnResult {
+struct TurnResult {
     /// `status == "success"`.
-    pub success: bool,
+    success: bool,
     /// `error.type` (for example `FatalTurnLimitedError`), empty when absent.
-    pub error_type: String,
+    error_type: String,
     /// `error.message`, redacted; empty when absent.
-    pub message: String,
+    message: String,
     /// Token usage from `stats`.
-    pub usage: Option<Usage>,
+    usage: Option<Usage>,
 }
 
-/// Translates one run's stream-json events into driver events, and keeps what the response
+/// Translates one run's stream-json events into driver events, and keeps what the judgement
 /// needs: the session id, the final assistant message, the `result` and the last `error`.
 ///
 /// Tool names are reported as `mcp__<declared server>__<tool>`: Gemini calls an MCP tool
-/// `mcp_<server>_<tool>` (see [`ToolNames`](crate::ToolNames)). Text and tool output are the
-/// model's and the tools' own; error messages pass through the redactor.
+/// `mcp_<server>_<tool>` (see [`ToolNames`]). Text and tool output are the model's and the
+/// tools' own; error messages pass through the redactor.
 ///
-/// ```
-/// use driver_gemini::{EventTranslator, ToolNames};
-/// use driver_spi::{DriverEvent, Redactor};
-///
-/// let mut t = EventTranslator::new(Redactor::default(), ToolNames::new(["agent-tools"]));
-/// let mut events = Vec::new();
-/// for line in [
-///     r#"{"type":"init","session_id":"0199a213-81c0-7800-8aa1-bbab2a035a53","model":"m"}"#,
-///     r#"{"type":"tool_use","tool_name":"mcp_agent-tools_ping","tool_id":"t1","parameters":{"text":"one"}}"#,
-///     r#"{"type":"tool_result","tool_id":"t1","status":"success","output":"pong"}"#,
-///     r#"{"type":"message","role":"assistant","content":"Done","delta":true}"#,
-///     r#"{"type":"result","status":"success","stats":{"input_tokens":20,"output_tokens":10,"cached":0}}"#,
-/// ] {
-///     events.extend(t.translate(&serde_json::from_str(line)?)?);
-/// }
-/// assert_eq!(events[1], DriverEvent::tool_call_started("t1", "mcp__agent-tools__ping"));
-/// assert_eq!(events.last(), Some(&DriverEvent::text("Done")));
-/// assert_eq!(t.output(), "Done");
-/// assert!(t.result().is_some_and(|r| r.success));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// `pub` only because it is the [`Dialect::Translator`](driver_cli::Dialect::Translator) of a
+/// public type (a crate-private type cannot be one); its module is private, so nothing
+/// outside the crate can name or build it.
 #[derive(Debug, Default)]
 pub struct EventTranslator {
     redactor: Redactor,
@@ -95,53 +67,42 @@ fn usage(stats: &Value) -> Option<Usage> {
     )
 }
 
+/// The failure class of a failed `result` event from its `error.type` and message (or the
+/// last `error` event's, when the result has none). The exit status refines it
+/// ([`crate::dialect`]).
+pub(crate) fn classify(error_type: &str, message: &str) -> FailureKind {
+    if error_type.contains("TurnLimited") {
+        return FailureKind::Limit;
+    }
+    if error_type.contains("Authentication") {
+        return FailureKind::Authentication;
+    }
+    let text = message.to_ascii_lowercase();
+    let any = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    if any(&[
+        "401",
+        "403",
+        "unauthenticated",
+        "permission_denied",
+        "api key",
+    ]) {
+        FailureKind::Authentication
+    } else if any(&["429", "resource_exhausted", "quota", "rate limit"]) {
+        FailureKind::RateLimited
+    } else {
+        FailureKind::Provider
+    }
+}
+
 impl EventTranslator {
     /// A translator that redacts error text with `redactor` and reports MCP tools of the
     /// servers in `names`.
-    pub fn new(redactor: Redactor, names: ToolNames) -> Self {
+    pub(crate) fn new(redactor: Redactor, names: ToolNames) -> Self {
         Self {
             redactor,
             names,
             ..Self::default()
         }
-    }
-
-    /// Whether `RunStarted` was emitted.
-    pub fn started(&self) -> bool {
-        self.turn.started()
-    }
-
-    /// The session id from `init`.
-    pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
-    }
-
-    /// The assistant text after the last tool call: the run's output.
-    pub fn output(&self) -> &str {
-        &self.message
-    }
-
-    /// The `result` event, if it arrived.
-    pub fn result(&self) -> Option<&TurnResult> {
-        self.result.as_ref()
-    }
-
-    /// The message of the last `error` event, redacted.
-    pub fn last_error(&self) -> Option<&str> {
-        self.last_error.as_deref()
-    }
-
-    /// Translates one event.
-    ///
-    /// # Errors
-    /// [`MalformedEvent`] for a known event with a malformed shape (nothing is emitted and
-    /// the translator's state is unchanged); unknown event types are ignored.
-    pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // Every arm validates before it changes anything; the mark keeps that true should an
-        // arm ever fail after opening or closing a call.
-        let mark = self.turn.mark();
-        self.translate_event(event)
-            .inspect_err(|_| self.turn.undo(mark))
     }
 
     fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
@@ -214,11 +175,105 @@ impl EventTranslator {
         }
         Ok(out)
     }
+}
 
-    /// Closes every tool call still open (a clean run must not finish with one open), as an
-    /// error result.
-    pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+impl Translator for EventTranslator {
+    /// Unknown event types are ignored; a known event with a malformed shape is
+    /// [`MalformedEvent`], and nothing is emitted nor changed.
+    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        // Every arm validates before it changes anything; the mark keeps that true should an
+        // arm ever fail after opening or closing a call.
+        let mark = self.turn.mark();
+        self.translate_event(event)
+            .inspect_err(|_| self.turn.undo(mark))
+    }
+
+    fn started(&self) -> bool {
+        self.turn.started()
+    }
+
+    /// The session id from `init`.
+    fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// The assistant text after the last tool call.
+    fn output(&self) -> &str {
+        &self.message
+    }
+
+    /// A `result` with `status: "success"`.
+    fn succeeded(&self) -> bool {
+        self.result.as_ref().is_some_and(|r| r.success)
+    }
+
+    /// A `result` that is not a success, classified by its error type and text.
+    fn reported_failure(&self) -> Option<RunFailure> {
+        let result = self.result.as_ref().filter(|r| !r.success)?;
+        let message = if result.message.is_empty() {
+            self.last_error().unwrap_or("gemini reported an error")
+        } else {
+            &result.message
+        };
+        Some(RunFailure::new(
+            classify(&result.error_type, message),
+            message,
+        ))
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        self.result.as_ref().and_then(|r| r.usage)
+    }
+
+    /// The message of the last `error` event, redacted.
+    fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
+    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
         self.turn.close_open_calls()
+    }
+}
+
+/// Maps the tool names Gemini reports back to `mcp__<declared server>__<tool>`, the form the
+/// other CLI drivers report, so events name a tool the same way whichever CLI ran.
+///
+/// Gemini 0.61.0 names an MCP tool `mcp_<server>_<tool>`, with every character outside
+/// `[A-Za-z0-9_.:-]` replaced by `_` (and names over 63 characters cut to their first and
+/// last 30 around `...`). Server names this driver accepts are `[A-Za-z0-9_-]`, so they
+/// appear unchanged; since `_` is also the separator, the longest declared server name that
+/// fits wins. Names of built-in tools (`read_file`, `glob`, …) and of tools of undeclared
+/// servers pass unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ToolNames {
+    /// Declared server names, longest first so that `agent-tools` wins over `agent`.
+    servers: Vec<String>,
+}
+
+impl ToolNames {
+    /// The names of the request's MCP servers.
+    pub(crate) fn new<'a>(servers: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut servers: Vec<String> = servers.into_iter().map(str::to_owned).collect();
+        servers.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        servers.dedup();
+        Self { servers }
+    }
+
+    /// The name to report for a tool Gemini called `wire`.
+    pub(crate) fn report(&self, wire: &str) -> String {
+        let Some(rest) = wire.strip_prefix("mcp_") else {
+            return wire.to_owned();
+        };
+        for server in &self.servers {
+            if let Some(tool) = rest
+                .strip_prefix(server.as_str())
+                .and_then(|t| t.strip_prefix('_'))
+                .filter(|t| !t.is_empty())
+            {
+                return format!("mcp__{server}__{tool}");
+            }
+        }
+        wire.to_owned()
     }
 }
 
@@ -262,9 +317,8 @@ mod tests {
         );
         assert_eq!(t.session_id(), Some("11111111-2222-4333-8444-555555555555"));
         assert_eq!(t.output(), "Hello from mock 2");
-        let result = t.result().unwrap();
-        assert!(result.success);
-        assert_eq!(result.usage, Some(Usage::new(20, 10)));
+        assert!(t.succeeded() && t.reported_failure().is_none());
+        assert_eq!(t.usage(), Some(Usage::new(20, 10)));
     }
 
     #[test]
@@ -305,10 +359,21 @@ mod tests {
         assert!(!t.last_error().unwrap().contains(secret));
         t.translate(&json!({"type":"result","status":"error","error":{"type":"unknown","message":format!("[API Error: 401 {secret}]")}}))
             .unwrap();
-        let result = t.result().unwrap();
-        assert!(!result.success && !result.message.contains(secret));
-        assert_eq!(result.error_type, "unknown");
-        assert_eq!(result.usage, None);
+        assert!(!t.succeeded());
+        let failure = t.reported_failure().unwrap();
+        assert!(!failure.message.contains(secret), "{failure:?}");
+        assert_eq!(failure.kind, FailureKind::Authentication);
+        assert_eq!(t.usage(), None);
+        // A failed result without a message reports the last error event's.
+        t.translate(
+            &json!({"type":"result","status":"error","error":{"type":"FatalTurnLimitedError"}}),
+        )
+        .unwrap();
+        let failure = t.reported_failure().unwrap();
+        assert_eq!(
+            (failure.kind, failure.message.as_str()),
+            (FailureKind::Limit, "e [REDACTED]")
+        );
     }
 
     #[test]
@@ -327,7 +392,8 @@ mod tests {
         ] {
             assert_eq!(t.translate(&bad), Err(MalformedEvent), "{bad}");
         }
-        assert!(!t.started() && t.session_id().is_none() && t.result().is_none());
+        assert!(!t.started() && t.session_id().is_none() && !t.succeeded());
+        assert!(t.reported_failure().is_none() && t.usage().is_none());
         // A result for a call that never started opens nothing.
         assert_eq!(
             t.translate(&json!({"type":"tool_result","tool_id":"z","status":"success"})),
@@ -358,5 +424,50 @@ mod tests {
             )]
         );
         assert!(t.close_open_calls().is_empty());
+    }
+
+    #[test]
+    fn results_are_classified_by_type_and_text() {
+        // Verbatim `error.message`s of gemini 0.61.0 against the loopback mock.
+        let unauthenticated = r#"[API Error: {"error":{"code":401,"message":"mock failure 401","status":"UNAUTHENTICATED"}}]"#;
+        assert_eq!(
+            classify("unknown", unauthenticated),
+            FailureKind::Authentication
+        );
+        let quota = "[API Error: mock failure 429]\nPlease wait and try again later. To increase \
+                     your limits, request a quota increase through AI Studio";
+        assert_eq!(classify("unknown", quota), FailureKind::RateLimited);
+        assert_eq!(
+            classify("FatalTurnLimitedError", "Reached max"),
+            FailureKind::Limit
+        );
+        assert_eq!(
+            classify("FatalAuthenticationError", "x"),
+            FailureKind::Authentication
+        );
+        assert_eq!(
+            classify("unknown", "[API Error: boom]"),
+            FailureKind::Provider
+        );
+    }
+
+    #[test]
+    fn longest_declared_server_wins_and_others_pass() {
+        let names = ToolNames::new(["a", "a_b", "x-y"]);
+        assert_eq!(names.report("mcp_a_b_ping"), "mcp__a_b__ping");
+        assert_eq!(names.report("mcp_a_ping"), "mcp__a__ping");
+        assert_eq!(names.report("mcp_x-y_do.it"), "mcp__x-y__do.it");
+        assert_eq!(names.report("mcp_a_"), "mcp_a_");
+        assert_eq!(names.report("mcp_"), "mcp_");
+        assert_eq!(names.report("glob"), "glob");
+        assert_eq!(ToolNames::default().report("mcp_a_b"), "mcp_a_b");
+        let names = ToolNames::new(["agent-tools", "agent"]);
+        assert_eq!(
+            names.report("mcp_agent-tools_ping"),
+            "mcp__agent-tools__ping"
+        );
+        assert_eq!(names.report("mcp_agent_ping"), "mcp__agent__ping");
+        assert_eq!(names.report("mcp_other_ping"), "mcp_other_ping");
+        assert_eq!(names.report("read_file"), "read_file");
     }
 }

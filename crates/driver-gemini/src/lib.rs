@@ -1,12 +1,15 @@
 //! The Gemini CLI driver: one `gemini -p --output-format stream-json` process per turn,
 //! resumable across host restarts.
 //!
-//! [`GeminiDriver`] implements [`driver_spi::Driver`] on the shared CLI-process layer
-//! ([`driver_cli`]). Every turn spawns `gemini` through a [`runtime_env::RuntimeEnv`]: the
-//! environment starts empty, HOME, `TMPDIR` and `GEMINI_CLI_HOME` belong to the credential
-//! namespace (Gemini keeps its sessions in `$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats`,
-//! so a restarted host can resume them, and writes its error reports to `$TMPDIR`), and the
-//! prompt goes on stdin.
+//! [`GeminiDriver`] is [`driver_cli::CliDriver`] over the Gemini dialect, [`GeminiOptions`]:
+//! the shared driver does the checks, the version probe, the turn lock, the process, the
+//! event loop and the judgement; this crate says only what Gemini does differently (argv,
+//! `settings.json`, its events, its exit codes). Every turn spawns `gemini` through a
+//! [`runtime_env::RuntimeEnv`]: the environment starts empty, HOME, `TMPDIR` and
+//! `GEMINI_CLI_HOME` belong to the credential namespace (Gemini keeps its sessions in
+//! `$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats`, so a restarted host can resume them, and
+//! writes its error reports to `$TMPDIR`), and the prompt goes on stdin (at most 8 MiB, the
+//! most Gemini reads).
 //!
 //! | turn | argv (after `-p "" --output-format stream-json --skip-trust [-m <model>]`) |
 //! |---|---|
@@ -32,10 +35,11 @@
 //!   `context.fileName`). A resumed session therefore reaches the *new* port with the *new*
 //!   token. When the turn ends, also when it fails or its future is dropped, both files are
 //!   put back as they were (or removed).
-//! - **One turn per namespace at a time.** Because the file is shared, each turn holds a
-//!   Gemini-only turn lock (`.gemini/sdk-turn.lock`, an advisory `flock` waited for by polling,
-//!   at most the total timeout) from before the files are installed until its process has
-//!   ended and they are put back. A per-run file is not possible: Gemini honours
+//! - **One turn per namespace at a time.** Because the file is shared, each turn holds the
+//!   namespace's Gemini turn lock (`$GEMINI_CLI_HOME/sdk-turn.lock`,
+//!   [`driver_cli::TURN_LOCK_FILE`], an advisory `flock` waited for by polling, at most the
+//!   total timeout) from before the files are installed until its process has ended and they
+//!   are put back. A per-run file is not possible: Gemini honours
 //!   `GEMINI_CLI_SYSTEM_SETTINGS_PATH` only for a root-owned file in root-owned directories.
 //!   runtime-env's config lock is held only for the moment of each write, so the other
 //!   runtimes of the namespace never wait for a Gemini turn. The driver refuses the shared
@@ -48,12 +52,15 @@
 //!   request value holding `$` is refused.
 //! - **Resume is guarded twice.** The session guard is checked before anything is spawned or
 //!   written, and only UUIDs are resumed (Gemini takes `latest` and numbers for other
-//!   sessions); a session Gemini does not know (exit 42, "Error resuming session") becomes
+//!   sessions); a session Gemini does not know (exit 42, "Error resuming session"), a resume
+//!   that reports another session, and a fork whose parent has no recording become
 //!   [`ResumeRejected`](driver_spi::DriverError::ResumeRejected).
 //! - **Events**: `init` → `RunStarted`; assistant `message` deltas → `TextDelta`; `tool_use`
 //!   and `tool_result` → one tool-call lifecycle each, MCP tools named
-//!   `mcp__<server>__<tool>` ([`ToolNames`]); `result` decides the outcome, and exactly one
-//!   terminal event ends the run.
+//!   `mcp__<server>__<tool>` (Gemini's own `mcp_<server>_<tool>`, mapped back to the declared
+//!   server); `result` decides the outcome (classified by its error type and text, refined
+//!   by the exit code: 41 authentication, 53 the turn limit), and exactly one terminal event
+//!   ends the run.
 //! - **Nothing outlives a run.** Dropping the run future ends Gemini's whole process group
 //!   (SIGTERM, then SIGKILL), puts the files back and releases the turn lock.
 //!
@@ -77,7 +84,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use driver_gemini::{GeminiDriver, GeminiOptions};
+//! use driver_gemini::{CommonOptions, GeminiDriver, GeminiOptions};
 //! use runtime_env::{HostEnv, RuntimeEnv};
 //! use secrecy::SecretString;
 //!
@@ -101,20 +108,19 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod argv;
-mod codec;
-mod driver;
+mod config;
+mod dialect;
 mod events;
-mod files;
-mod fork;
-mod judge;
-mod lock;
-mod names;
+#[cfg(test)]
+mod fuzz_tests;
 mod options;
-mod settings;
 
-pub use codec::{CODEC_NAME, GEMINI_CODEC};
-pub use driver::{DRIVER_TYPE, GeminiDriver};
-pub use events::{EventTranslator, MalformedEvent, TurnResult};
-pub use names::ToolNames;
+pub use dialect::{CODEC_NAME, DRIVER_TYPE, GEMINI_CODEC};
+pub use driver_cli::CommonOptions;
 pub use options::{AuthType, GeminiOptions, MINIMUM_VERSION};
+
+/// The Gemini CLI driver: [`driver_cli::CliDriver`] over the Gemini dialect. One `gemini -p
+/// --output-format stream-json` process per turn, in a [`RuntimeEnv`](runtime_env::RuntimeEnv)
+/// namespace whose `GEMINI_CLI_HOME` keeps the sessions across host restarts; see the
+/// [crate docs](crate) for the argv, the settings file, the turn lock and the resume rules.
+pub type GeminiDriver = driver_cli::CliDriver<GeminiOptions>;

@@ -1,10 +1,11 @@
-//! The typed construction options of the Gemini driver.
+//! [`GeminiOptions`]: the construction options of the Gemini driver, and the dialect
+//! ([`crate::dialect`]) that [`GeminiDriver`](crate::GeminiDriver) runs.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use driver_cli::{Limits, Version};
+use driver_cli::{CliOptions, CommonOptions, Version};
+use driver_spi::{ConfigError, Request};
 use secrecy::SecretString;
+
+use crate::config::{self, SettingsPlan};
 
 /// The oldest `gemini` release this driver is tested with; older ones are refused by the
 /// version probe (their stream-json events, exit codes and session flags differ).
@@ -43,14 +44,17 @@ impl AuthType {
     }
 }
 
-/// The construction options of a [`GeminiDriver`](crate::GeminiDriver).
+/// The construction options of a [`GeminiDriver`](crate::GeminiDriver), and its dialect.
 ///
-/// Model, endpoint, auth type and MCP trust are part of the driver's config fingerprint:
-/// changing them makes stored Threads incompatible. The key, binary, limits and the offline
-/// switch are not. `Debug` never shows the key.
+/// Binary, model, limits and the minimum version are the [`CommonOptions`] every CLI driver
+/// has (`use driver_gemini::CommonOptions` for their builder methods); the total timeout
+/// also bounds the wait for another turn of the same namespace to end (see the
+/// [crate docs](crate)). Model, endpoint, auth type and MCP trust are part of the driver's
+/// config fingerprint: changing them makes stored Threads incompatible. The key, binary,
+/// limits and the offline switch are not. `Debug` never shows the key.
 ///
 /// ```
-/// use driver_gemini::{AuthType, GeminiOptions};
+/// use driver_gemini::{AuthType, CommonOptions, GeminiOptions};
 /// use secrecy::SecretString;
 ///
 /// let options = GeminiOptions::new()
@@ -64,16 +68,12 @@ impl AuthType {
 /// ```
 #[derive(Debug, Clone)]
 pub struct GeminiOptions {
-    pub(crate) binary: PathBuf,
-    pub(crate) model: Option<String>,
+    pub(crate) cli: CliOptions,
     pub(crate) base_url: Option<String>,
     pub(crate) api_key: Option<SecretString>,
     pub(crate) auth_type: Option<AuthType>,
     pub(crate) trust_mcp_servers: bool,
     pub(crate) offline: bool,
-    pub(crate) limits: Limits,
-    pub(crate) minimum_version: Version,
-    pub(crate) version_probe_timeout: Duration,
 }
 
 impl Default for GeminiOptions {
@@ -82,37 +82,27 @@ impl Default for GeminiOptions {
     }
 }
 
+impl CommonOptions for GeminiOptions {
+    fn cli_mut(&mut self) -> &mut CliOptions {
+        &mut self.cli
+    }
+}
+
 impl GeminiOptions {
-    /// Defaults: binary `gemini` from `PATH`, Gemini's default model, Google's endpoint, no
-    /// key and no auth type (the namespace's own `settings.json`, else Gemini's detection),
-    /// the request's MCP servers trusted, offline switches on, the default [`Limits`] and
+    /// Defaults: binary `gemini` from `PATH`, Gemini's default model (`auto`, which adds a
+    /// routing request before every turn), Google's endpoint, no key and no auth type (the
+    /// namespace's own `settings.json`, else Gemini's detection), the request's MCP servers
+    /// trusted, offline switches on, the default [`Limits`](driver_cli::Limits) and
     /// [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
-            binary: PathBuf::from("gemini"),
-            model: None,
+            cli: CliOptions::new("gemini", MINIMUM_VERSION),
             base_url: None,
             api_key: None,
             auth_type: None,
             trust_mcp_servers: true,
             offline: true,
-            limits: Limits::default(),
-            minimum_version: MINIMUM_VERSION,
-            version_probe_timeout: Duration::from_secs(30),
         }
-    }
-
-    /// The `gemini` executable: a path, or a name looked up in the child's `PATH`.
-    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
-        self.binary = binary.into();
-        self
-    }
-
-    /// The default model (`-m`); a request's model overrides it. Without one Gemini picks
-    /// `auto`, which adds a routing request before every turn.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
     }
 
     /// The Gemini API endpoint (`GOOGLE_GEMINI_BASE_URL`): a host gateway, or the test kit's
@@ -154,29 +144,6 @@ impl GeminiOptions {
         self
     }
 
-    /// Time, line and stderr limits of each run. The total timeout also bounds the wait for
-    /// another turn of the same namespace to end (see the [crate docs](crate)).
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The oldest accepted `gemini --version`.
-    pub fn with_minimum_version(mut self, version: Version) -> Self {
-        self.minimum_version = version;
-        self
-    }
-
-    /// The binary.
-    pub fn binary(&self) -> &Path {
-        &self.binary
-    }
-
-    /// The default model.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
-    }
-
     /// The endpoint.
     pub fn base_url(&self) -> Option<&str> {
         self.base_url.as_deref()
@@ -189,8 +156,20 @@ impl GeminiOptions {
             .or(self.api_key.as_ref().map(|_| AuthType::GeminiApiKey))
     }
 
-    /// The limits.
-    pub fn limits(&self) -> Limits {
-        self.limits
+    /// The settings the driver lays over the namespace's `settings.json` for `request`:
+    /// environment-variable names, never values. A dry run: nothing is written.
+    ///
+    /// # Errors
+    /// [`ConfigError`] (field `mcp`) for MCP servers that cannot be written (see the
+    /// [crate docs](crate)).
+    pub fn settings_json(&self, request: &Request) -> Result<serde_json::Value, ConfigError> {
+        let plan = SettingsPlan {
+            auth_type: self.auth_type().map(AuthType::as_str),
+            offline: self.offline,
+            trust: self.trust_mcp_servers,
+            instructions: request.instructions.is_some(),
+        };
+        config::settings(&request.mcp, &request.mcp_secret_names(), plan)
+            .map_err(|e| ConfigError::invalid("mcp", e.rule()))
     }
 }

@@ -8,17 +8,15 @@
 //! `SKIPPED` line locally; under CI (`CI` set) a missing binary fails the test
 //! ([`test_kit::real_cli::binary`]).
 //!
-//! This is its own test binary because the scenario installs a global TRACE subscriber for
-//! its canary scan.
-
-#![allow(clippy::unwrap_used, reason = "tests")]
+//! The scenario installs a global TRACE subscriber for its canary scan; in this binary it
+//! also sees the fake-CLI tests' logs, which carry their own canaries, never this test's.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use driver_cli::Limits;
-use driver_gemini::{GeminiDriver, GeminiOptions};
+use driver_gemini::{CommonOptions, GeminiDriver, GeminiOptions};
 use runtime_env::{HostEnv, RuntimeEnv};
 use secrecy::SecretString;
 use test_kit::gemini::MockGemini;

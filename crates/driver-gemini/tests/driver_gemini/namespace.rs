@@ -2,18 +2,15 @@
 //! instructions are kept under the turn's and put back afterwards (also after a cancelled
 //! run), concurrent turns take turns, and a turn lock held elsewhere bounds the wait.
 
-#![allow(clippy::unwrap_used, reason = "tests")]
-
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{FakeGemini, RESULT, failed_kind, gemini_like, init, request, run};
 use driver_cli::Limits;
+use driver_gemini::CommonOptions;
 use driver_spi::{CollectingSink, Driver, FailureKind};
 use fake_cli::{Rule, Scenario};
 use serde_json::json;
-use support::{FakeGemini, RESULT, failed_kind, gemini_like, init, request, run};
 
 fn started() -> Rule {
     Rule::any().stdout(init("${ARG_AFTER:--session-id}"))
@@ -106,7 +103,7 @@ async fn a_cancelled_turn_puts_the_files_back() {
 #[tokio::test]
 async fn a_turn_lock_held_elsewhere_bounds_the_wait() {
     let fake = FakeGemini::new(gemini_like(), &[]);
-    let path = fake.gemini_home().join(".gemini/sdk-turn.lock");
+    let path = fake.gemini_home().join(driver_cli::TURN_LOCK_FILE);
     // Another holder (another host process, say) keeps the lock.
     let holder = std::fs::OpenOptions::new()
         .create(true)

@@ -2,15 +2,15 @@
 //! resume rejection, exit codes, broken output, crashes, hangs, cancellation and a missing
 //! binary. (The namespace's own files and concurrent turns: `namespace.rs`.)
 
-#![allow(clippy::unwrap_used, reason = "tests")]
-
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{
+    API_KEY, FakeGemini, RESULT, SECRET, checkpoint, failed_kind, gemini_like, init, profile,
+    request, run,
+};
 use driver_cli::Limits;
-use driver_gemini::{AuthType, GeminiDriver, GeminiOptions};
+use driver_gemini::{AuthType, CommonOptions, GeminiDriver, GeminiOptions};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, Request, ResumeRejectReason,
     SessionContext, SessionGuard, SessionState, check_sequence,
@@ -18,10 +18,6 @@ use driver_spi::{
 use fake_cli::{HOST_CREDENTIAL, Invocation, Rule, Scenario};
 use run_service::RunId;
 use serde_json::json;
-use support::{
-    API_KEY, FakeGemini, RESULT, SECRET, checkpoint, failed_kind, gemini_like, init, profile,
-    request, run,
-};
 
 /// No secret value in argv, stdin or any file under GEMINI_CLI_HOME.
 fn assert_no_secret_outside_env(call: &Invocation) {
@@ -201,6 +197,18 @@ async fn requests_that_cannot_be_written_are_refused_before_spawning() {
         &fake,
     );
     let (result, events) = run(&driver, req).await;
+    assert!(
+        matches!(result, Err(DriverError::InvalidConfig(_))),
+        "{result:?}"
+    );
+    assert!(events.is_empty());
+    // Gemini silently cuts stdin after 8 MiB.
+    let long = "x".repeat((8 << 20) + 1);
+    let (result, events) = run(
+        &driver,
+        request(&long, "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
+    )
+    .await;
     assert!(
         matches!(result, Err(DriverError::InvalidConfig(_))),
         "{result:?}"
@@ -523,4 +531,32 @@ async fn a_missing_binary_is_a_typed_error() {
     // Debug output never shows the key.
     let keyed = fake.driver(fake.keyed_options());
     assert!(!format!("{keyed:?}").contains(API_KEY));
+}
+
+/// The config fingerprint is the one stored Threads carry: the driver type, the model, the
+/// endpoint, the auth type and MCP trust, then the namespace and isolation level, in that
+/// order.
+#[test]
+fn the_config_fingerprint_is_unchanged() {
+    use driver_spi::{ConfigFingerprintBuilder, ConfigFingerprinter};
+    let fake = FakeGemini::new(gemini_like(), &[]);
+    let driver = fake.driver(fake.keyed_options().with_trust_mcp_servers(false));
+    let expected = ConfigFingerprintBuilder::new("gemini")
+        .opt_str("model", Some("gemini-test"))
+        .opt_str("base_url", Some("http://127.0.0.1:9"))
+        .opt_str("auth_type", Some("gemini-api-key"))
+        .bool("trust_mcp_servers", false)
+        .str("namespace", fake.env.namespace().as_str())
+        .str("isolation_level", fake.env.level().name())
+        .finish();
+    assert_eq!(driver.config_fingerprint(), expected);
+    // The key, binary, limits and the offline switch are not part of it.
+    let other = fake.driver(
+        fake.keyed_options()
+            .with_trust_mcp_servers(false)
+            .with_api_key(secrecy::SecretString::from("another"))
+            .with_offline(false)
+            .with_limits(Limits::default().with_idle_timeout(Duration::from_secs(1))),
+    );
+    assert_eq!(other.config_fingerprint(), expected);
 }

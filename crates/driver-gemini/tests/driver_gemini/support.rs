@@ -1,15 +1,13 @@
 //! A `gemini` stand-in: the workspace's scripted fake CLI, answering with Gemini's own
 //! stream-json event shapes (copied from runs of the pinned `gemini` 0.61.0).
 
-#![allow(dead_code, reason = "each test binary uses a different part")]
-
 use std::ops::Deref;
 use std::path::PathBuf;
 
 use std::sync::Arc;
 
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_gemini::{GeminiDriver, GeminiOptions};
+use driver_gemini::{CommonOptions, GeminiDriver, GeminiOptions};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
     RuntimePayload, SessionState,

@@ -1,20 +1,33 @@
-//! The `settings.json` of one turn: the request's MCP servers, the auth type, the privacy
-//! and session-retention switches, and the instructions file. Only environment-variable
-//! *names* are written, never values.
+//! How config reaches Gemini: the `settings.json` of one turn (the request's MCP servers,
+//! the auth type, the privacy and session-retention switches, the instructions file), laid
+//! over the namespace's own and installed as [`ConfigFiles::Namespace`] files. Only
+//! environment-variable *names* are written, never values.
+//!
+//! Gemini takes MCP servers, the auth type and the privacy switch only from settings files,
+//! and the one the namespace can own is `$GEMINI_CLI_HOME/.gemini/settings.json`. A per-run
+//! file does not work: `GEMINI_CLI_SYSTEM_SETTINGS_PATH` is honoured only for a file owned by
+//! root in directories owned by root that nobody else can write (verified against 0.61.0,
+//! which otherwise skips it with a "Security Warning"). So the shared driver installs the
+//! turn's files under the namespace's turn lock and puts them back when the turn ends:
+//! concurrent turns of one namespace run one after the other, and none sees another's
+//! servers.
 //!
 //! Gemini expands `$VAR`, `${VAR}` and `${VAR:-default}` in every string value of the file
 //! from its own environment (verified against 0.61.0), so a request value holding a `$` is
 //! refused: it could pull another variable (the API key) into a URL or header.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use driver_cli::{EnvRefs, McpRefError, is_mcp_server_name};
+use driver_cli::{ConfigFiles, EnvRefs, McpRefError, NamespaceConfig, mcp_servers};
 use run_service::{McpServer, McpTransport};
 use serde_json::{Map, Value, json};
 
+/// The settings file, relative to `GEMINI_CLI_HOME` (the runtime's state directory).
+const SETTINGS_PATH: &str = ".gemini/settings.json";
+
 /// The instructions file, in `$GEMINI_CLI_HOME/.gemini/` next to `settings.json`; Gemini
 /// loads it as global context (`context.fileName`) into the system instruction.
-pub(crate) const INSTRUCTIONS_FILE: &str = "sdk-instructions.md";
+const INSTRUCTIONS_FILE: &str = "sdk-instructions.md";
 
 /// Gemini's own context file name, kept in `context.fileName` when the driver adds its own.
 const DEFAULT_CONTEXT_FILE: &str = "GEMINI.md";
@@ -22,24 +35,11 @@ const DEFAULT_CONTEXT_FILE: &str = "GEMINI.md";
 /// Why a request cannot be written as Gemini settings. Names a field and a rule, never a
 /// value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum SettingsError {
-    /// A server name is empty, longer than 64 bytes, or has characters other than ASCII
-    /// letters, digits, `-` and `_`.
-    #[error("MCP server name is invalid ({len} bytes)")]
-    InvalidServerName { len: usize },
-    /// Two servers share a name.
-    #[error("MCP server name appears twice")]
-    DuplicateServerName,
-    /// A value contains `$`, which Gemini would expand from its environment.
-    #[error("an MCP {field} contains `$`, which Gemini would expand")]
-    Expansion { field: &'static str },
-    /// A variable name is not `[A-Za-z_][A-Za-z0-9_]*`.
-    #[error("an MCP {field} names an invalid environment variable ({len} bytes)")]
-    InvalidVarName { field: &'static str, len: usize },
-    /// An `Authorization` header was given as a plain header.
-    #[error("an MCP server has a plain Authorization header; use bearer_token_env_var")]
-    PlainAuthorization,
+    /// A name, a value or a header breaks the shared MCP rules; for Gemini an expansion is
+    /// any `$`.
+    #[error(transparent)]
+    Mcp(#[from] McpRefError),
     /// A transport this driver does not know.
     #[error("an MCP server has an unknown transport")]
     UnknownTransport,
@@ -49,13 +49,19 @@ impl SettingsError {
     /// The rule broken, for [`driver_spi::ConfigError::invalid`].
     pub(crate) fn rule(&self) -> &'static str {
         match self {
-            Self::InvalidServerName { .. } => {
+            Self::Mcp(McpRefError::InvalidServerName { .. }) => {
                 "server names must be 1-64 ASCII letters, digits, `-` or `_`"
             }
-            Self::DuplicateServerName => "server names must be unique within a run",
-            Self::Expansion { .. } => "values must not contain `$`",
-            Self::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
-            Self::PlainAuthorization => "use bearer_token_env_var, not a plain header",
+            Self::Mcp(McpRefError::DuplicateServerName) => {
+                "server names must be unique within a run"
+            }
+            Self::Mcp(McpRefError::Expansion { .. }) => "values must not contain `$`",
+            Self::Mcp(McpRefError::InvalidVarName { .. }) => {
+                "variable names must be [A-Za-z_][A-Za-z0-9_]*"
+            }
+            Self::Mcp(McpRefError::PlainAuthorization) => {
+                "use bearer_token_env_var, not a plain header"
+            }
             Self::UnknownTransport => "unknown MCP transport",
         }
     }
@@ -77,24 +83,12 @@ pub(crate) struct SettingsPlan<'a> {
 /// Gemini's `${VAR}` references; any `$` in a plain value is refused (see the module docs).
 const REFS: EnvRefs = EnvRefs::new("${", "}", "$");
 
-impl From<McpRefError> for SettingsError {
-    fn from(err: McpRefError) -> Self {
-        match err {
-            McpRefError::InvalidServerName { len } => Self::InvalidServerName { len },
-            McpRefError::DuplicateServerName => Self::DuplicateServerName,
-            McpRefError::Expansion { field } => Self::Expansion { field },
-            McpRefError::InvalidVarName { field, len } => Self::InvalidVarName { field, len },
-            McpRefError::PlainAuthorization => Self::PlainAuthorization,
-        }
-    }
-}
-
 /// One `mcpServers` entry.
 fn server_entry(
     server: &McpServer,
     secret_env: &BTreeMap<&str, Vec<&str>>,
     trust: bool,
-) -> Result<Value, SettingsError> {
+) -> Result<Map<String, Value>, SettingsError> {
     let mut entry = match &server.transport {
         McpTransport::StreamableHttp {
             url,
@@ -126,7 +120,7 @@ fn server_entry(
     if trust {
         entry.insert("trust".to_owned(), Value::Bool(true));
     }
-    Ok(Value::Object(entry))
+    Ok(entry)
 }
 
 /// The whole `settings.json` of a turn.
@@ -139,22 +133,9 @@ pub(crate) fn settings(
     secret_env: &BTreeMap<&str, Vec<&str>>,
     plan: SettingsPlan<'_>,
 ) -> Result<Value, SettingsError> {
-    let mut entries = Map::new();
-    let mut seen = BTreeSet::new();
-    for server in servers {
-        if !is_mcp_server_name(&server.name) {
-            return Err(SettingsError::InvalidServerName {
-                len: server.name.len(),
-            });
-        }
-        if !seen.insert(server.name.as_str()) {
-            return Err(SettingsError::DuplicateServerName);
-        }
-        entries.insert(
-            server.name.clone(),
-            server_entry(server, secret_env, plan.trust)?,
-        );
-    }
+    let entries = mcp_servers(servers, |server| {
+        server_entry(server, secret_env, plan.trust)
+    })?;
     let mut root = Map::new();
     root.insert(
         "general".to_owned(),
@@ -182,12 +163,31 @@ pub(crate) fn settings(
     Ok(Value::Object(root))
 }
 
+/// The turn's namespace files: `settings` merged over the namespace's own `settings.json`
+/// (see [`merge`]), and `instructions` as the instructions file (or no such file). The
+/// shared driver installs them under the turn lock and puts back what was there.
+pub(crate) fn namespace_files(settings: Value, instructions: Option<String>) -> ConfigFiles {
+    ConfigFiles::Namespace(NamespaceConfig {
+        paths: vec![
+            SETTINGS_PATH.to_owned(),
+            format!(".gemini/{INSTRUCTIONS_FILE}"),
+        ],
+        contents: Box::new(move |previous| {
+            let merged = merge(previous.first().and_then(Option::as_deref), settings);
+            vec![
+                Some(merged.to_string().into_bytes()),
+                instructions.map(String::into_bytes),
+            ]
+        }),
+    })
+}
+
 /// `ours` laid over the namespace's own settings (`previous`, the file as it was before the
 /// turn): objects are merged key by key, everything else (arrays included) is replaced, and
 /// `mcpServers` is replaced whole, so only the request's servers are configured. A previous
 /// file that is not a plain JSON object (Gemini also accepts comments) is left out for the
 /// turn.
-pub(crate) fn merge(previous: Option<&[u8]>, ours: Value) -> Value {
+fn merge(previous: Option<&[u8]>, ours: Value) -> Value {
     let base = previous.and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
     let (Some(Value::Object(mut base)), Value::Object(ours)) = (base, &ours) else {
         return ours;
@@ -330,37 +330,37 @@ mod tests {
         // Bare `$VAR` expands in Gemini too, not only `${VAR}`.
         assert_eq!(
             refused(McpServer::streamable_http("a", "http://x/$GEMINI_API_KEY")),
-            SettingsError::Expansion { field: "url" }
+            SettingsError::Mcp(McpRefError::Expansion { field: "url" })
         );
         assert_eq!(
             refused(McpServer::streamable_http("a", "http://x").with_header("X-Key", "${HOME}")),
-            SettingsError::Expansion { field: "header" }
+            SettingsError::Mcp(McpRefError::Expansion { field: "header" })
         );
         assert_eq!(
             refused(McpServer::stdio("s", "run").with_args(["$OPENAI_API_KEY"])),
-            SettingsError::Expansion { field: "arg" }
+            SettingsError::Mcp(McpRefError::Expansion { field: "arg" })
         );
         assert_eq!(
             refused(
                 McpServer::streamable_http("a", "http://x")
                     .with_header("authorization", "Bearer x")
             ),
-            SettingsError::PlainAuthorization
+            SettingsError::Mcp(McpRefError::PlainAuthorization)
         );
         assert!(matches!(
             refused(McpServer::streamable_http("a", "http://x").with_bearer_token_env("BAD}")),
-            SettingsError::InvalidVarName { .. }
+            SettingsError::Mcp(McpRefError::InvalidVarName { .. })
         ));
         for name in ["", "a.b", "a b", &"x".repeat(65)] {
             assert!(matches!(
                 refused(McpServer::streamable_http(name, "http://x")),
-                SettingsError::InvalidServerName { .. }
+                SettingsError::Mcp(McpRefError::InvalidServerName { .. })
             ));
         }
         let s = McpServer::streamable_http("a", "http://x");
         assert_eq!(
             settings(&[s.clone(), s], &none, p).unwrap_err(),
-            SettingsError::DuplicateServerName
+            SettingsError::Mcp(McpRefError::DuplicateServerName)
         );
     }
 }

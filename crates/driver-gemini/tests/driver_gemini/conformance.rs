@@ -1,16 +1,12 @@
 //! The driver-spi conformance kit over the Gemini driver and the fake CLI (`cargo xtask
 //! conformance` runs `gemini_fake_cli` by exact name).
 
-#![allow(clippy::unwrap_used, reason = "tests")]
-
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{FakeGemini, gemini_like};
 use driver_spi::conformance::{self, Clause, Factory};
 use driver_spi::{Driver, Request, SessionMode};
 use secrecy::SecretString;
-use support::{FakeGemini, gemini_like};
 
 /// Drivers over one fake `gemini`; the materialization the kit inspects is the last
 /// invocation's argv, every file under its `GEMINI_CLI_HOME` (the settings file) and the
