@@ -279,6 +279,8 @@ async fn a_fork_imports_the_parents_recording_under_a_new_id() {
     );
     assert!(events.is_empty());
     assert_eq!(fake.invocations().len(), calls);
+    // It was looked up with the turn's files in place, and they are gone again.
+    assert!(!fake.gemini_home().join(".gemini/settings.json").exists());
 }
 
 #[tokio::test]

@@ -170,6 +170,14 @@ async fn concurrent_turns_of_one_namespace_take_turns() {
         began.elapsed() >= Duration::from_millis(800),
         "the turns overlapped"
     );
+    // The shared driver's turn lock: a private regular file in `GEMINI_CLI_HOME`.
+    let lock =
+        std::fs::symlink_metadata(fake.gemini_home().join(driver_cli::TURN_LOCK_FILE)).unwrap();
+    assert!(lock.is_file());
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&lock.permissions()) & 0o777,
+        0o600
+    );
     for call in fake.invocations() {
         let text = &fake.settings(&call).contents;
         let (own, other) = if call.stdin == "a" {
