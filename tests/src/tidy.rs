@@ -55,6 +55,10 @@ pub const ENV_READERS: &[(&str, &str)] = &[
         "the operator CLI: a binary reads its own environment (RUST_LOG, variables the operator names)",
     ),
     (
+        "crates/driver-cli/src/testing.rs",
+        "the driver test kit (feature `testing`): `BLESS=1` re-blesses the transcript goldens",
+    ),
+    (
         "crates/fake-cli/src/",
         "the scripted fake CLI reads its scenario and records its environment, as a real CLI would",
     ),

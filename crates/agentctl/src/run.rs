@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use agent::{Agent, SessionOutcome, Thread, ThreadError, ThreadEventKind, Verdict};
 use clap::{Args, ValueEnum};
+// The builder methods every CLI driver's options share (binary, model, limits).
+use driver_cli::CommonOptions as _;
 use driver_spi::reference::ReferenceDriver;
 use run_service::McpServer;
 use serde_json::json;
