@@ -53,8 +53,8 @@ pub(crate) fn suites() -> anyhow::Result<Vec<Suite>> {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .context("cargo metadata printed no JSON")?;
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).context("cargo metadata printed no JSON")?;
     suites_in(&metadata)
 }
 
@@ -214,7 +214,10 @@ fn test_executables(
             .parent()
             .and_then(|dir| dir.file_name())
             .map(|name| name.to_string_lossy().into_owned());
-        let target = message["target"]["name"].as_str().unwrap_or_default().to_owned();
+        let target = message["target"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         if let (true, Some(package)) = (is_test, package) {
             found.insert((package, target), std::path::PathBuf::from(executable));
         }
