@@ -119,7 +119,7 @@ impl Default for ClaudeCodeOptions {
 impl ClaudeCodeOptions {
     /// Defaults: binary `claude` from `PATH`, Claude Code's default model, the request's MCP
     /// servers allowed by name, Anthropic's endpoint, no turn limit, offline switches on, the
-    /// default [`Limits`] and [`MINIMUM_VERSION`].
+    /// default [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
             cli: CliOptions::new("claude", MINIMUM_VERSION),
