@@ -199,4 +199,54 @@ mod tests {
         assert!(parse(&args(&["--out", "x", "--cli", "cursor=/c"])).is_err());
         assert!(parse(&args(&["--out", "x", "--cli", "codex"])).is_err());
     }
+
+    /// A recording whose `new-session` transcript is `new_session`; the others name their
+    /// scenario and a workspace under `tmp`.
+    fn recording(tmp: &str, new_session: &str) -> Recording {
+        let transcript = |scenario: &'static str| match scenario {
+            "new-session" => new_session.to_owned(),
+            _ => format!("{{\"type\":\"{scenario}\",\"cwd\":\"{tmp}/workspace\"}}\n"),
+        };
+        Recording {
+            version: driver_cli::Version::new(1, 2, 3),
+            transcripts: scenarios::SCENARIOS
+                .into_iter()
+                .map(|s| (s, transcript(s)))
+                .collect(),
+            canaries: vec![normalize::Canary::new(
+                "the model key canary",
+                "key-canary-9",
+            )],
+            temp_dirs: vec![tmp.to_owned()],
+        }
+    }
+
+    #[test]
+    fn a_canary_in_any_transcript_means_no_fixture_is_written() {
+        let out = tempfile::tempdir().expect("a temporary directory");
+        let leaky = recording(
+            "/tmp/.tmpQ",
+            "{\"url\":\"http://127.0.0.1:4001/?key=key-canary-9\"}\n",
+        );
+        let err = write_fixtures(Cli::Gemini, &leaky, out.path()).expect_err("a canary");
+        assert!(err.contains("the model key canary"), "{err}");
+        assert!(
+            !err.contains("key-canary-9"),
+            "the value is never printed: {err}"
+        );
+        assert!(!out.path().join("gemini-1.2.3").exists(), "nothing written");
+
+        let clean = recording("/tmp/.tmpQ", "{\"url\":\"http://127.0.0.1:4001/\"}\n");
+        write_fixtures(Cli::Gemini, &clean, out.path()).expect("written");
+        let dir = out.path().join("gemini-1.2.3");
+        let read = |s: &str| std::fs::read_to_string(dir.join(s)).expect("a fixture");
+        assert_eq!(
+            read("new-session.jsonl"),
+            "{\"url\":\"http://127.0.0.1:PORT/\"}\n"
+        );
+        assert_eq!(
+            read("failure.jsonl"),
+            "{\"type\":\"failure\",\"cwd\":\"/TMP/workspace\"}\n"
+        );
+    }
 }
