@@ -70,6 +70,10 @@ pub const ENV_READERS: &[(&str, &str)] = &[
         "crates/test-kit/src/real_cli.rs",
         "test support: the real-CLI binary variables and the CI rule that never skips",
     ),
+    (
+        "crates/transcript-recorder/src/main.rs",
+        "a developer tool's entry point: reads PATH, the one host variable its CLI children get",
+    ),
 ];
 
 /// Where library sources may build a `std::process::Command`, each with the reason.

@@ -7,6 +7,8 @@
 //! - `conformance`: run every registered conformance suite implementation by exact test name;
 //!   `--registry` only checks that each registered implementation exists (what `ci` does).
 //! - `tidy`: run the repository hygiene checks (the `tidy` test of `workspace-tests`).
+//! - `transcripts record [--cli NAME]...`: record the pinned CLIs' stdout as the fixtures
+//!   under `tests/fixtures/` (needs the `*_BIN` variables; see [`transcripts`]).
 //! - `ci`: everything CI runs, in order, stopping at the first failing step.
 //!
 //! The xtask only uses `std::process::Command` to drive cargo; it keeps its own dependencies
@@ -15,6 +17,7 @@
 mod ci;
 mod conformance;
 mod public_api;
+mod transcripts;
 mod util;
 
 use std::process::ExitCode;
@@ -27,6 +30,8 @@ commands:
   conformance                      run every registered conformance suite implementation
   conformance --registry           check that each registered implementation is one test
   tidy                             run the repository hygiene checks
+  transcripts record [--cli NAME]  record the pinned CLIs' stdout as tests/fixtures/<cli>-<version>/
+                                   (NAME: codex, claude-code, codebuddy, gemini; needs *_BIN)
   ci                               run everything CI runs, in order
   help                             print this message";
 
@@ -47,6 +52,13 @@ fn main() -> ExitCode {
         "conformance" if rest.is_empty() => conformance::run(),
         "conformance" if rest == ["--registry"] => conformance::verify_registered(),
         "tidy" if rest.is_empty() => util::tidy(),
+        "transcripts" => match transcripts::Options::parse(rest) {
+            Ok(options) => transcripts::record(&options),
+            Err(err) => {
+                eprintln!("error: {err}\n\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        },
         "ci" if rest.is_empty() => ci::run(),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");

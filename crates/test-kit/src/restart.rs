@@ -174,6 +174,15 @@ pub struct RecordingTools {
 }
 
 impl RecordingTools {
+    /// Wraps `inner`; every bearer it mints is pushed onto `secrets` as it is attached.
+    pub fn new(inner: HostedToolsProvider, secrets: Secrets) -> Self {
+        Self {
+            inner,
+            seen: Mutex::new(Vec::new()),
+            secrets,
+        }
+    }
+
     /// The first attachment.
     ///
     /// # Panics
@@ -433,11 +442,10 @@ async fn host(
         },
     )
     .with_revision(revision);
-    let tools = Arc::new(RecordingTools {
-        inner: HostedToolsProvider::new(ToolSet::new([ping]).expect("a valid tool set")),
-        seen: Mutex::new(Vec::new()),
-        secrets: setup.secrets.clone(),
-    });
+    let tools = Arc::new(RecordingTools::new(
+        HostedToolsProvider::new(ToolSet::new([ping]).expect("a valid tool set")),
+        setup.secrets.clone(),
+    ));
     let store = SqliteStore::open(SqliteConfig::new(setup.dir.join("threads.sqlite")))
         .await
         .expect("the SQLite store opens");
