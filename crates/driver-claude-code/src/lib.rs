@@ -67,6 +67,8 @@
 
 mod dialect;
 mod options;
+#[cfg(test)]
+mod transcripts;
 
 pub use dialect::{CLAUDE_CODE_CODEC, CODEC_NAME, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;

@@ -103,6 +103,7 @@ mod session;
 mod stderr;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tool_names;
 mod turn;
 mod turn_events;
 mod turn_lock;
@@ -121,6 +122,7 @@ pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mc
 pub use options::{CliOptions, CommonOptions};
 pub use process::{CliProcess, Finished, failure_kind};
 pub use session::{SessionPlan, session_codec};
+pub use tool_names::ToolNames;
 pub use turn_events::{Mark, TurnEvents, checkpoint, fail_turn, finish_turn, json_text};
 pub use turn_lock::{NamespaceFiles, TurnLock, TurnLockError};
 pub use version::{Version, VersionCheck, probe_version};

@@ -5,25 +5,23 @@
 //! module inside the crate:
 //!
 //! ```ignore
-//! proptest! {
-//!     #[test]
-//!     fn streams_are_well_formed(events in driver_cli::testing::events(WORDS, KEYS)) {
-//!         driver_cli::testing::check_stream(translator(), &events)?;
-//!     }
-//! }
+//! // The fuzz: well-formed streams, no trace of a malformed event, any line taken.
+//! driver_cli::fuzz_translator!(translator(), WORDS, KEYS);
 //!
 //! #[test]
 //! fn transcripts() {
-//!     driver_cli::testing::replay_dir(fixtures, |_| translator());
+//!     driver_cli::testing::replay_dir(fixtures, |request| options.translator(request));
 //! }
 //! ```
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use driver_spi::{DriverEvent, FailureKind, check_sequence};
+use compat_fingerprint::{Fingerprint, Kind};
+use driver_spi::{DriverEvent, FailureKind, ProfilePayload, Request, check_sequence};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use run_service::{McpServer, RunId};
 use serde_json::Value;
 
 use crate::Translator;
@@ -136,6 +134,89 @@ pub fn check_stream(
     Ok(())
 }
 
+/// A JSONL line as a CLI might print it, or not: adversarial text, an event-shaped value
+/// (from `words` and `keys`, as [`event`]), or one cut short at any character.
+pub fn any_line(
+    words: &'static [&'static str],
+    keys: &'static [&'static str],
+) -> impl Strategy<Value = String> {
+    prop_oneof![
+        nasty_text(),
+        event(words, keys).prop_map(|v| v.to_string()),
+        (event(words, keys), 0usize..40).prop_map(|(v, cut)| {
+            let s = v.to_string();
+            let mut cut = cut.min(s.len());
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s[..cut].to_owned()
+        }),
+    ]
+}
+
+/// A malformed event changes nothing: a translator fed every event answers like one fed
+/// only the events the first accepted, and both accept the same events the same way.
+///
+/// # Errors
+/// The property's counterexample.
+pub fn check_no_trace<T: Translator>(
+    mut translator: impl FnMut() -> T,
+    events: &[Value],
+) -> Result<(), TestCaseError> {
+    let (mut with, mut without) = (translator(), translator());
+    for event in events {
+        let translated = with.translate(event);
+        if translated.is_ok() {
+            prop_assert_eq!(translated, without.translate(event));
+        }
+    }
+    prop_assert_eq!(with.started(), without.started());
+    prop_assert_eq!(with.session_id(), without.session_id());
+    prop_assert_eq!(with.output(), without.output());
+    prop_assert_eq!(with.succeeded(), without.succeeded());
+    prop_assert_eq!(with.reported_failure(), without.reported_failure());
+    prop_assert_eq!(with.usage(), without.usage());
+    prop_assert_eq!(with.last_error(), without.last_error());
+    prop_assert_eq!(with.checkpoint_data(), without.checkpoint_data());
+    prop_assert_eq!(with.close_open_calls(), without.close_open_calls());
+    Ok(())
+}
+
+/// The translator fuzz every dialect runs, from a `#[cfg(test)]` module of its own crate:
+/// `fuzz_translator!(make, WORDS, KEYS)` declares three proptests over translators from the
+/// expression `make` (evaluated afresh for each), event-shaped values built from the crate's
+/// `WORDS` and `KEYS`, and adversarial text: [`check_stream`] (no panic, no empty delta,
+/// nothing before `RunStarted`, a well-formed stream, also when cut short), [`check_no_trace`]
+/// and [`take_line`] on [`any_line`]. The crate needs `proptest` and `test-support` as
+/// dev-dependencies (the fixed-seed fuzz configuration).
+#[macro_export]
+macro_rules! fuzz_translator {
+    ($make:expr, $words:expr, $keys:expr $(,)?) => {
+        proptest::proptest! {
+            #![proptest_config(test_support::fuzz_config())]
+
+            #[test]
+            fn translator_streams_are_well_formed(
+                events in $crate::testing::events($words, $keys),
+            ) {
+                $crate::testing::check_stream($make, &events)?;
+            }
+
+            #[test]
+            fn malformed_events_leave_no_trace(
+                events in $crate::testing::events($words, $keys),
+            ) {
+                $crate::testing::check_no_trace(|| $make, &events)?;
+            }
+
+            #[test]
+            fn translator_takes_any_line(line in $crate::testing::any_line($words, $keys)) {
+                $crate::testing::take_line($make, &line);
+            }
+        }
+    };
+}
+
 /// Parses `line` as the driver does and translates it: never a panic, whatever the text.
 pub fn take_line(mut translator: impl Translator, line: &str) {
     if let Ok(value) = crate::parse_json_line(line, 1) {
@@ -196,14 +277,22 @@ fn render(event: &DriverEvent) -> String {
     serde_json::to_string(event).unwrap_or_else(|_| format!("{event:?}"))
 }
 
-/// Replays every `*.jsonl` transcript in `dir` with a fresh translator from `translator`
-/// (given the file stem) and compares each rendering with its `*.events` golden beside it.
-/// With `BLESS=1` in the environment the goldens are written instead.
+/// Replays every `*.jsonl` transcript in `dir` with a fresh translator that `translator`
+/// builds for the request the transcripts were recorded with (the `agent-tools` MCP server
+/// attached, as `tests/fixtures/README.md` describes), and compares each rendering with its
+/// `*.events` golden beside it. With `BLESS=1` in the environment the goldens are written
+/// instead.
 ///
 /// # Panics
 /// When `dir` holds no transcript, or a rendering differs from its golden (the message shows
 /// both and the command that re-blesses).
-pub fn replay_dir<T: Translator>(dir: &Path, mut translator: impl FnMut(&str) -> T) {
+pub fn replay_dir<T: Translator>(dir: &Path, mut translator: impl FnMut(&Request) -> T) {
+    const REPLAY: Kind = Kind::new("driver-cli transcript replay 2026-12-02 v1");
+    let fingerprint = Fingerprint::of(REPLAY, |e| e.str("replay"));
+    let profile = ProfilePayload::new(fingerprint, fingerprint);
+    let request = Request::new(RunId::new("replay"), "replay", profile).with_mcp([
+        McpServer::streamable_http("agent-tools", "http://127.0.0.1:9/mcp"),
+    ]);
     let bless = std::env::var_os("BLESS").is_some_and(|v| v == "1");
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
@@ -215,14 +304,9 @@ pub fn replay_dir<T: Translator>(dir: &Path, mut translator: impl FnMut(&str) ->
     assert!(!entries.is_empty(), "no transcript in {}", dir.display());
     let mut failures = Vec::new();
     for path in entries {
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default()
-            .to_owned();
         let transcript = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let rendered = replay(translator(&stem), &transcript);
+        let rendered = replay(translator(&request), &transcript);
         let golden = path.with_extension("events");
         if bless {
             std::fs::write(&golden, &rendered)
@@ -250,10 +334,9 @@ pub fn replay_dir<T: Translator>(dir: &Path, mut translator: impl FnMut(&str) ->
 /// argv, its captured files and the recorded values of the kit's bearer variables.
 #[derive(Debug)]
 pub struct FakeCliFactory<D> {
-    /// The namespace, workspace and invocation record of the fake.
-    pub harness: fake_cli::Harness,
-    /// The options of every driver the factory creates (the binary is replaced).
-    pub options: D,
+    harness: fake_cli::Harness,
+    options: D,
+    before_run: fn(&fake_cli::Harness, &driver_spi::Request),
 }
 
 impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeCliFactory<D> {
@@ -263,6 +346,7 @@ impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeC
     }
 
     fn prepare(&self, request: driver_spi::Request) -> driver_spi::Request {
+        (self.before_run)(&self.harness, &request);
         request.with_workspace(self.harness.workspace.to_string_lossy())
     }
 
@@ -280,6 +364,25 @@ impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeC
 }
 
 impl<D: crate::CommonOptions + Clone> FakeCliFactory<D> {
+    /// A factory of drivers built from `options` over the fake of `harness`.
+    pub fn new(harness: fake_cli::Harness, options: D) -> Self {
+        Self {
+            harness,
+            options,
+            before_run: |_, _| {},
+        }
+    }
+
+    /// Runs `before_run` on every request the kit is about to run, for state the real CLI
+    /// would have left that the fake does not (Gemini's recording of a forked session).
+    pub fn with_before_run(
+        mut self,
+        before_run: fn(&fake_cli::Harness, &driver_spi::Request),
+    ) -> Self {
+        self.before_run = before_run;
+        self
+    }
+
     /// Runs the driver kit on a two-worker runtime of its own and returns its report.
     ///
     /// # Panics

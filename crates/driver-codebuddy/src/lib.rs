@@ -37,6 +37,8 @@
 
 mod dialect;
 mod options;
+#[cfg(test)]
+mod transcripts;
 
 pub use dialect::{CODEBUDDY_CODEC, CODEC_NAME, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;

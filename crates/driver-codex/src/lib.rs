@@ -86,6 +86,8 @@
 mod dialect;
 mod events;
 mod options;
+#[cfg(test)]
+mod transcripts;
 
 pub use dialect::{CODEC_NAME, CODEX_CODEC, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;

@@ -114,6 +114,8 @@ mod events;
 #[cfg(test)]
 mod fuzz_tests;
 mod options;
+#[cfg(test)]
+mod transcripts;
 
 pub use dialect::{CODEC_NAME, DRIVER_TYPE, GEMINI_CODEC};
 pub use driver_cli::CommonOptions;

@@ -39,7 +39,6 @@ mod events;
 #[cfg(test)]
 mod fuzz_tests;
 mod mcp_config;
-mod names;
 
 use driver_cli::ConfigFiles;
 use driver_spi::{ConfigError, DriverError, Request};

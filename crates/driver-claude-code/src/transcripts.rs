@@ -1,0 +1,16 @@
+//! Replays what the pinned Claude Code CLI printed (`tests/fixtures/claude-code-2.1.197/`, recorded by
+//! `cargo xtask transcripts record`) through this dialect's translator and compares the
+//! events and the verdict with the blessed `.events` goldens beside each transcript.
+//! Re-bless after a reviewed change with `BLESS=1 cargo test -p driver-claude-code transcripts`.
+
+use std::path::Path;
+
+use driver_cli::Dialect as _;
+
+#[test]
+fn recorded_transcripts_replay_to_their_goldens() {
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/claude-code-2.1.197");
+    let options = crate::ClaudeCodeOptions::new();
+    driver_cli::testing::replay_dir(&fixtures, |request| options.translator(request));
+}

@@ -1,0 +1,15 @@
+//! Replays what the pinned Gemini CLI printed (`tests/fixtures/gemini-0.61.0/`, recorded by
+//! `cargo xtask transcripts record`) through this dialect's translator and compares the
+//! events and the verdict with the blessed `.events` goldens beside each transcript.
+//! Re-bless after a reviewed change with `BLESS=1 cargo test -p driver-gemini transcripts`.
+
+use std::path::Path;
+
+use driver_cli::Dialect as _;
+
+#[test]
+fn recorded_transcripts_replay_to_their_goldens() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gemini-0.61.0");
+    let options = crate::GeminiOptions::new();
+    driver_cli::testing::replay_dir(&fixtures, |request| options.translator(request));
+}
