@@ -199,11 +199,48 @@ impl<C: Clause> Report<C> {
     /// The one assert: panics unless every clause passed, naming each failed or skipped clause
     /// id, with the whole report below.
     ///
-    /// A skip is refused too: a test that accepts a skip checks [`Report::failures`] and
-    /// [`Report::skipped`] itself, so that the skip is written down where it is accepted.
+    /// A skip is refused too: a test that accepts a skip names it with
+    /// [`Report::assert_passed_except`], so that the skip is written down where it is accepted.
     #[track_caller]
     pub fn assert_passed(&self) {
-        if self.passed() {
+        self.assert_passed_except(&[]);
+    }
+
+    /// [`assert_passed`](Report::assert_passed) with the accepted skips written down: panics
+    /// unless every clause passed except exactly the `accepted_skips`, which were skipped. A
+    /// skip not listed fails, and so does a listed clause that was not skipped (it passed or
+    /// failed), so the list cannot go stale.
+    ///
+    /// ```
+    /// kit_report::clauses! {
+    ///     /// Clauses of a demo kit.
+    ///     pub enum Demo in "demo" {
+    ///         /// Always checked.
+    ///         A = "DEMO-01": "checked",
+    ///         /// Needs a capability the subject does not claim.
+    ///         B = "DEMO-02": "optional",
+    ///     }
+    /// }
+    /// let mut recorder = kit_report::Recorder::new();
+    /// recorder.pass(Demo::A);
+    /// recorder.skip(Demo::B, "capability not claimed");
+    /// let report = recorder.finish("subject");
+    /// report.assert_passed_except(&[Demo::B]);
+    /// ```
+    #[track_caller]
+    pub fn assert_passed_except(&self, accepted_skips: &[C]) {
+        let skipped = self.skipped();
+        let unexpected: Vec<C> = skipped
+            .iter()
+            .copied()
+            .filter(|c| !accepted_skips.contains(c))
+            .collect();
+        let stale: Vec<C> = accepted_skips
+            .iter()
+            .copied()
+            .filter(|c| !skipped.contains(c))
+            .collect();
+        if self.failures().is_empty() && unexpected.is_empty() && stale.is_empty() {
             return;
         }
         let ids = |clauses: Vec<C>| {
@@ -213,13 +250,19 @@ impl<C: Clause> Report<C> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let (failed, skipped) = (self.failures(), self.skipped());
+        let failed = self.failures();
         let mut message = format!("{} conformance of `{}`:", C::KIT, self.subject);
         if !failed.is_empty() {
             message.push_str(&format!(" fails clauses {}", ids(failed)));
         }
-        if !skipped.is_empty() {
-            message.push_str(&format!(" skipped clauses {}", ids(skipped)));
+        if !unexpected.is_empty() {
+            message.push_str(&format!(" skipped clauses {}", ids(unexpected)));
+        }
+        if !stale.is_empty() {
+            message.push_str(&format!(
+                " did not skip the accepted clauses {}",
+                ids(stale)
+            ));
         }
         panic!("{message}\n{self}");
     }
@@ -398,5 +441,38 @@ mod tests {
         assert!(report.passed());
         report.assert_passed();
         assert!(report.to_string().contains("PASS T-03 clause"));
+    }
+
+    fn panic_text(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+        let panic = std::panic::catch_unwind(f).unwrap_err();
+        panic.downcast_ref::<String>().unwrap().clone()
+    }
+
+    #[test]
+    fn accepted_skips_must_be_exactly_the_skips() {
+        let mut r = Recorder::new();
+        r.pass(T::A);
+        r.skip(T::B, "not claimed");
+        r.skip(T::C, "not claimed either");
+        let report = r.finish("impl-y");
+        report.assert_passed_except(&[T::B, T::C]);
+        // A skip nobody accepted fails.
+        let text = panic_text(|| report.assert_passed_except(&[T::B]));
+        assert!(text.contains("skipped clauses T-03"), "{text}");
+        assert!(!text.contains("T-02,"), "{text}");
+        // An accepted skip of a clause that passed is stale, and fails.
+        let text = panic_text(|| report.assert_passed_except(&[T::A, T::B, T::C]));
+        assert!(
+            text.contains("did not skip the accepted clauses T-01"),
+            "{text}"
+        );
+        // Failures fail whatever is accepted.
+        let mut r = Recorder::new();
+        r.fail(T::A, "broke");
+        r.skip(T::B, "not claimed");
+        r.pass(T::C);
+        let report = r.finish("impl-z");
+        let text = panic_text(|| report.assert_passed_except(&[T::A, T::B]));
+        assert!(text.contains("fails clauses T-01"), "{text}");
     }
 }

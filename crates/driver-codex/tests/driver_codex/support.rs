@@ -75,6 +75,11 @@ impl FakeCodex {
         )
     }
 
+    /// The harness, for the shared conformance factory.
+    pub(crate) fn into_harness(self) -> Harness {
+        self.0
+    }
+
     /// A driver with `options` whose binary does not exist.
     pub(crate) fn driver_without_binary(&self, options: CodexOptions) -> CodexDriver {
         CodexDriver::new(

@@ -75,6 +75,11 @@ impl FakeCursor {
         )
     }
 
+    /// The harness, for the shared conformance factory.
+    pub(crate) fn into_harness(self) -> Harness {
+        self.0
+    }
+
     /// The namespace's `CURSOR_CONFIG_DIR`.
     pub(crate) fn config_dir(&self) -> PathBuf {
         self.env.state_dir(runtime_env::RuntimeKind::Cursor)

@@ -97,6 +97,11 @@ impl FakeGemini {
         )
     }
 
+    /// The harness, for the shared conformance factory.
+    pub(crate) fn into_harness(self) -> Harness {
+        self.0
+    }
+
     /// The namespace's `GEMINI_CLI_HOME`.
     pub(crate) fn gemini_home(&self) -> PathBuf {
         self.env.state_dir(runtime_env::RuntimeKind::Gemini)
@@ -105,13 +110,7 @@ impl FakeGemini {
     /// Writes a recording of session `id` where Gemini keeps them, as the real CLI does when
     /// a session runs (the fake records nothing); returns its path.
     pub(crate) fn record_session(&self, id: &str) -> PathBuf {
-        let chats = self.gemini_home().join(".gemini/tmp/workspace/chats");
-        std::fs::create_dir_all(&chats).expect("chats dir");
-        let short = id.get(..8).expect("a UUID");
-        let path = chats.join(format!("session-2026-12-01T01-06-{short}.jsonl"));
-        let meta = format!(r#"{{"sessionId":"{id}","kind":"main"}}"#);
-        std::fs::write(&path, format!("{meta}\n")).expect("recording written");
-        path
+        record_session(&self.0, id)
     }
 
     /// Options with a model, an endpoint and the [`API_KEY`].
@@ -186,4 +185,19 @@ pub(crate) fn failed_kind(
         Ok(r) => r.failure.as_ref().map(|f| f.kind),
         Err(_) => None,
     }
+}
+
+/// Writes a recording of session `id` under the harness's `GEMINI_CLI_HOME`, as the real CLI
+/// does when a session runs; returns its path.
+pub(crate) fn record_session(harness: &Harness, id: &str) -> PathBuf {
+    let chats = harness
+        .env
+        .state_dir(runtime_env::RuntimeKind::Gemini)
+        .join(".gemini/tmp/workspace/chats");
+    std::fs::create_dir_all(&chats).expect("chats dir");
+    let short = id.get(..8).expect("a UUID");
+    let path = chats.join(format!("session-2026-12-01T01-06-{short}.jsonl"));
+    let meta = format!(r#"{{"sessionId":"{id}","kind":"main"}}"#);
+    std::fs::write(&path, format!("{meta}\n")).expect("recording written");
+    path
 }
