@@ -18,7 +18,7 @@ use run_service::EnvBinding;
 use runtime_env::{RuntimeEnv, RuntimeKind};
 use serde_json::Value;
 
-use crate::{CliOptions, Finished, SessionPlan};
+use crate::{CliOptions, Finished, SessionPlan, TurnEvents};
 
 /// A known event whose shape is broken: the driver stops the turn with a protocol failure
 /// naming the line number, never the line.
@@ -54,17 +54,42 @@ impl McpStatus {
 /// [`TurnEvents::mark`](crate::TurnEvents::mark)), and provider text it keeps has passed the
 /// request's redactor. The shared harness fuzzes every translator against these rules.
 pub trait Translator: fmt::Debug + Send {
-    /// Translates one event.
+    /// The bookkeeping every translator keeps the same way: whether the run started, the
+    /// open tool calls and the session id the events carried.
+    fn turn_events(&self) -> &TurnEvents;
+
+    /// The same, to change.
+    fn turn_events_mut(&mut self) -> &mut TurnEvents;
+
+    /// Translates one event, for [`translate`](Translator::translate). It may fail after
+    /// changing the [`TurnEvents`] (`translate` undoes that), but must change nothing else
+    /// before the event is known to be well formed.
     ///
     /// # Errors
     /// [`MalformedEvent`] for a known event whose shape is broken.
-    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent>;
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent>;
+
+    /// Translates one event. A malformed event emits nothing and changes nothing: the run is
+    /// not marked started, and no call is opened or closed, by an event that is dropped.
+    ///
+    /// # Errors
+    /// [`MalformedEvent`] for a known event whose shape is broken.
+    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        let mark = self.turn_events_mut().mark();
+        self.translate_event(event)
+            .inspect_err(|_| self.turn_events_mut().undo(mark))
+    }
 
     /// Whether `RunStarted` was produced.
-    fn started(&self) -> bool;
+    fn started(&self) -> bool {
+        self.turn_events().started()
+    }
 
-    /// The session (thread, chat) id the CLI reported, if any.
-    fn session_id(&self) -> Option<&str>;
+    /// The session (thread, chat) id the CLI reported, if any: by default the first
+    /// `session_id` an event carried.
+    fn session_id(&self) -> Option<&str> {
+        self.turn_events().session_id()
+    }
 
     /// The final answer so far.
     fn output(&self) -> &str;
@@ -96,7 +121,9 @@ pub trait Translator: fmt::Debug + Send {
 
     /// Closes every tool call still open, as error results: a clean turn must not end with
     /// one open.
-    fn close_open_calls(&mut self) -> Vec<DriverEvent>;
+    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+        self.turn_events_mut().close_open_calls()
+    }
 }
 
 /// How a dialect's CLI gets the config it cannot take as flags.

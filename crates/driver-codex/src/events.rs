@@ -59,7 +59,7 @@ impl EventTranslator {
         self
     }
 
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+    fn translate_known(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = event
             .get("type")
@@ -186,16 +186,16 @@ impl EventTranslator {
 }
 
 impl Translator for EventTranslator {
-    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // A malformed event emits nothing, so it must not mark the run started (or a call
-        // opened or closed) either: the events it would have produced are dropped with it.
-        let mark = self.turn.mark();
-        self.translate_event(event)
-            .inspect_err(|_| self.turn.undo(mark))
+    fn turn_events(&self) -> &TurnEvents {
+        &self.turn
     }
 
-    fn started(&self) -> bool {
-        self.turn.started()
+    fn turn_events_mut(&mut self) -> &mut TurnEvents {
+        &mut self.turn
+    }
+
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        self.translate_known(event)
     }
 
     /// The thread id from `thread.started`.
@@ -234,10 +234,6 @@ impl Translator for EventTranslator {
             .map(|total| (TOTAL_KEY.to_owned(), encode(total)))
             .into_iter()
             .collect()
-    }
-
-    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        self.turn.close_open_calls()
     }
 }
 
@@ -320,9 +316,7 @@ fn this_turn(total: Usage, previous: Option<Usage>) -> Usage {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
-    use driver_cli::testing::{check_stream, event, events, nasty_text, take_line};
     use driver_spi::check_sequence;
-    use proptest::prelude::*;
     use run_service::EnvBinding;
     use serde_json::json;
 
@@ -570,30 +564,5 @@ mod tests {
         "exit_code",
     ];
 
-    proptest! {
-        #![proptest_config(test_support::fuzz_config())]
-
-        /// Event-shaped values (known keys and words, wrong types and adversarial strings
-        /// mixed in), including streams cut short by a malformed event: no panic, no empty
-        /// delta, and the driven stream passes the sequence checker.
-        #[test]
-        fn translator_streams_are_well_formed(events in events(WORDS, KEYS)) {
-            check_stream(EventTranslator::default(), &events)?;
-        }
-
-        /// Arbitrary text parsed as a JSONL line (the driver's own parser), then translated.
-        #[test]
-        fn translator_takes_any_line(line in prop_oneof![
-            nasty_text(),
-            event(WORDS, KEYS).prop_map(|v| v.to_string()),
-            (event(WORDS, KEYS), 0usize..40).prop_map(|(v, cut)| {
-                let s = v.to_string();
-                let mut cut = cut.min(s.len());
-                while !s.is_char_boundary(cut) { cut -= 1; }
-                s[..cut].to_owned()
-            }),
-        ]) {
-            take_line(EventTranslator::default(), &line);
-        }
-    }
+    driver_cli::fuzz_translator!(EventTranslator::default(), WORDS, KEYS);
 }

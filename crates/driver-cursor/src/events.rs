@@ -8,11 +8,9 @@
 //! shape is a [`MalformedEvent`]. The translator is pure: no I/O, so every mapping is
 //! unit-tested and fuzzed without a process.
 
-use driver_cli::{MalformedEvent, Translator, TurnEvents};
+use driver_cli::{MalformedEvent, ToolNames, Translator, TurnEvents};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
-
-use self::tools::ToolNames;
 
 mod tools;
 
@@ -52,7 +50,7 @@ impl EventTranslator {
         }
     }
 
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+    fn translate_known(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = event
             .get("type")
@@ -132,21 +130,16 @@ impl EventTranslator {
 }
 
 impl Translator for EventTranslator {
-    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // A malformed event emits nothing, so it must not mark the run started (or a call
-        // opened or closed) either.
-        let mark = self.turn.mark();
-        self.translate_event(event)
-            .inspect_err(|_| self.turn.undo(mark))
+    fn turn_events(&self) -> &TurnEvents {
+        &self.turn
     }
 
-    fn started(&self) -> bool {
-        self.turn.started()
+    fn turn_events_mut(&mut self) -> &mut TurnEvents {
+        &mut self.turn
     }
 
-    /// The chat id, from the first event that carried a `session_id`.
-    fn session_id(&self) -> Option<&str> {
-        self.turn.session_id()
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        self.translate_known(event)
     }
 
     /// The `result` text, else the assistant messages joined.
@@ -171,10 +164,6 @@ impl Translator for EventTranslator {
     /// Cursor reports no usage.
     fn usage(&self) -> Option<Usage> {
         None
-    }
-
-    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        self.turn.close_open_calls()
     }
 }
 
@@ -349,8 +338,6 @@ mod tests {
 /// cases per property with a fixed seed, so a CI failure reproduces locally.
 #[cfg(test)]
 mod fuzz {
-    use driver_cli::testing::{check_stream, event, events, nasty_text, take_line};
-    use proptest::prelude::*;
 
     use super::EventTranslator;
 
@@ -407,29 +394,5 @@ mod fuzz {
         EventTranslator::new(driver_spi::Redactor::default(), ["agent-ui", ""])
     }
 
-    proptest! {
-        #![proptest_config(test_support::fuzz_config())]
-
-        /// Any sequence of event-shaped values: no panic, no empty delta, nothing before
-        /// `RunStarted`, and a well-formed stream, also when cut short by a malformed event.
-        #[test]
-        fn translator_streams_are_well_formed(events in events(WORDS, KEYS)) {
-            check_stream(translator(), &events)?;
-        }
-
-        /// Arbitrary text parsed as a JSONL line (the driver's own parser), then translated.
-        #[test]
-        fn translator_takes_any_line(line in prop_oneof![
-            nasty_text(),
-            event(WORDS, KEYS).prop_map(|v| v.to_string()),
-            (event(WORDS, KEYS), 0usize..40).prop_map(|(v, cut)| {
-                let s = v.to_string();
-                let mut cut = cut.min(s.len());
-                while !s.is_char_boundary(cut) { cut -= 1; }
-                s[..cut].to_owned()
-            }),
-        ]) {
-            take_line(translator(), &line);
-        }
-    }
+    driver_cli::fuzz_translator!(translator(), WORDS, KEYS);
 }

@@ -29,7 +29,7 @@ use run_service::{EnvBinding, TransportKind};
 use runtime_env::{IsolationLevel, RuntimeEnv, RuntimeKind};
 
 use crate::config;
-use crate::events::{EventTranslator, ToolNames};
+use crate::events::{EventTranslator, tool_names};
 use crate::options::{AuthType, GeminiOptions};
 
 /// The driver type: part of every Gemini Thread's fingerprint.
@@ -165,7 +165,7 @@ impl Dialect for GeminiOptions {
         if let Some(key) = &self.api_key {
             redactor.insert(key.clone());
         }
-        let names = ToolNames::new(request.mcp.iter().map(|s| s.name.as_str()));
+        let names = tool_names(request.mcp.iter().map(|s| s.name.as_str()));
         EventTranslator::new(redactor, names)
     }
 

@@ -5,7 +5,7 @@
 //! add them); a known event whose required fields are missing or mistyped is a
 //! [`MalformedEvent`], and translating it changes nothing.
 
-use driver_cli::{MalformedEvent, Translator, TurnEvents};
+use driver_cli::{MalformedEvent, ToolNames, Translator, TurnEvents};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
 
@@ -105,7 +105,7 @@ impl EventTranslator {
         }
     }
 
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+    fn translate_known(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = str_field(event, "type")?;
         match kind {
@@ -178,18 +178,16 @@ impl EventTranslator {
 }
 
 impl Translator for EventTranslator {
-    /// Unknown event types are ignored; a known event with a malformed shape is
-    /// [`MalformedEvent`], and nothing is emitted nor changed.
-    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // Every arm validates before it changes anything; the mark keeps that true should an
-        // arm ever fail after opening or closing a call.
-        let mark = self.turn.mark();
-        self.translate_event(event)
-            .inspect_err(|_| self.turn.undo(mark))
+    fn turn_events(&self) -> &TurnEvents {
+        &self.turn
     }
 
-    fn started(&self) -> bool {
-        self.turn.started()
+    fn turn_events_mut(&mut self) -> &mut TurnEvents {
+        &mut self.turn
+    }
+
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        self.translate_known(event)
     }
 
     /// The session id from `init`.
@@ -229,52 +227,17 @@ impl Translator for EventTranslator {
     fn last_error(&self) -> Option<&str> {
         self.last_error.as_deref()
     }
-
-    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        self.turn.close_open_calls()
-    }
 }
 
-/// Maps the tool names Gemini reports back to `mcp__<declared server>__<tool>`, the form the
-/// other CLI drivers report, so events name a tool the same way whichever CLI ran.
+/// The request's MCP servers, for tool names as Gemini reports them.
 ///
 /// Gemini 0.61.0 names an MCP tool `mcp_<server>_<tool>`, with every character outside
 /// `[A-Za-z0-9_.:-]` replaced by `_` (and names over 63 characters cut to their first and
 /// last 30 around `...`). Server names this driver accepts are `[A-Za-z0-9_-]`, so they
 /// appear unchanged; since `_` is also the separator, the longest declared server name that
-/// fits wins. Names of built-in tools (`read_file`, `glob`, …) and of tools of undeclared
-/// servers pass unchanged.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct ToolNames {
-    /// Declared server names, longest first so that `agent-tools` wins over `agent`.
-    servers: Vec<String>,
-}
-
-impl ToolNames {
-    /// The names of the request's MCP servers.
-    pub(crate) fn new<'a>(servers: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut servers: Vec<String> = servers.into_iter().map(str::to_owned).collect();
-        servers.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        servers.dedup();
-        Self { servers }
-    }
-
-    /// The name to report for a tool Gemini called `wire`.
-    pub(crate) fn report(&self, wire: &str) -> String {
-        let Some(rest) = wire.strip_prefix("mcp_") else {
-            return wire.to_owned();
-        };
-        for server in &self.servers {
-            if let Some(tool) = rest
-                .strip_prefix(server.as_str())
-                .and_then(|t| t.strip_prefix('_'))
-                .filter(|t| !t.is_empty())
-            {
-                return format!("mcp__{server}__{tool}");
-            }
-        }
-        wire.to_owned()
-    }
+/// fits wins.
+pub(crate) fn tool_names<'a>(servers: impl IntoIterator<Item = &'a str>) -> ToolNames {
+    ToolNames::new(servers).with_wire_form("mcp_", "_")
 }
 
 #[cfg(test)]
@@ -285,7 +248,7 @@ mod tests {
     use serde_json::json;
 
     fn run(lines: &[Value]) -> (EventTranslator, Vec<DriverEvent>) {
-        let mut t = EventTranslator::new(Redactor::default(), ToolNames::new(["agent-tools"]));
+        let mut t = EventTranslator::new(Redactor::default(), tool_names(["agent-tools"]));
         let mut events = Vec::new();
         for line in lines {
             events.extend(t.translate(line).unwrap());
@@ -340,7 +303,7 @@ mod tests {
     fn failed_tools_errors_and_results_are_redacted() {
         let secret = "AIza-canary-0123456789";
         let redactor = Redactor::from_iter([SecretString::from(secret)]);
-        let mut t = EventTranslator::new(redactor, ToolNames::default());
+        let mut t = EventTranslator::new(redactor, tool_names([]));
         t.translate(&json!({"type":"tool_use","tool_name":"x","tool_id":"a"}))
             .unwrap();
         let events = t
@@ -453,15 +416,15 @@ mod tests {
 
     #[test]
     fn longest_declared_server_wins_and_others_pass() {
-        let names = ToolNames::new(["a", "a_b", "x-y"]);
+        let names = tool_names(["a", "a_b", "x-y"]);
         assert_eq!(names.report("mcp_a_b_ping"), "mcp__a_b__ping");
         assert_eq!(names.report("mcp_a_ping"), "mcp__a__ping");
         assert_eq!(names.report("mcp_x-y_do.it"), "mcp__x-y__do.it");
         assert_eq!(names.report("mcp_a_"), "mcp_a_");
         assert_eq!(names.report("mcp_"), "mcp_");
         assert_eq!(names.report("glob"), "glob");
-        assert_eq!(ToolNames::default().report("mcp_a_b"), "mcp_a_b");
-        let names = ToolNames::new(["agent-tools", "agent"]);
+        assert_eq!(tool_names([]).report("mcp_a_b"), "mcp_a_b");
+        let names = tool_names(["agent-tools", "agent"]);
         assert_eq!(
             names.report("mcp_agent-tools_ping"),
             "mcp__agent-tools__ping"

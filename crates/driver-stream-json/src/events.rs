@@ -1,10 +1,8 @@
 //! stream-json events, translated into driver-spi events.
 
-use driver_cli::{MalformedEvent, McpStatus, Translator, TurnEvents};
+use driver_cli::{MalformedEvent, McpStatus, ToolNames, Translator, TurnEvents};
 use driver_spi::{DriverEvent, FailureKind, Redactor, Request, RunFailure, Usage};
 use serde_json::Value;
-
-use crate::names::ToolNames;
 
 /// The `result` event: how the CLI judged the turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,15 +96,7 @@ impl StreamJson {
             .any(|text| text.to_ascii_lowercase().contains(phrase))
     }
 
-    fn translate_checked(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        // A malformed event emits nothing, so it must not mark the run started (or a call
-        // opened or closed) either: the events it would have produced are dropped with it.
-        let mark = self.turn.mark();
-        self.translate_event(event)
-            .inspect_err(|_| self.turn.undo(mark))
-    }
-
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+    fn translate_known(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = event
             .get("type")
@@ -251,16 +241,16 @@ impl StreamJson {
 }
 
 impl Translator for StreamJson {
-    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        self.translate_checked(event)
+    fn turn_events(&self) -> &TurnEvents {
+        &self.turn
     }
 
-    fn started(&self) -> bool {
-        self.turn.started()
+    fn turn_events_mut(&mut self) -> &mut TurnEvents {
+        &mut self.turn
     }
 
-    fn session_id(&self) -> Option<&str> {
-        self.turn.session_id()
+    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        self.translate_known(event)
     }
 
     /// The `result` text, else the last assistant text.
@@ -295,10 +285,6 @@ impl Translator for StreamJson {
 
     fn mcp_servers(&self) -> Option<&[McpStatus]> {
         self.mcp_servers.as_deref()
-    }
-
-    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        self.turn.close_open_calls()
     }
 }
 
@@ -454,7 +440,7 @@ mod tests {
                     .into_iter()
                     .map(|b| b.value().clone()),
             ),
-            ToolNames::default(),
+            ToolNames::new([]),
         );
         t.translate(&json!({"type":"error","error":format!("No conversation found with session ID: x {secret}")}))
             .unwrap();
@@ -471,7 +457,7 @@ mod tests {
 
     #[test]
     fn malformed_known_events_are_errors() {
-        let mut t = translator(Redactor::default(), ToolNames::default());
+        let mut t = translator(Redactor::default(), ToolNames::new([]));
         for bad in [
             json!({"no":"type"}),
             json!({"type":"assistant","message":{"content":{"not":"an array"}}}),

@@ -8,14 +8,14 @@
 use std::collections::BTreeMap;
 
 use driver_cli::Translator;
-use driver_cli::testing::{check_stream, event, events, nasty_text as nasty, take_line};
+use driver_cli::testing::nasty_text as nasty;
 use driver_spi::{FailureKind, Redactor};
 use proptest::prelude::*;
 use run_service::McpServer;
 
 use crate::events::{StreamJson, TurnResult};
 use crate::mcp_config::{McpDialect, mcp_config};
-use crate::names::{ToolNames, sanitize};
+use driver_cli::ToolNames;
 
 fn translator(names: &[&str]) -> StreamJson {
     fn classify(_: &TurnResult) -> FailureKind {
@@ -100,44 +100,10 @@ fn server() -> impl Strategy<Value = McpServer> {
         })
 }
 
+driver_cli::fuzz_translator!(translator(&["files"]), WORDS, KEYS);
+
 proptest! {
     #![proptest_config(test_support::fuzz_config())]
-
-    /// Any sequence of event-shaped values, driven as the driver does: the shared rules hold.
-    #[test]
-    fn translator_streams_are_well_formed(events in events(WORDS, KEYS)) {
-        check_stream(translator(&["files"]), &events)?;
-    }
-
-    /// Arbitrary text parsed as a JSONL line, then translated.
-    #[test]
-    fn translator_takes_any_line(line in prop_oneof![nasty(), event(WORDS, KEYS).prop_map(|v| v.to_string())]) {
-        take_line(translator(&[]), &line);
-    }
-
-    /// A reported name is the wire name, or the wire name with a declared server's
-    /// sanitized form replaced by the declared name.
-    #[test]
-    fn tool_names_map_only_to_declared_servers(
-        declared in prop::collection::vec(prop_oneof!["[a-z_.-]{1,6}", nasty()], 0..4),
-        wire in prop_oneof!["mcp__[a-z_.-]{0,8}__[a-z_]{0,6}", nasty()],
-    ) {
-        let names = ToolNames::new(declared.iter().map(String::as_str));
-        let out = names.report(&wire);
-        if out != wire {
-            let ok = declared.iter().any(|d| {
-                let s = sanitize(d);
-                wire.strip_prefix("mcp__")
-                    .and_then(|r| r.strip_prefix(s.as_str()))
-                    .and_then(|r| r.strip_prefix("__"))
-                    .is_some_and(|tool| out == format!("mcp__{d}__{tool}"))
-            });
-            prop_assert!(ok, "{wire:?} -> {out:?}");
-        }
-        for d in &declared {
-            prop_assert!(names.declares(d));
-        }
-    }
 
     /// The MCP config writer refuses or writes one entry per server, and never writes a
     /// value that the CLI would expand except the `${VAR}` references it made itself.

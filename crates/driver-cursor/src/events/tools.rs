@@ -8,48 +8,12 @@
 //! (`providerIdentifier`) and the tool (`toolName`); that detail is not in Cursor's docs and is
 //! unverified here.
 
-use driver_cli::{MalformedEvent, json_text};
+use driver_cli::{MalformedEvent, ToolNames, json_text};
 use serde_json::Value;
 
 /// Outcome keys that are not failures. Anything else (`rejected`, `error`, `failure`,
 /// `permissionDenied`, `timeout`, …) is reported as an error result.
 const OK_OUTCOMES: &[&str] = &["success", "complete", "registered", "approved", "async"];
-
-/// The request's MCP servers, to report MCP tools as `mcp__<declared server>__<tool>`
-/// whichever spelling of the server Cursor used: as declared, or with every character
-/// outside `[A-Za-z0-9_]` as `_` (the wire form of the other CLIs).
-#[derive(Debug, Default)]
-pub(crate) struct ToolNames(Vec<String>);
-
-impl ToolNames {
-    /// The names of the declared servers.
-    pub(crate) fn new<'a>(servers: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut servers: Vec<String> = servers.into_iter().map(str::to_owned).collect();
-        // Longest first, so that `agent-ui` wins over `agent`.
-        servers.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        Self(servers)
-    }
-
-    /// The name to report for a tool Cursor called `wire`.
-    pub(crate) fn report(&self, wire: &str) -> String {
-        let Some(rest) = wire.strip_prefix("mcp__") else {
-            return wire.to_owned();
-        };
-        let on_wire = |s: &str| -> String {
-            let keep = |c: char| c.is_ascii_alphanumeric() || c == '_';
-            s.chars().map(|c| if keep(c) { c } else { '_' }).collect()
-        };
-        self.0
-            .iter()
-            .find_map(|server| {
-                [server.clone(), on_wire(server)]
-                    .iter()
-                    .find_map(|p| rest.strip_prefix(p.as_str())?.strip_prefix("__"))
-                    .map(|tool| format!("mcp__{server}__{tool}"))
-            })
-            .unwrap_or_else(|| wire.to_owned())
-    }
-}
 
 /// One tool call as the driver reports it.
 #[derive(Debug)]
@@ -185,16 +149,6 @@ mod tests {
 
     fn names() -> ToolNames {
         ToolNames::new(["agent-ui"])
-    }
-
-    #[test]
-    fn mcp_names_map_back_to_the_declared_server() {
-        let names = ToolNames::new(["agent", "agent-ui"]);
-        assert_eq!(names.report("mcp__agent_ui__ping"), "mcp__agent-ui__ping");
-        assert_eq!(names.report("mcp__agent-ui__ping"), "mcp__agent-ui__ping");
-        assert_eq!(names.report("mcp__agent__ping"), "mcp__agent__ping");
-        assert_eq!(names.report("mcp__other__ping"), "mcp__other__ping");
-        assert_eq!(names.report("grep"), "grep");
     }
 
     #[test]
