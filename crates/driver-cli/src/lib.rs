@@ -26,6 +26,8 @@
 //!   the tool-call lifecycle, undoing a malformed event, the session id), [`json_text`], and
 //!   [`fail_turn`], [`finish_turn`] and [`checkpoint`]: the terminal event and response of a
 //!   judged turn;
+//! * [`CliDriver::side_command`]: a command of the CLI besides turns (Cursor's
+//!   `create-chat`), run like a turn's process;
 //! * [`CliError`]: typed errors that map onto [`driver_spi::FailureKind`] and
 //!   [`driver_spi::DriverError`].
 //!
@@ -100,6 +102,7 @@ mod mcp_refs;
 mod options;
 mod process;
 mod session;
+mod side;
 mod stderr;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -121,6 +124,7 @@ pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mc
 pub use options::{CliOptions, CommonOptions};
 pub use process::{CliProcess, Finished, failure_kind};
 pub use session::{SessionPlan, session_codec};
+pub use side::SideOutput;
 pub use turn_events::{Mark, TurnEvents, checkpoint, fail_turn, finish_turn, json_text};
 pub use turn_lock::{NamespaceFiles, TurnLock, TurnLockError};
 pub use version::{Version, VersionCheck, probe_version};
