@@ -55,6 +55,10 @@ pub const ENV_READERS: &[(&str, &str)] = &[
         "the operator CLI: a binary reads its own environment (RUST_LOG, variables the operator names)",
     ),
     (
+        "crates/driver-cli/src/tests/support.rs",
+        "unit tests of the process layer: the host's PATH is the allow-listed variable their children find `sh` and `printf` through",
+    ),
+    (
         "crates/driver-cli/src/testing.rs",
         "the driver test kit (feature `testing`): `BLESS=1` re-blesses the transcript goldens",
     ),

@@ -15,22 +15,8 @@ use run_service::EnvBinding;
 /// allow-list, the namespace variables and its injected secrets), plus [`var`](Self::var)s and
 /// [`secret_env`](Self::secret_env) bindings. Secret values are exposed only when the child's
 /// environment is configured; `Debug` shows names only.
-///
-/// ```
-/// use driver_cli::CliCommand;
-/// use run_service::EnvBinding;
-///
-/// let key = EnvBinding::new("OPENAI_API_KEY", "sk-do-not-print-me");
-/// let cmd = CliCommand::new("codex")
-///     .args(["exec", "--json", "-"])
-///     .var("RUST_LOG", "warn")
-///     .secret_env([&key])
-///     .stdin_text("hello");
-/// let debug = format!("{cmd:?}");
-/// assert!(debug.contains("OPENAI_API_KEY") && !debug.contains("sk-do-not-print-me"));
-/// ```
 #[derive(Clone)]
-pub struct CliCommand {
+pub(crate) struct CliCommand {
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<OsString>,
     pub(crate) cwd: Option<PathBuf>,
@@ -42,7 +28,7 @@ pub struct CliCommand {
 
 impl CliCommand {
     /// A command for `program`: a path, or a name looked up in the child's `PATH`.
-    pub fn new(program: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(program: impl Into<PathBuf>) -> Self {
         Self {
             program: program.into(),
             args: Vec::new(),
@@ -55,13 +41,13 @@ impl CliCommand {
     }
 
     /// Appends one argument.
-    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+    pub(crate) fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.args.push(arg.into());
         self
     }
 
     /// Appends arguments.
-    pub fn args<I, S>(mut self, args: I) -> Self
+    pub(crate) fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
@@ -71,7 +57,7 @@ impl CliCommand {
     }
 
     /// The working directory (default: the runtime environment's `cwd`).
-    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
         self
     }
@@ -79,7 +65,7 @@ impl CliCommand {
     /// Sets a plain, non-secret variable. Names managed by the runtime environment (HOME,
     /// XDG_*, TMPDIR, state variables such as CODEX_HOME) and credential-looking names are
     /// refused by [`CliProcess::spawn`](crate::CliProcess::spawn).
-    pub fn var(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
+    pub(crate) fn var(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
         self.vars.push((name.into(), value.into()));
         self
     }
@@ -88,14 +74,17 @@ impl CliCommand {
     /// [`RuntimePayload::secret_env`](driver_spi::RuntimePayload::secret_env)). They are set
     /// last, so they win over plain variables of the same name, and their values are also
     /// redacted from the stderr tail.
-    pub fn secret_env<'a>(mut self, bindings: impl IntoIterator<Item = &'a EnvBinding>) -> Self {
+    pub(crate) fn secret_env<'a>(
+        mut self,
+        bindings: impl IntoIterator<Item = &'a EnvBinding>,
+    ) -> Self {
         self.secrets.extend(bindings.into_iter().cloned());
         self
     }
 
     /// Text written to the child's stdin, which is then closed (the prompt goes here, never
     /// on the command line). Without it, stdin is `/dev/null`.
-    pub fn stdin_text(mut self, text: impl Into<String>) -> Self {
+    pub(crate) fn stdin_text(mut self, text: impl Into<String>) -> Self {
         self.stdin = Some(text.into());
         self
     }
@@ -104,14 +93,9 @@ impl CliCommand {
     /// [`Request::redactor`](driver_spi::Request::redactor). The runtime environment's secrets,
     /// the [`secret_env`](Self::secret_env) values and the token patterns of
     /// [`runtime_env::redact()`] are always applied as well.
-    pub fn redactor(mut self, redactor: Redactor) -> Self {
+    pub(crate) fn redactor(mut self, redactor: Redactor) -> Self {
         self.redactor = Some(redactor);
         self
-    }
-
-    /// The program.
-    pub fn program(&self) -> &std::path::Path {
-        &self.program
     }
 }
 
@@ -144,8 +128,7 @@ impl fmt::Debug for CliCommand {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
-    /// Longest wait for one stdout line in [`CliProcess::next_line`](crate::CliProcess::next_line)
-    /// (default 5 minutes).
+    /// Longest wait for one stdout line (default 5 minutes).
     pub idle_timeout: Duration,
     /// Longest run, measured from spawn (default 60 minutes).
     pub total_timeout: Duration,

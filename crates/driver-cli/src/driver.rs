@@ -76,7 +76,7 @@ impl<D: Dialect> CliDriver<D> {
     ///
     /// # Errors
     /// [`CliError::NotFound`], [`CliError::VersionTooOld`], [`CliError::VersionUnparseable`]
-    /// and the spawn errors of [`CliProcess::spawn`](crate::CliProcess::spawn).
+    /// and the other errors of starting the binary.
     pub async fn check_version(&self) -> Result<Version, CliError> {
         let cli = self.options.cli();
         self.version

@@ -19,13 +19,13 @@ pub enum CliError {
     /// The program does not exist (or is not on the child's `PATH`).
     #[error("CLI program `{program}` not found")]
     NotFound {
-        /// The program as given to [`CliCommand::new`](crate::CliCommand::new).
+        /// The program, as a path or a name looked up in the child's `PATH`.
         program: String,
     },
     /// The program exists but could not be started (permissions, bad working directory, …).
     #[error("could not start CLI program `{program}`")]
     Spawn {
-        /// The program as given to [`CliCommand::new`](crate::CliCommand::new).
+        /// The program, as a path or a name looked up in the child's `PATH`.
         program: String,
         /// The operating-system error.
         #[source]
@@ -47,8 +47,8 @@ pub enum CliError {
         /// The variable.
         name: String,
     },
-    /// A credential variable was given as a plain variable; use
-    /// [`CliCommand::secret_env`](crate::CliCommand::secret_env).
+    /// A credential variable was given as a plain variable; pass it as a secret (such as
+    /// [`Invocation::secrets`](crate::Invocation::secrets)).
     #[error("`{name}` carries a credential: pass it as a secret binding")]
     CredentialVar {
         /// The variable.
@@ -152,7 +152,7 @@ impl CliError {
     /// and its sources (no secret or provider text by construction), followed by
     /// `stderr_tail` when given (pass a redacted tail, such as
     /// [`Finished::stderr_tail`](crate::Finished::stderr_tail)).
-    pub fn to_run_failure(&self, stderr_tail: Option<&str>) -> RunFailure {
+    pub(crate) fn to_run_failure(&self, stderr_tail: Option<&str>) -> RunFailure {
         let mut message = self.to_string();
         let mut source = self.source();
         while let Some(s) = source {
@@ -167,7 +167,8 @@ impl CliError {
         RunFailure::new(self.failure_kind(), message)
     }
 
-    /// `DriverError::Failed` with [`to_run_failure(None)`](Self::to_run_failure).
+    /// `DriverError::Failed` with a [`RunFailure`] of [`failure_kind`](Self::failure_kind)
+    /// whose message is this error and its sources.
     pub fn into_driver_error(self) -> DriverError {
         DriverError::Failed(self.to_run_failure(None))
     }

@@ -10,7 +10,7 @@ use runtime_env::{RuntimeEnv, RuntimeKind};
 use crate::error::CliError;
 
 /// The directory, under a runtime's state directory, that holds per-run directories.
-pub const RUNS_DIR: &str = "sdk-runs";
+pub(crate) const RUNS_DIR: &str = "sdk-runs";
 
 /// Written to claim a new directory, then removed.
 const CLAIM: &str = ".claim";
@@ -25,25 +25,9 @@ const MAX_ID_CHARS: usize = 64;
 /// symlink and ownership checks. Each `RunFiles` gets its own directory (the run id plus 64
 /// random bits, claimed under the config lock), so two concurrent runs in one namespace,
 /// even with the same run id, never share or clobber files. Dropping it removes the
-/// directory; [`remove`](Self::remove) does the same and reports errors.
-///
-/// ```
-/// use driver_cli::RunFiles;
-/// use runtime_env::{RuntimeEnv, RuntimeKind};
-///
-/// let base = tempfile::tempdir()?;
-/// let env = RuntimeEnv::builder(base.path().join("rt"), "user:alice".parse()?, base.path())
-///     .build()?;
-/// let files = RunFiles::create(&env, RuntimeKind::Codex, "run-1")?;
-/// let path = files.write("mcp.json", br#"{"mcpServers":{}}"#)?;
-/// assert!(path.starts_with(files.dir()));
-/// let dir = files.dir().to_owned();
-/// files.remove()?;
-/// assert!(!dir.exists());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// directory; a failure to remove it is logged.
 #[derive(Debug)]
-pub struct RunFiles<'e> {
+pub(crate) struct RunFiles<'e> {
     env: &'e RuntimeEnv,
     runtime: RuntimeKind,
     /// `sdk-runs/<unique>`, relative to the state directory.
@@ -62,7 +46,7 @@ impl<'e> RunFiles<'e> {
     ///
     /// [`CliError::Files`] when the runtime environment refuses or fails the write, and
     /// [`CliError::Io`] when no random name can be drawn or the claim cannot be finished.
-    pub fn create(
+    pub(crate) fn create(
         env: &'e RuntimeEnv,
         runtime: RuntimeKind,
         run_id: &str,
@@ -104,7 +88,8 @@ impl<'e> RunFiles<'e> {
     }
 
     /// The directory.
-    pub fn dir(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -116,7 +101,7 @@ impl<'e> RunFiles<'e> {
     /// [`CliError::InvalidFileName`] unless `name` is a plain file name (not empty, `.` or
     /// `..`, without `/`, `\` or NUL, at most 255 bytes), and [`CliError::Files`] when the
     /// runtime environment refuses or fails the write.
-    pub fn write(&self, name: &str, contents: &[u8]) -> Result<PathBuf, CliError> {
+    pub(crate) fn write(&self, name: &str, contents: &[u8]) -> Result<PathBuf, CliError> {
         if name.is_empty()
             || name == "."
             || name == ".."
@@ -137,7 +122,8 @@ impl<'e> RunFiles<'e> {
     /// # Errors
     ///
     /// [`CliError::Io`] when it cannot be removed.
-    pub fn remove(mut self) -> Result<(), CliError> {
+    #[cfg(test)]
+    pub(crate) fn remove(mut self) -> Result<(), CliError> {
         self.removed = true;
         remove_dir(&self.dir).map_err(|source| CliError::Io {
             op: "remove the per-run directory",

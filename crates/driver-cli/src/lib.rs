@@ -1,82 +1,91 @@
-//! The shared CLI-process layer of agent CLI drivers (Codex, Claude Code, Cursor, …).
+//! The one CLI driver of the agent CLIs (Codex, Claude Code, CodeBuddy, Cursor, Gemini), and
+//! the pieces its dialects are made of.
 //!
-//! Every CLI driver starts a provider CLI, writes a prompt to it, streams JSONL from its
-//! stdout, keeps the end of its stderr for diagnostics, and must end it (and whatever it
-//! started) on timeout or cancellation. This crate does that once:
+//! [`CliDriver<D>`](CliDriver) implements [`driver_spi::Driver`] once for every CLI: the
+//! common options, the session plan, the version check, the config files of a turn, the
+//! spawn in the namespace's [`RuntimeEnv`](runtime_env::RuntimeEnv), one event loop with one
+//! stop rule, terminate-then-fail and the judgement of a turn. A [`Dialect`] (the options
+//! type of a driver crate) supplies only what one CLI does differently. What the crate
+//! publishes is what a dialect, its driver crate and a host need:
 //!
-//! * [`CliCommand`] and [`CliProcess::spawn`]: a program run directly (never through a shell)
-//!   in a [`RuntimeEnv`](runtime_env::RuntimeEnv)'s isolated environment, in its own process
-//!   group, with secret bindings that reach only the child's environment;
-//! * [`CliProcess::next_line`] / [`next_json`](CliProcess::next_json): bounded, cancel-safe
-//!   line reading with idle and total timeouts ([`Limits`]); [`parse_json_line`];
-//! * [`CliProcess::stderr_tail`] and [`Finished::stderr_tail`]: a bounded, redacted stderr
-//!   tail;
-//! * [`CliProcess::wait`], [`CliProcess::terminate`] and `Drop`: the whole process group is
-//!   ended (SIGTERM, then SIGKILL) and the child reaped; [`failure_kind`] classifies exits;
-//! * [`probe_version`], [`VersionCheck`] (probe once, cache) and [`Version`]: the `--version`
-//!   check;
-//! * [`RunFiles`]: per-run private files (configs, MCP declarations) under the namespace;
-//! * [`TurnLock`] and [`NamespaceFiles`]: for CLIs that read config only from a namespace
-//!   file, a cross-process turn lock (waited for by polling, never following a symlink) and
-//!   the install-then-restore of those files;
+//! * [`Dialect`], [`Translator`], [`Turn`], [`Invocation`], [`ConfigFiles`],
+//!   [`NamespaceConfig`], [`NewSessionId`], [`SessionPlan`], [`session_codec`] and
+//!   [`McpStatus`]: what a dialect implements, returns and is shown;
+//! * [`CliOptions`], [`CommonOptions`], [`Limits`] and [`Version`]: the options every CLI
+//!   driver has; [`probe_version`]: the `--version` check on its own, for hosts;
+//! * [`TurnEvents`], [`Mark`], [`MalformedEvent`] and [`json_text`]: the event bookkeeping
+//!   every translator shares;
 //! * [`EnvRefs`], [`mcp_servers`], [`is_env_var_name`], [`is_mcp_server_name`] and
 //!   [`McpRefError`]: MCP server configs with secrets as environment-variable references, in
 //!   a CLI's own syntax;
-//! * [`TurnEvents`]: the event bookkeeping every JSONL translator shares (`RunStarted` once,
-//!   the tool-call lifecycle, undoing a malformed event, the session id), [`json_text`], and
-//!   [`fail_turn`], [`finish_turn`] and [`checkpoint`]: the terminal event and response of a
-//!   judged turn;
-//! * [`CliError`]: typed errors that map onto [`driver_spi::FailureKind`] and
-//!   [`driver_spi::DriverError`].
+//! * [`Finished`], [`failure_kind`], [`default_failure`], [`classify_text`], [`is_uuid`],
+//!   [`is_safe_id`] and [`CliError`]: how a process ended and how failures are classified;
+//! * [`CliDriver::side_command`]: a command of the CLI besides turns (Cursor's `create-chat`);
+//! * `testing` (feature `testing`): the driver test kit's shared fuzz, transcript replay and
+//!   conformance factory, for the driver crates' own tests.
+//!
+//! Underneath, private to the crate, is the process layer every turn runs on: a program run
+//! directly (never through a shell) in the namespace's isolated environment and in its own
+//! process group, with secret bindings that reach only the child; bounded, cancel-safe line
+//! reading with idle and total timeouts; a bounded, redacted stderr tail; the whole group
+//! ended (SIGTERM, then SIGKILL) on drop, timeout or termination; per-run private files; and,
+//! for CLIs that read config only from a namespace file, a cross-process turn lock and the
+//! install-then-restore of those files. Its tests are unit tests (`src/tests/`) with the
+//! scripted fake CLI as the child.
 //!
 //! # Invariants
 //!
 //! * The child's environment is the runtime environment's (empty, an allow-list of host
-//!   variables, namespace HOME/XDG/state variables, injected secrets) plus what the command
-//!   adds; a host credential never reaches it, and a command may not override HOME, XDG_*,
+//!   variables, namespace HOME/XDG/state variables, injected secrets) plus what the dialect
+//!   adds; a host credential never reaches it, and a dialect may not override HOME, XDG_*,
 //!   TMPDIR or state variables, nor pass a credential as a plain variable.
 //! * Secret values are exposed only to configure the child's environment. `Debug` of every
 //!   type shows names only; error messages hold code constants, numbers, names and paths,
 //!   never an output line, stderr text or a secret. stderr reaches callers only through the
-//!   redacted tail (the request's redactor, the environment's and the command's secrets, and
-//!   [`runtime_env::redact()`]'s token patterns).
+//!   redacted tail (the request's redactor, the environment's and the invocation's secrets,
+//!   and [`runtime_env::redact()`]'s token patterns).
 //! * Memory is bounded: one stdout line holds at most [`Limits::max_line_bytes`], the stderr
 //!   tail at most [`Limits::stderr_tail_bytes`] plus a fixed 8 KiB redaction margin.
-//! * A spawned process never outlives its `CliProcess` unnoticed: dropping it, a timeout in
-//!   [`CliProcess::wait`], or the end of the main process ends every remaining member of the
-//!   process group, and the direct child is always reaped (by a dedicated thread, so this
-//!   holds even when the Tokio runtime shuts down).
+//! * A spawned process never outlives its turn unnoticed: dropping the run future, a total
+//!   timeout, or the end of the main process ends every remaining member of the process
+//!   group, and the direct child is always reaped (by a dedicated thread, so this holds even
+//!   when the Tokio runtime shuts down).
 //!
 //! # What it deliberately does not do
 //!
-//! * It knows no CLI: argv, event parsing, session handling and MCP config formats belong to
-//!   each driver crate.
-//! * It does not retry, and it does not kill on [`CliProcess::next_line`] errors: the driver
-//!   decides (usually by dropping the process).
+//! * It knows no CLI: argv, event parsing, the unknown-session signal and MCP config formats
+//!   belong to each dialect.
+//! * It does not retry a turn.
+//! * It does not publish its process layer: a CLI runs only as a turn of a [`CliDriver`] or
+//!   as its [`side_command`](CliDriver::side_command), so no caller can spawn outside the
+//!   driver's environment and limits.
 //! * It cannot reach processes that leave the group (`setsid`, double-fork into a new group);
 //!   a CLI that does that must clean up after itself. It runs on Unix only.
 //!
 //! # Example
 //!
+//! The `--version` check, as a host runs it at startup (a driver runs it before its first
+//! turn), through the same isolated spawn as a turn:
+//!
 //! ```
-//! use driver_cli::{CliCommand, CliProcess, Limits};
-//! use driver_spi::ExitStatus;
+//! use std::os::unix::fs::PermissionsExt;
+//! use std::time::Duration;
+//!
+//! use driver_cli::{Version, probe_version};
 //! use runtime_env::{HostEnv, RuntimeEnv};
 //!
 //! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 //! # rt.block_on(async {
 //! let base = tempfile::tempdir()?;
+//! let cli = base.path().join("mycli");
+//! std::fs::write(&cli, "#!/bin/sh\necho 'mycli 1.4.2'\n")?;
+//! std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755))?;
 //! let env = RuntimeEnv::builder(base.path().join("rt"), "user:alice".parse()?, base.path())
 //!     .host_env(HostEnv::from_vars([("PATH", "/usr/bin:/bin")]))
 //!     .build()?;
-//! let command = CliCommand::new("echo").arg(r#"{"type":"hello"}"#);
-//! let mut process = CliProcess::spawn(&env, command, Limits::default())?;
-//! while let Some(event) = process.next_json().await? {
-//!     assert_eq!(event["type"], "hello");
-//! }
-//! let finished = process.wait().await?;
-//! assert_eq!(finished.status, ExitStatus::Success);
-//! assert!(finished.failure().is_none());
+//! let found = probe_version(&env, &cli, Version::new(1, 0, 0), Duration::from_secs(30)).await?;
+//! assert_eq!(found, Version::new(1, 4, 2));
+//! assert_eq!(found.to_string(), "1.4.2");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -100,32 +109,43 @@ mod mcp_refs;
 mod options;
 mod process;
 mod session;
+mod side;
 mod stderr;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[cfg(test)]
+mod tests;
 mod tool_names;
 mod turn;
 mod turn_events;
 mod turn_lock;
 mod version;
 
-pub use command::{CliCommand, Limits};
+pub use command::Limits;
 pub use dialect::{
     ConfigFiles, Dialect, Invocation, MalformedEvent, McpStatus, MergeFiles, NamespaceConfig,
     NewSessionId, Translator, Turn, default_failure,
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};
 pub use error::CliError;
-pub use files::{RUNS_DIR, RunFiles};
-pub use lines::parse_json_line;
 pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers};
 pub use options::{CliOptions, CommonOptions};
-pub use process::{CliProcess, Finished, failure_kind};
+pub use process::{Finished, failure_kind};
 pub use session::{SessionPlan, session_codec};
 pub use tool_names::ToolNames;
-pub use turn_events::{Mark, TurnEvents, checkpoint, fail_turn, finish_turn, json_text};
-pub use turn_lock::{NamespaceFiles, TurnLock, TurnLockError};
-pub use version::{Version, VersionCheck, probe_version};
+pub use side::SideOutput;
+pub use turn_events::{Mark, TurnEvents, json_text};
+pub use version::{Version, probe_version};
+
+// The process layer, private to the crate: the driver and the unit tests reach it here.
+pub(crate) use command::CliCommand;
+pub(crate) use files::RunFiles;
+#[cfg(feature = "testing")]
+pub(crate) use lines::parse_json_line;
+pub(crate) use process::CliProcess;
+pub(crate) use turn_events::{checkpoint, fail_turn, finish_turn};
+pub(crate) use turn_lock::{NamespaceFiles, TurnLock, TurnLockError};
+pub(crate) use version::VersionCheck;
 
 /// Whether `id` is safe to store as a CLI session id and to pass as one argv element: 1–128
 /// bytes of ASCII letters, digits, `-` and `_`, not starting with `-` (so it can never be read

@@ -119,17 +119,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
 /// Parses one JSONL line. The error names the line number only, never the content.
 ///
-/// ```
-/// use driver_cli::{CliError, parse_json_line};
-///
-/// assert_eq!(parse_json_line(r#"{"type":"done"}"#, 1).unwrap()["type"], "done");
-/// assert!(matches!(parse_json_line("oops", 7), Err(CliError::MalformedJson { line: 7 })));
-/// ```
-///
 /// # Errors
 ///
 /// [`CliError::MalformedJson`] when `line` is not one JSON value.
-pub fn parse_json_line(line: &str, line_number: usize) -> Result<serde_json::Value, CliError> {
+pub(crate) fn parse_json_line(
+    line: &str,
+    line_number: usize,
+) -> Result<serde_json::Value, CliError> {
     serde_json::from_str(line).map_err(|_| CliError::MalformedJson { line: line_number })
 }
 

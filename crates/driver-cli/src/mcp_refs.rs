@@ -144,7 +144,7 @@ impl EnvRefs {
     ///
     /// # Errors
     /// [`McpRefError::InvalidVarName`] naming `field` when `name` is not a variable name.
-    pub fn var_ref(&self, field: &'static str, name: &str) -> Result<String, McpRefError> {
+    pub(crate) fn var_ref(&self, field: &'static str, name: &str) -> Result<String, McpRefError> {
         if !is_env_var_name(name) {
             return Err(McpRefError::InvalidVarName {
                 field,

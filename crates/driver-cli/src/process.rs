@@ -37,7 +37,7 @@ use crate::stderr::{self, Redaction, TailBuffer};
 /// remains even when the Tokio runtime shuts down right after the drop. `Drop` itself never
 /// blocks: the SIGKILL is timed by a short-lived std thread rather than a task, because a task
 /// would be lost if the runtime stopped.
-pub struct CliProcess {
+pub(crate) struct CliProcess {
     program: String,
     pid: u32,
     stdout: LineReader<ChildStdout>,
@@ -66,8 +66,8 @@ impl fmt::Debug for CliProcess {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Finished {
-    /// The exit status; [`ExitStatus::TimedOut`] when [`CliProcess::wait`] hit the total
-    /// timeout and ended the process.
+    /// The exit status; [`ExitStatus::TimedOut`] when the process outlived the total timeout
+    /// and was ended.
     pub status: ExitStatus,
     /// The end of stderr, at most [`Limits::stderr_tail_bytes`] bytes, redacted.
     pub stderr_tail: String,
@@ -173,7 +173,11 @@ impl CliProcess {
     /// # Panics
     ///
     /// Like every Tokio I/O type, when the current runtime has I/O or time disabled.
-    pub fn spawn(env: &RuntimeEnv, command: CliCommand, limits: Limits) -> Result<Self, CliError> {
+    pub(crate) fn spawn(
+        env: &RuntimeEnv,
+        command: CliCommand,
+        limits: Limits,
+    ) -> Result<Self, CliError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| CliError::NoRuntime)?;
         for (name, _) in &command.vars {
             check_var(name, false)?;
@@ -294,18 +298,19 @@ impl CliProcess {
     }
 
     /// The process id (also the process group id).
-    pub fn pid(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn pid(&self) -> u32 {
         self.pid
     }
 
     /// The limits in force.
-    pub fn limits(&self) -> &Limits {
+    pub(crate) fn limits(&self) -> &Limits {
         &self.limits
     }
 
     /// How many stdout lines have been read (or reported too long) so far: the number of the
     /// last line returned.
-    pub fn line_number(&self) -> usize {
+    pub(crate) fn line_number(&self) -> usize {
         self.stdout.count()
     }
 
@@ -328,7 +333,7 @@ impl CliProcess {
     ///
     /// The process keeps running after an error; drop it or call
     /// [`terminate`](Self::terminate) to end it.
-    pub async fn next_line(&mut self) -> Result<Option<String>, CliError> {
+    pub(crate) async fn next_line(&mut self) -> Result<Option<String>, CliError> {
         let total = CliError::TotalTimeout {
             after: self.limits.total_timeout,
         };
@@ -374,7 +379,7 @@ impl CliProcess {
     ///
     /// As [`next_line`](Self::next_line), and [`CliError::MalformedJson`] with the line
     /// number (never the content) when the line is not JSON.
-    pub async fn next_json(&mut self) -> Result<Option<serde_json::Value>, CliError> {
+    pub(crate) async fn next_json(&mut self) -> Result<Option<serde_json::Value>, CliError> {
         loop {
             match self.next_line().await? {
                 None => return Ok(None),
@@ -385,7 +390,8 @@ impl CliProcess {
     }
 
     /// The redacted end of stderr so far (at most [`Limits::stderr_tail_bytes`] bytes).
-    pub fn stderr_tail(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn stderr_tail(&self) -> String {
         self.stderr
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -404,7 +410,7 @@ impl CliProcess {
     ///
     /// [`CliError::Io`] when the exit status cannot be observed (another part of the program
     /// reaped the child).
-    pub async fn wait(self) -> Result<Finished, CliError> {
+    pub(crate) async fn wait(self) -> Result<Finished, CliError> {
         let Self {
             mut stdout,
             stderr,
@@ -453,7 +459,7 @@ impl CliProcess {
     ///
     /// The status is what the process reported (usually `Signal(15)` or `Signal(9)`); if it
     /// cannot be observed (another part of the program reaped the child), `Signal(9)`.
-    pub async fn terminate(self) -> Finished {
+    pub(crate) async fn terminate(self) -> Finished {
         const SIGKILL: i32 = 9;
         let Self {
             stdout,

@@ -54,13 +54,13 @@ impl<'a> SessionPlan<'a> {
     }
 
     /// Whether the invocation continues a stored session (resume or fork).
-    pub fn is_resuming(self) -> bool {
+    pub(crate) fn is_resuming(self) -> bool {
         matches!(self, Self::Resume(_) | Self::Fork(_))
     }
 
     /// The id the CLI must report for this plan: the host-chosen id of a new session, or the
     /// resumed one. A fork and a CLI-chosen id have none.
-    pub fn expected_id(self) -> Option<&'a str> {
+    pub(crate) fn expected_id(self) -> Option<&'a str> {
         match self {
             Self::Start(id) => id,
             Self::Resume(id) => Some(id),

@@ -211,7 +211,7 @@ pub fn json_text(value: Option<&Value>) -> String {
 ///
 /// # Errors
 /// [`DriverError::Failed`] with `failure` when the run had not started.
-pub fn fail_turn(
+pub(crate) fn fail_turn(
     sink: &dyn EventSink,
     started: bool,
     failure: RunFailure,
@@ -238,7 +238,7 @@ pub fn fail_turn(
 /// Ends a turn the driver judged clean: emits `closing` (the translator's
 /// [`close_open_calls`](TurnEvents::close_open_calls)) and `RunFinished`, and returns the
 /// response with `output`, `usage` and `checkpoint`.
-pub fn finish_turn(
+pub(crate) fn finish_turn(
     sink: &dyn EventSink,
     closing: Vec<DriverEvent>,
     output: &str,
@@ -261,7 +261,11 @@ pub fn finish_turn(
 
 /// The checkpoint of `state` (a session id plus driver data) for `request`: the request's
 /// [`SessionGuard`] is written into it, and it is valid only if `codec` accepts the result.
-pub fn checkpoint(request: &Request, mut state: SessionState, codec: &GuardedCodec) -> Checkpoint {
+pub(crate) fn checkpoint(
+    request: &Request,
+    mut state: SessionState,
+    codec: &GuardedCodec,
+) -> Checkpoint {
     SessionGuard::for_request(request).write_to(&mut state);
     if codec.to_params(Some(&state)).is_ok() {
         Checkpoint::valid(state)

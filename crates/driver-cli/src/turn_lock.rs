@@ -29,7 +29,7 @@ const MAX_PAUSE: Duration = Duration::from_millis(100);
 /// Why a [`TurnLock`] was not taken.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum TurnLockError {
+pub(crate) enum TurnLockError {
     /// The lock file could not be opened (a symlink is not followed), is not a regular file
     /// of this user, or cannot be locked.
     #[error("could not {op} the turn lock")]
@@ -50,7 +50,7 @@ pub enum TurnLockError {
 
 /// An exclusive, advisory, cross-process lock on a file; released when dropped.
 #[derive(Debug)]
-pub struct TurnLock {
+pub(crate) struct TurnLock {
     file: File,
 }
 
@@ -64,7 +64,7 @@ impl TurnLock {
     /// # Errors
     /// [`TurnLockError::Io`] when the file cannot be opened, trusted or locked,
     /// [`TurnLockError::TimedOut`] after `wait`.
-    pub async fn acquire(path: &Path, wait: Duration) -> Result<Self, TurnLockError> {
+    pub(crate) async fn acquire(path: &Path, wait: Duration) -> Result<Self, TurnLockError> {
         let file = open(path)?;
         let start = Instant::now();
         let mut pause = FIRST_PAUSE;
@@ -122,25 +122,8 @@ fn open(path: &Path) -> Result<File, TurnLockError> {
 /// Every read, write and removal happens under runtime-env's config lock (writes are 0600,
 /// atomic and symlink-safe); hold a [`TurnLock`] around it so that no other turn of the
 /// namespace replaces the files meanwhile.
-///
-/// ```
-/// use driver_cli::NamespaceFiles;
-/// use runtime_env::{RuntimeEnv, RuntimeKind};
-///
-/// let base = tempfile::tempdir()?;
-/// let env = RuntimeEnv::builder(base.path().join("rt"), "user:alice".parse()?, base.path())
-///     .build()?;
-/// let files = NamespaceFiles::install(&env, RuntimeKind::Cursor, &["mcp.json"], |_| {
-///     vec![Some(b"{}".to_vec())]
-/// })?;
-/// let path = env.state_dir(RuntimeKind::Cursor).join("mcp.json");
-/// assert!(path.exists());
-/// files.restore()?;
-/// assert!(!path.exists());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug)]
-pub struct NamespaceFiles<'e> {
+pub(crate) struct NamespaceFiles<'e> {
     env: &'e RuntimeEnv,
     runtime: RuntimeKind,
     /// Each file's path relative to the state directory, and its bytes before the turn.
@@ -157,7 +140,7 @@ impl<'e> NamespaceFiles<'e> {
     /// # Errors
     /// [`CliError::Files`] or [`CliError::Io`] when a file cannot be read, written or
     /// removed; whatever was already changed is put back.
-    pub fn install(
+    pub(crate) fn install(
         env: &'e RuntimeEnv,
         runtime: RuntimeKind,
         relative: &[&str],
@@ -196,7 +179,7 @@ impl<'e> NamespaceFiles<'e> {
     ///
     /// # Errors
     /// [`CliError::Files`] or [`CliError::Io`] when a file cannot be written or removed.
-    pub fn restore(mut self) -> Result<(), CliError> {
+    pub(crate) fn restore(mut self) -> Result<(), CliError> {
         self.restored = true;
         self.put_back()
     }

@@ -16,12 +16,9 @@ use crate::process::CliProcess;
 /// ```
 /// use driver_cli::Version;
 ///
-/// let v = Version::find_in("codex-cli 0.169.0").unwrap();
-/// assert_eq!(v, Version::new(0, 169, 0));
+/// let v = Version::new(0, 169, 0);
 /// assert!(v > Version::new(0, 99, 12));
 /// assert_eq!(v.to_string(), "0.169.0");
-/// assert_eq!(Version::find_in("v2.1.3-beta.4 (build 1.2)"), Some(Version::new(2, 1, 3)));
-/// assert_eq!(Version::find_in("version 1.2"), None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
@@ -46,7 +43,7 @@ impl Version {
     /// The first `x.y.z` in `text` whose first digit does not follow a digit or a dot (so
     /// `1.2.3` is found in `v1.2.3-rc1`, and nothing in `a.1.2.3`'s middle). Numbers that
     /// overflow `u64` are not versions.
-    pub fn find_in(text: &str) -> Option<Self> {
+    pub(crate) fn find_in(text: &str) -> Option<Self> {
         let bytes = text.as_bytes();
         (0..bytes.len())
             .filter(|&i| {
@@ -81,8 +78,8 @@ impl fmt::Display for Version {
     }
 }
 
-/// Runs `<program> --version` in `env` (through [`CliProcess::spawn`], so with the same
-/// isolated environment as a run) and checks the version against `minimum`.
+/// Runs `<program> --version` in `env` (through the same isolated spawn as a turn, in its own
+/// process group) and checks the version against `minimum`.
 ///
 /// The version is the first `x.y.z` on stdout, or else in the stderr tail. `timeout` bounds
 /// the whole probe.
@@ -92,7 +89,7 @@ impl fmt::Display for Version {
 /// [`CliError::NotFound`] when the program is missing, [`CliError::TotalTimeout`] when it
 /// does not finish in time, [`CliError::VersionProbeFailed`] when it exits unsuccessfully,
 /// [`CliError::VersionUnparseable`] when it prints no version, [`CliError::VersionTooOld`]
-/// when the version is below `minimum`, and the errors of [`CliProcess::spawn`].
+/// when the version is below `minimum`, and the other errors of starting the program.
 pub async fn probe_version(
     env: &RuntimeEnv,
     program: &Path,
@@ -138,13 +135,13 @@ pub async fn probe_version(
 /// first successful probe is cached, and a failed probe is retried on the next call (the
 /// binary may be installed meanwhile).
 #[derive(Debug, Default)]
-pub struct VersionCheck {
+pub(crate) struct VersionCheck {
     version: tokio::sync::OnceCell<Version>,
 }
 
 impl VersionCheck {
     /// A check that has not probed yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -152,7 +149,7 @@ impl VersionCheck {
     ///
     /// # Errors
     /// The errors of [`probe_version`].
-    pub async fn get(
+    pub(crate) async fn get(
         &self,
         env: &RuntimeEnv,
         program: &Path,

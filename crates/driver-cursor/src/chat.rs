@@ -1,7 +1,7 @@
 //! [`create_chat`]: a Cursor-only extra, `cursor-agent create-chat`, for a host that wants a
 //! chat id before the first turn.
 
-use driver_cli::{CliCommand, CliError, CliProcess, Dialect};
+use driver_cli::CliError;
 use driver_spi::ExitStatus;
 
 use crate::CursorDriver;
@@ -26,7 +26,8 @@ pub enum CreateChatError {
     NoChatId,
 }
 
-/// Asks Cursor for a new, empty chat (`cursor-agent create-chat`, after the driver's version
+/// Asks Cursor for a new, empty chat (`cursor-agent create-chat`, a
+/// [side command](driver_cli::CliDriver::side_command) of the driver, after its version
 /// check) and returns its id. Store it as the resume id of a
 /// [`SessionState`](driver_spi::SessionState) with the request's
 /// [`SessionGuard`](driver_spi::SessionGuard) and run the first turn as a resume.
@@ -36,25 +37,19 @@ pub enum CreateChatError {
 /// # Errors
 /// [`CreateChatError`]: the CLI could not run, failed, or printed no UUID.
 pub async fn create_chat(driver: &CursorDriver) -> Result<String, CreateChatError> {
-    driver.check_version().await?;
-    let cli = driver.options().cli();
-    let command = CliCommand::new(&cli.binary).arg("create-chat");
-    let mut process = CliProcess::spawn(driver.runtime_env(), command, cli.limits)?;
-    let mut id = None;
-    while let Some(line) = process.next_line().await? {
-        if id.is_none() {
-            id = line
-                .split(|c: char| c.is_whitespace() || c == '"' || c == ',')
-                .find(|word| driver_cli::is_uuid(word))
-                .map(str::to_owned);
-        }
-    }
-    let finished = process.wait().await?;
-    if !finished.status.is_success() {
+    let out = driver.side_command(&["create-chat"]).await?;
+    if !out.finished.status.is_success() {
         return Err(CreateChatError::Failed {
-            status: finished.status,
-            stderr_tail: finished.stderr_tail,
+            status: out.finished.status,
+            stderr_tail: out.finished.stderr_tail,
         });
     }
-    id.ok_or(CreateChatError::NoChatId)
+    out.stdout
+        .iter()
+        .find_map(|line| {
+            line.split(|c: char| c.is_whitespace() || c == '"' || c == ',')
+                .find(|word| driver_cli::is_uuid(word))
+        })
+        .map(str::to_owned)
+        .ok_or(CreateChatError::NoChatId)
 }

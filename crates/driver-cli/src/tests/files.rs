@@ -1,12 +1,13 @@
-//! Per-run files.
+//! Per-run files, and the namespace files a turn installs and restores.
 
 use std::os::unix::fs::PermissionsExt;
 
-use driver_cli::{CliError, CliProcess, RUNS_DIR, RunFiles};
 use fake_cli::{Scenario, read_invocations};
 use runtime_env::RuntimeKind;
 
-use crate::support::{fixture, limits};
+use crate::files::RUNS_DIR;
+use crate::tests::support::{fixture, limits};
+use crate::{CliError, CliProcess, NamespaceFiles, RunFiles};
 
 fn mode(path: &std::path::Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -135,4 +136,17 @@ fn odd_run_ids_stay_inside_the_runs_directory() {
     let files = RunFiles::create(&fx.env, RuntimeKind::Codex, "../../etc").unwrap();
     let runs = fx.env.state_dir(RuntimeKind::Codex).join(RUNS_DIR);
     assert_eq!(files.dir().parent().unwrap(), runs);
+}
+
+#[test]
+fn restoring_namespace_files_removes_a_file_that_was_not_there() {
+    let fx = fixture();
+    let files = NamespaceFiles::install(&fx.env, RuntimeKind::Cursor, &["mcp.json"], |_| {
+        vec![Some(b"{}".to_vec())]
+    })
+    .unwrap();
+    let path = fx.env.state_dir(RuntimeKind::Cursor).join("mcp.json");
+    assert!(path.exists());
+    files.restore().unwrap();
+    assert!(!path.exists());
 }

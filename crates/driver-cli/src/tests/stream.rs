@@ -1,10 +1,10 @@
 //! Reading stdout: lines, JSON, over-long lines and bad bytes.
 
-use driver_cli::{CliCommand, CliError, CliProcess};
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario};
 
-use crate::support::{fixture, limits};
+use crate::tests::support::{fixture, limits};
+use crate::{CliCommand, CliError, CliProcess};
 
 #[tokio::test]
 async fn lines_are_streamed_in_order_then_end() {
@@ -29,7 +29,7 @@ async fn lines_are_streamed_in_order_then_end() {
     assert_eq!(process.next_line().await.unwrap(), None);
     let finished = process.wait().await.unwrap();
     assert_eq!(finished.status, ExitStatus::Success);
-    assert_eq!(driver_cli::failure_kind(finished.status), None);
+    assert_eq!(crate::failure_kind(finished.status), None);
     assert!(finished.failure().is_none());
 }
 

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use driver_cli::{CliError, CliProcess};
 use driver_spi::{ExitStatus, FailureKind};
 use fake_cli::{Rule, Scenario};
 
-use crate::support::{eventually, fixture, group_is_gone, limits};
+use crate::tests::support::{eventually, fixture, group_is_gone, limits};
+use crate::{CliError, CliProcess};
 
 #[tokio::test]
 async fn a_hang_is_an_idle_timeout_and_reading_can_resume() {

@@ -1,9 +1,9 @@
 //! Start failures.
 
-use driver_cli::{CliCommand, CliError, CliProcess};
 use fake_cli::Scenario;
 
-use crate::support::{fixture, limits};
+use crate::tests::support::{fixture, limits};
+use crate::{CliCommand, CliError, CliProcess};
 
 #[tokio::test]
 async fn a_missing_program_is_not_found() {

@@ -1,12 +1,12 @@
 //! The child's environment, stdin and working directory.
 
-use driver_cli::{CliError, CliProcess};
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario, read_invocations};
 use run_service::EnvBinding;
 use runtime_env::RuntimeKind;
 
-use crate::support::{HOST_KEY, fixture, limits};
+use crate::tests::support::{HOST_KEY, fixture, limits};
+use crate::{CliCommand, CliError, CliProcess};
 
 #[tokio::test]
 async fn the_child_sees_the_namespace_and_injected_secrets_but_no_host_credential() {
@@ -41,7 +41,7 @@ async fn the_child_sees_the_namespace_and_injected_secrets_but_no_host_credentia
             run.env["CODEX_HOME"],
             fx.env.state_dir(RuntimeKind::Codex).to_str().unwrap()
         );
-        assert_eq!(run.env["PATH"], crate::support::host_path());
+        assert_eq!(run.env["PATH"], crate::tests::support::host_path());
         // The environment's own injected secret reaches the child too.
         assert!(run.has_env("ANTHROPIC_API_KEY"));
     }
@@ -150,4 +150,17 @@ async fn namespace_variables_and_credentials_cannot_be_set_as_plain_variables() 
     let binding = EnvBinding::new("XDG_CONFIG_HOME", "/tmp");
     let err = spawn(fx.fake(&scenario).secret_env([&binding])).unwrap_err();
     assert!(matches!(err, CliError::ReservedVar { .. }), "{err:?}");
+}
+
+#[test]
+fn debug_of_a_command_shows_variable_names_never_secret_values() {
+    let key = EnvBinding::new("OPENAI_API_KEY", "sk-do-not-print-me");
+    let command = CliCommand::new("codex")
+        .args(["exec", "--json", "-"])
+        .var("RUST_LOG", "warn")
+        .secret_env([&key])
+        .stdin_text("hello");
+    let debug = format!("{command:?}");
+    assert!(debug.contains("OPENAI_API_KEY") && debug.contains("RUST_LOG"));
+    assert!(!debug.contains("sk-do-not-print-me") && !debug.contains("hello"));
 }

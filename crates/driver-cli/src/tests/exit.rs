@@ -1,11 +1,11 @@
 //! Exit statuses, their classification, and the redacted stderr tail.
 
-use driver_cli::{CliError, CliProcess, failure_kind};
 use driver_spi::{DriverError, ExitStatus, FailureKind, Redactor};
 use fake_cli::{Rule, Scenario};
 use run_service::EnvBinding;
 
-use crate::support::{ENV_SECRET, fixture, limits};
+use crate::tests::support::{ENV_SECRET, fixture, limits};
+use crate::{CliError, CliProcess, failure_kind};
 
 #[tokio::test]
 async fn a_crash_mid_stream_ends_the_stream_and_is_a_process_failure() {

@@ -3,11 +3,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use driver_cli::{CliError, Version, probe_version};
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, SCENARIO_ENV, Scenario, read_invocations};
 
-use crate::support::{Fixture, fixture, fixture_with};
+use crate::tests::support::{Fixture, fixture, fixture_with};
+use crate::{CliError, Version, probe_version};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -148,6 +148,7 @@ fn versions_are_found_in_text() {
         ("codex-cli 0.169.0", Some((0, 169, 0))),
         ("claude 2.0.14 (Claude Code)", Some((2, 0, 14))),
         ("v10.20.30-rc.1", Some((10, 20, 30))),
+        ("v2.1.3-beta.4 (build 1.2)", Some((2, 1, 3))),
         ("1.2.3.4", Some((1, 2, 3))),
         ("build 7 of 1.2 then 3.4.5", Some((3, 4, 5))),
         ("99999999999999999999.1.1 then 1.1.1", Some((1, 1, 1))),

@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use driver_cli::{CliCommand, CliProcess};
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario};
 
-use crate::support::{
+use crate::tests::support::{
     eventually, fixture, group_is_gone, limits, live_group_members, proc_stat, read_pid,
 };
+use crate::{CliCommand, CliProcess};
 
 /// A scenario that starts a grandchild (a helper server, say), reports ready and hangs.
 fn with_grandchild(pid_file: &std::path::Path) -> Scenario {

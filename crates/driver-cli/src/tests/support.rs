@@ -4,11 +4,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use driver_cli::{CliCommand, Limits};
 use fake_cli::{SCENARIO_ENV, Scenario};
 use runtime_env::{HostEnv, RuntimeEnv};
 use secrecy::SecretString;
 use tempfile::TempDir;
+
+use crate::{CliCommand, Limits};
 
 /// The value of the host's OPENAI_API_KEY, which must never reach a child.
 pub(crate) const HOST_KEY: &str = "host-key";

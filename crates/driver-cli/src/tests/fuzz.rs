@@ -4,9 +4,11 @@
 //!
 //! 10,000 cases per target with a fixed seed, so a CI failure reproduces locally.
 
-use driver_cli::{CliError, Version, parse_json_line};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
+
+use crate::lines::parse_json_line;
+use crate::{CliError, Version};
 
 fn config() -> Config {
     test_support::fuzz_config()
