@@ -54,41 +54,23 @@ impl McpStatus {
 /// [`TurnEvents::mark`](crate::TurnEvents::mark)), and provider text it keeps has passed the
 /// request's redactor. The shared harness fuzzes every translator against these rules.
 pub trait Translator: fmt::Debug + Send {
-    /// The bookkeeping every translator keeps the same way: whether the run started, the
-    /// open tool calls and the session id the events carried.
-    fn turn_events(&self) -> &TurnEvents;
-
-    /// The same, to change.
-    fn turn_events_mut(&mut self) -> &mut TurnEvents;
-
-    /// Translates one event, for [`translate`](Translator::translate). It may fail after
-    /// changing the [`TurnEvents`] (`translate` undoes that), but must change nothing else
-    /// before the event is known to be well formed.
+    /// Translates one event, recording in `turn` what every translator records the same way:
+    /// the run's start, the tool calls opened and closed, the session id an event carried.
+    /// It may fail after changing `turn` (the driver undoes that), but must
+    /// change nothing of its own before the event is known to be well formed.
     ///
     /// # Errors
     /// [`MalformedEvent`] for a known event whose shape is broken.
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent>;
+    fn translate(
+        &mut self,
+        turn: &mut TurnEvents,
+        event: &Value,
+    ) -> Result<Vec<DriverEvent>, MalformedEvent>;
 
-    /// Translates one event. A malformed event emits nothing and changes nothing: the run is
-    /// not marked started, and no call is opened or closed, by an event that is dropped.
-    ///
-    /// # Errors
-    /// [`MalformedEvent`] for a known event whose shape is broken.
-    fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        let mark = self.turn_events_mut().mark();
-        self.translate_event(event)
-            .inspect_err(|_| self.turn_events_mut().undo(mark))
-    }
-
-    /// Whether `RunStarted` was produced.
-    fn started(&self) -> bool {
-        self.turn_events().started()
-    }
-
-    /// The session (thread, chat) id the CLI reported, if any: by default the first
-    /// `session_id` an event carried.
+    /// The session (thread, chat) id, when the CLI reports it other than as a `session_id`
+    /// field [`TurnEvents::note_session`] records.
     fn session_id(&self) -> Option<&str> {
-        self.turn_events().session_id()
+        None
     }
 
     /// The final answer so far.
@@ -117,12 +99,6 @@ pub trait Translator: fmt::Debug + Send {
     /// Driver data to keep in the checkpoint besides the session id (non-secret).
     fn checkpoint_data(&self) -> Vec<(String, String)> {
         Vec::new()
-    }
-
-    /// Closes every tool call still open, as error results: a clean turn must not end with
-    /// one open.
-    fn close_open_calls(&mut self) -> Vec<DriverEvent> {
-        self.turn_events_mut().close_open_calls()
     }
 }
 

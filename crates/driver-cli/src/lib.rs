@@ -132,9 +132,9 @@ pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mc
 pub use options::{CliOptions, CommonOptions};
 pub use process::{Finished, failure_kind};
 pub use session::{SessionPlan, session_codec};
-pub use tool_names::ToolNames;
 pub use side::SideOutput;
-pub use turn_events::{Mark, TurnEvents, json_text};
+pub use tool_names::ToolNames;
+pub use turn_events::{Mark, Tracked, TurnEvents, json_text};
 pub use version::{Version, probe_version};
 
 // The process layer, private to the crate: the driver and the unit tests reach it here.

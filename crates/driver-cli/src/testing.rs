@@ -24,7 +24,7 @@ use proptest::test_runner::TestCaseError;
 use run_service::{McpServer, RunId};
 use serde_json::Value;
 
-use crate::Translator;
+use crate::{Tracked, Translator};
 
 /// Text that breaks naive parsers: control characters, JSON punctuation, non-BMP and
 /// zero-width characters, long runs.
@@ -87,10 +87,8 @@ pub fn events(
 ///
 /// # Errors
 /// A [`TestCaseError`] naming the broken rule and the events.
-pub fn check_stream(
-    mut translator: impl Translator,
-    events: &[Value],
-) -> Result<(), TestCaseError> {
+pub fn check_stream(translator: impl Translator, events: &[Value]) -> Result<(), TestCaseError> {
+    let mut translator = Tracked::new(translator);
     let mut out = Vec::new();
     let mut malformed = false;
     for event in events {
@@ -163,7 +161,7 @@ pub fn check_no_trace<T: Translator>(
     mut translator: impl FnMut() -> T,
     events: &[Value],
 ) -> Result<(), TestCaseError> {
-    let (mut with, mut without) = (translator(), translator());
+    let (mut with, mut without) = (Tracked::new(translator()), Tracked::new(translator()));
     for event in events {
         let translated = with.translate(event);
         if translated.is_ok() {
@@ -218,7 +216,8 @@ macro_rules! fuzz_translator {
 }
 
 /// Parses `line` as the driver does and translates it: never a panic, whatever the text.
-pub fn take_line(mut translator: impl Translator, line: &str) {
+pub fn take_line(translator: impl Translator, line: &str) {
+    let mut translator = Tracked::new(translator);
     if let Ok(value) = crate::parse_json_line(line, 1) {
         let _ = translator.translate(&value);
         let _ = translator.close_open_calls();
@@ -232,7 +231,8 @@ pub fn take_line(mut translator: impl Translator, line: &str) {
 ///
 /// # Panics
 /// When a line is not JSON: a fixture must be a real transcript.
-pub fn replay(mut translator: impl Translator, transcript: &str) -> String {
+pub fn replay(translator: impl Translator, transcript: &str) -> String {
+    let mut translator = Tracked::new(translator);
     let mut out = String::new();
     for (index, line) in transcript.lines().enumerate() {
         if line.trim().is_empty() {

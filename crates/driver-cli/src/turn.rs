@@ -14,6 +14,7 @@ use driver_spi::{
 };
 use runtime_env::RuntimeEnv;
 
+use crate::Tracked;
 use crate::dialect::{Dialect, Translator, Turn};
 use crate::{CliCommand, CliError, CliProcess, Finished, SessionPlan};
 
@@ -37,9 +38,10 @@ pub(crate) async fn drive<D: Dialect>(
     env: &RuntimeEnv,
     command: CliCommand,
     turn: &Turn<'_>,
-    mut translator: D::Translator,
+    translator: D::Translator,
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {
+    let mut translator = Tracked::new(translator);
     let mut process = CliProcess::spawn(env, command, dialect.cli().limits)?;
     let required: Vec<&str> = turn
         .request
@@ -79,9 +81,9 @@ pub(crate) async fn drive<D: Dialect>(
 
 /// Reads every event and forwards its translation; `Some` when reading stopped early.
 /// `started` says whether `RunStarted` reached the sink.
-async fn read_events(
+async fn read_events<T: Translator>(
     process: &mut CliProcess,
-    translator: &mut dyn Translator,
+    translator: &mut Tracked<T>,
     turn: &Turn<'_>,
     required: &[&str],
     started: &mut bool,
@@ -190,7 +192,7 @@ fn append_stderr(failure: &mut RunFailure, finished: &Finished) {
 fn judge<D: Dialect>(
     dialect: &D,
     turn: &Turn<'_>,
-    mut translator: D::Translator,
+    mut translator: Tracked<D::Translator>,
     finished: &Finished,
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {

@@ -13,6 +13,8 @@ use driver_spi::{
 };
 use serde_json::Value;
 
+use crate::{MalformedEvent, Translator};
+
 /// The tool-result text of a call that was still open when a clean turn ended.
 const NOT_COMPLETED: &str = "the tool call did not complete";
 
@@ -180,6 +182,65 @@ impl TurnEvents {
                 }
             }
         }
+    }
+}
+
+/// A [`Translator`] with the bookkeeping the driver keeps for it: what the one event loop
+/// drives. A malformed event is dropped whole: its events are not emitted and its changes to
+/// the [`TurnEvents`] are undone; the translator itself changes nothing before it knows an
+/// event is well formed. The translator's own answers (output, verdict, usage) are reached
+/// through `Deref`.
+#[derive(Debug)]
+pub struct Tracked<T> {
+    turn: TurnEvents,
+    translator: T,
+}
+
+impl<T: Translator> Tracked<T> {
+    /// `translator`, before any event.
+    pub fn new(translator: T) -> Self {
+        Self {
+            turn: TurnEvents::default(),
+            translator,
+        }
+    }
+
+    /// Translates one event; a malformed one emits nothing and changes nothing.
+    ///
+    /// # Errors
+    /// [`MalformedEvent`] for a known event whose shape is broken.
+    pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        let mark = self.turn.mark();
+        self.translator
+            .translate(&mut self.turn, event)
+            .inspect_err(|_| self.turn.undo(mark))
+    }
+
+    /// Whether `RunStarted` was produced.
+    pub fn started(&self) -> bool {
+        self.turn.started()
+    }
+
+    /// The session id the CLI reported: the translator's own, else the first `session_id`
+    /// an event carried.
+    pub fn session_id(&self) -> Option<&str> {
+        self.translator
+            .session_id()
+            .or_else(|| self.turn.session_id())
+    }
+
+    /// Closes every tool call still open, as error results: a clean turn must not end with
+    /// one open.
+    pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+        self.turn.close_open_calls()
+    }
+}
+
+impl<T> std::ops::Deref for Tracked<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.translator
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::{Dialect, Translator};
+use driver_cli::{Dialect, Tracked, Translator};
 use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 use driver_spi::{
     ProfilePayload, Request, RuntimePayload, SessionContext, SessionGuard, SessionState,
@@ -143,7 +143,7 @@ fn main() {
         let argv = driver.command_line(black_box(&request)).expect("argv");
         // The translator the driver would use for this request (the crate keeps its type
         // private; the dialect hands one out).
-        let mut translator = driver.options().translator(&request);
+        let mut translator = Tracked::new(driver.options().translator(&request));
         let mut events = 0usize;
         for line in TRANSCRIPT {
             let value: serde_json::Value = serde_json::from_str(black_box(line)).expect("json");

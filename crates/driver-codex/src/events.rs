@@ -27,7 +27,6 @@ pub(crate) const TOTAL_KEY: &str = "codex.usage_total";
 pub struct EventTranslator {
     redactor: Redactor,
     /// `RunStarted` and the tool-call lifecycle, by item id.
-    turn: TurnEvents,
     thread_id: Option<String>,
     last_message: Option<String>,
     /// The thread's totals from `turn.completed`.
@@ -59,63 +58,9 @@ impl EventTranslator {
         self
     }
 
-    fn translate_known(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        let mut out = Vec::new();
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
-        match kind {
-            "thread.started" => {
-                let id = event
-                    .get("thread_id")
-                    .and_then(Value::as_str)
-                    .ok_or(MalformedEvent)?;
-                self.thread_id = Some(id.to_owned());
-                self.turn.start(&mut out);
-            }
-            "turn.started" => self.turn.start(&mut out),
-            "turn.completed" => {
-                self.turn.start(&mut out);
-                self.turn_completed = true;
-                if let Some(usage) = event.get("usage") {
-                    let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-                    self.total = Some(
-                        Usage::new(n("input_tokens"), n("output_tokens"))
-                            .with_cached_input_tokens(n("cached_input_tokens")),
-                    );
-                }
-            }
-            "turn.failed" => {
-                self.turn.start(&mut out);
-                let message = event
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.failure = Some(RunFailure::new(
-                    classify(message),
-                    self.redactor.redact(message),
-                ));
-            }
-            "error" => {
-                let message = event
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.last_error = Some(self.redactor.redact(message).into_owned());
-            }
-            "item.started" | "item.updated" | "item.completed" => {
-                let item = event.get("item").ok_or(MalformedEvent)?;
-                self.turn.start(&mut out);
-                self.item(item, kind == "item.completed", &mut out)?;
-            }
-            _ => {}
-        }
-        Ok(out)
-    }
-
     fn item(
         &mut self,
+        turn: &mut TurnEvents,
         item: &Value,
         completed: bool,
         out: &mut Vec<DriverEvent>,
@@ -149,7 +94,7 @@ impl EventTranslator {
                     .ok_or(MalformedEvent)?;
                 let name = format!("mcp__{server}__{tool}");
                 let arguments = driver_cli::json_text(item.get("arguments"));
-                self.turn.open_call(id, &name, &arguments, out);
+                turn.open_call(id, &name, &arguments, out);
                 if completed {
                     let failed = item.get("status").and_then(Value::as_str) == Some("failed")
                         || item.get("error").is_some_and(|e| !e.is_null());
@@ -161,12 +106,12 @@ impl EventTranslator {
                     } else {
                         mcp_result_text(item.get("result"))
                     };
-                    self.turn.close_call(id, output, failed, out);
+                    turn.close_call(id, output, failed, out);
                 }
             }
             "command_execution" => {
                 let command = item.get("command").and_then(Value::as_str).unwrap_or("");
-                self.turn.open_call(id, SHELL_TOOL, command, out);
+                turn.open_call(id, SHELL_TOOL, command, out);
                 if completed {
                     let output = item
                         .get("aggregated_output")
@@ -176,7 +121,7 @@ impl EventTranslator {
                     let exit = item.get("exit_code").and_then(Value::as_i64);
                     let failed = item.get("status").and_then(Value::as_str) == Some("failed")
                         || exit.is_some_and(|c| c != 0);
-                    self.turn.close_call(id, output, failed, out);
+                    turn.close_call(id, output, failed, out);
                 }
             }
             _ => {}
@@ -186,16 +131,63 @@ impl EventTranslator {
 }
 
 impl Translator for EventTranslator {
-    fn turn_events(&self) -> &TurnEvents {
-        &self.turn
-    }
-
-    fn turn_events_mut(&mut self) -> &mut TurnEvents {
-        &mut self.turn
-    }
-
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        self.translate_known(event)
+    fn translate(
+        &mut self,
+        turn: &mut TurnEvents,
+        event: &Value,
+    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        let mut out = Vec::new();
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        match kind {
+            "thread.started" => {
+                let id = event
+                    .get("thread_id")
+                    .and_then(Value::as_str)
+                    .ok_or(MalformedEvent)?;
+                self.thread_id = Some(id.to_owned());
+                turn.start(&mut out);
+            }
+            "turn.started" => turn.start(&mut out),
+            "turn.completed" => {
+                turn.start(&mut out);
+                self.turn_completed = true;
+                if let Some(usage) = event.get("usage") {
+                    let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    self.total = Some(
+                        Usage::new(n("input_tokens"), n("output_tokens"))
+                            .with_cached_input_tokens(n("cached_input_tokens")),
+                    );
+                }
+            }
+            "turn.failed" => {
+                turn.start(&mut out);
+                let message = event
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.failure = Some(RunFailure::new(
+                    classify(message),
+                    self.redactor.redact(message),
+                ));
+            }
+            "error" => {
+                let message = event
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.last_error = Some(self.redactor.redact(message).into_owned());
+            }
+            "item.started" | "item.updated" | "item.completed" => {
+                let item = event.get("item").ok_or(MalformedEvent)?;
+                turn.start(&mut out);
+                self.item(turn, item, kind == "item.completed", &mut out)?;
+            }
+            _ => {}
+        }
+        Ok(out)
     }
 
     /// The thread id from `thread.started`.
@@ -316,12 +308,13 @@ fn this_turn(total: Usage, previous: Option<Usage>) -> Usage {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use driver_cli::Tracked;
     use driver_spi::check_sequence;
     use run_service::EnvBinding;
     use serde_json::json;
 
-    fn run(lines: &[Value]) -> (EventTranslator, Vec<DriverEvent>) {
-        let mut t = EventTranslator::default();
+    fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
+        let mut t = Tracked::new(EventTranslator::default());
         let mut events = Vec::new();
         for line in lines {
             events.extend(t.translate(line).unwrap());
@@ -383,11 +376,11 @@ mod tests {
     #[test]
     fn turn_failed_is_classified_and_redacted() {
         let secret = "sk-canary-0123456789";
-        let mut t = EventTranslator::new(Redactor::from_iter(
+        let mut t = Tracked::new(EventTranslator::new(Redactor::from_iter(
             ([&EnvBinding::new("K", secret.to_owned())])
                 .into_iter()
                 .map(|b| b.value().clone()),
-        ));
+        )));
         t.translate(&json!({"type":"turn.failed","error":{"message":format!("401 Unauthorized for key {secret}")}}))
             .unwrap();
         let failure = t.reported_failure().unwrap();
@@ -420,7 +413,7 @@ mod tests {
 
     #[test]
     fn unknown_events_are_ignored_and_malformed_known_ones_rejected() {
-        let mut t = EventTranslator::default();
+        let mut t = Tracked::new(EventTranslator::default());
         assert_eq!(
             t.translate(&json!({"type":"item.plan.delta","x":1})),
             Ok(vec![])
@@ -457,7 +450,7 @@ mod tests {
     /// `RunStarted` was dropped with the malformed event.
     #[test]
     fn malformed_first_item_does_not_start_the_run_silently() {
-        let mut t = EventTranslator::default();
+        let mut t = Tracked::new(EventTranslator::default());
         let result = t.translate(&json!({"type": "item.started", "item": null}));
         assert!(result.is_err());
         assert!(
@@ -490,7 +483,7 @@ mod tests {
                 "output_tokens":u.output_tokens}})
         };
         let turn = |previous: Option<&SessionState>, total: Usage| {
-            let mut t = EventTranslator::default().with_previous_totals(previous);
+            let mut t = Tracked::new(EventTranslator::default().with_previous_totals(previous));
             t.translate(&completed(total)).unwrap();
             t
         };

@@ -34,7 +34,6 @@ pub struct EventTranslator {
     redactor: Redactor,
     names: ToolNames,
     /// The session id, `RunStarted` and the tool-call lifecycle, by `call_id`.
-    turn: TurnEvents,
     text: String,
     result: Option<CursorResult>,
 }
@@ -50,58 +49,9 @@ impl EventTranslator {
         }
     }
 
-    fn translate_known(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        let mut out = Vec::new();
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
-        match kind {
-            "system" => {
-                self.turn.note_session(event);
-                if event.get("subtype").and_then(Value::as_str) == Some("init") {
-                    self.turn.start(&mut out);
-                }
-            }
-            // The prompt echoed back: nothing new, but it names the chat.
-            "user" => self.turn.note_session(event),
-            "assistant" => {
-                let blocks = match event.pointer("/message/content") {
-                    Some(Value::Array(blocks)) => blocks.as_slice(),
-                    Some(Value::String(_)) | None => &[],
-                    Some(_) => return Err(MalformedEvent),
-                };
-                self.turn.note_session(event);
-                self.turn.start(&mut out);
-                for block in blocks {
-                    if block.get("type").and_then(Value::as_str) == Some("text")
-                        && let Some(text) = block.get("text").and_then(Value::as_str)
-                        && !text.is_empty()
-                    {
-                        out.push(DriverEvent::text(text));
-                        self.text.push_str(text);
-                    }
-                }
-            }
-            "tool_call" => self.tool_call(event, &mut out)?,
-            "result" => {
-                // No `RunStarted` here: a lone `result` does not prove the run started.
-                self.turn.note_session(event);
-                let text = event.get("result").and_then(Value::as_str).unwrap_or("");
-                let is_error = event.get("is_error").and_then(Value::as_bool) == Some(true);
-                self.result = Some(CursorResult {
-                    success: event.get("subtype").and_then(Value::as_str) == Some("success")
-                        && !is_error,
-                    text: self.redactor.redact(text).into_owned(),
-                });
-            }
-            _ => {}
-        }
-        Ok(out)
-    }
-
     fn tool_call(
         &mut self,
+        turn: &mut TurnEvents,
         event: &Value,
         out: &mut Vec<DriverEvent>,
     ) -> Result<(), MalformedEvent> {
@@ -116,30 +66,72 @@ impl EventTranslator {
             .ok_or(MalformedEvent)?;
         let payload = event.get("tool_call").ok_or(MalformedEvent)?;
         let call = tools::parse(payload, &self.names)?;
-        self.turn.note_session(event);
-        self.turn.start(out);
+        turn.note_session(event);
+        turn.start(out);
         // A `completed` without its `started` still opens the call first; a closed call
         // stays closed.
-        self.turn.open_call(id, &call.name, &call.arguments, out);
+        turn.open_call(id, &call.name, &call.arguments, out);
         if subtype == Some("completed") {
             let (output, is_error) = tools::outcome(call.result);
-            self.turn.close_call(id, output, is_error, out);
+            turn.close_call(id, output, is_error, out);
         }
         Ok(())
     }
 }
 
 impl Translator for EventTranslator {
-    fn turn_events(&self) -> &TurnEvents {
-        &self.turn
-    }
-
-    fn turn_events_mut(&mut self) -> &mut TurnEvents {
-        &mut self.turn
-    }
-
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        self.translate_known(event)
+    fn translate(
+        &mut self,
+        turn: &mut TurnEvents,
+        event: &Value,
+    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        let mut out = Vec::new();
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        match kind {
+            "system" => {
+                turn.note_session(event);
+                if event.get("subtype").and_then(Value::as_str) == Some("init") {
+                    turn.start(&mut out);
+                }
+            }
+            // The prompt echoed back: nothing new, but it names the chat.
+            "user" => turn.note_session(event),
+            "assistant" => {
+                let blocks = match event.pointer("/message/content") {
+                    Some(Value::Array(blocks)) => blocks.as_slice(),
+                    Some(Value::String(_)) | None => &[],
+                    Some(_) => return Err(MalformedEvent),
+                };
+                turn.note_session(event);
+                turn.start(&mut out);
+                for block in blocks {
+                    if block.get("type").and_then(Value::as_str) == Some("text")
+                        && let Some(text) = block.get("text").and_then(Value::as_str)
+                        && !text.is_empty()
+                    {
+                        out.push(DriverEvent::text(text));
+                        self.text.push_str(text);
+                    }
+                }
+            }
+            "tool_call" => self.tool_call(turn, event, &mut out)?,
+            "result" => {
+                // No `RunStarted` here: a lone `result` does not prove the run started.
+                turn.note_session(event);
+                let text = event.get("result").and_then(Value::as_str).unwrap_or("");
+                let is_error = event.get("is_error").and_then(Value::as_bool) == Some(true);
+                self.result = Some(CursorResult {
+                    success: event.get("subtype").and_then(Value::as_str) == Some("success")
+                        && !is_error,
+                    text: self.redactor.redact(text).into_owned(),
+                });
+            }
+            _ => {}
+        }
+        Ok(out)
     }
 
     /// The `result` text, else the assistant messages joined.
@@ -171,11 +163,12 @@ impl Translator for EventTranslator {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use driver_cli::Tracked;
     use run_service::EnvBinding;
     use serde_json::json;
 
-    fn run(lines: &[Value]) -> (EventTranslator, Vec<DriverEvent>) {
-        let mut t = EventTranslator::new(Redactor::default(), ["agent-ui"]);
+    fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
+        let mut t = Tracked::new(EventTranslator::new(Redactor::default(), ["agent-ui"]));
         let mut events = Vec::new();
         for line in lines {
             events.extend(t.translate(line).unwrap());
@@ -262,10 +255,10 @@ mod tests {
     #[test]
     fn the_result_is_redacted_and_a_lone_result_does_not_start() {
         let secret = "sk-canary-0123456789";
-        let mut t = EventTranslator::new(
+        let mut t = Tracked::new(EventTranslator::new(
             Redactor::from_iter([EnvBinding::new("K", secret.to_owned()).value().clone()]),
             [],
-        );
+        ));
         let out = t
             .translate(&json!({"type":"result","subtype":"error","is_error":true,"result":format!("bad api key {secret}"),"session_id":"s"}))
             .unwrap();
@@ -279,7 +272,7 @@ mod tests {
 
     #[test]
     fn a_failed_result_is_a_provider_failure_unless_its_text_says_more() {
-        let mut t = EventTranslator::default();
+        let mut t = Tracked::new(EventTranslator::default());
         t.translate(
             &json!({"type":"result","subtype":"error","is_error":true,"result":"model overloaded"}),
         )
@@ -289,7 +282,7 @@ mod tests {
             (failure.kind, failure.message.as_str()),
             (FailureKind::Provider, "model overloaded")
         );
-        let mut t = EventTranslator::default();
+        let mut t = Tracked::new(EventTranslator::default());
         t.translate(&json!({"type":"result","subtype":"success","is_error":true,"result":"429 Too Many Requests"}))
             .unwrap();
         assert_eq!(t.reported_failure().unwrap().kind, FailureKind::RateLimited);
@@ -297,7 +290,7 @@ mod tests {
 
     #[test]
     fn malformed_known_events_are_errors_and_unknown_ones_ignored() {
-        let mut t = EventTranslator::default();
+        let mut t = Tracked::new(EventTranslator::default());
         for bad in [
             json!({"no":"type"}),
             json!({"type":"assistant","message":{"content":{"not":"a list"}}}),

@@ -356,6 +356,7 @@ fn session_file(gemini_dir: &Path, id: &str) -> Option<PathBuf> {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use driver_cli::TurnEvents;
 
     const ID: &str = "0199a213-81c0-7800-8aa1-bbab2a035a53";
 
@@ -501,7 +502,7 @@ mod tests {
         use serde_json::json;
         let failed = |result: serde_json::Value| {
             let mut t = EventTranslator::default();
-            t.translate(&result).unwrap();
+            t.translate(&mut TurnEvents::default(), &result).unwrap();
             t
         };
         let kind = |t: &EventTranslator, status| failure(t, status, "").kind;

@@ -37,7 +37,6 @@ pub struct EventTranslator {
     redactor: Redactor,
     names: ToolNames,
     /// `RunStarted` and the tool-call lifecycle, by `tool_id`.
-    turn: TurnEvents,
     session_id: Option<String>,
     /// The assistant text since the last tool call: the run's output.
     message: String,
@@ -104,15 +103,21 @@ impl EventTranslator {
             ..Self::default()
         }
     }
+}
 
-    fn translate_known(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+impl Translator for EventTranslator {
+    fn translate(
+        &mut self,
+        turn: &mut TurnEvents,
+        event: &Value,
+    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = str_field(event, "type")?;
         match kind {
             "init" => {
                 let id = str_field(event, "session_id")?;
                 self.session_id = Some(id.to_owned());
-                self.turn.start(&mut out);
+                turn.start(&mut out);
             }
             "message" => {
                 let role = str_field(event, "role")?;
@@ -124,7 +129,7 @@ impl EventTranslator {
                     }
                     self.message.push_str(content);
                     if !content.is_empty() {
-                        self.turn.start(&mut out);
+                        turn.start(&mut out);
                         out.push(DriverEvent::text(content));
                     }
                 }
@@ -133,10 +138,9 @@ impl EventTranslator {
                 let id = str_field(event, "tool_id")?;
                 let name = str_field(event, "tool_name")?;
                 let arguments = driver_cli::json_text(event.get("parameters"));
-                self.turn.start(&mut out);
+                turn.start(&mut out);
                 self.message.clear();
-                self.turn
-                    .open_call(id, &self.names.report(name), &arguments, &mut out);
+                turn.open_call(id, &self.names.report(name), &arguments, &mut out);
             }
             "tool_result" => {
                 let id = str_field(event, "tool_id")?;
@@ -148,7 +152,7 @@ impl EventTranslator {
                     (_, Some(output), _) => output.to_owned(),
                     _ => String::new(),
                 };
-                self.turn.close_call(id, text, failed, &mut out);
+                turn.close_call(id, text, failed, &mut out);
             }
             "error" => {
                 let message = str_field(event, "message")?;
@@ -169,25 +173,11 @@ impl EventTranslator {
                     message,
                     usage: event.get("stats").and_then(usage),
                 });
-                self.turn.start(&mut out);
+                turn.start(&mut out);
             }
             _ => {}
         }
         Ok(out)
-    }
-}
-
-impl Translator for EventTranslator {
-    fn turn_events(&self) -> &TurnEvents {
-        &self.turn
-    }
-
-    fn turn_events_mut(&mut self) -> &mut TurnEvents {
-        &mut self.turn
-    }
-
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        self.translate_known(event)
     }
 
     /// The session id from `init`.
@@ -244,11 +234,15 @@ pub(crate) fn tool_names<'a>(servers: impl IntoIterator<Item = &'a str>) -> Tool
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use driver_cli::Tracked;
     use secrecy::SecretString;
     use serde_json::json;
 
-    fn run(lines: &[Value]) -> (EventTranslator, Vec<DriverEvent>) {
-        let mut t = EventTranslator::new(Redactor::default(), tool_names(["agent-tools"]));
+    fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
+        let mut t = Tracked::new(EventTranslator::new(
+            Redactor::default(),
+            tool_names(["agent-tools"]),
+        ));
         let mut events = Vec::new();
         for line in lines {
             events.extend(t.translate(line).unwrap());
@@ -303,7 +297,7 @@ mod tests {
     fn failed_tools_errors_and_results_are_redacted() {
         let secret = "AIza-canary-0123456789";
         let redactor = Redactor::from_iter([SecretString::from(secret)]);
-        let mut t = EventTranslator::new(redactor, tool_names([]));
+        let mut t = Tracked::new(EventTranslator::new(redactor, tool_names([])));
         t.translate(&json!({"type":"tool_use","tool_name":"x","tool_id":"a"}))
             .unwrap();
         let events = t
@@ -341,7 +335,7 @@ mod tests {
 
     #[test]
     fn unknown_events_are_ignored_and_malformed_known_ones_change_nothing() {
-        let mut t = EventTranslator::default();
+        let mut t = Tracked::new(EventTranslator::default());
         assert_eq!(t.translate(&json!({"type":"thought","x":1})), Ok(vec![]));
         for bad in [
             json!({"no_type": true}),

@@ -53,7 +53,6 @@ pub struct StreamJson {
     names: ToolNames,
     classify: fn(&TurnResult) -> FailureKind,
     /// The session id, `RunStarted` and the tool-call lifecycle, by `tool_use` id.
-    turn: TurnEvents,
     mcp_servers: Option<Vec<McpStatus>>,
     last_text: Option<String>,
     result: Option<TurnResult>,
@@ -80,7 +79,6 @@ impl StreamJson {
             redactor,
             names,
             classify,
-            turn: TurnEvents::default(),
             mcp_servers: None,
             last_text: None,
             result: None,
@@ -96,7 +94,60 @@ impl StreamJson {
             .any(|text| text.to_ascii_lowercase().contains(phrase))
     }
 
-    fn translate_known(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+    fn tool_use(
+        &mut self,
+        turn: &mut TurnEvents,
+        block: &Value,
+        out: &mut Vec<DriverEvent>,
+    ) -> Result<(), MalformedEvent> {
+        let id = block
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        let name = block
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        let arguments = driver_cli::json_text(block.get("input"));
+        turn.open_call(id, &self.names.report(name), &arguments, out);
+        Ok(())
+    }
+
+    fn tool_result(
+        &mut self,
+        turn: &mut TurnEvents,
+        block: &Value,
+        out: &mut Vec<DriverEvent>,
+    ) -> Result<(), MalformedEvent> {
+        let id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
+        let output = match block.get("content") {
+            Some(Value::String(s)) => unwrap_encoded_blocks(s),
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .map(unwrap_encoded_blocks)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+        let is_error = block
+            .get("is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        turn.close_call(id, output, is_error, out);
+        Ok(())
+    }
+}
+
+impl Translator for StreamJson {
+    fn translate(
+        &mut self,
+        turn: &mut TurnEvents,
+        event: &Value,
+    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mut out = Vec::new();
         let kind = event
             .get("type")
@@ -104,15 +155,15 @@ impl StreamJson {
             .ok_or(MalformedEvent)?;
         match kind {
             "system" => {
-                self.turn.note_session(event);
+                turn.note_session(event);
                 if event.get("subtype").and_then(Value::as_str) == Some("init") {
                     self.mcp_servers = Some(mcp_statuses(event.get("mcp_servers"))?);
-                    self.turn.start(&mut out);
+                    turn.start(&mut out);
                 }
             }
             "assistant" => {
-                self.turn.note_session(event);
-                self.turn.start(&mut out);
+                turn.note_session(event);
+                turn.start(&mut out);
                 let mut text = String::new();
                 for block in content(event)? {
                     match block.get("type").and_then(Value::as_str) {
@@ -123,7 +174,7 @@ impl StreamJson {
                                 text.push_str(piece);
                             }
                         }
-                        Some("tool_use") => self.tool_use(block, &mut out)?,
+                        Some("tool_use") => self.tool_use(turn, block, &mut out)?,
                         _ => {}
                     }
                 }
@@ -132,17 +183,17 @@ impl StreamJson {
                 }
             }
             "user" => {
-                self.turn.note_session(event);
+                turn.note_session(event);
                 for block in content(event)? {
                     if block.get("type").and_then(Value::as_str) == Some("tool_result") {
-                        self.tool_result(block, &mut out)?;
+                        self.tool_result(turn, block, &mut out)?;
                     }
                 }
             }
             "result" => {
                 // No `RunStarted` here: a CLI that refuses to start (an unknown session)
                 // prints a lone `result` without `system/init`.
-                self.turn.note_session(event);
+                turn.note_session(event);
                 let text = event.get("result").and_then(Value::as_str).unwrap_or("");
                 self.result = Some(TurnResult {
                     subtype: event
@@ -191,66 +242,6 @@ impl StreamJson {
             _ => {}
         }
         Ok(out)
-    }
-
-    fn tool_use(
-        &mut self,
-        block: &Value,
-        out: &mut Vec<DriverEvent>,
-    ) -> Result<(), MalformedEvent> {
-        let id = block
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
-        let name = block
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
-        let arguments = driver_cli::json_text(block.get("input"));
-        self.turn
-            .open_call(id, &self.names.report(name), &arguments, out);
-        Ok(())
-    }
-
-    fn tool_result(
-        &mut self,
-        block: &Value,
-        out: &mut Vec<DriverEvent>,
-    ) -> Result<(), MalformedEvent> {
-        let id = block
-            .get("tool_use_id")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
-        let output = match block.get("content") {
-            Some(Value::String(s)) => unwrap_encoded_blocks(s),
-            Some(Value::Array(blocks)) => blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .map(unwrap_encoded_blocks)
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => String::new(),
-        };
-        let is_error = block
-            .get("is_error")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        self.turn.close_call(id, output, is_error, out);
-        Ok(())
-    }
-}
-
-impl Translator for StreamJson {
-    fn turn_events(&self) -> &TurnEvents {
-        &self.turn
-    }
-
-    fn turn_events_mut(&mut self) -> &mut TurnEvents {
-        &mut self.turn
-    }
-
-    fn translate_event(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        self.translate_known(event)
     }
 
     /// The `result` text, else the last assistant text.
@@ -355,6 +346,7 @@ fn usage(value: &Value) -> Usage {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use driver_cli::Tracked;
     use run_service::EnvBinding;
     use serde_json::json;
 
@@ -366,8 +358,11 @@ mod tests {
         StreamJson::with(redactor, names, plain)
     }
 
-    fn translate(lines: &[Value]) -> (StreamJson, Vec<DriverEvent>) {
-        let mut t = translator(Redactor::default(), ToolNames::new(["agent-ui"]));
+    fn translate(lines: &[Value]) -> (Tracked<StreamJson>, Vec<DriverEvent>) {
+        let mut t = Tracked::new(translator(
+            Redactor::default(),
+            ToolNames::new(["agent-ui"]),
+        ));
         let mut events = Vec::new();
         for line in lines {
             events.extend(t.translate(line).unwrap());
@@ -434,14 +429,14 @@ mod tests {
     #[test]
     fn result_and_error_events_are_kept_redacted() {
         let secret = "canary-secret-42f1";
-        let mut t = translator(
+        let mut t = Tracked::new(translator(
             Redactor::from_iter(
                 ([&EnvBinding::new("K", secret.to_owned())])
                     .into_iter()
                     .map(|b| b.value().clone()),
             ),
             ToolNames::new([]),
-        );
+        ));
         t.translate(&json!({"type":"error","error":format!("No conversation found with session ID: x {secret}")}))
             .unwrap();
         assert!(t.last_error().unwrap().starts_with("No conversation found"));
@@ -457,7 +452,7 @@ mod tests {
 
     #[test]
     fn malformed_known_events_are_errors() {
-        let mut t = translator(Redactor::default(), ToolNames::new([]));
+        let mut t = Tracked::new(translator(Redactor::default(), ToolNames::new([])));
         for bad in [
             json!({"no":"type"}),
             json!({"type":"assistant","message":{"content":{"not":"an array"}}}),

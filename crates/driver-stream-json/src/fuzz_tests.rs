@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use driver_cli::Translator;
+use driver_cli::Tracked;
 use driver_cli::testing::nasty_text as nasty;
 use driver_spi::{FailureKind, Redactor};
 use proptest::prelude::*;
@@ -144,7 +144,7 @@ proptest! {
 /// `run_turn` later reports `RunFailed` after no `RunStarted`.
 #[test]
 fn malformed_first_assistant_event_does_not_start_the_run_silently() {
-    let mut t = translator(&[]);
+    let mut t = Tracked::new(translator(&[]));
     let result = t.translate(&serde_json::json!({"type": "assistant", "message": {"content": 5}}));
     assert!(result.is_err());
     assert!(
