@@ -5,7 +5,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use runtime_env::{RuntimeEnv, RuntimeKind};
+use runtime_env::{RuntimeDescriptor, RuntimeEnv};
 
 use crate::error::CliError;
 
@@ -29,12 +29,23 @@ const MAX_ID_CHARS: usize = 64;
 ///
 /// ```
 /// use driver_cli::RunFiles;
-/// use runtime_env::{RuntimeEnv, RuntimeKind};
+/// use runtime_env::{RuntimeDescriptor, RuntimeEnv};
+/// # use runtime_env::{IsolationMode, KeyringUse, McpMechanism};
 ///
+/// static TOOL: RuntimeDescriptor = RuntimeDescriptor {
+///     name: "tool",
+///     state_var: "TOOL_HOME",
+///     state_subdir: ".tool",
+///     // …
+/// #   program: "tool", state_dir_must_exist: false, private_subdirs: &[], sources: &[],
+/// #   credential_files: &[], api_key_vars: &[], keyring: KeyringUse::Never,
+/// #   mcp: McpMechanism::McpConfigFlag, supported_modes: &[IsolationMode::Subprocess],
+/// };
 /// let base = tempfile::tempdir()?;
 /// let env = RuntimeEnv::builder(base.path().join("rt"), "user:alice".parse()?, base.path())
+///     .runtimes([&TOOL])
 ///     .build()?;
-/// let files = RunFiles::create(&env, RuntimeKind::Codex, "run-1")?;
+/// let files = RunFiles::create(&env, &TOOL, "run-1")?;
 /// let path = files.write("mcp.json", br#"{"mcpServers":{}}"#)?;
 /// assert!(path.starts_with(files.dir()));
 /// let dir = files.dir().to_owned();
@@ -45,7 +56,7 @@ const MAX_ID_CHARS: usize = 64;
 #[derive(Debug)]
 pub struct RunFiles<'e> {
     env: &'e RuntimeEnv,
-    runtime: RuntimeKind,
+    runtime: &'static RuntimeDescriptor,
     /// `sdk-runs/<unique>`, relative to the state directory.
     relative: String,
     dir: PathBuf,
@@ -60,16 +71,17 @@ impl<'e> RunFiles<'e> {
     ///
     /// # Errors
     ///
-    /// [`CliError::Files`] when the runtime environment refuses or fails the write, and
+    /// [`CliError::Files`] when the runtime environment refuses or fails the write (or does
+    /// not serve `runtime`), and
     /// [`CliError::Io`] when no random name can be drawn or the claim cannot be finished.
     pub fn create(
         env: &'e RuntimeEnv,
-        runtime: RuntimeKind,
+        runtime: &'static RuntimeDescriptor,
         run_id: &str,
     ) -> Result<Self, CliError> {
         let prefix = sanitize(run_id);
         let lock = env.lock_config()?;
-        let runs = env.state_dir(runtime).join(RUNS_DIR);
+        let runs = env.state_dir(runtime)?.join(RUNS_DIR);
         loop {
             let unique = format!("{prefix}-{}", random_suffix()?);
             // Under the config lock nobody else claims names, so "absent" stays true until

@@ -27,7 +27,10 @@
 //!   [`fail_turn`], [`finish_turn`] and [`checkpoint`]: the terminal event and response of a
 //!   judged turn;
 //! * [`CliError`]: typed errors that map onto [`driver_spi::FailureKind`] and
-//!   [`driver_spi::DriverError`].
+//!   [`driver_spi::DriverError`];
+//! * [`Runtime`], [`CommonArgs`], [`BuildError`]: the entry of the open runtime registry that
+//!   each driver crate exports (its descriptor, binary and key variables, and how its driver
+//!   is built from common arguments).
 //!
 //! # Invariants
 //!
@@ -99,6 +102,7 @@ mod lines;
 mod mcp_refs;
 mod options;
 mod process;
+mod runtime;
 mod session;
 mod stderr;
 #[cfg(feature = "testing")]
@@ -120,6 +124,7 @@ pub use lines::parse_json_line;
 pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers};
 pub use options::{CliOptions, CommonOptions};
 pub use process::{CliProcess, Finished, failure_kind};
+pub use runtime::{BuildError, CommonArgs, Runtime};
 pub use session::{SessionPlan, session_codec};
 pub use turn_events::{Mark, TurnEvents, checkpoint, fail_turn, finish_turn, json_text};
 pub use turn_lock::{NamespaceFiles, TurnLock, TurnLockError};

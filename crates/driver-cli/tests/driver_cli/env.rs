@@ -4,9 +4,8 @@ use driver_cli::{CliError, CliProcess};
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario, read_invocations};
 use run_service::EnvBinding;
-use runtime_env::RuntimeKind;
 
-use crate::support::{HOST_KEY, fixture, limits};
+use crate::support::{CODEX, HOST_KEY, fixture, limits};
 
 #[tokio::test]
 async fn the_child_sees_the_namespace_and_injected_secrets_but_no_host_credential() {
@@ -39,7 +38,7 @@ async fn the_child_sees_the_namespace_and_injected_secrets_but_no_host_credentia
         assert_eq!(run.env["HOME"], fx.env.home().to_str().unwrap());
         assert_eq!(
             run.env["CODEX_HOME"],
-            fx.env.state_dir(RuntimeKind::Codex).to_str().unwrap()
+            fx.env.state_dir(&CODEX).unwrap().to_str().unwrap()
         );
         assert_eq!(run.env["PATH"], crate::support::host_path());
         // The environment's own injected secret reaches the child too.

@@ -77,6 +77,7 @@ impl FakeGemini {
     /// environment carries this CLI's credential variables.
     pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
         Self(Harness::new(
+            &driver_gemini::RUNTIME.descriptor,
             scenario,
             VERSION,
             record_env,
@@ -99,7 +100,10 @@ impl FakeGemini {
 
     /// The namespace's `GEMINI_CLI_HOME`.
     pub(crate) fn gemini_home(&self) -> PathBuf {
-        self.env.state_dir(runtime_env::RuntimeKind::Gemini)
+        self.env
+            .state_dir(&driver_gemini::RUNTIME.descriptor)
+            .unwrap()
+            .to_owned()
     }
 
     /// Writes a recording of session `id` where Gemini keeps them, as the real CLI does when
