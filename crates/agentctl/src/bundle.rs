@@ -19,26 +19,19 @@ const BUNDLE_FORMAT: u32 = 1;
 /// How long one `--version` probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The CLIs probed: runtime name, the variable that may name the binary, the default program.
-const PROBED: &[(&str, &str, &str)] = &[
-    ("codex", "CODEX_BIN", "codex"),
-    ("claude_code", "CLAUDE_BIN", "claude"),
-    ("codebuddy", "CODEBUDDY_BIN", "codebuddy"),
-    ("cursor", "CURSOR_BIN", "cursor-agent"),
-    ("gemini", "GEMINI_BIN", "gemini"),
-];
-
 /// Writes the bundle to `path` (0600, never over an existing file) and names it on stderr.
 pub(crate) async fn write(options: &EnvOptions, path: Option<&Path>) -> Result<(), Failure> {
     let env = build(options)?;
     let summary = env.summary();
     let mut runtimes = Vec::new();
     let progress = crate::output::Progress::new();
-    for (runtime, variable, default) in PROBED {
+    // Every registered CLI: its binary from its variable, else its program on PATH.
+    for entry in runtimes::all() {
+        let runtime = entry.descriptor.name;
         progress.note(&format!("probing {runtime}…"));
-        let program = std::env::var_os(variable)
+        let program = std::env::var_os(entry.bin_var)
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(default));
+            .unwrap_or_else(|| PathBuf::from(entry.descriptor.program));
         let probed = probe_version(&env, &program, Version::new(0, 0, 0), PROBE_TIMEOUT).await;
         let (version, probe) = match probed {
             Ok(version) => (Value::String(version.to_string()), "ok"),

@@ -1,12 +1,14 @@
 //! `agentctl auth status` and `agentctl runtime-env show`: what `runtime-env` reports for a
-//! namespace, without a secret (its summaries carry names and placeholder paths only).
+//! namespace, without a secret (its summaries carry names and placeholder paths only). The
+//! runtimes are the registry's (`runtimes::all()`), so a new runtime appears here without a
+//! change to agentctl.
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum};
 use runtime_env::{
-    CredentialNamespace, HostEnv, IsolationLevel, RuntimeEnv, RuntimeEnvBuilder, RuntimeKind,
-    Tenancy,
+    CredentialNamespace, HostEnv, IsolationLevel, RuntimeEnv, RuntimeEnvBuilder, Tenancy,
 };
 use serde_json::Value;
 
@@ -22,31 +24,31 @@ pub(crate) enum Level {
     Namespaced,
 }
 
-/// The runtimes `auth status --runtime` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Runtime {
-    /// The Codex CLI.
-    Codex,
-    /// Claude Code.
-    ClaudeCode,
-    /// The Cursor CLI.
-    Cursor,
-    /// CodeBuddy Code.
-    Codebuddy,
-    /// The Gemini CLI.
-    Gemini,
+/// The parser of a `--runtime` value: `extra` (such as `reference`) and every registered
+/// runtime, shown with `-` (`claude-code`) and accepted with `_` too (`claude_code`, its
+/// registry name).
+pub(crate) fn runtime_parser(extra: &[&'static str]) -> PossibleValuesParser {
+    let registered = runtimes::all().iter().map(|r| {
+        let name = r.descriptor.name;
+        let shown = PossibleValue::new(name.replace('_', "-"));
+        if name.contains('_') {
+            shown.alias(name)
+        } else {
+            shown
+        }
+    });
+    PossibleValuesParser::new(
+        extra
+            .iter()
+            .map(|e| PossibleValue::new(*e))
+            .chain(registered),
+    )
 }
 
-impl From<Runtime> for RuntimeKind {
-    fn from(runtime: Runtime) -> Self {
-        match runtime {
-            Runtime::Codex => Self::Codex,
-            Runtime::ClaudeCode => Self::ClaudeCode,
-            Runtime::Cursor => Self::Cursor,
-            Runtime::Codebuddy => Self::CodeBuddy,
-            Runtime::Gemini => Self::Gemini,
-        }
-    }
+/// The registered runtime a `--runtime` value names.
+pub(crate) fn registered(value: &str) -> Result<&'static driver_cli::Runtime, Failure> {
+    runtimes::find(&value.replace('-', "_"))
+        .ok_or_else(|| Failure::new(exit::USAGE, format!("--runtime: no runtime `{value}`")))
 }
 
 /// Which environment to look at.
@@ -63,7 +65,8 @@ pub(crate) struct EnvOptions {
     base: Option<PathBuf>,
 }
 
-/// The runtime environment these options name (its directories are created if missing).
+/// The runtime environment these options name, serving every registered runtime (its
+/// directories are created if missing).
 pub(crate) fn build(options: &EnvOptions) -> Result<RuntimeEnv, Failure> {
     let cwd = std::env::current_dir().map_err(|e| {
         Failure::new(
@@ -71,7 +74,8 @@ pub(crate) fn build(options: &EnvOptions) -> Result<RuntimeEnv, Failure> {
             format!("cannot read the current directory: {e}"),
         )
     })?;
-    finish(builder(options, cwd)?)
+    let all = runtimes::all().iter().map(|r| &r.descriptor);
+    finish(builder(options, cwd)?.runtimes(all))
 }
 
 /// Builds a prepared environment.
@@ -84,7 +88,8 @@ pub(crate) fn finish(builder: RuntimeEnvBuilder) -> Result<RuntimeEnv, Failure> 
     })
 }
 
-/// The builder of the environment these options name, for a runtime working in `cwd`.
+/// The builder of the environment these options name, for a runtime working in `cwd`; it
+/// serves no runtime yet (a registry entry adds its own).
 pub(crate) fn builder(options: &EnvOptions, cwd: PathBuf) -> Result<RuntimeEnvBuilder, Failure> {
     let namespace: CredentialNamespace = options
         .namespace
@@ -119,12 +124,15 @@ fn name(value: impl serde::Serialize) -> String {
 /// `auth status`.
 pub(crate) fn auth_status(
     options: &EnvOptions,
-    runtime: Option<Runtime>,
+    runtime: Option<&str>,
     json: bool,
 ) -> Result<(), Failure> {
     let env = build(options)?;
     let statuses = match runtime {
-        Some(runtime) => vec![env.auth_status(runtime.into())],
+        Some(runtime) => {
+            let status = env.auth_status(&registered(runtime)?.descriptor);
+            vec![status.map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?]
+        }
         None => env.auth_statuses(),
     };
     let mut out = output::Out::stdout();
@@ -139,7 +147,7 @@ pub(crate) fn auth_status(
     for status in &statuses {
         out.line(&format!(
             "{:<12}  {:<9}  {:<12}  {}",
-            status.runtime.to_string(),
+            status.runtime,
             name(status.logged_in),
             name(status.auth_model),
             status.account_label.as_deref().unwrap_or("-")

@@ -125,9 +125,9 @@ enum AuthCommand {
     /// Per runtime: logged in or not, how, and a safe label of the credential (a variable
     /// name or a placeholder path; never an account or a value). Opens no credential file.
     Status {
-        /// Only this runtime.
-        #[arg(long, value_enum)]
-        runtime: Option<env::Runtime>,
+        /// Only this runtime (a registered one).
+        #[arg(long, value_parser = env::runtime_parser(&[]))]
+        runtime: Option<String>,
         #[command(flatten)]
         env: env::EnvOptions,
         /// JSON instead of a table.
@@ -286,7 +286,7 @@ fn main() -> ExitCode {
 async fn execute(cli: &Cli) -> Result<(), Failure> {
     match &cli.command {
         Command::Auth(AuthCommand::Status { runtime, env, json }) => {
-            return env::auth_status(env, *runtime, *json);
+            return env::auth_status(env, runtime.as_deref(), *json);
         }
         Command::RuntimeEnv(RuntimeEnvCommand::Show { env, json }) => {
             return env::show(env, *json);

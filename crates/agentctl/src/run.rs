@@ -5,40 +5,27 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent::{Agent, SessionOutcome, Thread, ThreadError, ThreadEventKind, Verdict};
-use clap::{Args, ValueEnum};
-// The builder methods every CLI driver's options share (binary, model, limits).
-use driver_cli::CommonOptions as _;
+use clap::Args;
+use driver_cli::{BuildError, CommonArgs};
 use driver_spi::reference::ReferenceDriver;
 use run_service::McpServer;
 use serde_json::json;
 use thread_store::ThreadStore;
 
-use crate::env::{EnvOptions, builder as env_builder, finish as env_finish};
+use crate::env::{EnvOptions, builder as env_builder, registered, runtime_parser};
 use crate::{Failure, exit, output};
 
-/// The runtimes `--runtime` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Runtime {
-    /// The SDK's in-process reference runtime (sessions live in this process only).
-    Reference,
-    /// The Codex CLI.
-    Codex,
-    /// The Claude Code CLI.
-    ClaudeCode,
-    /// The CodeBuddy CLI.
-    Codebuddy,
-    /// The Cursor CLI (`cursor-agent`; tested against a fake CLI only).
-    Cursor,
-    /// The Gemini CLI.
-    Gemini,
-}
+/// The `--runtime` that needs no CLI: the SDK's in-process reference runtime (sessions live
+/// in this process only).
+const REFERENCE: &str = "reference";
 
 /// The configuration of a run: what enters its compatibility fingerprint.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RunOptions {
-    /// The runtime to drive.
-    #[arg(long, value_enum, default_value_t = Runtime::Reference)]
-    runtime: Runtime,
+    /// The runtime to drive: `reference` (the SDK's in-process runtime) or a registered CLI
+    /// runtime.
+    #[arg(long, default_value = REFERENCE, value_parser = runtime_parser(&[REFERENCE]))]
+    runtime: String,
     /// Refuse instead of starting a new conversation.
     #[arg(long)]
     resume_only: bool,
@@ -59,9 +46,8 @@ pub(crate) struct RunOptions {
     /// repeatable. The value reaches the runtime as a secret under the same name.
     #[arg(long = "mcp-bearer-env", value_name = "NAME=VAR")]
     mcp_bearer_env: Vec<String>,
-    /// The runtime's binary (default: `$CODEX_BIN`, `$CLAUDE_BIN`, `$CODEBUDDY_BIN`,
-    /// `$CURSOR_BIN` or `$GEMINI_BIN`, else `codex`, `claude`, `codebuddy`, `cursor-agent` or
-    /// `gemini` on PATH).
+    /// The runtime's binary (default: the runtime's variable, `$CODEX_BIN`, `$CLAUDE_BIN`,
+    /// `$CODEBUDDY_BIN`, `$CURSOR_BIN` or `$GEMINI_BIN`, else its program on PATH).
     #[arg(long, value_name = "PATH")]
     runtime_bin: Option<PathBuf>,
     /// The model endpoint, instead of the vendor's (a Responses API for Codex, a Messages API
@@ -70,8 +56,8 @@ pub(crate) struct RunOptions {
     #[arg(long, value_name = "URL")]
     provider_url: Option<String>,
     /// The variable of agentctl's environment holding the model API key, handed to the
-    /// runtime as a secret (default, when set: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
-    /// `CODEBUDDY_API_KEY`, `CURSOR_API_KEY` or `GEMINI_API_KEY`).
+    /// runtime as a secret (default, when set: the runtime's, `OPENAI_API_KEY`,
+    /// `ANTHROPIC_API_KEY`, `CODEBUDDY_API_KEY`, `CURSOR_API_KEY` or `GEMINI_API_KEY`).
     #[arg(long, value_name = "VAR")]
     provider_key_env: Option<String>,
     /// Where the runtime's state lives (Codex): the credential namespace and level.
@@ -100,9 +86,9 @@ pub(crate) fn build_agent(
             )
         })?,
     };
-    let driver: Arc<dyn driver_spi::Driver> = match options.runtime {
-        Runtime::Reference => Arc::new(ReferenceDriver::new()),
-        runtime => cli_driver(runtime, options, &workspace)?,
+    let driver: Arc<dyn driver_spi::Driver> = match options.runtime.as_str() {
+        REFERENCE => Arc::new(ReferenceDriver::new()),
+        name => cli_driver(registered(name)?, options, &workspace)?,
     };
     let mut builder = Agent::builder(driver)
         .store(store)
@@ -122,28 +108,26 @@ pub(crate) fn build_agent(
     })
 }
 
-/// A CLI runtime's driver: the namespace's isolated environment working in the workspace, the
-/// binary, the model endpoint and the model key (if any), injected as a secret.
+/// A registered runtime's driver, built by its registry entry: the namespace's isolated
+/// environment working in the workspace, the binary, the model endpoint and the model key (if
+/// any), which reaches the runtime only as a secret. The entry decides which variable carries
+/// the key and whether the runtime takes an endpoint at all.
 fn cli_driver(
-    runtime: Runtime,
+    runtime: &'static driver_cli::Runtime,
     options: &RunOptions,
     workspace: &std::path::Path,
 ) -> Result<Arc<dyn driver_spi::Driver>, Failure> {
-    let (bin_var, key_name) = match runtime {
-        Runtime::Codex | Runtime::Reference => ("CODEX_BIN", "OPENAI_API_KEY"),
-        Runtime::ClaudeCode => ("CLAUDE_BIN", "ANTHROPIC_API_KEY"),
-        Runtime::Codebuddy => ("CODEBUDDY_BIN", "CODEBUDDY_API_KEY"),
-        Runtime::Cursor => ("CURSOR_BIN", "CURSOR_API_KEY"),
-        Runtime::Gemini => ("GEMINI_BIN", "GEMINI_API_KEY"),
-    };
     let binary = options.runtime_bin.clone().or_else(|| {
-        std::env::var_os(bin_var)
+        std::env::var_os(runtime.bin_var)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     });
-    let key_var = options.provider_key_env.as_deref().unwrap_or(key_name);
+    let key_var = options
+        .provider_key_env
+        .as_deref()
+        .unwrap_or(runtime.key_var);
     let key = match std::env::var(key_var) {
-        Ok(key) if !key.is_empty() => Some(secrecy::SecretString::from(key)),
+        Ok(key) if !key.is_empty() => Some(run_service::EnvBinding::new(key_var, key)),
         _ if options.provider_key_env.is_some() => {
             return Err(Failure::new(
                 exit::USAGE,
@@ -152,97 +136,26 @@ fn cli_driver(
         }
         _ => None,
     };
-    let mut env = env_builder(&options.env, workspace.to_path_buf())?;
-    let url = options.provider_url.clone();
-    Ok(match runtime {
-        Runtime::Codex | Runtime::Reference => {
-            if let Some(key) = key {
-                env = env.secret(key_var, key);
-            }
-            let mut codex = driver_codex::CodexOptions::new();
-            if let Some(binary) = binary {
-                codex = codex.with_binary(binary);
-            }
-            if let Some(url) = url {
-                codex = codex.with_provider(
-                    driver_codex::ModelProvider::new("agentctl", url).with_env_key(key_var),
-                );
-            }
-            Arc::new(driver_codex::CodexDriver::new(
-                Arc::new(env_finish(env)?),
-                codex,
-            ))
-        }
-        Runtime::ClaudeCode => {
-            // Claude Code reads its key from ANTHROPIC_API_KEY only.
-            if let Some(key) = key {
-                env = env.secret(key_name, key);
-            }
-            let mut claude = driver_claude_code::ClaudeCodeOptions::new();
-            if let Some(binary) = binary {
-                claude = claude.with_binary(binary);
-            }
-            if let Some(url) = url {
-                claude = claude.with_base_url(url);
-            }
-            Arc::new(driver_claude_code::ClaudeCodeDriver::new(
-                Arc::new(env_finish(env)?),
-                claude,
-            ))
-        }
-        Runtime::Codebuddy => {
-            let mut codebuddy = driver_codebuddy::CodeBuddyOptions::new();
-            if let Some(key) = key {
-                codebuddy = codebuddy.with_api_key(key);
-            }
-            if let Some(binary) = binary {
-                codebuddy = codebuddy.with_binary(binary);
-            }
-            if let Some(url) = url {
-                codebuddy = codebuddy.with_base_url(url);
-            }
-            Arc::new(driver_codebuddy::CodeBuddyDriver::new(
-                Arc::new(env_finish(env)?),
-                codebuddy,
-            ))
-        }
-        Runtime::Cursor => {
-            if url.is_some() {
-                return Err(Failure::new(
-                    exit::USAGE,
-                    "--provider-url: the Cursor CLI talks to Cursor's service only",
-                ));
-            }
-            // Cursor reads its key from CURSOR_API_KEY only.
-            if let Some(key) = key {
-                env = env.secret(key_name, key);
-            }
-            let mut cursor = driver_cursor::CursorOptions::new();
-            if let Some(binary) = binary {
-                cursor = cursor.with_binary(binary);
-            }
-            Arc::new(driver_cursor::CursorDriver::new(
-                Arc::new(env_finish(env)?),
-                cursor,
-            ))
-        }
-        Runtime::Gemini => {
-            // The key is a typed option: the driver hands it to Gemini as GEMINI_API_KEY.
-            let mut gemini = driver_gemini::GeminiOptions::new();
-            if let Some(key) = key {
-                gemini = gemini.with_api_key(key);
-            }
-            if let Some(binary) = binary {
-                gemini = gemini.with_binary(binary);
-            }
-            if let Some(url) = url {
-                gemini = gemini.with_base_url(url);
-            }
-            Arc::new(driver_gemini::GeminiDriver::new(
-                Arc::new(env_finish(env)?),
-                gemini,
-            ))
-        }
+    let mut args = CommonArgs::default();
+    args.binary = binary;
+    args.base_url.clone_from(&options.provider_url);
+    args.key = key;
+    // `--model` goes to the agent, into every request, not into the driver's options: the
+    // driver's config fingerprint stays what agentctl's stored Threads were made with.
+    let env = env_builder(&options.env, workspace.to_path_buf())?;
+    runtime.build(env, args).map_err(|e| match e {
+        BuildError::Config(e) if e.field() == "base_url" => Failure::new(
+            exit::USAGE,
+            format!("--provider-url: {}", crate::with_causes(&e)),
+        ),
+        BuildError::Config(e) => Failure::new(
+            exit::USAGE,
+            format!("invalid configuration: {}", crate::with_causes(&e)),
+        ),
+        e => Failure::new(
+            exit::FAILURE,
+            format!("cannot build the runtime environment: {e}"),
+        ),
     })
 }
 

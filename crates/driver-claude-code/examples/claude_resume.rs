@@ -40,6 +40,7 @@ fn driver(
     )
     .host_env(HostEnv::capture())
     .secret("ANTHROPIC_API_KEY", SecretString::from(MODEL_KEY))
+    .runtimes([&driver_claude_code::RUNTIME.descriptor])
     .build()?;
     let options = ClaudeCodeOptions::new()
         .with_binary(bin)

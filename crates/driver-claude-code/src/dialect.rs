@@ -2,7 +2,8 @@
 //! unknown-session phrase and failure classification. Everything else is the one CLI driver.
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Invocation, NewSessionId, SessionPlan, Turn, classify_text,
+    CliOptions, ConfigFiles, Dialect, Invocation, NewSessionId, Runtime, SessionPlan, Turn,
+    classify_text,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
@@ -10,7 +11,7 @@ use driver_spi::{
 };
 use driver_stream_json::{McpDialect, StreamJson, TurnResult, check_shared_options, mcp_file};
 use run_service::TransportKind;
-use runtime_env::{RuntimeEnv, RuntimeKind};
+use runtime_env::RuntimeEnv;
 
 use crate::options::{ClaudeCodeOptions, PermissionPolicy};
 
@@ -40,7 +41,7 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
 impl Dialect for ClaudeCodeOptions {
     type Translator = StreamJson;
 
-    const RUNTIME: RuntimeKind = RuntimeKind::ClaudeCode;
+    const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
     fn cli(&self) -> &CliOptions {
         &self.cli

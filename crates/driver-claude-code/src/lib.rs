@@ -52,6 +52,7 @@
 //! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
 //!     .host_env(HostEnv::capture())
 //!     .secret("ANTHROPIC_API_KEY", SecretString::from("…"))
+//!     .runtimes([&driver_claude_code::RUNTIME.descriptor])
 //!     .build()?;
 //! let driver = ClaudeCodeDriver::new(Arc::new(env), ClaudeCodeOptions::new().with_model("claude-sonnet-4-5"));
 //! driver.check_version().await?;
@@ -67,12 +68,14 @@
 
 mod dialect;
 mod options;
+mod runtime;
 #[cfg(test)]
 mod transcripts;
 
 pub use dialect::{CLAUDE_CODE_CODEC, CODEC_NAME, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;
 pub use options::{ClaudeCodeOptions, MINIMUM_VERSION, PermissionMode, PermissionPolicy};
+pub use runtime::RUNTIME;
 
 /// The Claude Code driver: the one CLI driver with the Claude Code dialect.
 pub type ClaudeCodeDriver = driver_cli::CliDriver<ClaudeCodeOptions>;

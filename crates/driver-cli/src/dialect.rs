@@ -15,10 +15,10 @@ use driver_spi::{
     FailureKind, GuardedCodec, Request, RunFailure, Usage,
 };
 use run_service::EnvBinding;
-use runtime_env::{RuntimeEnv, RuntimeKind};
+use runtime_env::RuntimeEnv;
 use serde_json::Value;
 
-use crate::{CliOptions, Finished, SessionPlan, TurnEvents};
+use crate::{CliOptions, Finished, Runtime, SessionPlan, TurnEvents};
 
 /// A known event whose shape is broken: the driver stops the turn with a protocol failure
 /// naming the line number, never the line.
@@ -210,8 +210,9 @@ pub trait Dialect: fmt::Debug + Send + Sync + 'static {
     /// The CLI's event translator.
     type Translator: Translator;
 
-    /// Whose state directory holds the per-run and namespace files.
-    const RUNTIME: RuntimeKind;
+    /// The runtime's registry entry: its descriptor names the state directory that holds the
+    /// per-run and namespace files, and the runtime the environment must serve.
+    const RUNTIME: &'static Runtime;
 
     /// The options every CLI driver has (binary, model, limits, version).
     fn cli(&self) -> &CliOptions;

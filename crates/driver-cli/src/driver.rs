@@ -1,7 +1,9 @@
 //! [`CliDriver`]: the one implementation of [`Driver`] for every CLI, over a [`Dialect`].
 //!
 //! One turn, in this order for every CLI:
-//! 1. the common options and the dialect's own ([`Driver::validate_config`]);
+//! 1. the common options, that the environment serves the dialect's runtime (its state
+//!    directory and variable exist only then), and the dialect's own options
+//!    ([`Driver::validate_config`]);
 //! 2. the request's needs against the descriptor, the [`SessionPlan`] (guard checked, a
 //!    host-chosen id drawn), the dialect's request checks and its config files: everything
 //!    that can be refused is refused here, before anything runs;
@@ -179,7 +181,7 @@ impl<D: Dialect> CliDriver<D> {
         let lock = self.turn_lock().await?;
         let NamespaceConfig { paths, contents } = config;
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-        let files = NamespaceFiles::install(&self.env, D::RUNTIME, &paths, contents)?;
+        let files = NamespaceFiles::install(&self.env, &D::RUNTIME.descriptor, &paths, contents)?;
         let result = self.spawn_and_drive(turn, sink).await;
         // A file that cannot be put back holds variable names only; the turn's outcome stands.
         if let Err(e) = files.restore() {
@@ -192,18 +194,22 @@ impl<D: Dialect> CliDriver<D> {
     async fn turn_lock(&self) -> Result<TurnLock, DriverError> {
         // Created once under the config lock (with runtime-env's directory checks), so it is
         // never replaced while someone holds it.
-        {
+        let runtime = &D::RUNTIME.descriptor;
+        let path = {
             let lock = self.env.lock_config().map_err(CliError::from)?;
             if lock
-                .read(D::RUNTIME, TURN_LOCK_FILE)
+                .read(runtime, TURN_LOCK_FILE)
                 .map_err(CliError::from)?
                 .is_none()
             {
-                lock.write(D::RUNTIME, TURN_LOCK_FILE, b"")
+                lock.write(runtime, TURN_LOCK_FILE, b"")
                     .map_err(CliError::from)?;
             }
-        }
-        let path = self.env.state_dir(D::RUNTIME).join(TURN_LOCK_FILE);
+            self.env
+                .state_dir(runtime)
+                .map_err(CliError::from)?
+                .join(TURN_LOCK_FILE)
+        };
         let wait = self.options.cli().limits.total_timeout;
         TurnLock::acquire(&path, wait).await.map_err(|err| {
             let kind = match err {
@@ -233,6 +239,13 @@ impl<D: Dialect> Driver for CliDriver<D> {
         if cli.model.as_deref().is_some_and(str::is_empty) {
             return Err(ConfigError::invalid("model", "must not be empty"));
         }
+        // Its state directory and variable exist only in an environment that serves it.
+        if self.env.state_dir(&D::RUNTIME.descriptor).is_err() {
+            return Err(ConfigError::invalid(
+                "runtime_env",
+                "does not serve this driver's runtime: name it in RuntimeEnvBuilder::runtimes",
+            ));
+        }
         self.options.validate(&self.env)
     }
 
@@ -253,7 +266,8 @@ impl<D: Dialect> Driver for CliDriver<D> {
         match config {
             ConfigFiles::None => self.spawn_and_drive(&turn, &*sink).await,
             ConfigFiles::RunFile { name, contents } => {
-                let files = RunFiles::create(&self.env, D::RUNTIME, request.run_id.as_str())?;
+                let files =
+                    RunFiles::create(&self.env, &D::RUNTIME.descriptor, request.run_id.as_str())?;
                 let path = files.write(name, &contents)?;
                 turn.run_file = Some(&path);
                 // Removed whatever happened; a failure to remove is not the run's failure.

@@ -5,7 +5,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use runtime_env::{RuntimeEnv, RuntimeKind};
+use runtime_env::{RuntimeDescriptor, RuntimeEnv};
 
 use crate::error::CliError;
 
@@ -29,7 +29,7 @@ const MAX_ID_CHARS: usize = 64;
 #[derive(Debug)]
 pub(crate) struct RunFiles<'e> {
     env: &'e RuntimeEnv,
-    runtime: RuntimeKind,
+    runtime: &'static RuntimeDescriptor,
     /// `sdk-runs/<unique>`, relative to the state directory.
     relative: String,
     dir: PathBuf,
@@ -44,16 +44,17 @@ impl<'e> RunFiles<'e> {
     ///
     /// # Errors
     ///
-    /// [`CliError::Files`] when the runtime environment refuses or fails the write, and
+    /// [`CliError::Files`] when the runtime environment refuses or fails the write (or does
+    /// not serve `runtime`), and
     /// [`CliError::Io`] when no random name can be drawn or the claim cannot be finished.
     pub(crate) fn create(
         env: &'e RuntimeEnv,
-        runtime: RuntimeKind,
+        runtime: &'static RuntimeDescriptor,
         run_id: &str,
     ) -> Result<Self, CliError> {
         let prefix = sanitize(run_id);
         let lock = env.lock_config()?;
-        let runs = env.state_dir(runtime).join(RUNS_DIR);
+        let runs = env.state_dir(runtime)?.join(RUNS_DIR);
         loop {
             let unique = format!("{prefix}-{}", random_suffix()?);
             // Under the config lock nobody else claims names, so "absent" stays true until

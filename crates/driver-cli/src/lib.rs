@@ -21,6 +21,9 @@
 //! * [`Finished`], [`failure_kind`], [`default_failure`], [`classify_text`], [`is_uuid`],
 //!   [`is_safe_id`] and [`CliError`]: how a process ended and how failures are classified;
 //! * [`CliDriver::side_command`]: a command of the CLI besides turns (Cursor's `create-chat`);
+//! * [`Runtime`], [`CommonArgs`], [`BuildError`]: the entry of the open runtime registry that
+//!   each driver crate exports (its descriptor, binary and key variables, and how its driver
+//!   is built from common arguments);
 //! * `testing` (feature `testing`): the driver test kit's shared fuzz, transcript replay and
 //!   conformance factory, for the driver crates' own tests.
 //!
@@ -108,6 +111,7 @@ mod lines;
 mod mcp_refs;
 mod options;
 mod process;
+mod runtime;
 mod session;
 mod side;
 mod stderr;
@@ -131,6 +135,7 @@ pub use error::CliError;
 pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers};
 pub use options::{CliOptions, CommonOptions};
 pub use process::{Finished, failure_kind};
+pub use runtime::{BuildError, CommonArgs, Runtime};
 pub use session::{SessionPlan, session_codec};
 pub use side::SideOutput;
 pub use tool_names::ToolNames;

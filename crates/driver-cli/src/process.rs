@@ -133,11 +133,11 @@ fn is_valid_var_name(name: &str) -> bool {
         && name.len() <= 256
 }
 
-fn check_var(name: &str, secret: bool) -> Result<(), CliError> {
+fn check_var(env: &RuntimeEnv, name: &str, secret: bool) -> Result<(), CliError> {
     if !is_valid_var_name(name) {
         return Err(CliError::InvalidVarName { len: name.len() });
     }
-    if runtime_env::is_reserved_var(name) {
+    if env.is_reserved_var(name) {
         return Err(CliError::ReservedVar {
             name: name.to_owned(),
         });
@@ -180,10 +180,10 @@ impl CliProcess {
     ) -> Result<Self, CliError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| CliError::NoRuntime)?;
         for (name, _) in &command.vars {
-            check_var(name, false)?;
+            check_var(env, name, false)?;
         }
         for binding in &command.secrets {
-            check_var(binding.name(), true)?;
+            check_var(env, binding.name(), true)?;
         }
         let program = command.program.display().to_string();
 

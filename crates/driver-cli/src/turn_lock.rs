@@ -15,7 +15,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::Duration;
 
-use runtime_env::{RuntimeEnv, RuntimeKind};
+use runtime_env::{RuntimeDescriptor, RuntimeEnv};
 use tokio::time::Instant;
 
 use crate::error::CliError;
@@ -125,7 +125,7 @@ fn open(path: &Path) -> Result<File, TurnLockError> {
 #[derive(Debug)]
 pub(crate) struct NamespaceFiles<'e> {
     env: &'e RuntimeEnv,
-    runtime: RuntimeKind,
+    runtime: &'static RuntimeDescriptor,
     /// Each file's path relative to the state directory, and its bytes before the turn.
     previous: Vec<(String, Option<Vec<u8>>)>,
     restored: bool,
@@ -142,7 +142,7 @@ impl<'e> NamespaceFiles<'e> {
     /// removed; whatever was already changed is put back.
     pub(crate) fn install(
         env: &'e RuntimeEnv,
-        runtime: RuntimeKind,
+        runtime: &'static RuntimeDescriptor,
         relative: &[&str],
         contents: impl FnOnce(&[Option<Vec<u8>>]) -> Vec<Option<Vec<u8>>>,
     ) -> Result<Self, CliError> {
@@ -205,7 +205,7 @@ impl Drop for NamespaceFiles<'_> {
         {
             tracing::warn!(
                 error = %e,
-                runtime = ?self.runtime,
+                runtime = self.runtime.name,
                 "could not restore the namespace's config files after a turn"
             );
         }
@@ -213,8 +213,8 @@ impl Drop for NamespaceFiles<'_> {
 }
 
 /// Removes a file under the state directory; a missing file is fine.
-fn remove(env: &RuntimeEnv, runtime: RuntimeKind, relative: &str) -> Result<(), CliError> {
-    match std::fs::remove_file(env.state_dir(runtime).join(relative)) {
+fn remove(env: &RuntimeEnv, runtime: &RuntimeDescriptor, relative: &str) -> Result<(), CliError> {
+    match std::fs::remove_file(env.state_dir(runtime)?.join(relative)) {
         Err(source) if source.kind() != io::ErrorKind::NotFound => Err(CliError::Io {
             op: "remove a per-turn namespace file",
             source,
@@ -256,11 +256,28 @@ mod tests {
 
     #[test]
     fn files_are_merged_over_and_put_back() {
+        use runtime_env::{IsolationMode, KeyringUse, McpMechanism};
+        // State in HOME itself, as Gemini's.
+        static IN_HOME: RuntimeDescriptor = RuntimeDescriptor {
+            name: "in_home",
+            program: "in-home",
+            state_var: "IN_HOME_HOME",
+            state_subdir: "",
+            state_dir_must_exist: false,
+            private_subdirs: &[".in-home"],
+            sources: &[],
+            credential_files: &[],
+            api_key_vars: &[],
+            keyring: KeyringUse::Never,
+            mcp: McpMechanism::GeminiSettings,
+            supported_modes: &[IsolationMode::Subprocess],
+        };
         let base = tempfile::tempdir().unwrap();
         let env = RuntimeEnv::builder(base.path().join("rt"), "user:a".parse().unwrap(), "/")
+            .runtimes([&IN_HOME])
             .build()
             .unwrap();
-        let kind = RuntimeKind::Gemini;
+        let kind = &IN_HOME;
         env.write_runtime_file(kind, ".gemini/settings.json", b"old")
             .unwrap();
         let files = NamespaceFiles::install(&env, kind, &[".gemini/settings.json", "x"], |p| {
@@ -268,7 +285,7 @@ mod tests {
             vec![Some(b"old+new".to_vec()), Some(b"x".to_vec())]
         })
         .unwrap();
-        let dir = env.state_dir(kind);
+        let dir = env.state_dir(kind).unwrap();
         assert_eq!(
             std::fs::read(dir.join(".gemini/settings.json")).unwrap(),
             b"old+new"

@@ -40,6 +40,7 @@ fn driver(
         dir.join("workspace"),
     )
     .host_env(HostEnv::capture())
+    .runtimes([&driver_codebuddy::RUNTIME.descriptor])
     .build()?;
     let options = CodeBuddyOptions::new()
         .with_binary(bin)

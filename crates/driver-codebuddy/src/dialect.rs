@@ -3,8 +3,8 @@
 //! is the one CLI driver.
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, SessionPlan, Turn,
-    classify_text,
+    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
+    Turn, classify_text,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
@@ -12,7 +12,7 @@ use driver_spi::{
 };
 use driver_stream_json::{McpDialect, StreamJson, TurnResult, check_shared_options, mcp_file};
 use run_service::{EnvBinding, TransportKind};
-use runtime_env::{RuntimeEnv, RuntimeKind};
+use runtime_env::RuntimeEnv;
 
 use crate::options::{CodeBuddyOptions, PermissionMode};
 
@@ -40,7 +40,7 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
 impl Dialect for CodeBuddyOptions {
     type Translator = StreamJson;
 
-    const RUNTIME: RuntimeKind = RuntimeKind::CodeBuddy;
+    const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
     fn cli(&self) -> &CliOptions {
         &self.cli

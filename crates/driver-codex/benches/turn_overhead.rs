@@ -54,6 +54,7 @@ fn cold_start(bin: &std::path::Path) {
         std::env::var("PATH").unwrap_or_default(),
     )]))
     .secret("MOCK_KEY", secrecy::SecretString::from("k"))
+    .runtimes([&driver_codex::RUNTIME.descriptor])
     .build()
     .expect("runtime env");
     let driver = CodexDriver::new(
@@ -105,6 +106,7 @@ fn main() {
         work.path(),
     )
     .host_env(HostEnv::from_vars([("PATH", "/usr/bin:/bin")]))
+    .runtimes([&driver_codex::RUNTIME.descriptor])
     .build()
     .expect("runtime env");
     let driver = CodexDriver::new(

@@ -67,7 +67,8 @@ async fn host(
     calls: &Arc<Mutex<Vec<String>>>,
 ) -> Result<Agent> {
     let mut env = RuntimeEnv::builder(dir.join("rt"), "user:example".parse()?, dir.join("work"))
-        .host_env(HostEnv::capture());
+        .host_env(HostEnv::capture())
+        .runtimes([&driver_codex::RUNTIME.descriptor]);
     let mut options = CodexOptions::new().with_binary(codex);
     if let Some(model) = model {
         env = env.secret("MOCK_MODEL_KEY", SecretString::from("not-a-real-key"));

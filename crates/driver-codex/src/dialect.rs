@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, SessionPlan,
+    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
     Translator as _, Turn,
 };
 use driver_spi::{
@@ -19,7 +19,7 @@ use driver_spi::{
     Request, SessionMode, Unsupported,
 };
 use run_service::{McpServer, McpTransport, TransportKind};
-use runtime_env::{RuntimeEnv, RuntimeKind};
+use runtime_env::RuntimeEnv;
 
 use crate::events::EventTranslator;
 use crate::options::{CodexOptions, McpToolApproval};
@@ -65,7 +65,7 @@ const UNKNOWN_SESSION: &[&str] = &[
 impl Dialect for CodexOptions {
     type Translator = EventTranslator;
 
-    const RUNTIME: RuntimeKind = RuntimeKind::Codex;
+    const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
     fn cli(&self) -> &CliOptions {
         &self.cli

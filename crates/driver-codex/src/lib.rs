@@ -65,6 +65,7 @@
 //! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
 //!     .host_env(HostEnv::capture())
 //!     .secret("GATEWAY_KEY", SecretString::from("…"))
+//!     .runtimes([&driver_codex::RUNTIME.descriptor])
 //!     .build()?;
 //! let driver = CodexDriver::new(
 //!     Arc::new(env),
@@ -86,6 +87,7 @@
 mod dialect;
 mod events;
 mod options;
+mod runtime;
 #[cfg(test)]
 mod transcripts;
 
@@ -95,6 +97,7 @@ pub use options::{
     CodexOptions, MINIMUM_VERSION, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode,
     WireApi,
 };
+pub use runtime::RUNTIME;
 
 /// The Codex CLI driver: [`driver_cli::CliDriver`] over the [`CodexOptions`] dialect, one
 /// `codex exec --json` process per turn, in a [`RuntimeEnv`](runtime_env::RuntimeEnv)

@@ -7,15 +7,15 @@
 //! stderr ([`UNKNOWN_CHAT`]), and failures are classified by their text ([`classify`]).
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, SessionPlan, Translator,
-    Turn,
+    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
+    Translator, Turn,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, ExitStatus,
     FailureKind, GuardedCodec, Request, RunFailure, Unsupported,
 };
 use run_service::TransportKind;
-use runtime_env::{RuntimeEnv, RuntimeKind};
+use runtime_env::RuntimeEnv;
 
 use crate::events::EventTranslator;
 use crate::options::{CursorOptions, PromptTransport};
@@ -52,7 +52,7 @@ const UNKNOWN_CHAT: &[&str] = &[
 impl Dialect for CursorOptions {
     type Translator = EventTranslator;
 
-    const RUNTIME: RuntimeKind = RuntimeKind::Cursor;
+    const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
     fn cli(&self) -> &CliOptions {
         &self.cli

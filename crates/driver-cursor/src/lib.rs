@@ -83,6 +83,7 @@
 //! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
 //!     .host_env(HostEnv::capture())
 //!     .secret("CURSOR_API_KEY", SecretString::from("…"))
+//!     .runtimes([&driver_cursor::RUNTIME.descriptor])
 //!     .build()?;
 //! let driver = CursorDriver::new(Arc::new(env), CursorOptions::new().with_binary("agent"));
 //! driver.check_version().await?;
@@ -101,11 +102,13 @@ mod config;
 mod dialect;
 mod events;
 mod options;
+mod runtime;
 
 pub use chat::{CreateChatError, create_chat};
 pub use dialect::{CODEC_NAME, CURSOR_CODEC, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;
 pub use options::{CursorOptions, DEFAULT_BINARY, MINIMUM_VERSION, PromptTransport};
+pub use runtime::RUNTIME;
 
 /// Drives the Cursor CLI: one `cursor-agent -p --output-format stream-json` process per turn,
 /// in a [`RuntimeEnv`](runtime_env::RuntimeEnv) namespace whose `CURSOR_CONFIG_DIR` (and

@@ -19,14 +19,15 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use driver_cli::{
-    ConfigFiles, Dialect, Finished, Invocation, NewSessionId, SessionPlan, Translator as _, Turn,
+    CliError, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
+    Translator as _, Turn,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, ExitStatus,
     FailureKind, GuardedCodec, Request, ResumeRejectReason, RunFailure,
 };
 use run_service::{EnvBinding, TransportKind};
-use runtime_env::{IsolationLevel, RuntimeEnv, RuntimeKind};
+use runtime_env::{IsolationLevel, RuntimeEnv};
 
 use crate::config;
 use crate::events::{EventTranslator, tool_names};
@@ -59,7 +60,7 @@ const NO_SERVERS: &str = "sdk.no-servers";
 impl Dialect for GeminiOptions {
     type Translator = EventTranslator;
 
-    const RUNTIME: RuntimeKind = RuntimeKind::Gemini;
+    const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
     fn cli(&self) -> &driver_cli::CliOptions {
         &self.cli
@@ -137,7 +138,7 @@ impl Dialect for GeminiOptions {
     fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
         let fork_file = match turn.plan {
             SessionPlan::Fork(parent) => Some(
-                session_file(&gemini_dir(turn.env), parent)
+                session_file(&gemini_dir(turn.env)?, parent)
                     .ok_or(ResumeRejectReason::UnknownSession)?,
             ),
             _ => None,
@@ -185,8 +186,8 @@ impl Dialect for GeminiOptions {
 }
 
 /// `$GEMINI_CLI_HOME/.gemini` of `env`.
-fn gemini_dir(env: &RuntimeEnv) -> PathBuf {
-    env.state_dir(RuntimeKind::Gemini).join(".gemini")
+fn gemini_dir(env: &RuntimeEnv) -> Result<PathBuf, CliError> {
+    Ok(env.state_dir(&crate::RUNTIME.descriptor)?.join(".gemini"))
 }
 
 /// The argv of one invocation (without the program): a pure function of the model, the

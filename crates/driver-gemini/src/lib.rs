@@ -90,6 +90,7 @@
 //!
 //! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
 //!     .host_env(HostEnv::capture())
+//!     .runtimes([&driver_gemini::RUNTIME.descriptor])
 //!     .build()?;
 //! let driver = GeminiDriver::new(
 //!     Arc::new(env),
@@ -114,12 +115,14 @@ mod events;
 #[cfg(test)]
 mod fuzz_tests;
 mod options;
+mod runtime;
 #[cfg(test)]
 mod transcripts;
 
 pub use dialect::{CODEC_NAME, DRIVER_TYPE, GEMINI_CODEC};
 pub use driver_cli::CommonOptions;
 pub use options::{AuthType, GeminiOptions, MINIMUM_VERSION};
+pub use runtime::RUNTIME;
 
 /// The Gemini CLI driver: [`driver_cli::CliDriver`] over the Gemini dialect. One `gemini -p
 /// --output-format stream-json` process per turn, in a [`RuntimeEnv`](runtime_env::RuntimeEnv)

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use runtime_env::{HostEnv, RuntimeEnv};
+use runtime_env::{HostEnv, RuntimeDescriptor, RuntimeEnv};
 use tempfile::TempDir;
 
 use crate::{Invocation, SCENARIO_ENV, Scenario, read_invocations};
@@ -13,7 +13,8 @@ use crate::{Invocation, SCENARIO_ENV, Scenario, read_invocations};
 /// child must never see it.
 pub const HOST_CREDENTIAL: &str = "host-credential-canary-73d1";
 
-/// A temporary directory with a namespace (`<dir>/rt`, `user:fake`), a workspace
+/// A temporary directory with a namespace (`<dir>/rt`, `user:fake`) that serves one runtime, a
+/// workspace
 /// (`<dir>/workspace`) and a fake CLI scenario whose invocations are recorded.
 ///
 /// The host environment it builds the namespace from holds `PATH` and, set to
@@ -32,13 +33,15 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// A harness for `scenario`, whose `--version` answer becomes `version` and whose
-    /// invocations record the values of `record_env`.
+    /// A harness for `runtime` (the namespace serves it: its state directory and variable)
+    /// and `scenario`, whose `--version` answer becomes `version` and whose invocations record
+    /// the values of `record_env`.
     ///
     /// # Panics
     /// When the temporary directory, the scenario file or the namespace cannot be made: this
     /// is test support.
     pub fn new(
+        runtime: &'static RuntimeDescriptor,
         scenario: Scenario,
         version: &str,
         record_env: &[&str],
@@ -67,6 +70,7 @@ impl Harness {
             &workspace,
         )
         .host_env(HostEnv::from_vars(host))
+        .runtimes([runtime])
         .var(SCENARIO_ENV, scenario_path.as_os_str())
         .build()
         .expect("runtime env");

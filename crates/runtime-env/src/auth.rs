@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::child_env::ChildEnv;
 use crate::paths::{Anchors, join_rel};
-use crate::runtime::{KeyringUse, RuntimeKind};
+use crate::runtime::KeyringUse;
 use crate::secure_fs;
 
 /// Whether the runtime is logged in.
@@ -68,8 +68,8 @@ pub struct CredentialFileStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct AuthStatus {
-    /// Which runtime.
-    pub runtime: RuntimeKind,
+    /// The runtime's name ([`RuntimeDescriptor::name`](crate::RuntimeDescriptor::name)).
+    pub runtime: &'static str,
     /// Whether it is logged in.
     pub logged_in: LoggedIn,
     /// How it authenticates, when known.
@@ -88,8 +88,8 @@ pub struct AuthStatus {
 /// Largest config file read to find the keyring setting.
 const MAX_CONFIG_READ: u64 = 1 << 20;
 
-pub(crate) fn detect(kind: RuntimeKind, anchors: &Anchors<'_>, env: &ChildEnv) -> AuthStatus {
-    let d = kind.descriptor();
+pub(crate) fn detect(anchors: &Anchors<'_>, env: &ChildEnv) -> AuthStatus {
+    let d = anchors.runtime;
     let api_key_vars: Vec<String> = d
         .api_key_vars
         .iter()
@@ -102,7 +102,7 @@ pub(crate) fn detect(kind: RuntimeKind, anchors: &Anchors<'_>, env: &ChildEnv) -
         .credential_files
         .iter()
         .map(|spec| {
-            let (path, shown) = anchors.resolve(kind, spec);
+            let (path, shown) = anchors.resolve(spec);
             match fs::metadata(&path) {
                 Ok(meta) if meta.is_file() && meta.len() > 0 => {
                     let private = meta.uid() == uid && meta.mode() & 0o077 == 0;
@@ -140,14 +140,14 @@ pub(crate) fn detect(kind: RuntimeKind, anchors: &Anchors<'_>, env: &ChildEnv) -
             Some(AuthModel::OauthFile),
             Some(format!("file:{}", file.path)),
         )
-    } else if keyring_possible(kind, anchors) {
+    } else if keyring_possible(anchors) {
         (LoggedIn::Unknown, Some(AuthModel::Keyring), None)
     } else {
         (LoggedIn::No, None, None)
     };
 
     AuthStatus {
-        runtime: kind,
+        runtime: d.name,
         logged_in,
         auth_model,
         account_label,
@@ -157,13 +157,13 @@ pub(crate) fn detect(kind: RuntimeKind, anchors: &Anchors<'_>, env: &ChildEnv) -
     }
 }
 
-fn keyring_possible(kind: RuntimeKind, anchors: &Anchors<'_>) -> bool {
-    match kind.descriptor().keyring {
+fn keyring_possible(anchors: &Anchors<'_>) -> bool {
+    match anchors.runtime.keyring {
         KeyringUse::Never => false,
         KeyringUse::MacOs => cfg!(target_os = "macos"),
         KeyringUse::Possible => true,
         KeyringUse::ConfigSelected { file, key } => {
-            let path = join_rel(&anchors.state_dir(kind), file);
+            let path = join_rel(anchors.state_dir, file);
             read_small_config(&path).is_some_and(|text| selects_keyring(&text, key))
         }
     }

@@ -4,7 +4,6 @@
 
 use crate::namespace::{InvalidName, SessionId};
 use crate::policy::PolicyError;
-use crate::runtime::RuntimeKind;
 use crate::secure_fs::FsError;
 
 /// Building or using a runtime environment failed.
@@ -35,7 +34,8 @@ pub enum Error {
         /// Length of the rejected name; the name itself is not shown (it may be a misplaced value).
         len: usize,
     },
-    /// The variable is set by the runtime environment itself (HOME, XDG_*, TMPDIR, state vars).
+    /// The variable is set by the runtime environment itself (HOME, XDG_*, TMPDIR, the state
+    /// variables of the runtimes it serves).
     #[error("`{name}` is managed by the runtime environment and cannot be set by the caller")]
     ReservedVar {
         /// The variable.
@@ -60,8 +60,8 @@ pub enum Error {
     /// The path names a credential file, which this crate never reads or writes.
     #[error("`{path}` is a credential file of {runtime}; this crate never reads or writes it")]
     CredentialFile {
-        /// The runtime.
-        runtime: RuntimeKind,
+        /// The runtime's name.
+        runtime: &'static str,
         /// The relative path.
         path: String,
     },
@@ -70,5 +70,25 @@ pub enum Error {
     FileTooLarge {
         /// The limit.
         max: u64,
+    },
+    /// The environment does not serve this runtime: it was not among the builder's
+    /// [`runtimes`](crate::RuntimeEnvBuilder::runtimes), so it has no state directory here.
+    #[error(
+        "the runtime environment does not serve runtime `{runtime}`; name it in \
+         RuntimeEnvBuilder::runtimes"
+    )]
+    UnknownRuntime {
+        /// The runtime's name.
+        runtime: &'static str,
+    },
+    /// A runtime descriptor breaks a rule of
+    /// [`RuntimeDescriptor::validate`](crate::RuntimeDescriptor::validate), or clashes with
+    /// another runtime of the environment (the same name or the same state variable).
+    #[error("runtime descriptor `{runtime}` is invalid: {reason}")]
+    InvalidDescriptor {
+        /// The runtime's name, as the descriptor gives it.
+        runtime: &'static str,
+        /// The rule it breaks.
+        reason: &'static str,
     },
 }

@@ -1,5 +1,5 @@
 //! Credential namespaces and HOME/XDG isolation for agent runtimes (Codex, Claude Code, Cursor,
-//! CodeBuddy, Gemini).
+//! CodeBuddy, Gemini, and any runtime a driver crate describes).
 //!
 //! Agent CLIs keep OAuth caches, config, policy and session transcripts on local disk. A host
 //! that runs them for several principals must decide where that state lives, or behaviour
@@ -14,8 +14,10 @@
 //!   encoding.
 //! * [`IsolationLevel`], [`IsolationMode`], [`Tenancy`], [`check_policy`]: levels × modes ×
 //!   tenancy, and the check that rejects unsafe combinations.
-//! * [`RuntimeKind`], [`RuntimeDescriptor`]: the per-runtime descriptor table (state variable,
-//!   config and credential files, API-key variables, keyring use, MCP mechanism).
+//! * [`RuntimeDescriptor`]: what the crate must know about one runtime (state variable, config
+//!   and credential files, API-key variables, keyring use, MCP mechanism). Each driver crate
+//!   states its own; an environment serves the ones its builder is given
+//!   ([`RuntimeEnvBuilder::runtimes`]).
 //! * [`RuntimeEnvBuilder`], [`RuntimeEnv`], [`ConfigLock`], [`sweep_ephemeral`]: the builder,
 //!   layout, config lock, ephemeral sessions and their sweep.
 //! * [`HostEnv`], [`ChildEnv`]: the host-environment snapshot and the allow-listed child
@@ -32,10 +34,14 @@
 //!   directories (also on case-insensitive file systems), and every path stays under the base
 //!   directory.
 //! * Namespaced and ephemeral levels set HOME, XDG_CONFIG_HOME, XDG_DATA_HOME, XDG_STATE_HOME,
-//!   XDG_CACHE_HOME, XDG_RUNTIME_DIR and TMPDIR to absolute paths under the root, and set every
-//!   runtime's state variable (CODEX_HOME, CLAUDE_CONFIG_DIR, CURSOR_CONFIG_DIR,
-//!   CODEBUDDY_CONFIG_DIR, GEMINI_CLI_HOME) explicitly, never from the host. The directories
-//!   exist before a runtime starts (Codex refuses a missing CODEX_HOME).
+//!   XDG_CACHE_HOME, XDG_RUNTIME_DIR and TMPDIR to absolute paths under the root, and set the
+//!   state variable of every runtime the environment serves (CODEX_HOME, CLAUDE_CONFIG_DIR, …)
+//!   explicitly, never from the host. The directories exist before a runtime starts (Codex
+//!   refuses a missing CODEX_HOME).
+//! * A runtime the environment does not serve has no state directory in it
+//!   ([`Error::UnknownRuntime`]), rather than one guessed (at the shared level, the host's own
+//!   HOME). Every descriptor is checked before anything is created, and no two runtimes of an
+//!   environment share a name or a state variable.
 //! * Every directory the crate creates is 0700 and every file 0600, whatever the umask. A
 //!   symlinked component, a directory owned by another user, or a group- or world-writable
 //!   directory is refused with a typed error; existing permissions are never changed.
@@ -47,6 +53,8 @@
 //!
 //! # What it deliberately does not do
 //!
+//! * It keeps no list of runtimes: the descriptors come from the driver crates, and the list
+//!   of them from the host (or the `runtimes` registry crate).
 //! * It does not spawn or supervise runtimes (it configures a [`std::process::Command`]), speak
 //!   their protocols, or inject MCP servers (it offers a locked, atomic
 //!   [`ConfigLock::write`] for whoever does).
@@ -59,8 +67,27 @@
 //! # Example
 //!
 //! ```
-//! use runtime_env::{HostEnv, RuntimeEnv, RuntimeKind, redact};
+//! use runtime_env::{
+//!     Anchor, HostEnv, IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnv,
+//!     SourceKind, SourceSpec, redact,
+//! };
 //! use secrecy::SecretString;
+//!
+//! // Each driver crate states its runtime's descriptor; this is part of Codex's.
+//! static CODEX: RuntimeDescriptor = RuntimeDescriptor {
+//!     name: "codex",
+//!     program: "codex",
+//!     state_var: "CODEX_HOME",
+//!     state_subdir: ".codex",
+//!     state_dir_must_exist: true,
+//!     private_subdirs: &[],
+//!     sources: &[SourceSpec::file(Anchor::StateDir, "config.toml", SourceKind::Config)],
+//!     credential_files: &[SourceSpec::file(Anchor::StateDir, "auth.json", SourceKind::Credential)],
+//!     api_key_vars: &["CODEX_API_KEY", "OPENAI_API_KEY"],
+//!     keyring: KeyringUse::Never,
+//!     mcp: McpMechanism::CodexConfigToml,
+//!     supported_modes: &[IsolationMode::Subprocess],
+//! };
 //!
 //! let base = tempfile::tempdir()?;
 //! let project = tempfile::tempdir()?;
@@ -71,11 +98,12 @@
 //! ]);
 //! let env = RuntimeEnv::builder(base.path().join("rt"), "user:alice".parse()?, project.path())
 //!     .host_env(host)
+//!     .runtimes([&CODEX])
 //!     .secret("OPENAI_API_KEY", SecretString::from("tenant-key"))
 //!     .build()?;
 //!
 //! // The namespaced CODEX_HOME exists before launch; the host's is ignored.
-//! let codex_home = env.state_dir(RuntimeKind::Codex);
+//! let codex_home = env.state_dir(&CODEX)?;
 //! assert!(codex_home.is_dir());
 //! assert_eq!(env.child_env().get("CODEX_HOME"), Some(codex_home.as_os_str()));
 //! let cmd = env.command("codex"); // env_clear + allow-list + namespace vars + secrets
@@ -126,9 +154,7 @@ pub use policy::{
     check_runtime,
 };
 pub use redact::{MIN_SECRET_LEN, REDACTED, Redactor, redact};
-pub use runtime::{
-    Anchor, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeKind, SourceKind, SourceSpec,
-};
+pub use runtime::{Anchor, KeyringUse, McpMechanism, RuntimeDescriptor, SourceKind, SourceSpec};
 pub use runtime_env::{
     ConfigLock, LAYOUT_VARS, MAX_RUNTIME_FILE, RuntimeEnv, RuntimeEnvBuilder, SweepReport,
     is_reserved_var, sweep_ephemeral,

@@ -1,43 +1,26 @@
 //! Placeholder rendering of paths (`${HOME}/.codex/config.toml`, `${CWD}/AGENTS.md`), so that
 //! summaries and snapshots do not depend on where the base directory or the project lives.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::runtime::{Anchor, RuntimeKind, SourceSpec};
+use crate::runtime::{Anchor, RuntimeDescriptor, SourceSpec};
 
-/// The directories a runtime's implicit sources are relative to.
-#[derive(Debug, Clone)]
+/// The directories one runtime's implicit sources are relative to.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Anchors<'a> {
+    pub(crate) runtime: &'a RuntimeDescriptor,
     pub(crate) home: &'a Path,
     pub(crate) cwd: &'a Path,
-    pub(crate) state_dirs: &'a BTreeMap<RuntimeKind, PathBuf>,
+    /// The runtime's state directory (its state variable's value).
+    pub(crate) state_dir: &'a Path,
 }
 
 impl Anchors<'_> {
-    /// The runtime's state directory (its state variable's value).
-    pub(crate) fn state_dir(&self, kind: RuntimeKind) -> PathBuf {
-        self.state_dirs.get(&kind).cloned().unwrap_or_else(|| {
-            let sub = kind.descriptor().state_subdir;
-            if sub.is_empty() {
-                self.home.to_owned()
-            } else {
-                self.home.join(sub)
-            }
-        })
-    }
-
     /// The placeholder form of the runtime's state directory: `${HOME}/.codex` when it sits at
     /// its default place under HOME, `${CODEX_HOME}` otherwise.
-    fn state_placeholder(&self, kind: RuntimeKind) -> String {
-        let d = kind.descriptor();
-        let state = self.state_dir(kind);
-        let default = if d.state_subdir.is_empty() {
-            self.home.to_owned()
-        } else {
-            self.home.join(d.state_subdir)
-        };
-        if state == default {
+    fn state_placeholder(&self) -> String {
+        let d = self.runtime;
+        if self.state_dir == join_rel(self.home, d.state_subdir) {
             join_placeholder("${HOME}", d.state_subdir)
         } else {
             format!("${{{}}}", d.state_var)
@@ -45,11 +28,11 @@ impl Anchors<'_> {
     }
 
     /// The absolute path of a source and its placeholder form.
-    pub(crate) fn resolve(&self, kind: RuntimeKind, spec: &SourceSpec) -> (PathBuf, String) {
+    pub(crate) fn resolve(&self, spec: &SourceSpec) -> (PathBuf, String) {
         match spec.anchor {
             Anchor::StateDir => (
-                join_rel(&self.state_dir(kind), spec.path),
-                join_placeholder(&self.state_placeholder(kind), spec.path),
+                join_rel(self.state_dir, spec.path),
+                join_placeholder(&self.state_placeholder(), spec.path),
             ),
             Anchor::Home => (
                 join_rel(self.home, spec.path),
@@ -118,34 +101,39 @@ mod tests {
 
     #[test]
     fn state_placeholders() {
-        let home = PathBuf::from("/h");
-        let cwd = PathBuf::from("/w");
-        let mut dirs = BTreeMap::new();
-        dirs.insert(RuntimeKind::Codex, home.join(".codex"));
-        dirs.insert(RuntimeKind::ClaudeCode, PathBuf::from("/elsewhere/claude"));
-        let a = Anchors {
-            home: &home,
-            cwd: &cwd,
-            state_dirs: &dirs,
+        let tool = RuntimeDescriptor {
+            state_subdir: ".tool",
+            ..crate::runtime::tests::GOOD
         };
-        let spec = RuntimeKind::Codex.descriptor().sources[1];
+        let home = PathBuf::from("/h");
+        let spec = tool.sources[1];
+        assert_eq!(spec.path, "config.toml");
+        let at = |state_dir: &Path, runtime| {
+            Anchors {
+                runtime,
+                home: &home,
+                cwd: Path::new("/w"),
+                state_dir,
+            }
+            .resolve(&spec)
+        };
         assert_eq!(
-            a.resolve(RuntimeKind::Codex, &spec),
+            at(Path::new("/h/.tool"), &tool),
             (
-                PathBuf::from("/h/.codex/config.toml"),
-                "${HOME}/.codex/config.toml".to_owned()
+                PathBuf::from("/h/.tool/config.toml"),
+                "${HOME}/.tool/config.toml".to_owned()
             )
         );
-        let spec = RuntimeKind::ClaudeCode.descriptor().sources[1];
+        // Elsewhere than its default place: named by the state variable.
         assert_eq!(
-            a.resolve(RuntimeKind::ClaudeCode, &spec).1,
-            "${CLAUDE_CONFIG_DIR}/settings.json"
+            at(Path::new("/elsewhere/tool"), &tool).1,
+            "${TOOL_HOME}/config.toml"
         );
-        // Gemini's state directory is HOME itself.
-        let spec = RuntimeKind::Gemini.descriptor().sources[1];
-        assert_eq!(
-            a.resolve(RuntimeKind::Gemini, &spec).1,
-            "${HOME}/.gemini/settings.json"
-        );
+        // A state directory that is HOME itself (Gemini's).
+        let in_home = RuntimeDescriptor {
+            state_subdir: "",
+            ..tool
+        };
+        assert_eq!(at(Path::new("/h"), &in_home).1, "${HOME}/config.toml");
     }
 }

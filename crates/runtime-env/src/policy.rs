@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::namespace::SessionId;
-use crate::runtime::RuntimeKind;
+use crate::runtime::RuntimeDescriptor;
 
 /// Where a runtime's HOME/XDG state lives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -192,13 +192,13 @@ pub fn check(
     Ok(())
 }
 
-/// Checks a built-in runtime: shorthand for [`check`] with [`RuntimeKind::traits`].
+/// Checks a described runtime: shorthand for [`check`] with [`RuntimeDescriptor::traits`].
 ///
 /// # Errors
 ///
 /// As [`check`].
 pub fn check_runtime(
-    runtime: RuntimeKind,
+    runtime: &RuntimeDescriptor,
     level: &IsolationLevel,
     mode: IsolationMode,
     tenancy: Tenancy,
@@ -280,39 +280,42 @@ mod tests {
     }
 
     #[test]
-    fn builtin_runtimes() {
-        for rt in RuntimeKind::ALL {
-            let ns = IsolationLevel::Namespaced;
-            assert_eq!(
-                check_runtime(rt, &ns, IsolationMode::Subprocess, Tenancy::Multi),
-                Ok(())
-            );
-            assert!(matches!(
-                check_runtime(rt, &ns, IsolationMode::InProcess, Tenancy::Multi),
-                Err(PolicyError::InProcessMultiTenant { .. } | PolicyError::UnsupportedMode { .. })
-            ));
-            assert!(matches!(
-                check_runtime(rt, &ns, IsolationMode::ServerSide, Tenancy::Single),
-                Err(PolicyError::UnsupportedMode { .. })
-            ));
-            assert!(matches!(
-                check_runtime(
-                    rt,
-                    &IsolationLevel::Shared,
-                    IsolationMode::Subprocess,
-                    Tenancy::Multi
-                ),
-                Err(PolicyError::SharedLevelMultiTenant { .. })
-            ));
-        }
+    fn a_descriptor_is_checked_with_its_own_modes() {
+        let subprocess_only = RuntimeDescriptor {
+            name: "tool",
+            supported_modes: &[IsolationMode::Subprocess],
+            ..crate::runtime::tests::GOOD
+        };
+        let ns = IsolationLevel::Namespaced;
         assert_eq!(
             check_runtime(
-                RuntimeKind::Codex,
-                &IsolationLevel::Shared,
+                &subprocess_only,
+                &ns,
+                IsolationMode::Subprocess,
+                Tenancy::Multi
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check_runtime(
+                &subprocess_only,
+                &ns,
                 IsolationMode::InProcess,
                 Tenancy::Single
             ),
-            Ok(())
+            Err(PolicyError::UnsupportedMode {
+                runtime: "tool",
+                mode: IsolationMode::InProcess
+            })
+        );
+        assert_eq!(
+            check_runtime(
+                &subprocess_only,
+                &IsolationLevel::Shared,
+                IsolationMode::Subprocess,
+                Tenancy::Multi
+            ),
+            Err(PolicyError::SharedLevelMultiTenant { runtime: "tool" })
         );
     }
 }

@@ -1,81 +1,21 @@
-//! The per-runtime descriptor table: each agent CLI's state variable, config and credential
-//! files, API-key variables, keyring use and MCP configuration mechanism.
+//! [`RuntimeDescriptor`]: what this crate must know about one agent runtime (its state
+//! variable, config and credential files, API-key variables, keyring use and MCP mechanism),
+//! and the checks every descriptor passes before an environment uses it.
 //!
-//! The facts come from the CLIs' sources and documentation as of late 2026; entries marked
-//! "unverified" in the field docs are best knowledge, which is why HOME is always namespaced as
-//! well as the runtime's own variable.
-
-use std::fmt;
+//! The crate holds no list of runtimes: each driver crate states its runtime's descriptor and
+//! the host names the runtimes an environment serves ([`RuntimeEnvBuilder::runtimes`]). A
+//! descriptor's fields are the runtime's documented behaviour; where a driver marks one
+//! "unverified", HOME is namespaced as well as the state variable, so a wrong guess stays
+//! inside the namespace.
+//!
+//! [`RuntimeEnvBuilder::runtimes`]: crate::RuntimeEnvBuilder::runtimes
 
 use serde::{Deserialize, Serialize};
 
+use crate::child_env::{self, XDG_SEARCH_DIRS};
+use crate::error::Error;
 use crate::policy::{IsolationMode, RuntimeTraits};
-
-/// The agent runtimes this crate knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum RuntimeKind {
-    /// OpenAI Codex CLI (`codex`).
-    Codex,
-    /// Anthropic Claude Code (`claude`).
-    ClaudeCode,
-    /// Cursor CLI (`cursor-agent`).
-    Cursor,
-    /// Tencent CodeBuddy Code (`codebuddy`).
-    CodeBuddy,
-    /// Google Gemini CLI (`gemini`).
-    Gemini,
-}
-
-impl RuntimeKind {
-    /// Every runtime, in table order.
-    pub const ALL: [RuntimeKind; 5] = [
-        RuntimeKind::Codex,
-        RuntimeKind::ClaudeCode,
-        RuntimeKind::Cursor,
-        RuntimeKind::CodeBuddy,
-        RuntimeKind::Gemini,
-    ];
-
-    /// Short name: `codex`, `claude_code`, `cursor`, `codebuddy`, `gemini`.
-    pub fn name(self) -> &'static str {
-        match self {
-            RuntimeKind::Codex => "codex",
-            RuntimeKind::ClaudeCode => "claude_code",
-            RuntimeKind::Cursor => "cursor",
-            RuntimeKind::CodeBuddy => "codebuddy",
-            RuntimeKind::Gemini => "gemini",
-        }
-    }
-
-    /// This runtime's row of the descriptor table.
-    pub fn descriptor(self) -> &'static RuntimeDescriptor {
-        match self {
-            RuntimeKind::Codex => &CODEX,
-            RuntimeKind::ClaudeCode => &CLAUDE,
-            RuntimeKind::Cursor => &CURSOR,
-            RuntimeKind::CodeBuddy => &CODEBUDDY,
-            RuntimeKind::Gemini => &GEMINI,
-        }
-    }
-
-    /// The facts the policy check needs.
-    pub fn traits(self) -> RuntimeTraits {
-        let d = self.descriptor();
-        RuntimeTraits {
-            name: self.name(),
-            supported_modes: d.supported_modes,
-            disk_state: true,
-        }
-    }
-}
-
-impl fmt::Display for RuntimeKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::runtime_env::LAYOUT_VARS;
 
 /// The directory a [`SourceSpec`] path is relative to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,21 +61,25 @@ pub struct SourceSpec {
     pub is_dir: bool,
 }
 
-const fn src(anchor: Anchor, path: &'static str, kind: SourceKind) -> SourceSpec {
-    SourceSpec {
-        anchor,
-        path,
-        kind,
-        is_dir: false,
+impl SourceSpec {
+    /// A file source.
+    pub const fn file(anchor: Anchor, path: &'static str, kind: SourceKind) -> Self {
+        Self {
+            anchor,
+            path,
+            kind,
+            is_dir: false,
+        }
     }
-}
 
-const fn dir(anchor: Anchor, path: &'static str, kind: SourceKind) -> SourceSpec {
-    SourceSpec {
-        anchor,
-        path,
-        kind,
-        is_dir: true,
+    /// A directory source (hashed as a sorted recursive listing).
+    pub const fn dir(anchor: Anchor, path: &'static str, kind: SourceKind) -> Self {
+        Self {
+            anchor,
+            path,
+            kind,
+            is_dir: true,
+        }
     }
 }
 
@@ -161,6 +105,9 @@ pub enum KeyringUse {
 }
 
 /// How a host registers MCP servers with the runtime.
+///
+/// Descriptive: this crate never branches on it, it tells a host (and `agentctl`) which of the
+/// known mechanisms a runtime uses. A runtime with a new mechanism adds a variant here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -179,12 +126,38 @@ pub enum McpMechanism {
     GeminiSettings,
 }
 
-/// One row of the descriptor table.
+/// What this crate must know about one agent runtime. Each driver crate states its runtime's
+/// descriptor as a `static`; an environment serves the descriptors it is given.
+///
+/// Every field is a fact the runtime's author states: the struct has no defaults and no
+/// builder, so a new runtime cannot inherit a wrong guess about where its credentials live.
+/// An environment checks each descriptor ([`RuntimeDescriptor::validate`]) before it creates
+/// anything.
+///
+/// ```
+/// use runtime_env::{Anchor, IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, SourceKind, SourceSpec};
+///
+/// static MY_CLI: RuntimeDescriptor = RuntimeDescriptor {
+///     name: "my_cli",
+///     program: "my-cli",
+///     state_var: "MY_CLI_HOME",
+///     state_subdir: ".my-cli",
+///     state_dir_must_exist: false,
+///     private_subdirs: &[],
+///     sources: &[SourceSpec::file(Anchor::StateDir, "config.json", SourceKind::Config)],
+///     credential_files: &[SourceSpec::file(Anchor::StateDir, "auth.json", SourceKind::Credential)],
+///     api_key_vars: &["MY_CLI_API_KEY"],
+///     keyring: KeyringUse::Never,
+///     mcp: McpMechanism::McpConfigFlag,
+///     supported_modes: &[IsolationMode::Subprocess],
+/// };
+/// assert!(MY_CLI.validate().is_ok());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct RuntimeDescriptor {
-    /// Which runtime.
-    pub kind: RuntimeKind,
+    /// Short name: `[a-z][a-z0-9_]*`, at most 64 bytes (`codex`, `claude_code`). Auth status,
+    /// snapshots and summaries name the runtime by it.
+    pub name: &'static str,
     /// Program name on PATH.
     pub program: &'static str,
     /// The variable that relocates the runtime's state directory.
@@ -200,7 +173,8 @@ pub struct RuntimeDescriptor {
     pub sources: &'static [SourceSpec],
     /// Files whose presence shows stored login credentials. Never read.
     pub credential_files: &'static [SourceSpec],
-    /// Variables that carry an API key or token for this runtime.
+    /// Variables that carry an API key or token for this runtime; each must be a credential
+    /// variable ([`is_credential_var`](crate::is_credential_var)).
     pub api_key_vars: &'static [&'static str],
     /// Keyring behaviour.
     pub keyring: KeyringUse,
@@ -210,169 +184,233 @@ pub struct RuntimeDescriptor {
     pub supported_modes: &'static [IsolationMode],
 }
 
-use Anchor::{Cwd, Home, StateDir, System};
-use SourceKind::{Config, Credential, Instructions, Mcp, Policy};
+/// Longest [`RuntimeDescriptor::name`].
+const MAX_NAME_LEN: usize = 64;
 
-const IN_PROCESS_OR_SUBPROCESS: &[IsolationMode] =
-    &[IsolationMode::InProcess, IsolationMode::Subprocess];
-const SUBPROCESS_ONLY: &[IsolationMode] = &[IsolationMode::Subprocess];
+impl RuntimeDescriptor {
+    /// The facts the policy check needs.
+    pub fn traits(&self) -> RuntimeTraits {
+        RuntimeTraits {
+            name: self.name,
+            supported_modes: self.supported_modes,
+            disk_state: true,
+        }
+    }
 
-static CODEX: RuntimeDescriptor = RuntimeDescriptor {
-    kind: RuntimeKind::Codex,
-    program: "codex",
-    state_var: "CODEX_HOME",
-    state_subdir: ".codex",
-    state_dir_must_exist: true,
-    private_subdirs: &[],
-    sources: &[
-        src(System, "/etc/codex/config.toml", Config),
-        src(StateDir, "config.toml", Config),
-        dir(StateDir, "rules", Policy),
-        src(StateDir, "AGENTS.md", Instructions),
-        src(Cwd, ".codex/config.toml", Config),
-        src(Cwd, "AGENTS.md", Instructions),
-    ],
-    credential_files: &[src(StateDir, "auth.json", Credential)],
-    api_key_vars: &["CODEX_API_KEY", "OPENAI_API_KEY"],
-    keyring: KeyringUse::ConfigSelected {
-        file: "config.toml",
-        key: "cli_auth_credentials_store",
-    },
-    mcp: McpMechanism::CodexConfigToml,
-    supported_modes: IN_PROCESS_OR_SUBPROCESS,
-};
-
-static CLAUDE: RuntimeDescriptor = RuntimeDescriptor {
-    kind: RuntimeKind::ClaudeCode,
-    program: "claude",
-    state_var: "CLAUDE_CONFIG_DIR",
-    state_subdir: ".claude",
-    state_dir_must_exist: false,
-    private_subdirs: &[],
-    sources: &[
-        src(System, "/etc/claude-code/managed-settings.json", Policy),
-        src(StateDir, "settings.json", Config),
-        src(StateDir, "CLAUDE.md", Instructions),
-        // Global state (user MCP servers, account): inside CLAUDE_CONFIG_DIR when it is set.
-        src(StateDir, ".claude.json", Credential),
-        src(Cwd, ".claude/settings.json", Config),
-        src(Cwd, ".claude/settings.local.json", Config),
-        src(Cwd, ".mcp.json", Mcp),
-        src(Cwd, "CLAUDE.md", Instructions),
-    ],
-    credential_files: &[src(StateDir, ".credentials.json", Credential)],
-    api_key_vars: &[
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "CLAUDE_CODE_OAUTH_TOKEN",
-    ],
-    keyring: KeyringUse::MacOs,
-    mcp: McpMechanism::McpConfigFlag,
-    supported_modes: IN_PROCESS_OR_SUBPROCESS,
-};
-
-static CURSOR: RuntimeDescriptor = RuntimeDescriptor {
-    kind: RuntimeKind::Cursor,
-    program: "cursor-agent",
-    state_var: "CURSOR_CONFIG_DIR",
-    state_subdir: ".cursor",
-    state_dir_must_exist: false,
-    private_subdirs: &[],
-    sources: &[
-        src(StateDir, "cli-config.json", Config),
-        src(StateDir, "mcp.json", Mcp),
-        src(Cwd, ".cursor/cli.json", Policy),
-        src(Cwd, ".cursor/mcp.json", Mcp),
-        dir(Cwd, ".cursor/rules", Instructions),
-        src(Cwd, "AGENTS.md", Instructions),
-    ],
-    credential_files: &[],
-    api_key_vars: &["CURSOR_API_KEY", "CURSOR_AUTH_TOKEN"],
-    keyring: KeyringUse::Possible,
-    mcp: McpMechanism::ConfigDirMcpJson,
-    supported_modes: SUBPROCESS_ONLY,
-};
-
-static CODEBUDDY: RuntimeDescriptor = RuntimeDescriptor {
-    kind: RuntimeKind::CodeBuddy,
-    program: "codebuddy",
-    // Unverified: used by Tencent's own adapter but missing from the official variable list.
-    state_var: "CODEBUDDY_CONFIG_DIR",
-    state_subdir: ".codebuddy",
-    state_dir_must_exist: false,
-    private_subdirs: &[],
-    sources: &[
-        src(StateDir, "settings.json", Config),
-        // User MCP servers and per-project state, in HOME like Claude's `.claude.json`.
-        src(Home, ".codebuddy.json", Credential),
-        src(Cwd, ".codebuddy/settings.json", Config),
-        src(Cwd, ".codebuddy/settings.local.json", Config),
-        src(Cwd, ".mcp.json", Mcp),
-    ],
-    credential_files: &[],
-    api_key_vars: &["CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"],
-    keyring: KeyringUse::Possible,
-    mcp: McpMechanism::McpConfigFlag,
-    supported_modes: SUBPROCESS_ONLY,
-};
-
-static GEMINI: RuntimeDescriptor = RuntimeDescriptor {
-    kind: RuntimeKind::Gemini,
-    program: "gemini",
-    state_var: "GEMINI_CLI_HOME",
-    state_subdir: "",
-    state_dir_must_exist: false,
-    private_subdirs: &[".gemini"],
-    sources: &[
-        src(System, "/etc/gemini-cli/settings.json", Config),
-        src(StateDir, ".gemini/settings.json", Config),
-        dir(StateDir, ".gemini/policies", Policy),
-        src(StateDir, ".gemini/GEMINI.md", Instructions),
-        src(StateDir, ".gemini/system.md", Instructions),
-        src(StateDir, ".gemini/mcp-oauth-tokens.json", Credential),
-        src(Cwd, ".gemini/settings.json", Config),
-        dir(Cwd, ".gemini/policies", Policy),
-        src(Cwd, "GEMINI.md", Instructions),
-    ],
-    credential_files: &[src(StateDir, ".gemini/oauth_creds.json", Credential)],
-    api_key_vars: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-    keyring: KeyringUse::Possible,
-    mcp: McpMechanism::GeminiSettings,
-    supported_modes: IN_PROCESS_OR_SUBPROCESS,
-};
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_is_consistent() {
-        let mut vars = std::collections::BTreeSet::new();
-        for kind in RuntimeKind::ALL {
-            let d = kind.descriptor();
-            assert_eq!(d.kind, kind);
-            assert!(vars.insert(d.state_var), "duplicate {}", d.state_var);
-            for s in d.sources.iter().chain(d.credential_files) {
-                match s.anchor {
-                    Anchor::System => assert!(s.path.starts_with('/'), "{}", s.path),
-                    _ => {
-                        assert!(!s.path.starts_with('/'), "{}", s.path);
-                        assert!(!s.path.split('/').any(|c| c == ".." || c.is_empty()));
-                    }
-                }
-            }
-            for s in d.credential_files {
-                assert_eq!(s.kind, SourceKind::Credential);
-            }
-            assert!(!d.api_key_vars.is_empty());
-            for v in d.api_key_vars {
-                assert!(
-                    crate::child_env::is_credential_var(v),
-                    "{v} not in the credential list"
-                );
+    /// Checks that the descriptor can be used safely: a well-formed name; a state variable that
+    /// is a valid name, not one the layout sets itself and not a credential; plain relative
+    /// paths (absolute ones only for [`Anchor::System`]); credential files of kind
+    /// [`SourceKind::Credential`]; API-key variables that are credential variables (so they are
+    /// never copied from the host nor passed as plain variables); and at least one mode.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDescriptor`] naming the first rule broken.
+    pub fn validate(&self) -> Result<(), Error> {
+        let fail = |reason: &'static str| {
+            Err(Error::InvalidDescriptor {
+                runtime: self.name,
+                reason,
+            })
+        };
+        let mut name = self.name.bytes();
+        let name_ok = matches!(name.next(), Some(b'a'..=b'z'))
+            && name.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_'))
+            && self.name.len() <= MAX_NAME_LEN;
+        if !name_ok {
+            return fail("the name must be [a-z][a-z0-9_]*, at most 64 bytes");
+        }
+        if self.program.is_empty() {
+            return fail("the program is empty");
+        }
+        if !child_env::is_valid_var_name(self.state_var)
+            || LAYOUT_VARS.iter().any(|(v, _)| *v == self.state_var)
+            || XDG_SEARCH_DIRS.iter().any(|(v, _)| *v == self.state_var)
+            || child_env::is_credential_var(self.state_var)
+        {
+            return fail("the state variable is invalid, set by the layout, or a credential");
+        }
+        if !self.state_subdir.is_empty() && !is_plain_relative(self.state_subdir) {
+            return fail("the state subdirectory is not a plain relative path");
+        }
+        if !self.private_subdirs.iter().all(|d| is_plain_relative(d)) {
+            return fail("a private subdirectory is not a plain relative path");
+        }
+        for spec in self.sources.iter().chain(self.credential_files) {
+            let ok = match spec.anchor {
+                Anchor::System => spec.path.starts_with('/') && is_plain_relative(&spec.path[1..]),
+                _ => is_plain_relative(spec.path),
+            };
+            if !ok {
+                return fail("a source path is not plain (relative, or absolute for System)");
             }
         }
-        assert_eq!(RuntimeKind::Codex.descriptor().state_var, "CODEX_HOME");
-        assert!(RuntimeKind::Codex.descriptor().state_dir_must_exist);
+        if self
+            .credential_files
+            .iter()
+            .any(|s| s.kind != SourceKind::Credential)
+        {
+            return fail("a credential file is not of kind Credential");
+        }
+        if !self
+            .api_key_vars
+            .iter()
+            .all(|v| child_env::is_valid_var_name(v) && child_env::is_credential_var(v))
+        {
+            return fail("an API-key variable is not a credential variable");
+        }
+        if let KeyringUse::ConfigSelected { file, key } = self.keyring
+            && (!is_plain_relative(file) || key.is_empty())
+        {
+            return fail("the keyring config file or key is invalid");
+        }
+        if self.supported_modes.is_empty() {
+            return fail("no isolation mode is supported");
+        }
+        Ok(())
+    }
+}
+
+/// A non-empty `/`-separated relative path without empty, `.` or `..` components, backslashes
+/// or NUL.
+pub(crate) fn is_plain_relative(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', '\0']))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A well-formed descriptor the unit tests vary.
+    pub(crate) const GOOD: RuntimeDescriptor = RuntimeDescriptor {
+        name: "tool_2",
+        program: "tool",
+        state_var: "TOOL_HOME",
+        state_subdir: ".config/tool",
+        state_dir_must_exist: false,
+        private_subdirs: &["cache"],
+        sources: &[
+            SourceSpec::file(Anchor::System, "/etc/tool/config.json", SourceKind::Config),
+            SourceSpec::file(Anchor::StateDir, "config.toml", SourceKind::Config),
+            SourceSpec::dir(Anchor::Cwd, ".tool/rules", SourceKind::Policy),
+        ],
+        credential_files: &[SourceSpec::file(
+            Anchor::StateDir,
+            "auth.json",
+            SourceKind::Credential,
+        )],
+        api_key_vars: &["TOOL_API_KEY"],
+        keyring: KeyringUse::ConfigSelected {
+            file: "config.toml",
+            key: "store",
+        },
+        mcp: McpMechanism::McpConfigFlag,
+        supported_modes: &[IsolationMode::Subprocess],
+    };
+
+    const UP: &[SourceSpec] = &[SourceSpec::file(Anchor::Cwd, "../x", SourceKind::Config)];
+    const RELATIVE_SYSTEM: &[SourceSpec] = &[SourceSpec::file(
+        Anchor::System,
+        "etc/x",
+        SourceKind::Config,
+    )];
+    const NOT_CREDENTIAL: &[SourceSpec] =
+        &[SourceSpec::file(Anchor::StateDir, "a", SourceKind::Config)];
+
+    #[test]
+    fn a_well_formed_descriptor_passes() {
+        GOOD.validate().unwrap();
+        let home_itself = RuntimeDescriptor {
+            state_subdir: "",
+            ..GOOD
+        };
+        home_itself.validate().unwrap();
+        assert_eq!(GOOD.traits().name, "tool_2");
+    }
+
+    #[test]
+    fn every_rule_can_fail() {
+        let cases = [
+            RuntimeDescriptor { name: "", ..GOOD },
+            RuntimeDescriptor {
+                name: "Tool",
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                name: "claude-code",
+                ..GOOD
+            },
+            RuntimeDescriptor { name: "_x", ..GOOD },
+            RuntimeDescriptor {
+                program: "",
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                state_var: "HOME",
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                state_var: "XDG_DATA_DIRS",
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                state_var: "TOOL_TOKEN",
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                state_var: "BAD-NAME",
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                state_subdir: "/abs",
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                state_subdir: "a/../b",
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                private_subdirs: &["a//b"],
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                sources: UP,
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                sources: RELATIVE_SYSTEM,
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                credential_files: NOT_CREDENTIAL,
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                api_key_vars: &["TOOL_MODEL"],
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                keyring: KeyringUse::ConfigSelected {
+                    file: "..",
+                    key: "k",
+                },
+                ..GOOD
+            },
+            RuntimeDescriptor {
+                supported_modes: &[],
+                ..GOOD
+            },
+        ];
+        for case in cases {
+            let err = case.validate().unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidDescriptor { .. }),
+                "{case:?}: {err}"
+            );
+        }
     }
 }

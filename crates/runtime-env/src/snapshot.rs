@@ -23,7 +23,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::paths::Anchors;
-use crate::runtime::{RuntimeKind, SourceKind, SourceSpec};
+use crate::runtime::{SourceKind, SourceSpec};
 use crate::secure_fs;
 
 /// Version of the snapshot format, written into every snapshot.
@@ -73,8 +73,8 @@ pub struct SourceRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct RuntimeSnapshot {
-    /// Which runtime.
-    pub runtime: RuntimeKind,
+    /// The runtime's name ([`RuntimeDescriptor::name`](crate::RuntimeDescriptor::name)).
+    pub runtime: &'static str,
     /// Its sources, in descriptor-table order (config sources, then credential files).
     pub sources: Vec<SourceRecord>,
 }
@@ -97,20 +97,21 @@ impl Snapshot {
     }
 }
 
-pub(crate) fn take(runtimes: &[RuntimeKind], anchors: &Anchors<'_>) -> Snapshot {
+/// The snapshot of the runtimes whose anchors are given, in that order.
+pub(crate) fn take<'a>(runtimes: impl IntoIterator<Item = Anchors<'a>>) -> Snapshot {
     Snapshot {
         format: SNAPSHOT_FORMAT,
         runtimes: runtimes
-            .iter()
-            .map(|&kind| {
-                let d = kind.descriptor();
+            .into_iter()
+            .map(|anchors| {
+                let d = anchors.runtime;
                 RuntimeSnapshot {
-                    runtime: kind,
+                    runtime: d.name,
                     sources: d
                         .sources
                         .iter()
                         .chain(d.credential_files)
-                        .map(|spec| record(kind, spec, anchors))
+                        .map(|spec| record(spec, &anchors))
                         .collect(),
                 }
             })
@@ -118,8 +119,8 @@ pub(crate) fn take(runtimes: &[RuntimeKind], anchors: &Anchors<'_>) -> Snapshot 
     }
 }
 
-fn record(kind: RuntimeKind, spec: &SourceSpec, anchors: &Anchors<'_>) -> SourceRecord {
-    let (path, shown) = anchors.resolve(kind, spec);
+fn record(spec: &SourceSpec, anchors: &Anchors<'_>) -> SourceRecord {
+    let (path, shown) = anchors.resolve(spec);
     let (status, hash) = if spec.kind == SourceKind::Credential {
         (presence(&path), None)
     } else if spec.is_dir {

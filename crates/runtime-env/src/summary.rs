@@ -55,11 +55,7 @@ impl RuntimeEnvSummary {
             .iter()
             .map(|(v, _)| *v)
             .collect();
-        path_vars.extend(
-            crate::runtime::RuntimeKind::ALL
-                .iter()
-                .map(|k| k.descriptor().state_var),
-        );
+        path_vars.extend(env.runtimes().iter().map(|r| r.state_var));
         let paths = path_vars
             .into_iter()
             .filter_map(|var| {

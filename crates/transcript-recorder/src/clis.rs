@@ -112,8 +112,15 @@ impl Cli {
         let namespace = "user:transcripts"
             .parse()
             .map_err(|e| format!("the namespace name: {e}"))?;
+        let runtime = match self {
+            Cli::Codex => &driver_codex::RUNTIME,
+            Cli::ClaudeCode => &driver_claude_code::RUNTIME,
+            Cli::CodeBuddy => &driver_codebuddy::RUNTIME,
+            Cli::Gemini => &driver_gemini::RUNTIME,
+        };
         let builder = RuntimeEnv::builder(dir.join("rt"), namespace, dir.join("workspace"))
-            .host_env(HostEnv::from_vars([("PATH", path)]));
+            .host_env(HostEnv::from_vars([("PATH", path)]))
+            .runtimes([&runtime.descriptor]);
         let key = SecretString::from(self.model_key());
         let builder = match self {
             Cli::Codex => builder.secret(CODEX_KEY_VAR, key),

@@ -33,6 +33,7 @@ fn driver(dir: &Path, bin: &Path, model: &MockAnthropic) -> ClaudeCodeDriver {
         std::env::var("PATH").unwrap_or_default(),
     )]))
     .secret("ANTHROPIC_API_KEY", SecretString::from(MODEL_KEY))
+    .runtimes([&driver_claude_code::RUNTIME.descriptor])
     .build()
     .unwrap();
     let options = ClaudeCodeOptions::new()

@@ -70,6 +70,7 @@ async fn run_with_gap(bin: &std::path::Path, sessions: SessionMode) -> (usize, V
         "ANTHROPIC_API_KEY",
         SecretString::from("sk-ant-idle-test-key"),
     )
+    .runtimes([&driver_claude_code::RUNTIME.descriptor])
     .build()
     .unwrap();
     let driver = ClaudeCodeDriver::new(

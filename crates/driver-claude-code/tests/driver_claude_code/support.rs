@@ -59,6 +59,7 @@ impl FakeClaude {
     /// environment carries this CLI's credential variables.
     pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
         Self(Harness::new(
+            &driver_claude_code::RUNTIME.descriptor,
             scenario,
             VERSION,
             record_env,
@@ -86,6 +87,9 @@ impl FakeClaude {
 
     /// The namespace's `CLAUDE_CONFIG_DIR`.
     pub(crate) fn config_dir(&self) -> PathBuf {
-        self.env.state_dir(runtime_env::RuntimeKind::ClaudeCode)
+        self.env
+            .state_dir(&driver_claude_code::RUNTIME.descriptor)
+            .unwrap()
+            .to_owned()
     }
 }

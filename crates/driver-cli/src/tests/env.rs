@@ -3,9 +3,8 @@
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario, read_invocations};
 use run_service::EnvBinding;
-use runtime_env::RuntimeKind;
 
-use crate::tests::support::{HOST_KEY, fixture, limits};
+use crate::tests::support::{CODEX, HOST_KEY, fixture, limits};
 use crate::{CliCommand, CliError, CliProcess};
 
 #[tokio::test]
@@ -39,7 +38,7 @@ async fn the_child_sees_the_namespace_and_injected_secrets_but_no_host_credentia
         assert_eq!(run.env["HOME"], fx.env.home().to_str().unwrap());
         assert_eq!(
             run.env["CODEX_HOME"],
-            fx.env.state_dir(RuntimeKind::Codex).to_str().unwrap()
+            fx.env.state_dir(&CODEX).unwrap().to_str().unwrap()
         );
         assert_eq!(run.env["PATH"], crate::tests::support::host_path());
         // The environment's own injected secret reaches the child too.

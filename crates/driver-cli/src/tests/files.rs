@@ -3,10 +3,9 @@
 use std::os::unix::fs::PermissionsExt;
 
 use fake_cli::{Scenario, read_invocations};
-use runtime_env::RuntimeKind;
 
 use crate::files::RUNS_DIR;
-use crate::tests::support::{fixture, limits};
+use crate::tests::support::{CLAUDE, CODEX, fixture, limits};
 use crate::{CliError, CliProcess, NamespaceFiles, RunFiles};
 
 fn mode(path: &std::path::Path) -> u32 {
@@ -16,8 +15,8 @@ fn mode(path: &std::path::Path) -> u32 {
 #[tokio::test]
 async fn files_are_private_and_visible_to_the_child() {
     let fx = fixture();
-    let files = RunFiles::create(&fx.env, RuntimeKind::Codex, "run-42").unwrap();
-    let runs = fx.env.state_dir(RuntimeKind::Codex).join(RUNS_DIR);
+    let files = RunFiles::create(&fx.env, &CODEX, "run-42").unwrap();
+    let runs = fx.env.state_dir(&CODEX).unwrap().join(RUNS_DIR);
     assert_eq!(files.dir().parent().unwrap(), runs);
     assert!(files.dir().is_dir());
     assert_eq!(mode(files.dir()), 0o700);
@@ -64,7 +63,7 @@ fn concurrent_runs_with_the_same_id_never_share_a_directory() {
             .map(|i| {
                 let env = &fx.env;
                 s.spawn(move || {
-                    let files = RunFiles::create(env, RuntimeKind::Codex, "same-run").unwrap();
+                    let files = RunFiles::create(env, &CODEX, "same-run").unwrap();
                     files
                         .write("config.toml", format!("n = {i}").as_bytes())
                         .unwrap();
@@ -92,13 +91,13 @@ fn concurrent_runs_with_the_same_id_never_share_a_directory() {
 #[test]
 fn the_directory_is_removed_on_drop_and_on_remove() {
     let fx = fixture();
-    let dropped = RunFiles::create(&fx.env, RuntimeKind::ClaudeCode, "r").unwrap();
+    let dropped = RunFiles::create(&fx.env, &CLAUDE, "r").unwrap();
     dropped.write("a.json", b"{}").unwrap();
     let dropped_dir = dropped.dir().to_owned();
     drop(dropped);
     assert!(!dropped_dir.exists());
 
-    let removed = RunFiles::create(&fx.env, RuntimeKind::ClaudeCode, "r").unwrap();
+    let removed = RunFiles::create(&fx.env, &CLAUDE, "r").unwrap();
     removed.write("a.json", b"{}").unwrap();
     let removed_dir = removed.dir().to_owned();
     removed.remove().unwrap();
@@ -110,7 +109,7 @@ fn the_directory_is_removed_on_drop_and_on_remove() {
 #[test]
 fn file_names_must_be_plain() {
     let fx = fixture();
-    let files = RunFiles::create(&fx.env, RuntimeKind::Codex, "r").unwrap();
+    let files = RunFiles::create(&fx.env, &CODEX, "r").unwrap();
     for name in [
         "",
         ".",
@@ -133,19 +132,19 @@ fn file_names_must_be_plain() {
 #[test]
 fn odd_run_ids_stay_inside_the_runs_directory() {
     let fx = fixture();
-    let files = RunFiles::create(&fx.env, RuntimeKind::Codex, "../../etc").unwrap();
-    let runs = fx.env.state_dir(RuntimeKind::Codex).join(RUNS_DIR);
+    let files = RunFiles::create(&fx.env, &CODEX, "../../etc").unwrap();
+    let runs = fx.env.state_dir(&CODEX).unwrap().join(RUNS_DIR);
     assert_eq!(files.dir().parent().unwrap(), runs);
 }
 
 #[test]
 fn restoring_namespace_files_removes_a_file_that_was_not_there() {
     let fx = fixture();
-    let files = NamespaceFiles::install(&fx.env, RuntimeKind::Cursor, &["mcp.json"], |_| {
+    let files = NamespaceFiles::install(&fx.env, &CLAUDE, &["mcp.json"], |_| {
         vec![Some(b"{}".to_vec())]
     })
     .unwrap();
-    let path = fx.env.state_dir(RuntimeKind::Cursor).join("mcp.json");
+    let path = fx.env.state_dir(&CLAUDE).unwrap().join("mcp.json");
     assert!(path.exists());
     files.restore().unwrap();
     assert!(!path.exists());

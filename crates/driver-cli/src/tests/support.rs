@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use fake_cli::{SCENARIO_ENV, Scenario};
-use runtime_env::{HostEnv, RuntimeEnv};
+use runtime_env::{
+    HostEnv, IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnv,
+};
 use secrecy::SecretString;
 use tempfile::TempDir;
 
@@ -15,6 +17,30 @@ use crate::{CliCommand, Limits};
 pub(crate) const HOST_KEY: &str = "host-key";
 /// A secret injected into the runtime environment itself.
 pub(crate) const ENV_SECRET: &str = "env-injected-secret-789";
+
+/// A runtime with Codex's state variable: the fixture serves it.
+pub(crate) static CODEX: RuntimeDescriptor = RuntimeDescriptor {
+    name: "codex",
+    program: "codex",
+    state_var: "CODEX_HOME",
+    state_subdir: ".codex",
+    state_dir_must_exist: true,
+    private_subdirs: &[],
+    sources: &[],
+    credential_files: &[],
+    api_key_vars: &["OPENAI_API_KEY"],
+    keyring: KeyringUse::Never,
+    mcp: McpMechanism::CodexConfigToml,
+    supported_modes: &[IsolationMode::Subprocess],
+};
+
+/// A second runtime the fixture serves, with Claude Code's state variable.
+pub(crate) static CLAUDE: RuntimeDescriptor = RuntimeDescriptor {
+    name: "claude_code",
+    state_var: "CLAUDE_CONFIG_DIR",
+    state_subdir: ".claude",
+    ..CODEX
+};
 
 pub(crate) struct Fixture {
     pub(crate) env: RuntimeEnv,
@@ -46,6 +72,7 @@ pub(crate) fn fixture_with(
         project.path(),
     )
     .host_env(host)
+    .runtimes([&CODEX, &CLAUDE])
     .secret("ANTHROPIC_API_KEY", SecretString::from(ENV_SECRET));
     let env = configure(builder).build().unwrap();
     Fixture {

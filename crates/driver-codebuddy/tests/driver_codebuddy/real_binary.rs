@@ -34,6 +34,7 @@ fn driver(dir: &Path, bin: &Path, model: &MockChat) -> CodeBuddyDriver {
         "PATH",
         std::env::var("PATH").unwrap_or_default(),
     )]))
+    .runtimes([&driver_codebuddy::RUNTIME.descriptor])
     .build()
     .unwrap();
     let options = CodeBuddyOptions::new()

@@ -65,6 +65,7 @@ impl FakeCodeBuddy {
     /// environment carries this CLI's credential variables.
     pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
         Self(Harness::new(
+            &driver_codebuddy::RUNTIME.descriptor,
             scenario,
             VERSION,
             record_env,
@@ -87,7 +88,10 @@ impl FakeCodeBuddy {
 
     /// The namespace's `CODEBUDDY_CONFIG_DIR`.
     pub(crate) fn config_dir(&self) -> PathBuf {
-        self.env.state_dir(runtime_env::RuntimeKind::CodeBuddy)
+        self.env
+            .state_dir(&driver_codebuddy::RUNTIME.descriptor)
+            .unwrap()
+            .to_owned()
     }
 
     /// The harness, for the shared conformance factory.

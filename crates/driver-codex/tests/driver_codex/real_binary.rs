@@ -36,6 +36,7 @@ fn namespace(dir: &Path) -> RuntimeEnv {
         std::env::var("PATH").unwrap_or_default(),
     )]))
     .secret("MOCK_MODEL_KEY", SecretString::from(MODEL_KEY))
+    .runtimes([&driver_codex::RUNTIME.descriptor])
     .build()
     .unwrap()
 }

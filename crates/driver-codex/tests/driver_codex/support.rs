@@ -55,6 +55,7 @@ impl FakeCodex {
     /// environment carries this CLI's credential variables.
     pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
         Self(Harness::new(
+            &driver_codex::RUNTIME.descriptor,
             scenario,
             VERSION,
             record_env,
@@ -90,7 +91,10 @@ impl FakeCodex {
 
     /// The namespace's `CODEX_HOME`.
     pub(crate) fn codex_home(&self) -> PathBuf {
-        self.env.state_dir(runtime_env::RuntimeKind::Codex)
+        self.env
+            .state_dir(&driver_codex::RUNTIME.descriptor)
+            .unwrap()
+            .to_owned()
     }
 }
 

@@ -17,7 +17,7 @@ async fn the_namespaces_own_mcp_json_is_put_back_after_the_turn() {
     let fake = FakeCursor::new(cursor_like(), &[]);
     let own = br#"{"mcpServers":{"mine":{"url":"http://127.0.0.1:9/mcp"}}}"#;
     fake.env
-        .write_runtime_file(runtime_env::RuntimeKind::Cursor, "mcp.json", own)
+        .write_runtime_file(&driver_cursor::RUNTIME.descriptor, "mcp.json", own)
         .unwrap();
     let driver = fake.driver(fake.options());
     run(

@@ -55,6 +55,7 @@ impl FakeCursor {
     /// environment carries Cursor's credential variables.
     pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
         Self(Harness::new(
+            &driver_cursor::RUNTIME.descriptor,
             scenario,
             fixtures::VERSION,
             record_env,
@@ -82,7 +83,10 @@ impl FakeCursor {
 
     /// The namespace's `CURSOR_CONFIG_DIR`.
     pub(crate) fn config_dir(&self) -> PathBuf {
-        self.env.state_dir(runtime_env::RuntimeKind::Cursor)
+        self.env
+            .state_dir(&driver_cursor::RUNTIME.descriptor)
+            .unwrap()
+            .to_owned()
     }
 
     /// The namespace's `mcp.json`.

@@ -235,6 +235,7 @@ async fn requests_that_cannot_be_written_are_refused_before_spawning() {
         "HOME",
         fake.path().join("host-home"),
     )]))
+    .runtimes([&driver_gemini::RUNTIME.descriptor])
     .build()
     .unwrap();
     let driver = GeminiDriver::new(Arc::new(shared), fake.options());

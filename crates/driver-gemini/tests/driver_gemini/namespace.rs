@@ -28,7 +28,7 @@ async fn the_namespaces_own_settings_are_kept_and_put_back() {
     .to_string();
     fake.env
         .write_runtime_file(
-            runtime_env::RuntimeKind::Gemini,
+            &driver_gemini::RUNTIME.descriptor,
             ".gemini/settings.json",
             own.as_bytes(),
         )

@@ -36,6 +36,7 @@ fn driver(dir: &Path, bin: &Path, model: &MockGemini) -> GeminiDriver {
         "PATH",
         std::env::var("PATH").unwrap_or_default(),
     )]))
+    .runtimes([&driver_gemini::RUNTIME.descriptor])
     .build()
     .unwrap();
     let options = GeminiOptions::new()

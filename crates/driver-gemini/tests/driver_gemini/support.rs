@@ -77,6 +77,7 @@ impl FakeGemini {
     /// environment carries this CLI's credential variables.
     pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
         Self(Harness::new(
+            &driver_gemini::RUNTIME.descriptor,
             scenario,
             VERSION,
             record_env,
@@ -104,7 +105,10 @@ impl FakeGemini {
 
     /// The namespace's `GEMINI_CLI_HOME`.
     pub(crate) fn gemini_home(&self) -> PathBuf {
-        self.env.state_dir(runtime_env::RuntimeKind::Gemini)
+        self.env
+            .state_dir(&driver_gemini::RUNTIME.descriptor)
+            .unwrap()
+            .to_owned()
     }
 
     /// Writes a recording of session `id` where Gemini keeps them, as the real CLI does when
@@ -192,7 +196,8 @@ pub(crate) fn failed_kind(
 pub(crate) fn record_session(harness: &Harness, id: &str) -> PathBuf {
     let chats = harness
         .env
-        .state_dir(runtime_env::RuntimeKind::Gemini)
+        .state_dir(&driver_gemini::RUNTIME.descriptor)
+        .expect("the harness serves gemini")
         .join(".gemini/tmp/workspace/chats");
     std::fs::create_dir_all(&chats).expect("chats dir");
     let short = id.get(..8).expect("a UUID");

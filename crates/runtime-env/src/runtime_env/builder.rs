@@ -13,7 +13,7 @@ use crate::child_env::{self, ChildEnv, HostEnv};
 use crate::error::Error;
 use crate::namespace::CredentialNamespace;
 use crate::policy::{self, IsolationLevel, IsolationMode, Tenancy};
-use crate::runtime::RuntimeKind;
+use crate::runtime::RuntimeDescriptor;
 use crate::secure_fs::{self, Strictness};
 
 /// Builder of a [`RuntimeEnv`]; see [`RuntimeEnv::builder`].
@@ -26,7 +26,7 @@ pub struct RuntimeEnvBuilder {
     pub(super) mode: IsolationMode,
     pub(super) tenancy: Tenancy,
     pub(super) host: HostEnv,
-    pub(super) runtimes: Vec<RuntimeKind>,
+    pub(super) runtimes: Vec<&'static RuntimeDescriptor>,
     pub(super) vars: Vec<(String, OsString)>,
     pub(super) secrets: Vec<(String, SecretString)>,
 }
@@ -57,12 +57,22 @@ impl RuntimeEnvBuilder {
         self
     }
 
-    /// The runtimes this environment serves (default: all). Each is policy-checked, and the
-    /// auth status, snapshot and summary cover them.
-    pub fn runtimes(mut self, runtimes: impl IntoIterator<Item = RuntimeKind>) -> Self {
-        self.runtimes = runtimes.into_iter().collect();
-        self.runtimes.sort();
-        self.runtimes.dedup();
+    /// Adds runtimes this environment serves (default: none). Each descriptor is checked
+    /// ([`RuntimeDescriptor::validate`]) and policy-checked; its state directory is created
+    /// 0700 and its state variable set for the child; the auth status, snapshot and summary
+    /// cover it. A runtime given twice is served once, in the order first given.
+    ///
+    /// Only served runtimes have a state directory here: a driver refuses an environment that
+    /// does not serve its runtime.
+    pub fn runtimes(
+        mut self,
+        runtimes: impl IntoIterator<Item = &'static RuntimeDescriptor>,
+    ) -> Self {
+        for runtime in runtimes {
+            if !self.runtimes.contains(&runtime) {
+                self.runtimes.push(runtime);
+            }
+        }
         self
     }
 
@@ -88,7 +98,8 @@ impl RuntimeEnvBuilder {
     /// [`Error::Policy`] for an unsafe combination, [`Error::Fs`] when a directory fails a
     /// safety check or cannot be created, and the variable errors for bad names.
     pub fn build(self) -> Result<RuntimeEnv, Error> {
-        for &rt in &self.runtimes {
+        self.validate_runtimes()?;
+        for rt in &self.runtimes {
             policy::check_runtime(rt, &self.level, self.mode, self.tenancy)?;
         }
         secure_fs::require_absolute(&self.cwd).map_err(|_| Error::RelativeCwd)?;
@@ -96,17 +107,17 @@ impl RuntimeEnvBuilder {
         secure_fs::prepare_base(&self.base)?;
 
         let layout = match &self.level {
-            IsolationLevel::Shared => shared_layout(&self.base, &self.host)?,
+            IsolationLevel::Shared => shared_layout(&self.base, &self.host, &self.runtimes)?,
             IsolationLevel::Namespaced => {
                 let root = namespace_root(&self.base, &self.namespace)?;
-                private_layout(root.clone(), root, None)?
+                private_layout(root.clone(), root, None, &self.runtimes)?
             }
             IsolationLevel::Ephemeral(session) => {
                 let ns_root = namespace_root(&self.base, &self.namespace)?;
                 let sessions =
                     secure_fs::ensure_dir(&ns_root, OsStr::new(SESSIONS_DIR), Strictness::Private)?;
                 let (root, guard) = create_session(&sessions, session)?;
-                private_layout(root.clone(), root, Some(guard))?
+                private_layout(root.clone(), root, Some(guard), &self.runtimes)?
             }
         };
 
@@ -142,6 +153,32 @@ impl RuntimeEnvBuilder {
         })
     }
 
+    /// Each descriptor is valid, and no two share a name or a state variable.
+    fn validate_runtimes(&self) -> Result<(), Error> {
+        for (i, rt) in self.runtimes.iter().enumerate() {
+            rt.validate()?;
+            let clash = |reason| Error::InvalidDescriptor {
+                runtime: rt.name,
+                reason,
+            };
+            for other in &self.runtimes[..i] {
+                if other.name == rt.name {
+                    return Err(clash("another runtime of the environment has this name"));
+                }
+                if other.state_var == rt.state_var {
+                    return Err(clash(
+                        "another runtime of the environment has this state variable",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn is_reserved_var(&self, name: &str) -> bool {
+        is_reserved_var(name) || self.runtimes.iter().any(|r| r.state_var == name)
+    }
+
     fn validate_vars(&self) -> Result<(), Error> {
         let mut seen = std::collections::BTreeSet::new();
         let plain = self.vars.iter().map(|(k, _)| (k, false));
@@ -150,7 +187,7 @@ impl RuntimeEnvBuilder {
             if !child_env::is_valid_var_name(name) {
                 return Err(Error::InvalidVarName { len: name.len() });
             }
-            if is_reserved_var(name) {
+            if self.is_reserved_var(name) {
                 return Err(Error::ReservedVar { name: name.clone() });
             }
             if !is_secret && child_env::is_credential_var(name) {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use super::{MAX_RUNTIME_FILE, RuntimeEnv};
 use crate::error::Error;
 use crate::lock::FileLock;
-use crate::runtime::{Anchor, RuntimeKind, SourceKind};
+use crate::runtime::{Anchor, RuntimeDescriptor, SourceKind};
 use crate::secure_fs::{self, FsError};
 
 /// The exclusive config lock of a namespace or session; released when dropped.
@@ -21,7 +21,10 @@ pub struct ConfigLock<'e> {
 
 impl ConfigLock<'_> {
     /// Validates `relative` and returns its components; refuses credential files.
-    fn components(runtime: RuntimeKind, relative: &str) -> Result<Vec<&str>, Error> {
+    fn components<'r>(
+        runtime: &RuntimeDescriptor,
+        relative: &'r str,
+    ) -> Result<Vec<&'r str>, Error> {
         let parts: Vec<&str> = relative.split('/').collect();
         if relative.len() > 1024
             || parts
@@ -30,13 +33,13 @@ impl ConfigLock<'_> {
         {
             return Err(Error::InvalidRelativePath);
         }
-        let d = runtime.descriptor();
+        let d = runtime;
         let is_credential = d.sources.iter().chain(d.credential_files).any(|s| {
             s.kind == SourceKind::Credential && s.anchor == Anchor::StateDir && s.path == relative
         });
         if is_credential {
             return Err(Error::CredentialFile {
-                runtime,
+                runtime: runtime.name,
                 path: relative.to_owned(),
             });
         }
@@ -44,8 +47,12 @@ impl ConfigLock<'_> {
     }
 
     /// The runtime's state directory, checked (and, at the shared level, created if missing).
-    fn state_dir(&self, runtime: RuntimeKind, create: bool) -> Result<Option<PathBuf>, Error> {
-        let state = self.env.state_dir(runtime);
+    fn state_dir(
+        &self,
+        runtime: &RuntimeDescriptor,
+        create: bool,
+    ) -> Result<Option<PathBuf>, Error> {
+        let state = self.env.state_dir(runtime)?.to_owned();
         let strictness = self.env.strictness();
         match fs::symlink_metadata(&state) {
             Ok(_) => {
@@ -69,9 +76,13 @@ impl ConfigLock<'_> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRelativePath`], [`Error::CredentialFile`], [`Error::FileTooLarge`], and
-    /// [`Error::Fs`] for unsafe directories or I/O failures.
-    pub fn read(&self, runtime: RuntimeKind, relative: &str) -> Result<Option<Vec<u8>>, Error> {
+    /// [`Error::UnknownRuntime`], [`Error::InvalidRelativePath`], [`Error::CredentialFile`],
+    /// [`Error::FileTooLarge`], and [`Error::Fs`] for unsafe directories or I/O failures.
+    pub fn read(
+        &self,
+        runtime: &RuntimeDescriptor,
+        relative: &str,
+    ) -> Result<Option<Vec<u8>>, Error> {
         let parts = Self::components(runtime, relative)?;
         let Some(mut dir) = self.state_dir(runtime, false)? else {
             return Ok(None);
@@ -125,11 +136,11 @@ impl ConfigLock<'_> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRelativePath`], [`Error::CredentialFile`], and [`Error::Fs`] for unsafe
-    /// directories or I/O failures.
+    /// [`Error::UnknownRuntime`], [`Error::InvalidRelativePath`], [`Error::CredentialFile`],
+    /// and [`Error::Fs`] for unsafe directories or I/O failures.
     pub fn write(
         &self,
-        runtime: RuntimeKind,
+        runtime: &RuntimeDescriptor,
         relative: &str,
         contents: &[u8],
     ) -> Result<PathBuf, Error> {

@@ -10,7 +10,7 @@ use crate::child_env::{HostEnv, XDG_SEARCH_DIRS};
 use crate::error::Error;
 use crate::namespace::CredentialNamespace;
 use crate::paths::{self};
-use crate::runtime::RuntimeKind;
+use crate::runtime::RuntimeDescriptor;
 use crate::secure_fs::{self, FsError, Strictness};
 
 /// What a level's layout contributes to the environment.
@@ -18,7 +18,7 @@ pub(super) struct Layout {
     pub(super) root: Option<PathBuf>,
     pub(super) home: PathBuf,
     pub(super) vars: Vec<(&'static str, OsString)>,
-    pub(super) state_dirs: BTreeMap<RuntimeKind, PathBuf>,
+    pub(super) state_dirs: BTreeMap<&'static str, PathBuf>,
     pub(super) lock_dir: PathBuf,
     pub(super) lock_name: &'static str,
     pub(super) guard: Option<EphemeralGuard>,
@@ -37,6 +37,7 @@ pub(super) fn private_layout(
     root: PathBuf,
     lock_dir: PathBuf,
     guard: Option<EphemeralGuard>,
+    runtimes: &[&'static RuntimeDescriptor],
 ) -> Result<Layout, Error> {
     let mut vars = Vec::new();
     let mut home = root.join("home");
@@ -51,8 +52,7 @@ pub(super) fn private_layout(
         vars.push((*var, OsString::from(value)));
     }
     let mut state_dirs = BTreeMap::new();
-    for kind in RuntimeKind::ALL {
-        let d = kind.descriptor();
+    for d in runtimes {
         let state = secure_fs::ensure_dirs(
             &home,
             d.state_subdir
@@ -65,7 +65,7 @@ pub(super) fn private_layout(
             secure_fs::ensure_dir(&state, OsStr::new(sub), Strictness::Private)?;
         }
         vars.push((d.state_var, state.clone().into_os_string()));
-        state_dirs.insert(kind, state);
+        state_dirs.insert(d.name, state);
     }
     Ok(Layout {
         root: Some(root),
@@ -78,7 +78,11 @@ pub(super) fn private_layout(
     })
 }
 
-pub(super) fn shared_layout(base: &Path, host: &HostEnv) -> Result<Layout, Error> {
+pub(super) fn shared_layout(
+    base: &Path,
+    host: &HostEnv,
+    runtimes: &[&'static RuntimeDescriptor],
+) -> Result<Layout, Error> {
     let home = host.absolute_path("HOME").ok_or(Error::HostHomeMissing)?;
     let mut vars = vec![("HOME", home.clone().into_os_string())];
     for (var, _) in LAYOUT_VARS.iter().filter(|(v, _)| *v != "HOME") {
@@ -92,8 +96,7 @@ pub(super) fn shared_layout(base: &Path, host: &HostEnv) -> Result<Layout, Error
         }
     }
     let mut state_dirs = BTreeMap::new();
-    for kind in RuntimeKind::ALL {
-        let d = kind.descriptor();
+    for d in runtimes {
         // Only the host's own setting is passed on: setting a variable the host left unset
         // would move state (Claude keeps `.claude.json` in HOME unless CLAUDE_CONFIG_DIR is
         // set), and Codex refuses a CODEX_HOME that names a missing directory.
@@ -104,7 +107,7 @@ pub(super) fn shared_layout(base: &Path, host: &HostEnv) -> Result<Layout, Error
             }
             None => paths::join_rel(&home, d.state_subdir),
         };
-        state_dirs.insert(kind, state);
+        state_dirs.insert(d.name, state);
     }
     Ok(Layout {
         root: None,

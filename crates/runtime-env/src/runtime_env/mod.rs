@@ -15,8 +15,9 @@
 //!       home/ config/ data/ state/ cache/ run/ tmp/
 //! ```
 //!
-//! `home/` holds `.codex`, `.claude`, `.cursor`, `.codebuddy` and `.gemini`, all created 0700
-//! before any runtime starts. Every directory is 0700 and every file 0600.
+//! `home/` holds the state directory of each runtime the environment serves (`.codex`,
+//! `.claude`, …), created 0700 at build, before any runtime starts. Every directory is 0700
+//! and every file 0600.
 
 mod builder;
 mod config_lock;
@@ -36,7 +37,7 @@ use crate::namespace::CredentialNamespace;
 use crate::paths::Anchors;
 use crate::policy::{IsolationLevel, IsolationMode, Tenancy};
 use crate::redact::Redactor;
-use crate::runtime::RuntimeKind;
+use crate::runtime::RuntimeDescriptor;
 use crate::secure_fs::{self, Strictness};
 use crate::snapshot::{self, Snapshot};
 use crate::summary::RuntimeEnvSummary;
@@ -61,13 +62,11 @@ const SHARED_LOCK: &str = "shared.lock";
 /// Largest runtime file [`ConfigLock::read`] returns.
 pub const MAX_RUNTIME_FILE: u64 = 16 << 20;
 
-/// Whether a variable is set by the runtime environment itself and cannot be overridden.
+/// Whether a variable is set by every runtime environment itself (HOME, XDG_*, TMPDIR) and
+/// cannot be overridden. An environment also reserves the state variables of the runtimes it
+/// serves: see [`RuntimeEnv::is_reserved_var`].
 pub fn is_reserved_var(name: &str) -> bool {
-    LAYOUT_VARS.iter().any(|(v, _)| *v == name)
-        || XDG_SEARCH_DIRS.iter().any(|(v, _)| *v == name)
-        || RuntimeKind::ALL
-            .iter()
-            .any(|k| k.descriptor().state_var == name)
+    LAYOUT_VARS.iter().any(|(v, _)| *v == name) || XDG_SEARCH_DIRS.iter().any(|(v, _)| *v == name)
 }
 
 pub use builder::RuntimeEnvBuilder;
@@ -88,10 +87,11 @@ pub struct RuntimeEnv {
     level: IsolationLevel,
     mode: IsolationMode,
     tenancy: Tenancy,
-    runtimes: Vec<RuntimeKind>,
+    runtimes: Vec<&'static RuntimeDescriptor>,
     root: Option<PathBuf>,
     home: PathBuf,
-    state_dirs: BTreeMap<RuntimeKind, PathBuf>,
+    /// Each served runtime's state directory, by name.
+    state_dirs: BTreeMap<&'static str, PathBuf>,
     lock_dir: PathBuf,
     lock_name: &'static str,
     child: ChildEnv,
@@ -114,7 +114,7 @@ impl RuntimeEnv {
             mode: IsolationMode::Subprocess,
             tenancy: Tenancy::Multi,
             host: HostEnv::empty(),
-            runtimes: RuntimeKind::ALL.to_vec(),
+            runtimes: Vec::new(),
             vars: Vec::new(),
             secrets: Vec::new(),
         }
@@ -150,8 +150,8 @@ impl RuntimeEnv {
         self.tenancy
     }
 
-    /// The runtimes this environment serves.
-    pub fn runtimes(&self) -> &[RuntimeKind] {
+    /// The runtimes this environment serves, in the order the builder was given them.
+    pub fn runtimes(&self) -> &[&'static RuntimeDescriptor] {
         &self.runtimes
     }
 
@@ -166,8 +166,20 @@ impl RuntimeEnv {
     }
 
     /// A runtime's state directory (the value of its state variable).
-    pub fn state_dir(&self, runtime: RuntimeKind) -> PathBuf {
-        self.anchors().state_dir(runtime)
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownRuntime`] when the environment does not serve `runtime`: it has no
+    /// state directory here, and guessing one (the host's HOME at the shared level) would put
+    /// state where nobody chose to.
+    pub fn state_dir(&self, runtime: &RuntimeDescriptor) -> Result<&Path, Error> {
+        self.anchors(runtime).map(|a| a.state_dir)
+    }
+
+    /// Whether a variable is set by this environment itself and cannot be overridden: HOME,
+    /// XDG_*, TMPDIR ([`is_reserved_var`]) and the state variables of the runtimes it serves.
+    pub fn is_reserved_var(&self, name: &str) -> bool {
+        is_reserved_var(name) || self.runtimes.iter().any(|r| r.state_var == name)
     }
 
     /// The child environment.
@@ -189,27 +201,49 @@ impl RuntimeEnv {
         Redactor::with_secrets(self.child.secret_values().cloned())
     }
 
-    pub(crate) fn anchors(&self) -> Anchors<'_> {
-        Anchors {
+    /// The anchors of a served runtime's sources.
+    pub(crate) fn anchors(&self, runtime: &RuntimeDescriptor) -> Result<Anchors<'_>, Error> {
+        let unknown = || Error::UnknownRuntime {
+            runtime: runtime.name,
+        };
+        let served = self
+            .runtimes
+            .iter()
+            .find(|r| ***r == *runtime)
+            .ok_or_else(unknown)?;
+        let state_dir = self.state_dirs.get(served.name).ok_or_else(unknown)?;
+        Ok(Anchors {
+            runtime: served,
             home: &self.home,
             cwd: &self.cwd,
-            state_dirs: &self.state_dirs,
-        }
+            state_dir,
+        })
+    }
+
+    /// The anchors of every served runtime, in order.
+    fn all_anchors(&self) -> impl Iterator<Item = Anchors<'_>> {
+        self.runtimes.iter().filter_map(|r| self.anchors(r).ok())
     }
 
     /// The auth status of one runtime in this environment (no secret is read).
-    pub fn auth_status(&self, runtime: RuntimeKind) -> AuthStatus {
-        auth::detect(runtime, &self.anchors(), &self.child)
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownRuntime`] when the environment does not serve `runtime`.
+    pub fn auth_status(&self, runtime: &RuntimeDescriptor) -> Result<AuthStatus, Error> {
+        Ok(auth::detect(&self.anchors(runtime)?, &self.child))
     }
 
     /// The auth status of every runtime this environment serves.
     pub fn auth_statuses(&self) -> Vec<AuthStatus> {
-        self.runtimes.iter().map(|&r| self.auth_status(r)).collect()
+        self.all_anchors()
+            .map(|a| auth::detect(&a, &self.child))
+            .collect()
     }
 
     /// A snapshot of the implicit sources of every runtime this environment serves.
     pub fn snapshot(&self) -> Snapshot {
-        snapshot::take(&self.runtimes, &self.anchors())
+        snapshot::take(self.all_anchors())
     }
 
     /// A summary without secrets, for debugging and support output.
@@ -241,7 +275,7 @@ impl RuntimeEnv {
     /// As [`RuntimeEnv::lock_config`] and [`ConfigLock::write`].
     pub fn write_runtime_file(
         &self,
-        runtime: RuntimeKind,
+        runtime: &RuntimeDescriptor,
         relative: &str,
         contents: &[u8],
     ) -> Result<PathBuf, Error> {

@@ -4,16 +4,16 @@
 use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
 
-use runtime_env::{AuthModel, LoggedIn, RuntimeKind};
+use runtime_env::{AuthModel, LoggedIn};
 use secrecy::SecretString;
 
-use crate::support::Sandbox;
+use crate::support::{Sandbox, claude, codebuddy, codex, cursor, gemini};
 
 fn status(
     env: &runtime_env::RuntimeEnv,
-    kind: RuntimeKind,
+    kind: &runtime_env::RuntimeDescriptor,
 ) -> (LoggedIn, Option<AuthModel>, Option<String>) {
-    let s = env.auth_status(kind);
+    let s = env.auth_status(kind).unwrap();
     (s.logged_in, s.auth_model, s.account_label)
 }
 
@@ -22,19 +22,15 @@ fn fresh_namespace_is_logged_out_or_unknown() {
     let sb = Sandbox::new();
     // The host has every credential variable set; none of it counts for a tenant.
     let env = sb.builder("user:new").build().unwrap();
-    assert_eq!(status(&env, RuntimeKind::Codex), (LoggedIn::No, None, None));
-    let claude = status(&env, RuntimeKind::ClaudeCode);
+    assert_eq!(status(&env, codex()), (LoggedIn::No, None, None));
+    let claude = status(&env, claude());
     if cfg!(target_os = "macos") {
         assert_eq!(claude, (LoggedIn::Unknown, Some(AuthModel::Keyring), None));
     } else {
         assert_eq!(claude, (LoggedIn::No, None, None));
     }
     // Runtimes that may use a keyring are never reported as logged out.
-    for kind in [
-        RuntimeKind::Cursor,
-        RuntimeKind::CodeBuddy,
-        RuntimeKind::Gemini,
-    ] {
+    for kind in [cursor(), codebuddy(), gemini()] {
         assert_eq!(
             status(&env, kind),
             (LoggedIn::Unknown, Some(AuthModel::Keyring), None)
@@ -49,24 +45,24 @@ fn fresh_namespace_is_logged_out_or_unknown() {
 fn credential_files_count_as_login_by_presence() {
     let sb = Sandbox::new();
     let env = sb.builder("user:files").build().unwrap();
-    let auth = env.state_dir(RuntimeKind::Codex).join("auth.json");
+    let auth = env.state_dir(codex()).unwrap().join("auth.json");
     fs::write(&auth, b"{\"OPENAI_API_KEY\":\"canary-file-key\"}").unwrap();
     fs::set_permissions(&auth, Permissions::from_mode(0o600)).unwrap();
     assert_eq!(
-        status(&env, RuntimeKind::Codex),
+        status(&env, codex()),
         (
             LoggedIn::Yes,
             Some(AuthModel::OauthFile),
             Some("file:${HOME}/.codex/auth.json".to_owned())
         )
     );
-    let s = env.auth_status(RuntimeKind::Codex);
+    let s = env.auth_status(codex()).unwrap();
     assert_eq!(s.credential_files[0].private, Some(true));
     assert!(s.warnings.is_empty());
 
     // A credential file others can read is reported.
     fs::set_permissions(&auth, Permissions::from_mode(0o644)).unwrap();
-    let s = env.auth_status(RuntimeKind::Codex);
+    let s = env.auth_status(codex()).unwrap();
     assert_eq!(s.credential_files[0].private, Some(false));
     assert!(
         s.warnings[0].contains("not private (mode 0644"),
@@ -76,16 +72,15 @@ fn credential_files_count_as_login_by_presence() {
 
     // An empty file is not a login.
     fs::write(&auth, b"").unwrap();
-    assert_eq!(status(&env, RuntimeKind::Codex).0, LoggedIn::No);
+    assert_eq!(status(&env, codex()).0, LoggedIn::No);
 
     fs::write(
-        env.state_dir(RuntimeKind::ClaudeCode)
-            .join(".credentials.json"),
+        env.state_dir(claude()).unwrap().join(".credentials.json"),
         b"{}",
     )
     .unwrap();
     assert_eq!(
-        status(&env, RuntimeKind::ClaudeCode),
+        status(&env, claude()),
         (
             LoggedIn::Yes,
             Some(AuthModel::OauthFile),
@@ -93,10 +88,7 @@ fn credential_files_count_as_login_by_presence() {
         )
     );
     fs::write(env.home().join(".gemini/oauth_creds.json"), b"{}").unwrap();
-    assert_eq!(
-        status(&env, RuntimeKind::Gemini).1,
-        Some(AuthModel::OauthFile)
-    );
+    assert_eq!(status(&env, gemini()).1, Some(AuthModel::OauthFile));
 
     let text = serde_json::to_string(&env.auth_statuses()).unwrap();
     assert!(!text.contains("canary"));
@@ -118,7 +110,7 @@ fn injected_keys_count_as_login_by_name() {
         .build()
         .unwrap();
     assert_eq!(
-        status(&env, RuntimeKind::Codex),
+        status(&env, codex()),
         (
             LoggedIn::Yes,
             Some(AuthModel::ApiKeyVar),
@@ -126,15 +118,12 @@ fn injected_keys_count_as_login_by_name() {
         )
     );
     assert_eq!(
-        env.auth_status(RuntimeKind::Codex).api_key_vars,
+        env.auth_status(codex()).unwrap().api_key_vars,
         ["OPENAI_API_KEY"]
     );
-    assert_eq!(
-        status(&env, RuntimeKind::Cursor).1,
-        Some(AuthModel::ApiKeyVar)
-    );
+    assert_eq!(status(&env, cursor()).1, Some(AuthModel::ApiKeyVar));
     // A key for one runtime does not log in another.
-    assert_eq!(status(&env, RuntimeKind::Gemini).0, LoggedIn::Unknown);
+    assert_eq!(status(&env, gemini()).0, LoggedIn::Unknown);
     let text = format!("{:?}", env.auth_statuses());
     assert!(!text.contains("canary"));
 }
@@ -144,22 +133,22 @@ fn codex_keyring_store_makes_the_status_unknown() {
     let sb = Sandbox::new();
     let env = sb.builder("user:kr").build().unwrap();
     env.write_runtime_file(
-        RuntimeKind::Codex,
+        codex(),
         "config.toml",
         b"model = \"x\"\ncli_auth_credentials_store = \"keyring\"\n",
     )
     .unwrap();
     assert_eq!(
-        status(&env, RuntimeKind::Codex),
+        status(&env, codex()),
         (LoggedIn::Unknown, Some(AuthModel::Keyring), None)
     );
     env.write_runtime_file(
-        RuntimeKind::Codex,
+        codex(),
         "config.toml",
         b"cli_auth_credentials_store = \"file\"\n",
     )
     .unwrap();
-    assert_eq!(status(&env, RuntimeKind::Codex).0, LoggedIn::No);
+    assert_eq!(status(&env, codex()).0, LoggedIn::No);
 }
 
 #[test]
@@ -167,7 +156,7 @@ fn namespaces_have_separate_auth() {
     let sb = Sandbox::new();
     let a = sb.builder("user:a").build().unwrap();
     let b = sb.builder("user:b").build().unwrap();
-    fs::write(a.state_dir(RuntimeKind::Codex).join("auth.json"), b"{}").unwrap();
-    assert_eq!(status(&a, RuntimeKind::Codex).0, LoggedIn::Yes);
-    assert_eq!(status(&b, RuntimeKind::Codex).0, LoggedIn::No);
+    fs::write(a.state_dir(codex()).unwrap().join("auth.json"), b"{}").unwrap();
+    assert_eq!(status(&a, codex()).0, LoggedIn::Yes);
+    assert_eq!(status(&b, codex()).0, LoggedIn::No);
 }

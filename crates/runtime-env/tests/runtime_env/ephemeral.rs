@@ -27,6 +27,7 @@ fn abandon(base: &Path, project: &Path) -> std::path::PathBuf {
         .level(IsolationLevel::Ephemeral(
             SessionId::new("abandoned").unwrap(),
         ))
+        .runtimes(crate::support::all_runtimes())
         .build()
         .unwrap();
     let root = env.root().unwrap().to_owned();

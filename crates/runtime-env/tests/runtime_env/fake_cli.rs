@@ -4,10 +4,9 @@
 
 use std::fs;
 
-use runtime_env::RuntimeKind;
 use secrecy::SecretString;
 
-use crate::support::Sandbox;
+use crate::support::{Sandbox, codex};
 
 const SCRIPT: &str = r#"#!/bin/sh
 out="$1"
@@ -51,7 +50,7 @@ fn child_sees_namespaced_codex_home_and_no_host_credentials() {
     assert!(status.success());
 
     let dump = fs::read_to_string(out_dir.join("env.txt")).unwrap();
-    let codex_home = env.state_dir(RuntimeKind::Codex);
+    let codex_home = env.state_dir(codex()).unwrap();
     assert!(codex_home.starts_with(env.root().unwrap()));
     assert!(
         dump.lines()

@@ -3,12 +3,10 @@
 use std::path::Path;
 
 use runtime_env::LAYOUT_VARS;
-use runtime_env::{
-    Error, HostEnv, IsolationLevel, IsolationMode, PolicyError, RuntimeKind, SessionId, Tenancy,
-};
+use runtime_env::{Error, HostEnv, IsolationLevel, IsolationMode, PolicyError, SessionId, Tenancy};
 use secrecy::SecretString;
 
-use crate::support::{Sandbox, child_value, mode};
+use crate::support::{Sandbox, child_value, claude, codebuddy, codex, cursor, gemini, mode};
 
 #[test]
 fn namespaced_layout_sets_every_variable_under_the_root() {
@@ -30,20 +28,20 @@ fn namespaced_layout_sets_every_variable_under_the_root() {
     );
     let home = env.home();
     for (kind, sub) in [
-        (RuntimeKind::Codex, ".codex"),
-        (RuntimeKind::ClaudeCode, ".claude"),
-        (RuntimeKind::Cursor, ".cursor"),
-        (RuntimeKind::CodeBuddy, ".codebuddy"),
-        (RuntimeKind::Gemini, ""),
+        (codex(), ".codex"),
+        (claude(), ".claude"),
+        (cursor(), ".cursor"),
+        (codebuddy(), ".codebuddy"),
+        (gemini(), ""),
     ] {
-        let var = kind.descriptor().state_var;
+        let var = kind.state_var;
         let expected = if sub.is_empty() {
             home.to_owned()
         } else {
             home.join(sub)
         };
         assert_eq!(Path::new(child.get(var).unwrap()), expected, "{var}");
-        assert_eq!(env.state_dir(kind), expected);
+        assert_eq!(env.state_dir(kind).unwrap(), expected);
         assert_eq!(mode(&expected), 0o700, "{var}");
     }
     assert_eq!(mode(&home.join(".gemini")), 0o700);
@@ -78,7 +76,7 @@ fn ephemeral_root_is_under_the_namespace_sessions_dir() {
     let root = env.root().unwrap();
     assert_eq!(root, sb.base().join("ns/ci.job-1/sessions/^run-7"));
     assert_eq!(env.home(), root.join("home"));
-    assert!(env.state_dir(RuntimeKind::Codex).is_dir());
+    assert!(env.state_dir(codex()).unwrap().is_dir());
     let err = sb
         .builder("ci:job-1")
         .level(IsolationLevel::Ephemeral(id))
@@ -100,12 +98,12 @@ fn shared_level_uses_the_hosts_own_directories() {
         ("OPENAI_API_KEY", "canary-openai-host"),
     ]);
     let env = sb
-        .builder("default")
+        .bare("default")
         .host_env(host)
         .level(IsolationLevel::Shared)
         .tenancy(Tenancy::Single)
         .mode(IsolationMode::InProcess)
-        .runtimes([RuntimeKind::Codex, RuntimeKind::ClaudeCode])
+        .runtimes([codex(), claude()])
         .build()
         .unwrap();
     let child = env.child_env();
@@ -122,7 +120,7 @@ fn shared_level_uses_the_hosts_own_directories() {
     assert_eq!(child.get("CODEX_HOME").unwrap(), "/srv/codex");
     assert!(!child.contains("CLAUDE_CONFIG_DIR"));
     assert_eq!(
-        env.state_dir(RuntimeKind::ClaudeCode),
+        env.state_dir(claude()).unwrap(),
         Path::new("/home/host-user/.claude")
     );
     // Credentials still never pass from the host.
@@ -150,9 +148,9 @@ fn shared_level_needs_an_absolute_host_home() {
 fn policy_rejections_come_from_the_builder() {
     let sb = Sandbox::new();
     let err = sb
-        .builder("user:a")
+        .bare("user:a")
         .mode(IsolationMode::InProcess)
-        .runtimes([RuntimeKind::Codex])
+        .runtimes([codex()])
         .build()
         .unwrap_err();
     assert!(
@@ -163,9 +161,9 @@ fn policy_rejections_come_from_the_builder() {
         "{err}"
     );
     let err = sb
-        .builder("user:a")
+        .bare("user:a")
         .level(IsolationLevel::Shared)
-        .runtimes([RuntimeKind::ClaudeCode])
+        .runtimes([claude()])
         .build()
         .unwrap_err();
     assert!(
@@ -176,10 +174,10 @@ fn policy_rejections_come_from_the_builder() {
         "{err}"
     );
     let err = sb
-        .builder("user:a")
+        .bare("user:a")
         .mode(IsolationMode::InProcess)
         .tenancy(Tenancy::Single)
-        .runtimes([RuntimeKind::Cursor])
+        .runtimes([cursor()])
         .build()
         .unwrap_err();
     assert!(
@@ -189,10 +187,10 @@ fn policy_rejections_come_from_the_builder() {
     // Nothing was created for a rejected combination.
     assert!(!sb.base().exists());
     // The single-tenant in-process Codex case is allowed.
-    sb.builder("user:a")
+    sb.bare("user:a")
         .mode(IsolationMode::InProcess)
         .tenancy(Tenancy::Single)
-        .runtimes([RuntimeKind::Codex])
+        .runtimes([codex()])
         .build()
         .unwrap();
 }

@@ -2,9 +2,7 @@
 
 use std::thread;
 
-use runtime_env::RuntimeKind;
-
-use crate::support::Sandbox;
+use crate::support::{Sandbox, codex};
 
 #[test]
 fn concurrent_read_modify_write_loses_no_update() {
@@ -20,27 +18,20 @@ fn concurrent_read_modify_write_loses_no_update() {
                 for _ in 0..ROUNDS {
                     let lock = env.lock_config().unwrap();
                     let current = lock
-                        .read(RuntimeKind::Codex, "counter.txt")
+                        .read(codex(), "counter.txt")
                         .unwrap()
                         .map(|b| String::from_utf8(b).unwrap().parse::<usize>().unwrap())
                         .unwrap_or(0);
                     thread::yield_now();
-                    lock.write(
-                        RuntimeKind::Codex,
-                        "counter.txt",
-                        (current + 1).to_string().as_bytes(),
-                    )
-                    .unwrap();
+                    lock.write(codex(), "counter.txt", (current + 1).to_string().as_bytes())
+                        .unwrap();
                 }
             });
         }
     });
     let env = sb.builder("user:shared").build().unwrap();
     let lock = env.lock_config().unwrap();
-    let total = lock
-        .read(RuntimeKind::Codex, "counter.txt")
-        .unwrap()
-        .unwrap();
+    let total = lock.read(codex(), "counter.txt").unwrap().unwrap();
     assert_eq!(
         String::from_utf8(total).unwrap(),
         (THREADS * ROUNDS).to_string()
@@ -54,6 +45,5 @@ fn different_namespaces_do_not_share_a_lock() {
     let b = sb.builder("user:b").build().unwrap();
     let _held = a.lock_config().unwrap();
     // Would block forever if the lock were global.
-    b.write_runtime_file(RuntimeKind::Codex, "config.toml", b"x")
-        .unwrap();
+    b.write_runtime_file(codex(), "config.toml", b"x").unwrap();
 }

@@ -13,6 +13,7 @@ mod redaction;
 mod redaction_shapes;
 mod safety;
 mod secrets;
+mod served;
 mod snapshot;
 mod support;
 mod umask;

@@ -6,7 +6,7 @@ use std::path::{Component, Path};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};
 use runtime_env::LAYOUT_VARS;
-use runtime_env::{CredentialNamespace, IsolationLevel, RuntimeKind, SessionId};
+use runtime_env::{CredentialNamespace, IsolationLevel, SessionId};
 
 use crate::support::Sandbox;
 
@@ -94,7 +94,7 @@ proptest! {
             let path_vars = LAYOUT_VARS
                 .iter()
                 .map(|(v, _)| *v)
-                .chain(RuntimeKind::ALL.iter().map(|k| k.descriptor().state_var));
+                .chain(crate::support::all_runtimes().map(|d| d.state_var));
             for name in path_vars {
                 let v = env.child_env().get(name).unwrap();
                 let p = Path::new(v);

@@ -4,9 +4,9 @@
 use std::fs::{self, Permissions};
 use std::os::unix::fs::{PermissionsExt, symlink};
 
-use runtime_env::{Error, FsError, RuntimeKind};
+use runtime_env::{Error, FsError};
 
-use crate::support::{Sandbox, mode, my_uid};
+use crate::support::{Sandbox, claude, codex, mode, my_uid};
 
 #[test]
 fn planted_symlink_is_refused() {
@@ -45,7 +45,7 @@ fn symlinked_base_and_state_dir_are_refused() {
 
     let sb = Sandbox::new();
     let env = sb.builder("user:a").build().unwrap();
-    let codex = env.state_dir(RuntimeKind::Codex);
+    let codex = env.state_dir(codex()).unwrap().to_owned();
     drop(env);
     fs::remove_dir(&codex).unwrap();
     symlink(sb.tmp.path(), &codex).unwrap();
@@ -149,19 +149,15 @@ fn runtime_files_refuse_traversal_and_credential_files() {
         "./x",
         "a\\b",
     ] {
-        let err = env
-            .write_runtime_file(RuntimeKind::Codex, bad, b"x")
-            .unwrap_err();
+        let err = env.write_runtime_file(codex(), bad, b"x").unwrap_err();
         assert!(matches!(err, Error::InvalidRelativePath), "{bad}: {err}");
     }
     let err = env
-        .write_runtime_file(RuntimeKind::Codex, "auth.json", b"x")
+        .write_runtime_file(codex(), "auth.json", b"x")
         .unwrap_err();
     assert!(matches!(err, Error::CredentialFile { .. }), "{err}");
     let lock = env.lock_config().unwrap();
-    let err = lock
-        .read(RuntimeKind::ClaudeCode, ".credentials.json")
-        .unwrap_err();
+    let err = lock.read(claude(), ".credentials.json").unwrap_err();
     assert!(matches!(err, Error::CredentialFile { .. }), "{err}");
-    assert_eq!(lock.read(RuntimeKind::Codex, "config.toml").unwrap(), None);
+    assert_eq!(lock.read(codex(), "config.toml").unwrap(), None);
 }

@@ -1,9 +1,9 @@
 //! The summary, `Debug` output and every error are free of canary secrets.
 
-use runtime_env::{CredentialNamespace, Error, IsolationMode, RuntimeKind, SessionId};
+use runtime_env::{CredentialNamespace, Error, IsolationMode, SessionId};
 use secrecy::SecretString;
 
-use crate::support::Sandbox;
+use crate::support::{Sandbox, codex};
 
 const INJECTED: &str = "canary-injected-secret-7d1";
 
@@ -21,7 +21,7 @@ fn summary_is_free_of_secrets() {
         .build()
         .unwrap();
     std::fs::write(
-        env.state_dir(RuntimeKind::Codex).join("auth.json"),
+        env.state_dir(codex()).unwrap().join("auth.json"),
         b"{\"refresh_token\":\"canary-on-disk\"}",
     )
     .unwrap();
@@ -148,7 +148,7 @@ fn errors_are_free_of_secrets() {
         .unwrap();
     for rel in ["../canary", "auth.json"] {
         let e = env
-            .write_runtime_file(RuntimeKind::Codex, rel, b"canary-content")
+            .write_runtime_file(codex(), rel, b"canary-content")
             .unwrap_err();
         errors.push(format!("{e} / {e:?}"));
     }
@@ -193,18 +193,27 @@ fn errors_are_free_of_secrets() {
     drop(live);
     let big = sb.builder("user:b").build().unwrap();
     std::fs::write(
-        big.state_dir(RuntimeKind::Codex).join("big.toml"),
+        big.state_dir(codex()).unwrap().join("big.toml"),
         vec![b'x'; (runtime_env::MAX_RUNTIME_FILE + 1) as usize],
     )
     .unwrap();
     let e = big
         .lock_config()
         .unwrap()
-        .read(RuntimeKind::Codex, "big.toml")
+        .read(codex(), "big.toml")
         .unwrap_err();
     assert!(matches!(e, Error::FileTooLarge { .. }));
     errors.push(format!("{e} / {e:?}"));
-    assert_eq!(errors.len(), 15);
+    let e = sb
+        .bare("user:c")
+        .secret("OPENAI_API_KEY", SecretString::from("canary-s"))
+        .build()
+        .unwrap()
+        .state_dir(codex())
+        .unwrap_err();
+    assert!(matches!(e, Error::UnknownRuntime { .. }));
+    errors.push(format!("{e} / {e:?}"));
+    assert_eq!(errors.len(), 16);
     for e in &errors {
         assert_clean(e);
     }

@@ -5,27 +5,27 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use runtime_env::{RuntimeEnv, RuntimeKind, SourceStatus};
+use runtime_env::{RuntimeEnv, SourceStatus};
 
-use crate::support::Sandbox;
+use crate::support::{Sandbox, claude, codex, cursor, gemini};
 
 /// Writes the same config tree into an environment and its project.
 fn populate(env: &RuntimeEnv, project: &Path) {
-    env.write_runtime_file(RuntimeKind::Codex, "config.toml", b"model = \"gpt\"\n")
+    env.write_runtime_file(codex(), "config.toml", b"model = \"gpt\"\n")
         .unwrap();
-    env.write_runtime_file(RuntimeKind::Codex, "rules/default.rules", b"allow ls\n")
+    env.write_runtime_file(codex(), "rules/default.rules", b"allow ls\n")
         .unwrap();
-    env.write_runtime_file(RuntimeKind::Codex, "rules/nested/x.rules", b"deny rm\n")
+    env.write_runtime_file(codex(), "rules/nested/x.rules", b"deny rm\n")
         .unwrap();
-    env.write_runtime_file(RuntimeKind::ClaudeCode, "settings.json", b"{\"a\":1}")
+    env.write_runtime_file(claude(), "settings.json", b"{\"a\":1}")
         .unwrap();
-    env.write_runtime_file(RuntimeKind::Gemini, ".gemini/settings.json", b"{}")
+    env.write_runtime_file(gemini(), ".gemini/settings.json", b"{}")
         .unwrap();
-    env.write_runtime_file(RuntimeKind::Cursor, "mcp.json", b"{\"mcpServers\":{}}")
+    env.write_runtime_file(cursor(), "mcp.json", b"{\"mcpServers\":{}}")
         .unwrap();
     // Credential files are written by the runtimes' own logins, never by this crate.
     fs::write(
-        env.state_dir(RuntimeKind::Codex).join("auth.json"),
+        env.state_dir(codex()).unwrap().join("auth.json"),
         b"{\"tokens\":{\"access_token\":\"canary-oauth-token\"}}",
     )
     .unwrap();
@@ -43,6 +43,7 @@ fn two_envs() -> (Sandbox, RuntimeEnv, Sandbox, RuntimeEnv) {
     let b_base = b.tmp.path().join("a-much-longer-base-directory-name");
     let env_b = RuntimeEnv::builder(&b_base, "ci:Job-42".parse().unwrap(), b.project())
         .host_env(crate::support::test_host())
+        .runtimes(crate::support::all_runtimes())
         .build()
         .unwrap();
     populate(&env_b, &b.project());
@@ -71,7 +72,7 @@ fn equal_content_gives_byte_identical_snapshots() {
 fn one_changed_byte_changes_exactly_one_hash() {
     let (_a, env_a, _b, env_b) = two_envs();
     env_b
-        .write_runtime_file(RuntimeKind::Codex, "config.toml", b"model = \"gpu\"\n")
+        .write_runtime_file(codex(), "config.toml", b"model = \"gpu\"\n")
         .unwrap();
     let (sa, sb) = (env_a.snapshot(), env_b.snapshot());
     let mut differing = Vec::new();
@@ -87,10 +88,10 @@ fn one_changed_byte_changes_exactly_one_hash() {
 
     // A byte inside a directory source changes that directory's hash only.
     env_b
-        .write_runtime_file(RuntimeKind::Codex, "config.toml", b"model = \"gpt\"\n")
+        .write_runtime_file(codex(), "config.toml", b"model = \"gpt\"\n")
         .unwrap();
     env_b
-        .write_runtime_file(RuntimeKind::Codex, "rules/nested/x.rules", b"deny rn\n")
+        .write_runtime_file(codex(), "rules/nested/x.rules", b"deny rn\n")
         .unwrap();
     let sb = env_b.snapshot();
     let differing: Vec<_> = sa.runtimes[0]
@@ -120,7 +121,7 @@ fn credentials_are_presence_only() {
     let claude = snap
         .runtimes
         .iter()
-        .find(|r| r.runtime == RuntimeKind::ClaudeCode)
+        .find(|r| r.runtime == "claude_code")
         .unwrap();
     let creds = claude
         .sources
@@ -147,20 +148,16 @@ fn credentials_are_presence_only() {
 fn fifo_and_wrong_types_are_unreadable_and_never_block() {
     let sb = Sandbox::new();
     let env = sb
-        .builder("user:odd")
-        .runtimes([RuntimeKind::Codex, RuntimeKind::Cursor])
+        .bare("user:odd")
+        .runtimes([codex(), cursor()])
         .build()
         .unwrap();
-    let fifo = env.state_dir(RuntimeKind::Codex).join("config.toml");
+    let fifo = env.state_dir(codex()).unwrap().join("config.toml");
     let ok = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(ok.success());
     // A directory where a file is expected, a file where a directory is expected.
-    fs::create_dir(env.state_dir(RuntimeKind::Cursor).join("mcp.json")).unwrap();
-    fs::write(
-        env.state_dir(RuntimeKind::Codex).join("rules"),
-        b"not a dir",
-    )
-    .unwrap();
+    fs::create_dir(env.state_dir(cursor()).unwrap().join("mcp.json")).unwrap();
+    fs::write(env.state_dir(codex()).unwrap().join("rules"), b"not a dir").unwrap();
     let snap = env.snapshot();
     let status = |path: &str| {
         snap.runtimes
@@ -178,19 +175,15 @@ fn fifo_and_wrong_types_are_unreadable_and_never_block() {
     assert_eq!(status("${HOME}/.codex/rules"), SourceStatus::Unreadable);
     assert_eq!(status("${CWD}/AGENTS.md"), SourceStatus::Absent);
     // Auth detection reads config.toml for the keyring setting: it must not block either.
-    let _ = env.auth_status(RuntimeKind::Codex);
+    let _ = env.auth_status(codex()).unwrap();
 }
 
 /// Golden shape of the serialization (format version, field order, status names).
 #[test]
 fn serialization_shape() {
     let sb = Sandbox::new();
-    let env = sb
-        .builder("user:g")
-        .runtimes([RuntimeKind::Cursor])
-        .build()
-        .unwrap();
-    env.write_runtime_file(RuntimeKind::Cursor, "cli-config.json", b"{}")
+    let env = sb.bare("user:g").runtimes([cursor()]).build().unwrap();
+    env.write_runtime_file(cursor(), "cli-config.json", b"{}")
         .unwrap();
     let expected = format!(
         concat!(

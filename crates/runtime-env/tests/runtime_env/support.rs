@@ -1,10 +1,11 @@
-//! Shared helpers: temporary bases, test host environments and `stat` shorthands.
+//! Shared helpers: temporary bases, test host environments, the registered runtimes and `stat`
+//! shorthands.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use runtime_env::{CredentialNamespace, HostEnv, RuntimeEnv, RuntimeEnvBuilder};
+use runtime_env::{CredentialNamespace, HostEnv, RuntimeDescriptor, RuntimeEnv, RuntimeEnvBuilder};
 use tempfile::TempDir;
 
 /// A temporary directory holding a base dir (`<tmp>/base`) and a project dir (`<tmp>/project`).
@@ -27,7 +28,13 @@ impl Sandbox {
         self.tmp.path().join("project")
     }
 
+    /// A builder serving every registered runtime.
     pub(crate) fn builder(&self, ns: &str) -> RuntimeEnvBuilder {
+        self.bare(ns).runtimes(all_runtimes())
+    }
+
+    /// A builder serving no runtime yet (the test names them).
+    pub(crate) fn bare(&self, ns: &str) -> RuntimeEnvBuilder {
         RuntimeEnv::builder(
             self.base(),
             ns.parse::<CredentialNamespace>().unwrap(),
@@ -35,6 +42,35 @@ impl Sandbox {
         )
         .host_env(test_host())
     }
+}
+
+/// The real runtimes, as their driver crates describe them (through the registry).
+pub(crate) fn all_runtimes() -> impl Iterator<Item = &'static RuntimeDescriptor> {
+    runtimes::all().iter().map(|r| &r.descriptor)
+}
+
+fn registered(name: &str) -> &'static RuntimeDescriptor {
+    &runtimes::find(name).expect("registered").descriptor
+}
+
+pub(crate) fn codex() -> &'static RuntimeDescriptor {
+    registered("codex")
+}
+
+pub(crate) fn claude() -> &'static RuntimeDescriptor {
+    registered("claude_code")
+}
+
+pub(crate) fn cursor() -> &'static RuntimeDescriptor {
+    registered("cursor")
+}
+
+pub(crate) fn codebuddy() -> &'static RuntimeDescriptor {
+    registered("codebuddy")
+}
+
+pub(crate) fn gemini() -> &'static RuntimeDescriptor {
+    registered("gemini")
 }
 
 /// A host environment with PATH, a host HOME/CODEX_HOME and canary credentials.

@@ -9,9 +9,9 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use runtime_env::{IsolationLevel, RuntimeKind, SessionId};
+use runtime_env::{IsolationLevel, SessionId};
 
-use crate::support::{Sandbox, mode, walk};
+use crate::support::{Sandbox, claude, codex, gemini, mode, walk};
 
 const DIR_VAR: &str = "RUNTIME_ENV_TEST_LAYOUT_DIR";
 const HELPER: &str = "umask::helper_create_layout";
@@ -25,16 +25,17 @@ fn create_layout(parent: &Path) {
     let builder = |level| {
         runtime_env::RuntimeEnv::builder(&base, "user:umask".parse().unwrap(), &project)
             .level(level)
+            .runtimes(crate::support::all_runtimes())
             .build()
             .unwrap()
     };
     let env = builder(IsolationLevel::Namespaced);
-    env.write_runtime_file(RuntimeKind::Codex, "config.toml", b"model = \"m\"\n")
+    env.write_runtime_file(codex(), "config.toml", b"model = \"m\"\n")
         .unwrap();
-    env.write_runtime_file(RuntimeKind::Gemini, ".gemini/policies/a.toml", b"x")
+    env.write_runtime_file(gemini(), ".gemini/policies/a.toml", b"x")
         .unwrap();
     let eph = builder(IsolationLevel::Ephemeral(SessionId::new("s1").unwrap()));
-    eph.write_runtime_file(RuntimeKind::ClaudeCode, "nested/dir/settings.json", b"{}")
+    eph.write_runtime_file(claude(), "nested/dir/settings.json", b"{}")
         .unwrap();
     // Keep the ephemeral tree for inspection (the process exits right after).
     std::mem::forget(eph);

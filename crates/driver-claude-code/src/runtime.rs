@@ -1,0 +1,60 @@
+//! The Claude Code runtime: what `runtime-env` must know about `claude` (its descriptor) and
+//! the registry entry that builds [`ClaudeCodeDriver`](crate::ClaudeCodeDriver) from common
+//! arguments.
+
+use std::sync::Arc;
+
+use driver_cli::{BuildError, CliDriver, CommonArgs, Runtime};
+use driver_spi::Driver;
+use runtime_env::Anchor::{Cwd, StateDir, System};
+use runtime_env::SourceKind::{Config, Credential, Instructions, Mcp, Policy};
+use runtime_env::{
+    IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnvBuilder, SourceSpec,
+};
+
+use crate::ClaudeCodeOptions;
+
+/// The Claude Code runtime's registry entry: binary from `CLAUDE_BIN`, key from
+/// `ANTHROPIC_API_KEY`; a model endpoint is a Messages API (`ANTHROPIC_BASE_URL`).
+pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "CLAUDE_BIN", "ANTHROPIC_API_KEY", build);
+
+const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
+    name: "claude_code",
+    program: "claude",
+    state_var: "CLAUDE_CONFIG_DIR",
+    state_subdir: ".claude",
+    state_dir_must_exist: false,
+    private_subdirs: &[],
+    sources: &[
+        SourceSpec::file(System, "/etc/claude-code/managed-settings.json", Policy),
+        SourceSpec::file(StateDir, "settings.json", Config),
+        SourceSpec::file(StateDir, "CLAUDE.md", Instructions),
+        // Global state (user MCP servers, account): inside CLAUDE_CONFIG_DIR when it is set.
+        SourceSpec::file(StateDir, ".claude.json", Credential),
+        SourceSpec::file(Cwd, ".claude/settings.json", Config),
+        SourceSpec::file(Cwd, ".claude/settings.local.json", Config),
+        SourceSpec::file(Cwd, ".mcp.json", Mcp),
+        SourceSpec::file(Cwd, "CLAUDE.md", Instructions),
+    ],
+    credential_files: &[SourceSpec::file(StateDir, ".credentials.json", Credential)],
+    api_key_vars: &[
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+    ],
+    keyring: KeyringUse::MacOs,
+    mcp: McpMechanism::McpConfigFlag,
+    supported_modes: &[IsolationMode::InProcess, IsolationMode::Subprocess],
+};
+
+fn build(mut env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
+    let mut options = args.apply(ClaudeCodeOptions::new());
+    if let Some(url) = &args.base_url {
+        options = options.with_base_url(url);
+    }
+    // Claude Code reads its key from ANTHROPIC_API_KEY only, whatever it came from.
+    if let Some(key) = args.key {
+        env = env.secret(RUNTIME.key_var, key.value().clone());
+    }
+    CliDriver::in_env(env, options)
+}

@@ -1,0 +1,54 @@
+//! The CodeBuddy Code runtime: what `runtime-env` must know about `codebuddy` (its descriptor)
+//! and the registry entry that builds [`CodeBuddyDriver`](crate::CodeBuddyDriver) from common
+//! arguments.
+
+use std::sync::Arc;
+
+use driver_cli::{BuildError, CliDriver, CommonArgs, Runtime};
+use driver_spi::Driver;
+use runtime_env::Anchor::{Cwd, Home, StateDir};
+use runtime_env::SourceKind::{Config, Credential, Mcp};
+use runtime_env::{
+    IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnvBuilder, SourceSpec,
+};
+
+use crate::CodeBuddyOptions;
+
+/// The CodeBuddy runtime's registry entry: binary from `CODEBUDDY_BIN`, key from
+/// `CODEBUDDY_API_KEY` (handed over as the typed key option); a model endpoint is a Chat
+/// Completions API.
+pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "CODEBUDDY_BIN", "CODEBUDDY_API_KEY", build);
+
+const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
+    name: "codebuddy",
+    program: "codebuddy",
+    // Unverified: used by Tencent's own adapter but missing from the official variable list.
+    state_var: "CODEBUDDY_CONFIG_DIR",
+    state_subdir: ".codebuddy",
+    state_dir_must_exist: false,
+    private_subdirs: &[],
+    sources: &[
+        SourceSpec::file(StateDir, "settings.json", Config),
+        // User MCP servers and per-project state, in HOME like Claude's `.claude.json`.
+        SourceSpec::file(Home, ".codebuddy.json", Credential),
+        SourceSpec::file(Cwd, ".codebuddy/settings.json", Config),
+        SourceSpec::file(Cwd, ".codebuddy/settings.local.json", Config),
+        SourceSpec::file(Cwd, ".mcp.json", Mcp),
+    ],
+    credential_files: &[],
+    api_key_vars: &["CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"],
+    keyring: KeyringUse::Possible,
+    mcp: McpMechanism::McpConfigFlag,
+    supported_modes: &[IsolationMode::Subprocess],
+};
+
+fn build(env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
+    let mut options = args.apply(CodeBuddyOptions::new());
+    if let Some(url) = &args.base_url {
+        options = options.with_base_url(url);
+    }
+    if let Some(key) = args.key {
+        options = options.with_api_key(key.value().clone());
+    }
+    CliDriver::in_env(env, options)
+}

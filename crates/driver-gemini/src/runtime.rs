@@ -1,0 +1,60 @@
+//! The Gemini runtime: what `runtime-env` must know about `gemini` (its descriptor) and the
+//! registry entry that builds [`GeminiDriver`](crate::GeminiDriver) from common arguments.
+
+use std::sync::Arc;
+
+use driver_cli::{BuildError, CliDriver, CommonArgs, Runtime};
+use driver_spi::Driver;
+use runtime_env::Anchor::{Cwd, StateDir, System};
+use runtime_env::SourceKind::{Config, Credential, Instructions, Policy};
+use runtime_env::{
+    IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnvBuilder, SourceSpec,
+};
+
+use crate::GeminiOptions;
+
+/// The Gemini runtime's registry entry: binary from `GEMINI_BIN`, key from `GEMINI_API_KEY`
+/// (handed over as the typed key option, which the driver passes as `GEMINI_API_KEY`); a
+/// model endpoint is the Gemini API (`GOOGLE_GEMINI_BASE_URL`).
+pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "GEMINI_BIN", "GEMINI_API_KEY", build);
+
+const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
+    name: "gemini",
+    program: "gemini",
+    state_var: "GEMINI_CLI_HOME",
+    // GEMINI_CLI_HOME stands for HOME: the CLI keeps its state in `$GEMINI_CLI_HOME/.gemini`.
+    state_subdir: "",
+    state_dir_must_exist: false,
+    private_subdirs: &[".gemini"],
+    sources: &[
+        SourceSpec::file(System, "/etc/gemini-cli/settings.json", Config),
+        SourceSpec::file(StateDir, ".gemini/settings.json", Config),
+        SourceSpec::dir(StateDir, ".gemini/policies", Policy),
+        SourceSpec::file(StateDir, ".gemini/GEMINI.md", Instructions),
+        SourceSpec::file(StateDir, ".gemini/system.md", Instructions),
+        SourceSpec::file(StateDir, ".gemini/mcp-oauth-tokens.json", Credential),
+        SourceSpec::file(Cwd, ".gemini/settings.json", Config),
+        SourceSpec::dir(Cwd, ".gemini/policies", Policy),
+        SourceSpec::file(Cwd, "GEMINI.md", Instructions),
+    ],
+    credential_files: &[SourceSpec::file(
+        StateDir,
+        ".gemini/oauth_creds.json",
+        Credential,
+    )],
+    api_key_vars: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    keyring: KeyringUse::Possible,
+    mcp: McpMechanism::GeminiSettings,
+    supported_modes: &[IsolationMode::InProcess, IsolationMode::Subprocess],
+};
+
+fn build(env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
+    let mut options = args.apply(GeminiOptions::new());
+    if let Some(url) = &args.base_url {
+        options = options.with_base_url(url);
+    }
+    if let Some(key) = args.key {
+        options = options.with_api_key(key.value().clone());
+    }
+    CliDriver::in_env(env, options)
+}

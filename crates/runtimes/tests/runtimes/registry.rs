@@ -1,0 +1,142 @@
+//! The entries fit together: unique names and state variables, valid descriptors, key
+//! variables the environment treats as credentials, and the policy facts of each runtime.
+
+use std::collections::BTreeSet;
+
+use runtime_env::{
+    HostEnv, IsolationLevel, IsolationMode, PolicyError, RuntimeEnv, Tenancy, check_runtime,
+    is_credential_var,
+};
+
+#[test]
+fn names_and_state_variables_are_unique_and_descriptors_valid() {
+    let mut names = BTreeSet::new();
+    let mut vars = BTreeSet::new();
+    for runtime in runtimes::all() {
+        let d = &runtime.descriptor;
+        d.validate().unwrap();
+        assert!(names.insert(d.name), "duplicate name {}", d.name);
+        assert!(vars.insert(d.state_var), "duplicate {}", d.state_var);
+        assert!(
+            !is_credential_var(runtime.bin_var),
+            "{}: {}",
+            d.name,
+            runtime.bin_var
+        );
+        // The default key variable is one auth status looks at, and never a plain variable.
+        assert!(
+            d.api_key_vars.contains(&runtime.key_var),
+            "{}: {}",
+            d.name,
+            runtime.key_var
+        );
+        assert!(std::ptr::eq(runtimes::find(d.name).unwrap(), *runtime));
+    }
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        ["claude_code", "codebuddy", "codex", "cursor", "gemini"]
+    );
+    assert!(runtimes::find("opencode").is_none());
+}
+
+#[test]
+fn one_environment_serves_every_runtime() {
+    let base = tempfile::tempdir().unwrap();
+    let env = RuntimeEnv::builder(base.path().join("rt"), "user:a".parse().unwrap(), "/")
+        .host_env(HostEnv::from_vars([("PATH", "/bin")]))
+        .runtimes(runtimes::all().iter().map(|r| &r.descriptor))
+        .build()
+        .unwrap();
+    let served: Vec<_> = env.runtimes().iter().map(|d| d.name).collect();
+    assert_eq!(
+        served,
+        ["codex", "claude_code", "cursor", "codebuddy", "gemini"]
+    );
+    for runtime in runtimes::all() {
+        let d = &runtime.descriptor;
+        let dir = env.state_dir(d).unwrap();
+        assert!(dir.is_dir(), "{}", d.name);
+        assert_eq!(env.child_env().get(d.state_var), Some(dir.as_os_str()));
+    }
+}
+
+/// Every runtime keeps state on disk: namespaced subprocesses serve many tenants, in-process
+/// hosting and the shared level only one; none runs server-side.
+#[test]
+fn policy_facts_of_every_runtime() {
+    let ns = IsolationLevel::Namespaced;
+    for runtime in runtimes::all() {
+        let d = &runtime.descriptor;
+        assert_eq!(
+            check_runtime(d, &ns, IsolationMode::Subprocess, Tenancy::Multi),
+            Ok(())
+        );
+        assert!(matches!(
+            check_runtime(d, &ns, IsolationMode::InProcess, Tenancy::Multi),
+            Err(PolicyError::InProcessMultiTenant { .. } | PolicyError::UnsupportedMode { .. })
+        ));
+        assert!(matches!(
+            check_runtime(d, &ns, IsolationMode::ServerSide, Tenancy::Single),
+            Err(PolicyError::UnsupportedMode { .. })
+        ));
+        assert!(matches!(
+            check_runtime(
+                d,
+                &IsolationLevel::Shared,
+                IsolationMode::Subprocess,
+                Tenancy::Multi
+            ),
+            Err(PolicyError::SharedLevelMultiTenant { .. })
+        ));
+    }
+    let codex = &runtimes::find("codex").unwrap().descriptor;
+    assert_eq!(
+        check_runtime(
+            codex,
+            &IsolationLevel::Shared,
+            IsolationMode::InProcess,
+            Tenancy::Single
+        ),
+        Ok(())
+    );
+}
+
+fn env_builder(base: &std::path::Path) -> runtime_env::RuntimeEnvBuilder {
+    RuntimeEnv::builder(base.join("rt"), "user:a".parse().unwrap(), "/")
+        .host_env(HostEnv::from_vars([("PATH", "/bin")]))
+}
+
+/// Each entry builds its driver in an environment that serves the runtime, from nothing but
+/// defaults; the per-runtime rules stay in the entries (Cursor takes no model endpoint).
+#[test]
+fn every_entry_builds_a_driver_that_passes_its_own_checks() {
+    use driver_cli::{BuildError, CommonArgs};
+    for runtime in runtimes::all() {
+        let base = tempfile::tempdir().unwrap();
+        let driver = runtime
+            .build(env_builder(base.path()), CommonArgs::default())
+            .unwrap();
+        driver.validate_config().unwrap();
+    }
+    let base = tempfile::tempdir().unwrap();
+    let mut args = CommonArgs::default();
+    args.base_url = Some("http://127.0.0.1:9".to_owned());
+    let cursor = runtimes::find("cursor").unwrap();
+    match cursor.build(env_builder(base.path()), args) {
+        Err(BuildError::Config(e)) => assert_eq!(e.field(), "base_url"),
+        other => panic!("expected a config error, got {:?}", other.map(|_| ())),
+    }
+}
+
+/// A driver refuses an environment that does not serve its runtime: there, its state
+/// directory and state variable do not exist.
+#[test]
+fn a_driver_refuses_an_environment_that_does_not_serve_its_runtime() {
+    let base = tempfile::tempdir().unwrap();
+    let claude = &runtimes::find("claude_code").unwrap().descriptor;
+    let env = env_builder(base.path()).runtimes([claude]).build().unwrap();
+    let driver =
+        driver_codex::CodexDriver::new(std::sync::Arc::new(env), driver_codex::CodexOptions::new());
+    let err = driver_spi::Driver::validate_config(&driver).unwrap_err();
+    assert_eq!(err.field(), "runtime_env", "{err}");
+}
