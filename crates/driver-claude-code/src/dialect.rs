@@ -2,8 +2,7 @@
 //! unknown-session phrase and failure classification. Everything else is the one CLI driver.
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Invocation, NewSessionId, Runtime, SessionPlan, Turn,
-    classify_text,
+    ConfigFiles, Dialect, Invocation, NewSessionId, Runtime, SessionPlan, Turn, classify_text,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
@@ -16,15 +15,15 @@ use runtime_env::RuntimeEnv;
 use crate::options::{ClaudeCodeOptions, PermissionPolicy};
 
 /// The driver type: part of every Claude Code Thread's fingerprint.
-pub const DRIVER_TYPE: &str = "claude-code";
+pub(crate) const DRIVER_TYPE: &str = "claude-code";
 
 /// The codec name, part of every Claude Code Thread's fingerprint.
-pub const CODEC_NAME: &str = "claude-code/v1";
+pub(crate) const CODEC_NAME: &str = "claude-code/v1";
 
 /// The session codec of the Claude Code driver: the session id (a UUID the host chose with
 /// `--session-id`, or the one a fork reported) and the
 /// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
-pub const CLAUDE_CODE_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
+pub(crate) const CLAUDE_CODE_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// The phrase Claude Code prints (on stderr, exit 1, with a lone `error_during_execution`
 /// result and no `system/init`) for a session id it does not know.
@@ -38,14 +37,15 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
     ("DISABLE_AUTOUPDATER", "1"),
 ];
 
-impl Dialect for ClaudeCodeOptions {
+driver_cli::dialect!(
+    /// The ClaudeCode dialect of the one CLI driver, over [`ClaudeCodeOptions`].
+    ClaudeCode(ClaudeCodeOptions)
+);
+
+impl Dialect for ClaudeCode {
     type Translator = StreamJson;
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
 
     fn descriptor(&self) -> Descriptor {
         Descriptor::new(DRIVER_TYPE, "Claude Code").with_capabilities(

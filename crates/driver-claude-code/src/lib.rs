@@ -72,10 +72,9 @@ mod runtime;
 #[cfg(test)]
 mod transcripts;
 
-pub use dialect::{CLAUDE_CODE_CODEC, CODEC_NAME, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;
 pub use options::{ClaudeCodeOptions, MINIMUM_VERSION, PermissionMode, PermissionPolicy};
 pub use runtime::RUNTIME;
 
 /// The Claude Code driver: the one CLI driver with the Claude Code dialect.
-pub type ClaudeCodeDriver = driver_cli::CliDriver<ClaudeCodeOptions>;
+pub type ClaudeCodeDriver = driver_cli::CliDriver<dialect::ClaudeCode>;

@@ -180,6 +180,12 @@ impl ClaudeCodeOptions {
 }
 
 impl CommonOptions for ClaudeCodeOptions {
+    type Dialect = crate::dialect::ClaudeCode;
+
+    fn cli(&self) -> &CliOptions {
+        &self.cli
+    }
+
     fn cli_mut(&mut self) -> &mut CliOptions {
         &mut self.cli
     }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use driver_cli::{BuildError, CliDriver, CommonArgs, Runtime};
+use driver_cli::{BuildError, CommonArgs, Runtime};
 use driver_spi::Driver;
 use runtime_env::Anchor::{Cwd, StateDir, System};
 use runtime_env::SourceKind::{Config, Credential, Instructions, Mcp, Policy};
@@ -56,5 +56,5 @@ fn build(mut env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>
     if let Some(key) = args.key {
         env = env.secret(RUNTIME.key_var, key.value().clone());
     }
-    CliDriver::in_env(env, options)
+    crate::ClaudeCodeDriver::in_env(env, options)
 }

@@ -11,6 +11,6 @@ use driver_cli::Dialect as _;
 fn recorded_transcripts_replay_to_their_goldens() {
     let fixtures =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/claude-code-2.1.197");
-    let options = crate::ClaudeCodeOptions::new();
-    driver_cli::testing::replay_dir(&fixtures, |request| options.translator(request));
+    let dialect = crate::dialect::ClaudeCode::from(crate::ClaudeCodeOptions::new());
+    driver_cli::testing::replay_dir(&fixtures, |request| dialect.translator(request));
 }

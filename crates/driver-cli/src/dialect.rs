@@ -8,6 +8,7 @@
 //! judgement skeleton cannot differ between CLIs.
 
 use std::fmt;
+use std::ops::Deref;
 use std::path::Path;
 
 use driver_spi::{
@@ -18,7 +19,7 @@ use run_service::EnvBinding;
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
 
-use crate::{CliOptions, Finished, Runtime, SessionPlan, TurnEvents};
+use crate::{CommonOptions, Finished, Runtime, SessionPlan, TurnEvents};
 
 /// A known event whose shape is broken: the driver stops the turn with a protocol failure
 /// naming the line number, never the line.
@@ -201,21 +202,21 @@ pub enum NewSessionId {
     Cli,
 }
 
-/// What one CLI does differently. Implemented by the driver's options type, so that
-/// `CliDriver<ClaudeCodeOptions>` is the Claude Code driver.
+/// What one CLI does differently. Implemented by a type private to the driver crate that
+/// wraps its public options (see [`dialect!`](crate::dialect!)), so that the driver's public
+/// API is its options and `CliDriver<Dialect>`, and the dialect's workings stay inside.
 ///
 /// Everything a dialect returns names variables, never their values; everything it judges is
 /// already redacted.
-pub trait Dialect: fmt::Debug + Send + Sync + 'static {
+pub trait Dialect:
+    Deref<Target: CommonOptions<Dialect = Self>> + fmt::Debug + Send + Sync + 'static
+{
     /// The CLI's event translator.
     type Translator: Translator;
 
     /// The runtime's registry entry: its descriptor names the state directory that holds the
     /// per-run and namespace files, and the runtime the environment must serve.
     const RUNTIME: &'static Runtime;
-
-    /// The options every CLI driver has (binary, model, limits, version).
-    fn cli(&self) -> &CliOptions;
 
     /// The driver's identity and capabilities.
     fn descriptor(&self) -> Descriptor;
@@ -295,4 +296,38 @@ pub fn default_failure(translator: &dyn Translator, finished: &Finished) -> RunF
                 .to_owned(),
         ),
     }
+}
+
+/// Declares a driver crate's dialect: a type, private to the crate, that wraps the crate's
+/// public options (`Deref` to them, `From` them) and implements [`Dialect`]. Write it in a
+/// private module and name the driver `pub type XDriver = CliDriver<dialect::X>`.
+///
+/// ```ignore
+/// driver_cli::dialect!(
+///     /// The Codex dialect.
+///     Codex(CodexOptions)
+/// );
+/// impl Dialect for Codex { /* ... */ }
+/// ```
+#[macro_export]
+macro_rules! dialect {
+    ($(#[$meta:meta])* $name:ident($options:ty)) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone)]
+        pub struct $name($options);
+
+        impl ::core::ops::Deref for $name {
+            type Target = $options;
+
+            fn deref(&self) -> &$options {
+                &self.0
+            }
+        }
+
+        impl ::core::convert::From<$options> for $name {
+            fn from(options: $options) -> Self {
+                Self(options)
+            }
+        }
+    };
 }

@@ -22,6 +22,7 @@ use driver_spi::{
 };
 use runtime_env::RuntimeEnv;
 
+use crate::CommonOptions as _;
 use crate::dialect::{ConfigFiles, Dialect, NamespaceConfig, NewSessionId, Turn};
 use crate::{
     CliCommand, CliError, NamespaceFiles, RunFiles, SessionPlan, TurnLock, TurnLockError, Version,
@@ -34,8 +35,8 @@ pub const TURN_LOCK_FILE: &str = "sdk-turn.lock";
 /// A CLI driver: one process per turn of the CLI that `D` describes, in a [`RuntimeEnv`]
 /// namespace whose state directory keeps the CLI's sessions across host restarts.
 ///
-/// Each driver crate names its instance (`pub type ClaudeCodeDriver =
-/// CliDriver<ClaudeCodeOptions>`); the options type is the dialect.
+/// Each driver crate names its instance (`pub type ClaudeCodeDriver = CliDriver<ClaudeCode>`,
+/// over a dialect private to the crate) and is built from the crate's options.
 #[derive(Debug)]
 pub struct CliDriver<D: Dialect> {
     options: D,
@@ -45,8 +46,9 @@ pub struct CliDriver<D: Dialect> {
 }
 
 impl<D: Dialect> CliDriver<D> {
-    /// A driver that runs the CLI in `env` with `options`.
-    pub fn new(env: Arc<RuntimeEnv>, options: D) -> Self {
+    /// A driver that runs the CLI in `env` with `options` (the driver crate's options type).
+    pub fn new(env: Arc<RuntimeEnv>, options: impl Into<D>) -> Self {
+        let options: D = options.into();
         let builder = ConfigFingerprintBuilder::new(&options.descriptor().driver_type)
             .opt_str("model", options.cli().model.as_deref());
         let fingerprint = options
@@ -63,7 +65,13 @@ impl<D: Dialect> CliDriver<D> {
     }
 
     /// The options.
-    pub fn options(&self) -> &D {
+    pub fn options(&self) -> &D::Target {
+        &self.options
+    }
+
+    /// The dialect: what this CLI does differently (for benchmarks and the driver crate's
+    /// own tests; a host has no use for it).
+    pub fn dialect(&self) -> &D {
         &self.options
     }
 

@@ -1,6 +1,7 @@
 //! [`CliOptions`]: the options every CLI driver has, and [`CommonOptions`], their builder
 //! methods on every dialect's options type.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -39,7 +40,13 @@ impl CliOptions {
 
 /// Builder methods for the [`CliOptions`] of every dialect's options type. Each driver crate
 /// re-exports this trait beside its options.
-pub trait CommonOptions: Dialect + Sized {
+pub trait CommonOptions: Clone + fmt::Debug + Send + Sync + Sized + 'static {
+    /// The dialect of the one CLI driver these options configure.
+    type Dialect: Dialect<Target = Self> + From<Self>;
+
+    /// The common options.
+    fn cli(&self) -> &CliOptions;
+
     /// The common options, to change.
     fn cli_mut(&mut self) -> &mut CliOptions;
 

@@ -143,7 +143,10 @@ impl<D: Dialect> CliDriver<D> {
     ///
     /// # Errors
     /// [`BuildError::Env`] when the environment cannot be built.
-    pub fn in_env(env: RuntimeEnvBuilder, options: D) -> Result<Arc<dyn Driver>, BuildError> {
+    pub fn in_env(
+        env: RuntimeEnvBuilder,
+        options: impl Into<D>,
+    ) -> Result<Arc<dyn Driver>, BuildError> {
         Ok(Arc::new(Self::new(Arc::new(env.build()?), options)))
     }
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::CommonOptions as _;
 use crate::{CliCommand, CliDriver, CliError, CliProcess, Dialect, Finished};
 
 /// What a [side command](CliDriver::side_command) printed on stdout, and how it ended.

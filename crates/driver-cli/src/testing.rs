@@ -342,7 +342,10 @@ pub struct FakeCliFactory<D> {
 impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeCliFactory<D> {
     fn create(&self) -> std::sync::Arc<dyn driver_spi::Driver> {
         let options = self.options.clone().with_binary(fake_cli::binary_path());
-        std::sync::Arc::new(crate::CliDriver::new(self.harness.env.clone(), options))
+        std::sync::Arc::new(crate::CliDriver::<D::Dialect>::new(
+            self.harness.env.clone(),
+            options,
+        ))
     }
 
     fn prepare(&self, request: driver_spi::Request) -> driver_spi::Request {

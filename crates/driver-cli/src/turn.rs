@@ -14,6 +14,7 @@ use driver_spi::{
 };
 use runtime_env::RuntimeEnv;
 
+use crate::CommonOptions as _;
 use crate::Tracked;
 use crate::dialect::{Dialect, Translator, Turn};
 use crate::{CliCommand, CliError, CliProcess, Finished, SessionPlan};

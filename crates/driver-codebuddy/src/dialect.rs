@@ -3,8 +3,8 @@
 //! is the one CLI driver.
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
-    Turn, classify_text,
+    ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan, Turn,
+    classify_text,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
@@ -17,15 +17,15 @@ use runtime_env::RuntimeEnv;
 use crate::options::{CodeBuddyOptions, PermissionMode};
 
 /// The driver type: part of every CodeBuddy Thread's fingerprint.
-pub const DRIVER_TYPE: &str = "codebuddy";
+pub(crate) const DRIVER_TYPE: &str = "codebuddy";
 
 /// The codec name, part of every CodeBuddy Thread's fingerprint.
-pub const CODEC_NAME: &str = "codebuddy/v1";
+pub(crate) const CODEC_NAME: &str = "codebuddy/v1";
 
 /// The session codec of the CodeBuddy driver: the session id (a UUID the host chose with
 /// `--session-id`, or the one a fork reported) and the
 /// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
-pub const CODEBUDDY_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
+pub(crate) const CODEBUDDY_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// The phrase CodeBuddy prints for a session id it does not know: a lone
 /// `{"type":"error","error":"No conversation found with session ID: …"}` line, exit 0.
@@ -37,14 +37,15 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
     ("DISABLE_TELEMETRY", "1"),
 ];
 
-impl Dialect for CodeBuddyOptions {
+driver_cli::dialect!(
+    /// The CodeBuddy dialect of the one CLI driver, over [`CodeBuddyOptions`].
+    CodeBuddy(CodeBuddyOptions)
+);
+
+impl Dialect for CodeBuddy {
     type Translator = StreamJson;
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
 
     fn descriptor(&self) -> Descriptor {
         Descriptor::new(DRIVER_TYPE, "CodeBuddy Code").with_capabilities(

@@ -41,10 +41,9 @@ mod runtime;
 #[cfg(test)]
 mod transcripts;
 
-pub use dialect::{CODEBUDDY_CODEC, CODEC_NAME, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;
 pub use options::{CodeBuddyOptions, MINIMUM_VERSION, PermissionMode};
 pub use runtime::RUNTIME;
 
 /// The CodeBuddy driver: the one CLI driver with the CodeBuddy dialect.
-pub type CodeBuddyDriver = driver_cli::CliDriver<CodeBuddyOptions>;
+pub type CodeBuddyDriver = driver_cli::CliDriver<dialect::CodeBuddy>;

@@ -145,6 +145,12 @@ impl CodeBuddyOptions {
 }
 
 impl CommonOptions for CodeBuddyOptions {
+    type Dialect = crate::dialect::CodeBuddy;
+
+    fn cli(&self) -> &CliOptions {
+        &self.cli
+    }
+
     fn cli_mut(&mut self) -> &mut CliOptions {
         &mut self.cli
     }

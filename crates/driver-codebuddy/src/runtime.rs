@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use driver_cli::{BuildError, CliDriver, CommonArgs, Runtime};
+use driver_cli::{BuildError, CommonArgs, Runtime};
 use driver_spi::Driver;
 use runtime_env::Anchor::{Cwd, Home, StateDir};
 use runtime_env::SourceKind::{Config, Credential, Mcp};
@@ -50,5 +50,5 @@ fn build(env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, Bu
     if let Some(key) = args.key {
         options = options.with_api_key(key.value().clone());
     }
-    CliDriver::in_env(env, options)
+    crate::CodeBuddyDriver::in_env(env, options)
 }

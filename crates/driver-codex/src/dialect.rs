@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
+    ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
     Translator as _, Turn,
 };
 use driver_spi::{
@@ -25,10 +25,10 @@ use crate::events::EventTranslator;
 use crate::options::{CodexOptions, McpToolApproval};
 
 /// The driver type: part of every Codex Thread's fingerprint.
-pub const DRIVER_TYPE: &str = "codex";
+pub(crate) const DRIVER_TYPE: &str = "codex";
 
 /// The codec name, part of every Codex Thread's fingerprint.
-pub const CODEC_NAME: &str = "codex/v1";
+pub(crate) const CODEC_NAME: &str = "codex/v1";
 
 /// The session codec of the Codex driver, named [`CODEC_NAME`]
 /// ([`driver_cli::session_codec`]).
@@ -37,17 +37,7 @@ pub const CODEC_NAME: &str = "codex/v1";
 /// because Codex takes anything else for a thread *name*. The stored state holds the thread
 /// id, the [`SessionGuard`](driver_spi::SessionGuard) values and the thread's usage totals
 /// (`codex.usage_total`): no secret, no URL, port or env-var name.
-///
-/// ```
-/// use driver_codex::CODEX_CODEC;
-/// use driver_spi::{SessionCodec, SessionState};
-///
-/// let state = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
-/// let params = CODEX_CODEC.to_params(Some(&state)).unwrap().unwrap();
-/// assert_eq!(params.display_id, state.resume_id);
-/// assert!(CODEX_CODEC.to_params(Some(&SessionState::new("--last"))).is_err());
-/// ```
-pub const CODEX_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
+pub(crate) const CODEX_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// What a config key must be: one segment of a dotted `-c` path.
 const KEY_RULE: &str = "must be 1-64 ASCII letters, digits, `-` or `_`";
@@ -62,14 +52,15 @@ const UNKNOWN_SESSION: &[&str] = &[
     "session not found",
 ];
 
-impl Dialect for CodexOptions {
+driver_cli::dialect!(
+    /// The Codex dialect of the one CLI driver, over [`CodexOptions`].
+    Codex(CodexOptions)
+);
+
+impl Dialect for Codex {
     type Translator = EventTranslator;
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
 
     fn descriptor(&self) -> Descriptor {
         Descriptor::new(DRIVER_TYPE, "Codex CLI").with_capabilities(
@@ -360,6 +351,15 @@ fn build(
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_codec_resumes_thread_ids_only() {
+        use driver_spi::{SessionCodec, SessionState};
+        let state = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
+        let params = CODEX_CODEC.to_params(Some(&state)).unwrap().unwrap();
+        assert_eq!(params.display_id, state.resume_id);
+        assert!(CODEX_CODEC.to_params(Some(&SessionState::new("--last"))).is_err());
+    }
     use crate::options::{ModelProvider, SandboxMode};
 
     fn overrides(args: &[String]) -> BTreeMap<String, toml::Value> {
@@ -463,7 +463,8 @@ mod tests {
         )
         .build()
         .unwrap();
-        let with = |p: ModelProvider| CodexOptions::new().with_provider(p).validate(&env);
+        let with =
+            |p: ModelProvider| Codex::from(CodexOptions::new().with_provider(p)).validate(&env);
         assert_eq!(
             with(ModelProvider::new("a.b", "http://x")),
             Err(ConfigError::invalid("provider.id", KEY_RULE))

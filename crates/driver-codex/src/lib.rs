@@ -40,7 +40,7 @@
 //! - **Usage is per turn.** Codex reports the thread's running totals; the checkpoint keeps
 //!   them, and each turn reports the difference from the totals of the state it continued.
 //! - **Stored state is small and clean**: the thread id, the guard values and the usage
-//!   totals, nothing allocation-specific ([`CODEX_CODEC`]).
+//!   totals, nothing allocation-specific (codec `codex/v1`).
 //! - **Nothing outlives a run.** Dropping the run future ends Codex's whole process group
 //!   (SIGTERM, then SIGKILL); so does the end of a run.
 //!
@@ -91,7 +91,6 @@ mod runtime;
 #[cfg(test)]
 mod transcripts;
 
-pub use dialect::{CODEC_NAME, CODEX_CODEC, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;
 pub use options::{
     CodexOptions, MINIMUM_VERSION, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode,
@@ -106,4 +105,4 @@ pub use runtime::RUNTIME;
 /// See the [crate docs](crate) for the argv, MCP materialization and resume rules;
 /// [`CliDriver::command_line`](driver_cli::CliDriver::command_line) shows a request's argv
 /// without running anything.
-pub type CodexDriver = driver_cli::CliDriver<CodexOptions>;
+pub type CodexDriver = driver_cli::CliDriver<dialect::Codex>;

@@ -291,6 +291,12 @@ impl CodexOptions {
 }
 
 impl CommonOptions for CodexOptions {
+    type Dialect = crate::dialect::Codex;
+
+    fn cli(&self) -> &CliOptions {
+        &self.cli
+    }
+
     fn cli_mut(&mut self) -> &mut CliOptions {
         &mut self.cli
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use driver_cli::{BuildError, CliDriver, CommonArgs, Runtime};
+use driver_cli::{BuildError, CommonArgs, Runtime};
 use driver_spi::Driver;
 use runtime_env::Anchor::{Cwd, StateDir, System};
 use runtime_env::SourceKind::{Config, Credential, Instructions, Policy};
@@ -58,5 +58,5 @@ fn build(mut env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>
     if let Some(key) = args.key {
         env = env.secret(key.name(), key.value().clone());
     }
-    CliDriver::in_env(env, options)
+    crate::CodexDriver::in_env(env, options)
 }

@@ -7,8 +7,8 @@
 //! stderr ([`UNKNOWN_CHAT`]), and failures are classified by their text ([`classify`]).
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
-    Translator, Turn,
+    ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan, Translator,
+    Turn,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, ExitStatus,
@@ -21,17 +21,17 @@ use crate::events::EventTranslator;
 use crate::options::{CursorOptions, PromptTransport};
 
 /// The driver type: part of every Cursor Thread's fingerprint.
-pub const DRIVER_TYPE: &str = "cursor";
+pub(crate) const DRIVER_TYPE: &str = "cursor";
 
 /// The codec name, part of every Cursor Thread's fingerprint.
-pub const CODEC_NAME: &str = "cursor/v1";
+pub(crate) const CODEC_NAME: &str = "cursor/v1";
 
 /// The session codec of the Cursor driver, named [`CODEC_NAME`]: the chat id (the
 /// `session_id` of Cursor's events, which `--resume` takes) and the
 /// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored. It keeps any id
 /// that is safe as one argv element ([`driver_cli::is_safe_id`]); the driver resumes only
 /// UUIDs, the shape Cursor documents for `session_id`.
-pub const CURSOR_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
+pub(crate) const CURSOR_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// Phrases that say a chat id is unknown, lower-cased.
 ///
@@ -49,14 +49,15 @@ const UNKNOWN_CHAT: &[&str] = &[
     "no conversation found",
 ];
 
-impl Dialect for CursorOptions {
+driver_cli::dialect!(
+    /// The Cursor dialect of the one CLI driver, over [`CursorOptions`].
+    Cursor(CursorOptions)
+);
+
+impl Dialect for Cursor {
     type Translator = EventTranslator;
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
 
     /// Resume, streaming, and streamable-HTTP and stdio MCP servers; no fork (Cursor has
     /// none), so the driver refuses a fork before anything runs.

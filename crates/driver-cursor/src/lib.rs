@@ -28,7 +28,7 @@
 //! is one process and a turn that never starts leaves no chat behind. A host that wants an
 //! id before the first turn calls [`create_chat`] (`cursor-agent create-chat`) and stores
 //! it, with the request's guard, as a state to resume. The stored state is the
-//! chat id plus the [`SessionGuard`](driver_spi::SessionGuard) values ([`CURSOR_CODEC`]).
+//! chat id plus the [`SessionGuard`](driver_spi::SessionGuard) values (codec `cursor/v1`).
 //!
 //! # Invariants
 //! - **The current request, every turn.** Cursor has no per-run MCP flag, so the request's
@@ -105,7 +105,6 @@ mod options;
 mod runtime;
 
 pub use chat::{CreateChatError, create_chat};
-pub use dialect::{CODEC_NAME, CURSOR_CODEC, DRIVER_TYPE};
 pub use driver_cli::CommonOptions;
 pub use options::{CursorOptions, DEFAULT_BINARY, MINIMUM_VERSION, PromptTransport};
 pub use runtime::RUNTIME;
@@ -113,4 +112,4 @@ pub use runtime::RUNTIME;
 /// Drives the Cursor CLI: one `cursor-agent -p --output-format stream-json` process per turn,
 /// in a [`RuntimeEnv`](runtime_env::RuntimeEnv) namespace whose `CURSOR_CONFIG_DIR` (and
 /// HOME) keep the chats across host restarts. See the [crate docs](crate).
-pub type CursorDriver = driver_cli::CliDriver<CursorOptions>;
+pub type CursorDriver = driver_cli::CliDriver<dialect::Cursor>;

@@ -107,6 +107,12 @@ impl CursorOptions {
 /// bounds the wait for another turn of the same namespace to finish (see the
 /// [crate docs](crate)).
 impl CommonOptions for CursorOptions {
+    type Dialect = crate::dialect::Cursor;
+
+    fn cli(&self) -> &CliOptions {
+        &self.cli
+    }
+
     fn cli_mut(&mut self) -> &mut CliOptions {
         &mut self.cli
     }

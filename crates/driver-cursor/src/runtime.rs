@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use driver_cli::{BuildError, CliDriver, CommonArgs, Runtime};
+use driver_cli::{BuildError, CommonArgs, Runtime};
 use driver_spi::{ConfigError, Driver};
 use runtime_env::Anchor::{Cwd, StateDir};
 use runtime_env::SourceKind::{Config, Instructions, Mcp, Policy};
@@ -51,5 +51,5 @@ fn build(mut env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>
     if let Some(key) = &args.key {
         env = env.secret(RUNTIME.key_var, key.value().clone());
     }
-    CliDriver::in_env(env, args.apply(CursorOptions::new()))
+    crate::CursorDriver::in_env(env, args.apply(CursorOptions::new()))
 }

@@ -34,10 +34,10 @@ use crate::events::{EventTranslator, tool_names};
 use crate::options::{AuthType, GeminiOptions};
 
 /// The driver type: part of every Gemini Thread's fingerprint.
-pub const DRIVER_TYPE: &str = "gemini";
+pub(crate) const DRIVER_TYPE: &str = "gemini";
 
 /// The codec name, part of every Gemini Thread's fingerprint.
-pub const CODEC_NAME: &str = "gemini/v1";
+pub(crate) const CODEC_NAME: &str = "gemini/v1";
 
 /// The session codec of the Gemini driver, named [`CODEC_NAME`]
 /// ([`driver_cli::session_codec`]).
@@ -48,7 +48,7 @@ pub const CODEC_NAME: &str = "gemini/v1";
 /// `latest` and numbers for other sessions. The stored state holds the session id and the
 /// [`SessionGuard`](driver_spi::SessionGuard) values only: no secret, URL, port or env-var
 /// name.
-pub const GEMINI_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
+pub(crate) const GEMINI_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// The most Gemini reads from stdin; it silently cuts longer input (0.61.0).
 const MAX_PROMPT_BYTES: usize = 8 << 20;
@@ -57,14 +57,15 @@ const MAX_PROMPT_BYTES: usize = 8 << 20;
 /// (they are `[A-Za-z0-9_-]`), so nothing connects. Gemini refuses an empty value.
 const NO_SERVERS: &str = "sdk.no-servers";
 
-impl Dialect for GeminiOptions {
+driver_cli::dialect!(
+    /// The Gemini dialect of the one CLI driver, over [`GeminiOptions`].
+    Gemini(GeminiOptions)
+);
+
+impl Dialect for Gemini {
     type Translator = EventTranslator;
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
-
-    fn cli(&self) -> &driver_cli::CliOptions {
-        &self.cli
-    }
 
     fn descriptor(&self) -> Descriptor {
         Descriptor::new(DRIVER_TYPE, "Gemini CLI").with_capabilities(

@@ -119,7 +119,6 @@ mod runtime;
 #[cfg(test)]
 mod transcripts;
 
-pub use dialect::{CODEC_NAME, DRIVER_TYPE, GEMINI_CODEC};
 pub use driver_cli::CommonOptions;
 pub use options::{AuthType, GeminiOptions, MINIMUM_VERSION};
 pub use runtime::RUNTIME;
@@ -128,4 +127,4 @@ pub use runtime::RUNTIME;
 /// --output-format stream-json` process per turn, in a [`RuntimeEnv`](runtime_env::RuntimeEnv)
 /// namespace whose `GEMINI_CLI_HOME` keeps the sessions across host restarts; see the
 /// [crate docs](crate) for the argv, the settings file, the turn lock and the resume rules.
-pub type GeminiDriver = driver_cli::CliDriver<GeminiOptions>;
+pub type GeminiDriver = driver_cli::CliDriver<dialect::Gemini>;

@@ -83,6 +83,12 @@ impl Default for GeminiOptions {
 }
 
 impl CommonOptions for GeminiOptions {
+    type Dialect = crate::dialect::Gemini;
+
+    fn cli(&self) -> &CliOptions {
+        &self.cli
+    }
+
     fn cli_mut(&mut self) -> &mut CliOptions {
         &mut self.cli
     }

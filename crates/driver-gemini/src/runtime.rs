@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use driver_cli::{BuildError, CliDriver, CommonArgs, Runtime};
+use driver_cli::{BuildError, CommonArgs, Runtime};
 use driver_spi::Driver;
 use runtime_env::Anchor::{Cwd, StateDir, System};
 use runtime_env::SourceKind::{Config, Credential, Instructions, Policy};
@@ -56,5 +56,5 @@ fn build(env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, Bu
     if let Some(key) = args.key {
         options = options.with_api_key(key.value().clone());
     }
-    CliDriver::in_env(env, options)
+    crate::GeminiDriver::in_env(env, options)
 }
