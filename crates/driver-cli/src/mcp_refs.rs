@@ -46,6 +46,28 @@ pub enum McpRefError {
     PlainAuthorization,
 }
 
+impl McpRefError {
+    /// The rule broken, in words, for [`ConfigError::invalid`](driver_spi::ConfigError::invalid).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Self::InvalidServerName { .. } => {
+                "server names must be 1-64 ASCII letters, digits, `-` or `_`"
+            }
+            Self::DuplicateServerName => "server names must be unique within a run",
+            Self::Expansion { .. } => "values must not contain the CLI's variable expansion syntax",
+            Self::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
+            Self::PlainAuthorization => "use bearer_token_env_var, not a plain header",
+        }
+    }
+}
+
+impl From<McpRefError> for driver_spi::DriverError {
+    /// An invalid `mcp` configuration, naming the rule, never the value.
+    fn from(err: McpRefError) -> Self {
+        driver_spi::ConfigError::invalid("mcp", err.rule()).into()
+    }
+}
+
 /// Whether `name` is an environment variable name every CLI can reference:
 /// `[A-Za-z_][A-Za-z0-9_]*`, at most 256 bytes.
 ///

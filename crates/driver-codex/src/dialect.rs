@@ -358,7 +358,11 @@ mod tests {
         let state = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
         let params = CODEX_CODEC.to_params(Some(&state)).unwrap().unwrap();
         assert_eq!(params.display_id, state.resume_id);
-        assert!(CODEX_CODEC.to_params(Some(&SessionState::new("--last"))).is_err());
+        assert!(
+            CODEX_CODEC
+                .to_params(Some(&SessionState::new("--last")))
+                .is_err()
+        );
     }
     use crate::options::{ModelProvider, SandboxMode};
 

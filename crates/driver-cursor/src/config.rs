@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use driver_cli::{ConfigFiles, EnvRefs, McpRefError, NamespaceConfig, mcp_servers};
-use driver_spi::{ConfigError, DriverError, Request};
+use driver_spi::{DriverError, Request};
 use run_service::{McpServer, McpTransport};
 use serde_json::{Map, Value, json};
 
@@ -31,7 +31,7 @@ const MCP_FILE: &str = "mcp.json";
 /// # Errors
 /// [`DriverError::InvalidConfig`] naming the broken rule (see [`mcp_json`]).
 pub(crate) fn mcp_file(request: &Request) -> Result<ConfigFiles, DriverError> {
-    let config = mcp_json(&request.mcp, &request.mcp_secret_names()).map_err(mcp_error)?;
+    let config = mcp_json(&request.mcp, &request.mcp_secret_names())?;
     let contents = config.to_string().into_bytes();
     Ok(ConfigFiles::Namespace(NamespaceConfig {
         paths: vec![MCP_FILE.to_owned()],
@@ -76,21 +76,6 @@ pub(crate) fn mcp_json(
         _ => Err(McpRefError::InvalidServerName { len: 0 }),
     })?;
     Ok(json!({ "mcpServers": entries }))
-}
-
-/// A broken rule as the driver reports it: an invalid `mcp` configuration, naming the rule,
-/// never the value.
-fn mcp_error(err: McpRefError) -> DriverError {
-    let reason = match err {
-        McpRefError::InvalidServerName { .. } => {
-            "server names must be 1-64 ASCII letters, digits, `-` or `_`"
-        }
-        McpRefError::DuplicateServerName => "server names must be unique within a run",
-        McpRefError::Expansion { .. } => "values must not contain `${`",
-        McpRefError::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
-        McpRefError::PlainAuthorization => "use bearer_token_env_var, not a plain header",
-    };
-    ConfigError::invalid("mcp", reason).into()
 }
 
 #[cfg(test)]

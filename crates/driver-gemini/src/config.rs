@@ -49,19 +49,7 @@ impl SettingsError {
     /// The rule broken, for [`driver_spi::ConfigError::invalid`].
     pub(crate) fn rule(&self) -> &'static str {
         match self {
-            Self::Mcp(McpRefError::InvalidServerName { .. }) => {
-                "server names must be 1-64 ASCII letters, digits, `-` or `_`"
-            }
-            Self::Mcp(McpRefError::DuplicateServerName) => {
-                "server names must be unique within a run"
-            }
-            Self::Mcp(McpRefError::Expansion { .. }) => "values must not contain `$`",
-            Self::Mcp(McpRefError::InvalidVarName { .. }) => {
-                "variable names must be [A-Za-z_][A-Za-z0-9_]*"
-            }
-            Self::Mcp(McpRefError::PlainAuthorization) => {
-                "use bearer_token_env_var, not a plain header"
-            }
+            Self::Mcp(err) => err.rule(),
             Self::UnknownTransport => "unknown MCP transport",
         }
     }

@@ -44,35 +44,18 @@ use driver_cli::ConfigFiles;
 use driver_spi::{ConfigError, DriverError, Request};
 
 pub use events::{StreamJson, TurnResult};
-pub use mcp_config::{McpConfigError, McpDialect};
+pub use mcp_config::McpDialect;
 
 /// The request's MCP servers as the per-run `mcp.json` file that `--mcp-config` names.
 ///
 /// # Errors
-/// [`DriverError::InvalidConfig`] naming the broken rule (see [`McpConfigError`]).
+/// [`DriverError::InvalidConfig`] naming the broken rule (see [`McpRefError`](driver_cli::McpRefError)).
 pub fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, DriverError> {
-    let config = mcp_config::mcp_config(&request.mcp, &request.mcp_secret_names(), dialect)
-        .map_err(McpConfigError::into_driver_error)?;
+    let config = mcp_config::mcp_config(&request.mcp, &request.mcp_secret_names(), dialect)?;
     Ok(ConfigFiles::RunFile {
         name: "mcp.json",
         contents: config.to_string().into_bytes(),
     })
-}
-
-impl McpConfigError {
-    /// This error as the driver reports it: an invalid `mcp` configuration, naming the rule.
-    pub fn into_driver_error(self) -> DriverError {
-        let reason = match self {
-            Self::InvalidServerName { .. } => {
-                "server names must be 1-64 ASCII letters, digits, `-` or `_`"
-            }
-            Self::DuplicateServerName => "server names must be unique within a run",
-            Self::Expansion { .. } => "values must not contain `${`",
-            Self::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
-            Self::PlainAuthorization => "use bearer_token_env_var, not a plain header",
-        };
-        ConfigError::invalid("mcp", reason).into()
-    }
 }
 
 /// The checks Claude Code and CodeBuddy make of the options they share: tool rules that

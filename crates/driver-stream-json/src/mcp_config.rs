@@ -7,41 +7,6 @@ use driver_cli::{EnvRefs, McpRefError, mcp_servers};
 use run_service::{McpServer, McpTransport};
 use serde_json::{Map, Value, json};
 
-/// Why a request's MCP servers cannot be written as an `--mcp-config` file. Names the rule,
-/// never the value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum McpConfigError {
-    /// A server name is empty, longer than 64 bytes, or has characters other than ASCII
-    /// letters, digits, `-` and `_`.
-    #[error("MCP server name is invalid ({len} bytes)")]
-    InvalidServerName {
-        /// Its length in bytes.
-        len: usize,
-    },
-    /// Two servers share a name.
-    #[error("MCP server name appears twice")]
-    DuplicateServerName,
-    /// A value contains `${`: the CLI would expand it from its own environment, so a request
-    /// could smuggle another variable (an API key) into a URL or header.
-    #[error("an MCP {field} contains `${{`, which the CLI would expand")]
-    Expansion {
-        /// Which field: `url`, `header`, `command`, `arg` or `env`.
-        field: &'static str,
-    },
-    /// A variable name is not `[A-Za-z_][A-Za-z0-9_]*`.
-    #[error("an MCP {field} names an invalid environment variable ({len} bytes)")]
-    InvalidVarName {
-        /// `bearer_token_env_var` or `env`.
-        field: &'static str,
-        /// Its length in bytes.
-        len: usize,
-    },
-    /// An `Authorization` header was given as a plain header.
-    #[error("an MCP server has a plain Authorization header; use bearer_token_env_var")]
-    PlainAuthorization,
-}
-
 /// What differs between the CLIs' dialects of the file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -69,34 +34,22 @@ impl McpDialect {
 /// Both CLIs expand `${VAR}` in the file; `${` in a plain value is refused.
 const REFS: EnvRefs = EnvRefs::new("${", "}", "${");
 
-impl From<McpRefError> for McpConfigError {
-    fn from(err: McpRefError) -> Self {
-        match err {
-            McpRefError::InvalidServerName { len } => Self::InvalidServerName { len },
-            McpRefError::DuplicateServerName => Self::DuplicateServerName,
-            McpRefError::Expansion { field } => Self::Expansion { field },
-            McpRefError::InvalidVarName { field, len } => Self::InvalidVarName { field, len },
-            McpRefError::PlainAuthorization => Self::PlainAuthorization,
-        }
-    }
-}
-
 /// The `--mcp-config` JSON for `servers`.
 ///
 /// - Streamable HTTP → `{"type":"http","url",headers}`, SSE → `{"type":"sse",…}`; the bearer
 ///   travels as `"Authorization": "Bearer ${VAR}"`, so only the variable's *name* is on disk.
 /// - stdio → `{"type":"stdio","command","args","env"}`; each name in `secret_env[server]` is
 ///   added to `env` as `"NAME": "${NAME}"`, forwarded from the CLI's environment.
-/// - No value may contain `${` (see [`McpConfigError::Expansion`]).
+/// - No value may contain `${` (see [`McpRefError::Expansion`]).
 ///
 /// # Errors
-/// [`McpConfigError`] for an invalid or duplicate name, a value with `${`, an invalid
+/// [`McpRefError`] for an invalid or duplicate name, a value with `${`, an invalid
 /// variable name or a plain `Authorization` header.
 pub(crate) fn mcp_config(
     servers: &[McpServer],
     secret_env: &BTreeMap<&str, Vec<&str>>,
     dialect: McpDialect,
-) -> Result<Value, McpConfigError> {
+) -> Result<Value, McpRefError> {
     let entries = mcp_servers(servers, |server| {
         let mut entry = Map::new();
         match &server.transport {
@@ -127,7 +80,7 @@ pub(crate) fn mcp_config(
                 entry.insert("url".to_owned(), REFS.plain("url", url)?);
                 entry.insert("headers".to_owned(), Value::Object(headers));
             }
-            _ => return Err(McpConfigError::InvalidServerName { len: 0 }),
+            _ => return Err(McpRefError::InvalidServerName { len: 0 }),
         }
         if let Some(defer) = dialect.defer_loading {
             entry.insert("defer_loading".to_owned(), Value::Bool(defer));
@@ -170,40 +123,40 @@ mod tests {
         let url = McpServer::streamable_http("a", "http://x/${ANTHROPIC_API_KEY}");
         assert_eq!(
             mcp_config(&[url], &none, d),
-            Err(McpConfigError::Expansion { field: "url" })
+            Err(McpRefError::Expansion { field: "url" })
         );
         let header = McpServer::streamable_http("a", "http://x").with_header("X-Key", "${HOME}");
         assert_eq!(
             mcp_config(&[header], &none, d),
-            Err(McpConfigError::Expansion { field: "header" })
+            Err(McpRefError::Expansion { field: "header" })
         );
         let auth =
             McpServer::streamable_http("a", "http://x").with_header("authorization", "Bearer x");
         assert_eq!(
             mcp_config(&[auth], &none, d),
-            Err(McpConfigError::PlainAuthorization)
+            Err(McpRefError::PlainAuthorization)
         );
         let var = McpServer::streamable_http("a", "http://x").with_bearer_token_env("BAD}NAME");
         assert!(matches!(
             mcp_config(&[var], &none, d),
-            Err(McpConfigError::InvalidVarName { .. })
+            Err(McpRefError::InvalidVarName { .. })
         ));
         for name in ["", "a.b", "a b", &"x".repeat(65)] {
             let s = McpServer::streamable_http(name, "http://x");
             assert!(matches!(
                 mcp_config(&[s], &none, d),
-                Err(McpConfigError::InvalidServerName { .. })
+                Err(McpRefError::InvalidServerName { .. })
             ));
         }
         let s = McpServer::streamable_http("a", "http://x");
         assert_eq!(
             mcp_config(&[s.clone(), s], &none, d),
-            Err(McpConfigError::DuplicateServerName)
+            Err(McpRefError::DuplicateServerName)
         );
         let arg = McpServer::stdio("s", "run").with_args(["${OPENAI_API_KEY}"]);
         assert_eq!(
             mcp_config(&[arg], &none, d),
-            Err(McpConfigError::Expansion { field: "arg" })
+            Err(McpRefError::Expansion { field: "arg" })
         );
     }
 
