@@ -47,6 +47,21 @@ impl McpStatus {
     }
 }
 
+/// One CLI event as the driver hands it to a [`Translator`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct CliEvent<'a> {
+    /// Its `type` (an event without a string `type` is malformed before a translator sees it).
+    pub kind: &'a str,
+    /// The whole event.
+    pub value: &'a Value,
+    /// The bookkeeping every translator shares: the run's start, the open tool calls, the
+    /// session id an event carried.
+    pub turn: &'a mut TurnEvents,
+    /// Where the event's translation goes.
+    pub out: &'a mut Vec<DriverEvent>,
+}
+
 /// One CLI's event translator: its JSONL events in, [`DriverEvent`]s out, and what the events
 /// said about the turn.
 ///
@@ -55,18 +70,14 @@ impl McpStatus {
 /// [`TurnEvents::mark`](crate::TurnEvents::mark)), and provider text it keeps has passed the
 /// request's redactor. The shared harness fuzzes every translator against these rules.
 pub trait Translator: fmt::Debug + Send {
-    /// Translates one event, recording in `turn` what every translator records the same way:
-    /// the run's start, the tool calls opened and closed, the session id an event carried.
-    /// It may fail after changing `turn` (the driver undoes that), but must
-    /// change nothing of its own before the event is known to be well formed.
+    /// Translates one event into `event.out`, recording in `event.turn` what every translator
+    /// records the same way: the run's start, the tool calls opened and closed, the session
+    /// id an event carried. It may fail after changing `event.turn` (the driver undoes that),
+    /// but must change nothing of its own before the event is known to be well formed.
     ///
     /// # Errors
     /// [`MalformedEvent`] for a known event whose shape is broken.
-    fn translate(
-        &mut self,
-        turn: &mut TurnEvents,
-        event: &Value,
-    ) -> Result<Vec<DriverEvent>, MalformedEvent>;
+    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent>;
 
     /// The session (thread, chat) id, when the CLI reports it other than as a `session_id`
     /// field [`TurnEvents::note_session`] records.

@@ -127,8 +127,8 @@ mod version;
 
 pub use command::Limits;
 pub use dialect::{
-    ConfigFiles, Dialect, Invocation, MalformedEvent, McpStatus, MergeFiles, NamespaceConfig,
-    NewSessionId, Translator, Turn, default_failure,
+    CliEvent, ConfigFiles, Dialect, Invocation, MalformedEvent, McpStatus, MergeFiles,
+    NamespaceConfig, NewSessionId, Translator, Turn, default_failure,
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};
 pub use error::CliError;

@@ -13,7 +13,7 @@ use driver_spi::{
 };
 use serde_json::Value;
 
-use crate::{MalformedEvent, Translator};
+use crate::{CliEvent, MalformedEvent, Translator};
 
 /// The tool-result text of a call that was still open when a clean turn ended.
 const NOT_COMPLETED: &str = "the tool call did not complete";
@@ -210,10 +210,25 @@ impl<T: Translator> Tracked<T> {
     /// # Errors
     /// [`MalformedEvent`] for a known event whose shape is broken.
     pub fn translate(&mut self, event: &Value) -> Result<Vec<DriverEvent>, MalformedEvent> {
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or(MalformedEvent)?;
         let mark = self.turn.mark();
-        self.translator
-            .translate(&mut self.turn, event)
-            .inspect_err(|_| self.turn.undo(mark))
+        let mut out = Vec::new();
+        let event = CliEvent {
+            kind,
+            value: event,
+            turn: &mut self.turn,
+            out: &mut out,
+        };
+        match self.translator.translate(event) {
+            Ok(()) => Ok(out),
+            Err(err) => {
+                self.turn.undo(mark);
+                Err(err)
+            }
+        }
     }
 
     /// Whether `RunStarted` was produced.

@@ -11,7 +11,7 @@
 //! checkpoint's data under [`TOTAL_KEY`], and each turn's usage is the difference from the
 //! totals of the state it continued.
 
-use driver_cli::{MalformedEvent, Translator, TurnEvents};
+use driver_cli::{CliEvent, MalformedEvent, Translator, TurnEvents};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, SessionState, Usage};
 use serde_json::Value;
 
@@ -131,16 +131,14 @@ impl EventTranslator {
 }
 
 impl Translator for EventTranslator {
-    fn translate(
-        &mut self,
-        turn: &mut TurnEvents,
-        event: &Value,
-    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        let mut out = Vec::new();
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
+    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
+        let CliEvent {
+            kind,
+            value: event,
+            turn,
+            out,
+            ..
+        } = event;
         match kind {
             "thread.started" => {
                 let id = event
@@ -148,11 +146,11 @@ impl Translator for EventTranslator {
                     .and_then(Value::as_str)
                     .ok_or(MalformedEvent)?;
                 self.thread_id = Some(id.to_owned());
-                turn.start(&mut out);
+                turn.start(out);
             }
-            "turn.started" => turn.start(&mut out),
+            "turn.started" => turn.start(out),
             "turn.completed" => {
-                turn.start(&mut out);
+                turn.start(out);
                 self.turn_completed = true;
                 if let Some(usage) = event.get("usage") {
                     let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -163,7 +161,7 @@ impl Translator for EventTranslator {
                 }
             }
             "turn.failed" => {
-                turn.start(&mut out);
+                turn.start(out);
                 let message = event
                     .pointer("/error/message")
                     .and_then(Value::as_str)
@@ -182,12 +180,12 @@ impl Translator for EventTranslator {
             }
             "item.started" | "item.updated" | "item.completed" => {
                 let item = event.get("item").ok_or(MalformedEvent)?;
-                turn.start(&mut out);
-                self.item(turn, item, kind == "item.completed", &mut out)?;
+                turn.start(out);
+                self.item(turn, item, kind == "item.completed", out)?;
             }
             _ => {}
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The thread id from `thread.started`.

@@ -8,7 +8,7 @@
 //! shape is a [`MalformedEvent`]. The translator is pure: no I/O, so every mapping is
 //! unit-tested and fuzzed without a process.
 
-use driver_cli::{MalformedEvent, ToolNames, Translator, TurnEvents};
+use driver_cli::{CliEvent, MalformedEvent, ToolNames, Translator, TurnEvents};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
 
@@ -80,21 +80,19 @@ impl EventTranslator {
 }
 
 impl Translator for EventTranslator {
-    fn translate(
-        &mut self,
-        turn: &mut TurnEvents,
-        event: &Value,
-    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        let mut out = Vec::new();
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
+    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
+        let CliEvent {
+            kind,
+            value: event,
+            turn,
+            out,
+            ..
+        } = event;
         match kind {
             "system" => {
                 turn.note_session(event);
                 if event.get("subtype").and_then(Value::as_str) == Some("init") {
-                    turn.start(&mut out);
+                    turn.start(out);
                 }
             }
             // The prompt echoed back: nothing new, but it names the chat.
@@ -106,7 +104,7 @@ impl Translator for EventTranslator {
                     Some(_) => return Err(MalformedEvent),
                 };
                 turn.note_session(event);
-                turn.start(&mut out);
+                turn.start(out);
                 for block in blocks {
                     if block.get("type").and_then(Value::as_str) == Some("text")
                         && let Some(text) = block.get("text").and_then(Value::as_str)
@@ -117,7 +115,7 @@ impl Translator for EventTranslator {
                     }
                 }
             }
-            "tool_call" => self.tool_call(turn, event, &mut out)?,
+            "tool_call" => self.tool_call(turn, event, out)?,
             "result" => {
                 // No `RunStarted` here: a lone `result` does not prove the run started.
                 turn.note_session(event);
@@ -131,7 +129,7 @@ impl Translator for EventTranslator {
             }
             _ => {}
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The `result` text, else the assistant messages joined.

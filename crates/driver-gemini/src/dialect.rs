@@ -358,7 +358,7 @@ fn session_file(gemini_dir: &Path, id: &str) -> Option<PathBuf> {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
-    use driver_cli::TurnEvents;
+    use driver_cli::Tracked;
 
     const ID: &str = "0199a213-81c0-7800-8aa1-bbab2a035a53";
 
@@ -503,8 +503,8 @@ mod tests {
     fn failures_are_classified_by_result_and_exit_code() {
         use serde_json::json;
         let failed = |result: serde_json::Value| {
-            let mut t = EventTranslator::default();
-            t.translate(&mut TurnEvents::default(), &result).unwrap();
+            let mut t = Tracked::new(EventTranslator::default());
+            t.translate(&result).unwrap();
             t
         };
         let kind = |t: &EventTranslator, status| failure(t, status, "").kind;

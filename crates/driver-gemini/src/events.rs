@@ -5,7 +5,7 @@
 //! add them); a known event whose required fields are missing or mistyped is a
 //! [`MalformedEvent`], and translating it changes nothing.
 
-use driver_cli::{MalformedEvent, ToolNames, Translator, TurnEvents};
+use driver_cli::{CliEvent, MalformedEvent, ToolNames, Translator};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
 
@@ -106,18 +106,19 @@ impl EventTranslator {
 }
 
 impl Translator for EventTranslator {
-    fn translate(
-        &mut self,
-        turn: &mut TurnEvents,
-        event: &Value,
-    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        let mut out = Vec::new();
-        let kind = str_field(event, "type")?;
+    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
+        let CliEvent {
+            kind,
+            value: event,
+            turn,
+            out,
+            ..
+        } = event;
         match kind {
             "init" => {
                 let id = str_field(event, "session_id")?;
                 self.session_id = Some(id.to_owned());
-                turn.start(&mut out);
+                turn.start(out);
             }
             "message" => {
                 let role = str_field(event, "role")?;
@@ -129,7 +130,7 @@ impl Translator for EventTranslator {
                     }
                     self.message.push_str(content);
                     if !content.is_empty() {
-                        turn.start(&mut out);
+                        turn.start(out);
                         out.push(DriverEvent::text(content));
                     }
                 }
@@ -138,9 +139,9 @@ impl Translator for EventTranslator {
                 let id = str_field(event, "tool_id")?;
                 let name = str_field(event, "tool_name")?;
                 let arguments = driver_cli::json_text(event.get("parameters"));
-                turn.start(&mut out);
+                turn.start(out);
                 self.message.clear();
-                turn.open_call(id, &self.names.report(name), &arguments, &mut out);
+                turn.open_call(id, &self.names.report(name), &arguments, out);
             }
             "tool_result" => {
                 let id = str_field(event, "tool_id")?;
@@ -152,7 +153,7 @@ impl Translator for EventTranslator {
                     (_, Some(output), _) => output.to_owned(),
                     _ => String::new(),
                 };
-                turn.close_call(id, text, failed, &mut out);
+                turn.close_call(id, text, failed, out);
             }
             "error" => {
                 let message = str_field(event, "message")?;
@@ -173,11 +174,11 @@ impl Translator for EventTranslator {
                     message,
                     usage: event.get("stats").and_then(usage),
                 });
-                turn.start(&mut out);
+                turn.start(out);
             }
             _ => {}
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The session id from `init`.

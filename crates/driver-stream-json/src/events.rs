@@ -1,6 +1,6 @@
 //! stream-json events, translated into driver-spi events.
 
-use driver_cli::{MalformedEvent, McpStatus, ToolNames, Translator, TurnEvents};
+use driver_cli::{CliEvent, MalformedEvent, McpStatus, ToolNames, Translator, TurnEvents};
 use driver_spi::{DriverEvent, FailureKind, Redactor, Request, RunFailure, Usage};
 use serde_json::Value;
 
@@ -143,27 +143,25 @@ impl StreamJson {
 }
 
 impl Translator for StreamJson {
-    fn translate(
-        &mut self,
-        turn: &mut TurnEvents,
-        event: &Value,
-    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
-        let mut out = Vec::new();
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
+    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
+        let CliEvent {
+            kind,
+            value: event,
+            turn,
+            out,
+            ..
+        } = event;
         match kind {
             "system" => {
                 turn.note_session(event);
                 if event.get("subtype").and_then(Value::as_str) == Some("init") {
                     self.mcp_servers = Some(mcp_statuses(event.get("mcp_servers"))?);
-                    turn.start(&mut out);
+                    turn.start(out);
                 }
             }
             "assistant" => {
                 turn.note_session(event);
-                turn.start(&mut out);
+                turn.start(out);
                 let mut text = String::new();
                 for block in content(event)? {
                     match block.get("type").and_then(Value::as_str) {
@@ -174,7 +172,7 @@ impl Translator for StreamJson {
                                 text.push_str(piece);
                             }
                         }
-                        Some("tool_use") => self.tool_use(turn, block, &mut out)?,
+                        Some("tool_use") => self.tool_use(turn, block, out)?,
                         _ => {}
                     }
                 }
@@ -186,7 +184,7 @@ impl Translator for StreamJson {
                 turn.note_session(event);
                 for block in content(event)? {
                     if block.get("type").and_then(Value::as_str) == Some("tool_result") {
-                        self.tool_result(turn, block, &mut out)?;
+                        self.tool_result(turn, block, out)?;
                     }
                 }
             }
@@ -241,7 +239,7 @@ impl Translator for StreamJson {
             }
             _ => {}
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The `result` text, else the last assistant text.
