@@ -62,6 +62,20 @@ pub struct CliEvent<'a> {
     pub out: &'a mut Vec<DriverEvent>,
 }
 
+impl<'a> CliEvent<'a> {
+    /// `(kind, value, turn, out)`, for a translator's `match kind`.
+    pub fn into_parts(
+        self,
+    ) -> (
+        &'a str,
+        &'a Value,
+        &'a mut TurnEvents,
+        &'a mut Vec<DriverEvent>,
+    ) {
+        (self.kind, self.value, self.turn, self.out)
+    }
+}
+
 /// One CLI's event translator: its JSONL events in, [`DriverEvent`]s out, and what the events
 /// said about the turn.
 ///

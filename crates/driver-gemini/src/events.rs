@@ -107,13 +107,7 @@ impl EventTranslator {
 
 impl Translator for EventTranslator {
     fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
-        let CliEvent {
-            kind,
-            value: event,
-            turn,
-            out,
-            ..
-        } = event;
+        let (kind, event, turn, out) = event.into_parts();
         match kind {
             "init" => {
                 let id = str_field(event, "session_id")?;
