@@ -2,14 +2,14 @@
 //! unknown-session phrase and failure classification. Everything else is the one CLI driver.
 
 use driver_cli::{
-    ConfigFiles, Dialect, Invocation, NewSessionId, Runtime, SessionPlan, Turn, classify_text,
+    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, SessionPlan, Turn,
+    classify_text,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
-    GuardedCodec, Request,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, GuardedCodec,
+    Request,
 };
 use driver_stream_json::{McpDialect, StreamJson, TurnResult, check_shared_options, mcp_file};
-use run_service::TransportKind;
 use runtime_env::RuntimeEnv;
 
 use crate::options::{ClaudeCodeOptions, PermissionPolicy};
@@ -38,7 +38,7 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
 ];
 
 driver_cli::dialect!(
-    /// The ClaudeCode dialect of the one CLI driver, over [`ClaudeCodeOptions`].
+    /// The Claude Code dialect of the one CLI driver, over [`ClaudeCodeOptions`].
     ClaudeCode(ClaudeCodeOptions)
 );
 
@@ -47,24 +47,15 @@ impl Dialect for ClaudeCode {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
-    fn descriptor(&self) -> Descriptor {
-        Descriptor::new(DRIVER_TYPE, "Claude Code").with_capabilities(
-            Capabilities::none()
-                .with_resume(true)
-                .with_fork(true)
-                .with_streaming(true)
-                .with_mcp_transport(TransportKind::StreamableHttp)
-                .with_mcp_transport(TransportKind::Sse)
-                .with_mcp_transport(TransportKind::Stdio),
-        )
-    }
+    const IDENTITY: Identity = Identity::new(
+        DRIVER_TYPE,
+        "Claude Code",
+        &CLAUDE_CODE_CODEC,
+        NewSessionId::Host,
+    );
 
-    fn codec(&self) -> &'static GuardedCodec {
-        &CLAUDE_CODE_CODEC
-    }
-
-    fn new_session_id(&self) -> NewSessionId {
-        NewSessionId::Host
+    fn capabilities(&self) -> Capabilities {
+        driver_stream_json::capabilities()
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {

@@ -12,7 +12,7 @@ use std::ops::Deref;
 use std::path::Path;
 
 use driver_spi::{
-    ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, DriverEvent, ExitStatus,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, DriverEvent, ExitStatus,
     FailureKind, GuardedCodec, Request, RunFailure, Usage,
 };
 use run_service::EnvBinding;
@@ -227,6 +227,38 @@ pub enum NewSessionId {
     Cli,
 }
 
+/// Who a dialect's driver is ([`Dialect::IDENTITY`]).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Identity {
+    /// The driver type: part of every Thread's fingerprint.
+    pub driver_type: &'static str,
+    /// The name people read.
+    pub display_name: &'static str,
+    /// The session codec (see [`session_codec`](crate::session_codec)).
+    pub codec: &'static GuardedCodec,
+    /// Who picks a new session's id.
+    pub new_session_id: NewSessionId,
+}
+
+impl Identity {
+    /// The identity of a driver named `driver_type` (`display_name` for people), whose
+    /// sessions `codec` stores and whose new session ids `new_session_id` picks.
+    pub const fn new(
+        driver_type: &'static str,
+        display_name: &'static str,
+        codec: &'static GuardedCodec,
+        new_session_id: NewSessionId,
+    ) -> Self {
+        Self {
+            driver_type,
+            display_name,
+            codec,
+            new_session_id,
+        }
+    }
+}
+
 /// What one CLI does differently. Implemented by a type private to the driver crate that
 /// wraps its public options (see [`dialect!`](crate::dialect!)), so that the driver's public
 /// API is its options and `CliDriver<Dialect>`, and the dialect's workings stay inside.
@@ -243,14 +275,11 @@ pub trait Dialect:
     /// per-run and namespace files, and the runtime the environment must serve.
     const RUNTIME: &'static Runtime;
 
-    /// The driver's identity and capabilities.
-    fn descriptor(&self) -> Descriptor;
+    /// Who the driver is: its type and name, its session codec, who picks a new session's id.
+    const IDENTITY: Identity;
 
-    /// The session codec.
-    fn codec(&self) -> &'static GuardedCodec;
-
-    /// How a new session gets its id.
-    fn new_session_id(&self) -> NewSessionId;
+    /// What the CLI can do, checked against each request before a process runs.
+    fn capabilities(&self) -> Capabilities;
 
     /// Adds the dialect's fields to the config fingerprint (after `model`, before the
     /// namespace and isolation level, which the driver adds).

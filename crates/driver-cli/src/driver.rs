@@ -49,7 +49,7 @@ impl<D: Dialect> CliDriver<D> {
     /// A driver that runs the CLI in `env` with `options` (the driver crate's options type).
     pub fn new(env: Arc<RuntimeEnv>, options: impl Into<D>) -> Self {
         let options: D = options.into();
-        let builder = ConfigFingerprintBuilder::new(&options.descriptor().driver_type)
+        let builder = ConfigFingerprintBuilder::new(D::IDENTITY.driver_type)
             .opt_str("model", options.cli().model.as_deref());
         let fingerprint = options
             .fingerprint(builder)
@@ -133,9 +133,9 @@ impl<D: Dialect> CliDriver<D> {
         new_id: &'r str,
     ) -> Result<(SessionPlan<'r>, ConfigFiles), DriverError> {
         self.validate_config()?;
-        self.options.descriptor().capabilities.check(request)?;
-        let new_id = (self.options.new_session_id() == NewSessionId::Host).then_some(new_id);
-        let plan = SessionPlan::of(request, self.options.codec(), new_id)?;
+        self.options.capabilities().check(request)?;
+        let new_id = (D::IDENTITY.new_session_id == NewSessionId::Host).then_some(new_id);
+        let plan = SessionPlan::of(request, D::IDENTITY.codec, new_id)?;
         if request.model.as_deref().is_some_and(str::is_empty) {
             return Err(ConfigError::invalid("model", "must not be empty").into());
         }
@@ -236,7 +236,8 @@ impl<D: Dialect> CliDriver<D> {
 #[async_trait::async_trait]
 impl<D: Dialect> Driver for CliDriver<D> {
     fn descriptor(&self) -> Descriptor {
-        self.options.descriptor()
+        Descriptor::new(D::IDENTITY.driver_type, D::IDENTITY.display_name)
+            .with_capabilities(self.options.capabilities())
     }
 
     fn validate_config(&self) -> Result<(), ConfigError> {
@@ -290,7 +291,7 @@ impl<D: Dialect> Driver for CliDriver<D> {
     }
 
     fn session_codec(&self) -> Option<&dyn SessionCodec> {
-        Some(self.options.codec())
+        Some(D::IDENTITY.codec)
     }
 
     fn config_fingerprinter(&self) -> Option<&dyn ConfigFingerprinter> {

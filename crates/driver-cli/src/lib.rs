@@ -127,7 +127,7 @@ mod version;
 
 pub use command::Limits;
 pub use dialect::{
-    CliEvent, ConfigFiles, Dialect, Invocation, MalformedEvent, McpStatus, MergeFiles,
+    CliEvent, ConfigFiles, Dialect, Identity, Invocation, MalformedEvent, McpStatus, MergeFiles,
     NamespaceConfig, NewSessionId, Translator, Turn, default_failure,
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};

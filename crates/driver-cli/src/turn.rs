@@ -228,7 +228,7 @@ fn judge<D: Dialect>(
         for (key, value) in translator.checkpoint_data() {
             state.data.insert(key, value);
         }
-        crate::checkpoint(turn.request, state, dialect.codec())
+        crate::checkpoint(turn.request, state, D::IDENTITY.codec)
     });
     let closing = translator.close_open_calls();
     Ok(crate::finish_turn(

@@ -3,15 +3,15 @@
 //! is the one CLI driver.
 
 use driver_cli::{
-    ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan, Turn,
+    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, SessionPlan, Turn,
     classify_text,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, FailureKind,
-    GuardedCodec, Request,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, GuardedCodec,
+    Request,
 };
 use driver_stream_json::{McpDialect, StreamJson, TurnResult, check_shared_options, mcp_file};
-use run_service::{EnvBinding, TransportKind};
+use run_service::EnvBinding;
 use runtime_env::RuntimeEnv;
 
 use crate::options::{CodeBuddyOptions, PermissionMode};
@@ -47,24 +47,15 @@ impl Dialect for CodeBuddy {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
-    fn descriptor(&self) -> Descriptor {
-        Descriptor::new(DRIVER_TYPE, "CodeBuddy Code").with_capabilities(
-            Capabilities::none()
-                .with_resume(true)
-                .with_fork(true)
-                .with_streaming(true)
-                .with_mcp_transport(TransportKind::StreamableHttp)
-                .with_mcp_transport(TransportKind::Sse)
-                .with_mcp_transport(TransportKind::Stdio),
-        )
-    }
+    const IDENTITY: Identity = Identity::new(
+        DRIVER_TYPE,
+        "CodeBuddy Code",
+        &CODEBUDDY_CODEC,
+        NewSessionId::Host,
+    );
 
-    fn codec(&self) -> &'static GuardedCodec {
-        &CODEBUDDY_CODEC
-    }
-
-    fn new_session_id(&self) -> NewSessionId {
-        NewSessionId::Host
+    fn capabilities(&self) -> Capabilities {
+        driver_stream_json::capabilities()
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {

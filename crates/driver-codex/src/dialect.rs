@@ -11,12 +11,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use driver_cli::{
-    ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
+    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, SessionPlan,
     Translator as _, Turn,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, GuardedCodec,
-    Request, SessionMode, Unsupported,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, GuardedCodec, Request,
+    SessionMode, Unsupported,
 };
 use run_service::{McpServer, McpTransport, TransportKind};
 use runtime_env::RuntimeEnv;
@@ -62,24 +62,17 @@ impl Dialect for Codex {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
-    fn descriptor(&self) -> Descriptor {
-        Descriptor::new(DRIVER_TYPE, "Codex CLI").with_capabilities(
-            Capabilities::none()
-                .with_resume(true)
-                .with_fork(true)
-                .with_streaming(true)
-                .with_mcp_transport(TransportKind::StreamableHttp)
-                .with_mcp_transport(TransportKind::Stdio),
-        )
-    }
-
-    fn codec(&self) -> &'static GuardedCodec {
-        &CODEX_CODEC
-    }
-
     /// Codex chooses the thread id and reports it in `thread.started`.
-    fn new_session_id(&self) -> NewSessionId {
-        NewSessionId::Cli
+    const IDENTITY: Identity =
+        Identity::new(DRIVER_TYPE, "Codex CLI", &CODEX_CODEC, NewSessionId::Cli);
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+            .with_resume(true)
+            .with_fork(true)
+            .with_streaming(true)
+            .with_mcp_transport(TransportKind::StreamableHttp)
+            .with_mcp_transport(TransportKind::Stdio)
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {

@@ -7,12 +7,12 @@
 //! stderr ([`UNKNOWN_CHAT`]), and failures are classified by their text ([`classify`]).
 
 use driver_cli::{
-    ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan, Translator,
-    Turn,
+    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, SessionPlan,
+    Translator, Turn,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, ExitStatus,
-    FailureKind, GuardedCodec, Request, RunFailure, Unsupported,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
+    GuardedCodec, Request, RunFailure, Unsupported,
 };
 use run_service::TransportKind;
 use runtime_env::RuntimeEnv;
@@ -59,26 +59,17 @@ impl Dialect for Cursor {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
-    /// Resume, streaming, and streamable-HTTP and stdio MCP servers; no fork (Cursor has
-    /// none), so the driver refuses a fork before anything runs.
-    fn descriptor(&self) -> Descriptor {
-        Descriptor::new(DRIVER_TYPE, "Cursor CLI").with_capabilities(
-            Capabilities::none()
-                .with_resume(true)
-                .with_streaming(true)
-                .with_mcp_transport(TransportKind::StreamableHttp)
-                .with_mcp_transport(TransportKind::Stdio),
-        )
-    }
-
-    fn codec(&self) -> &'static GuardedCodec {
-        &CURSOR_CODEC
-    }
-
     /// A new chat's id is the `session_id` of the turn's own `system/init`, so a turn is one
     /// process and a turn that never starts leaves no chat behind.
-    fn new_session_id(&self) -> NewSessionId {
-        NewSessionId::Cli
+    const IDENTITY: Identity =
+        Identity::new(DRIVER_TYPE, "Cursor CLI", &CURSOR_CODEC, NewSessionId::Cli);
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+            .with_resume(true)
+            .with_streaming(true)
+            .with_mcp_transport(TransportKind::StreamableHttp)
+            .with_mcp_transport(TransportKind::Stdio)
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {

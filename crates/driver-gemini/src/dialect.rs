@@ -19,12 +19,12 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use driver_cli::{
-    CliError, ConfigFiles, Dialect, Finished, Invocation, NewSessionId, Runtime, SessionPlan,
-    Translator as _, Turn,
+    CliError, ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime,
+    SessionPlan, Translator as _, Turn,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, Descriptor, DriverError, ExitStatus,
-    FailureKind, GuardedCodec, Request, ResumeRejectReason, RunFailure,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
+    GuardedCodec, Request, ResumeRejectReason, RunFailure,
 };
 use run_service::{EnvBinding, TransportKind};
 use runtime_env::{IsolationLevel, RuntimeEnv};
@@ -67,26 +67,19 @@ impl Dialect for Gemini {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
-    fn descriptor(&self) -> Descriptor {
-        Descriptor::new(DRIVER_TYPE, "Gemini CLI").with_capabilities(
-            Capabilities::none()
-                .with_resume(true)
-                .with_fork(true)
-                .with_streaming(true)
-                .with_mcp_transport(TransportKind::StreamableHttp)
-                .with_mcp_transport(TransportKind::Sse)
-                .with_mcp_transport(TransportKind::Stdio),
-        )
-    }
-
-    fn codec(&self) -> &'static GuardedCodec {
-        &GEMINI_CODEC
-    }
-
     /// The host chooses a new session's id (`--session-id`), so it is known before Gemini
     /// starts.
-    fn new_session_id(&self) -> NewSessionId {
-        NewSessionId::Host
+    const IDENTITY: Identity =
+        Identity::new(DRIVER_TYPE, "Gemini CLI", &GEMINI_CODEC, NewSessionId::Host);
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+            .with_resume(true)
+            .with_fork(true)
+            .with_streaming(true)
+            .with_mcp_transport(TransportKind::StreamableHttp)
+            .with_mcp_transport(TransportKind::Sse)
+            .with_mcp_transport(TransportKind::Stdio)
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {

@@ -41,7 +41,8 @@ mod fuzz_tests;
 mod mcp_config;
 
 use driver_cli::ConfigFiles;
-use driver_spi::{ConfigError, DriverError, Request};
+use driver_spi::{Capabilities, ConfigError, DriverError, Request};
+use run_service::TransportKind;
 
 pub use events::{StreamJson, TurnResult};
 pub use mcp_config::McpDialect;
@@ -56,6 +57,18 @@ pub fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, D
         name: "mcp.json",
         contents: config.to_string().into_bytes(),
     })
+}
+
+/// What Claude Code and CodeBuddy can both do headless: resume, fork, streaming, and MCP
+/// servers over streamable HTTP, SSE and stdio.
+pub fn capabilities() -> Capabilities {
+    Capabilities::none()
+        .with_resume(true)
+        .with_fork(true)
+        .with_streaming(true)
+        .with_mcp_transport(TransportKind::StreamableHttp)
+        .with_mcp_transport(TransportKind::Sse)
+        .with_mcp_transport(TransportKind::Stdio)
 }
 
 /// The checks Claude Code and CodeBuddy make of the options they share: tool rules that
