@@ -132,7 +132,9 @@ pub use dialect::{
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};
 pub use error::CliError;
-pub use mcp_refs::{EnvRefs, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers};
+pub use mcp_refs::{
+    EnvRefs, McpEntry, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers,
+};
 pub use options::{CliOptions, CommonOptions};
 pub use process::{Finished, failure_kind};
 pub use runtime::{BuildError, CommonArgs, Runtime};

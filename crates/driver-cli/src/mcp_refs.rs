@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use run_service::McpServer;
+use run_service::{McpServer, McpTransport};
 use serde_json::{Map, Value};
 
 /// Which rule a value broke while being written as an MCP server config. Names a field and a
@@ -44,6 +44,27 @@ pub enum McpRefError {
     /// An `Authorization` header was given as a plain header, not as a bearer variable.
     #[error("an MCP server has a plain Authorization header; use bearer_token_env_var")]
     PlainAuthorization,
+    /// A transport this driver does not know (a newer `run-service`).
+    #[error("an MCP server has an unknown transport")]
+    UnknownTransport,
+}
+
+/// One server's transport with every value checked and every secret a reference
+/// ([`EnvRefs::entry`]): what each CLI's config writer turns into its own keys.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum McpEntry {
+    /// A stdio server: `command`, `args` and `env` (its secrets as references).
+    Stdio(Map<String, Value>),
+    /// A streamable-HTTP or SSE server: its URL, and its headers with the bearer as a reference.
+    Http {
+        /// Whether it is SSE.
+        sse: bool,
+        /// The URL.
+        url: Value,
+        /// The headers.
+        headers: Map<String, Value>,
+    },
 }
 
 impl McpRefError {
@@ -57,6 +78,7 @@ impl McpRefError {
             Self::Expansion { .. } => "values must not contain the CLI's variable expansion syntax",
             Self::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
             Self::PlainAuthorization => "use bearer_token_env_var, not a plain header",
+            Self::UnknownTransport => "unknown MCP transport",
         }
     }
 }
@@ -148,6 +170,42 @@ impl EnvRefs {
             open,
             close,
             refused,
+        }
+    }
+
+    /// `server`'s transport in this syntax: a stdio server's command, arguments and
+    /// environment with each of its `secret_env` names forwarded by reference, or an HTTP
+    /// server's URL and headers with its bearer as a reference.
+    ///
+    /// # Errors
+    /// [`McpRefError`] for a value with the refused syntax, an invalid variable name, a plain
+    /// `Authorization` header or an unknown transport.
+    pub fn entry(
+        &self,
+        server: &McpServer,
+        secret_env: &BTreeMap<&str, Vec<&str>>,
+    ) -> Result<McpEntry, McpRefError> {
+        match &server.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let secrets = secret_env.get(server.name.as_str());
+                let secrets = secrets.map_or(&[][..], Vec::as_slice);
+                Ok(McpEntry::Stdio(self.stdio(command, args, env, secrets)?))
+            }
+            McpTransport::StreamableHttp {
+                url,
+                headers,
+                bearer_token_env_var,
+            }
+            | McpTransport::Sse {
+                url,
+                headers,
+                bearer_token_env_var,
+            } => Ok(McpEntry::Http {
+                sse: matches!(server.transport, McpTransport::Sse { .. }),
+                headers: self.headers(headers, bearer_token_env_var.as_deref())?,
+                url: self.plain("url", url)?,
+            }),
+            _ => Err(McpRefError::UnknownTransport),
         }
     }
 

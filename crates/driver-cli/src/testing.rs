@@ -215,6 +215,23 @@ macro_rules! fuzz_translator {
     };
 }
 
+/// Drives `translator` over `events` as the driver does and returns it with every event it
+/// produced: the start of most translator unit tests.
+///
+/// # Panics
+/// When an event is malformed: the test's input must be well formed.
+pub fn translate_all<T: Translator>(
+    translator: T,
+    events: &[Value],
+) -> (Tracked<T>, Vec<DriverEvent>) {
+    let mut translator = Tracked::new(translator);
+    let mut out = Vec::new();
+    for event in events {
+        out.extend(translator.translate(event).expect("a well-formed event"));
+    }
+    (translator, out)
+}
+
 /// Parses `line` as the driver does and translates it: never a panic, whatever the text.
 pub fn take_line(translator: impl Translator, line: &str) {
     let mut translator = Tracked::new(translator);

@@ -306,12 +306,7 @@ mod tests {
     use serde_json::json;
 
     fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
-        let mut t = Tracked::new(EventTranslator::default());
-        let mut events = Vec::new();
-        for line in lines {
-            events.extend(t.translate(line).unwrap());
-        }
-        (t, events)
+        driver_cli::testing::translate_all(EventTranslator::default(), lines)
     }
 
     #[test]

@@ -14,9 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use driver_cli::{ConfigFiles, EnvRefs, McpRefError, NamespaceConfig, mcp_servers};
+use driver_cli::{ConfigFiles, EnvRefs, McpEntry, McpRefError, NamespaceConfig, mcp_servers};
 use driver_spi::{DriverError, Request};
-use run_service::{McpServer, McpTransport};
+use run_service::McpServer;
 use serde_json::{Map, Value, json};
 
 /// Cursor expands `${env:…}`, `${userHome}` and kin in this file, so `${` in a plain value is
@@ -51,29 +51,24 @@ pub(crate) fn mcp_file(request: &Request) -> Result<ConfigFiles, DriverError> {
 ///
 /// # Errors
 /// [`McpRefError`] naming the rule; SSE servers are refused before this (the driver does not
-/// declare the transport) and any other transport is an invalid server.
+/// declare the transport) and are [`McpRefError::UnknownTransport`] here, as is any other.
 pub(crate) fn mcp_json(
     servers: &[McpServer],
     secret_env: &BTreeMap<&str, Vec<&str>>,
 ) -> Result<Value, McpRefError> {
-    let entries = mcp_servers(servers, |server| match &server.transport {
-        McpTransport::Stdio { command, args, env } => {
-            let secrets = secret_env.get(server.name.as_str());
-            let secrets = secrets.map_or(&[][..], Vec::as_slice);
-            REFS.stdio(command, args, env, secrets)
-        }
-        McpTransport::StreamableHttp {
+    let entries = mcp_servers(servers, |server| match REFS.entry(server, secret_env)? {
+        McpEntry::Stdio(stdio) => Ok(stdio),
+        McpEntry::Http {
+            sse: false,
             url,
             headers,
-            bearer_token_env_var,
         } => {
-            let headers = REFS.headers(headers, bearer_token_env_var.as_deref())?;
             let mut entry = Map::new();
-            entry.insert("url".to_owned(), REFS.plain("url", url)?);
+            entry.insert("url".to_owned(), url);
             entry.insert("headers".to_owned(), Value::Object(headers));
             Ok(entry)
         }
-        _ => Err(McpRefError::InvalidServerName { len: 0 }),
+        _ => Err(McpRefError::UnknownTransport),
     })?;
     Ok(json!({ "mcpServers": entries }))
 }
@@ -154,7 +149,7 @@ mod tests {
         );
         assert_eq!(
             mcp_json(&[McpServer::sse("a", "http://x")], &none),
-            Err(McpRefError::InvalidServerName { len: 0 })
+            Err(McpRefError::UnknownTransport)
         );
     }
 

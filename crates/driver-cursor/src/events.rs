@@ -160,12 +160,10 @@ mod tests {
     use serde_json::json;
 
     fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
-        let mut t = Tracked::new(EventTranslator::new(Redactor::default(), ["agent-ui"]));
-        let mut events = Vec::new();
-        for line in lines {
-            events.extend(t.translate(line).unwrap());
-        }
-        (t, events)
+        driver_cli::testing::translate_all(
+            EventTranslator::new(Redactor::default(), ["agent-ui"]),
+            lines,
+        )
     }
 
     #[test]

@@ -18,8 +18,8 @@
 
 use std::collections::BTreeMap;
 
-use driver_cli::{ConfigFiles, EnvRefs, McpRefError, NamespaceConfig, mcp_servers};
-use run_service::{McpServer, McpTransport};
+use driver_cli::{ConfigFiles, EnvRefs, McpEntry, McpRefError, NamespaceConfig, mcp_servers};
+use run_service::McpServer;
 use serde_json::{Map, Value, json};
 
 /// The settings file, relative to `GEMINI_CLI_HOME` (the runtime's state directory).
@@ -40,9 +40,6 @@ pub(crate) enum SettingsError {
     /// any `$`.
     #[error(transparent)]
     Mcp(#[from] McpRefError),
-    /// A transport this driver does not know.
-    #[error("an MCP server has an unknown transport")]
-    UnknownTransport,
 }
 
 impl SettingsError {
@@ -50,7 +47,6 @@ impl SettingsError {
     pub(crate) fn rule(&self) -> &'static str {
         match self {
             Self::Mcp(err) => err.rule(),
-            Self::UnknownTransport => "unknown MCP transport",
         }
     }
 }
@@ -77,33 +73,17 @@ fn server_entry(
     secret_env: &BTreeMap<&str, Vec<&str>>,
     trust: bool,
 ) -> Result<Map<String, Value>, SettingsError> {
-    let mut entry = match &server.transport {
-        McpTransport::StreamableHttp {
-            url,
-            headers,
-            bearer_token_env_var,
-        }
-        | McpTransport::Sse {
-            url,
-            headers,
-            bearer_token_env_var,
-        } => {
-            let headers = REFS.headers(headers, bearer_token_env_var.as_deref())?;
+    let mut entry = match REFS.entry(server, secret_env)? {
+        McpEntry::Http { sse, url, headers } => {
             // Gemini's keys: `httpUrl` is streamable HTTP, `url` is SSE.
-            let key = match server.transport {
-                McpTransport::Sse { .. } => "url",
-                _ => "httpUrl",
-            };
+            let key = if sse { "url" } else { "httpUrl" };
             let mut entry = Map::new();
-            entry.insert(key.to_owned(), REFS.plain("url", url)?);
+            entry.insert(key.to_owned(), url);
             entry.insert("headers".to_owned(), Value::Object(headers));
             entry
         }
-        McpTransport::Stdio { command, args, env } => {
-            let secrets = secret_env.get(server.name.as_str());
-            REFS.stdio(command, args, env, secrets.map_or(&[][..], Vec::as_slice))?
-        }
-        _ => return Err(SettingsError::UnknownTransport),
+        McpEntry::Stdio(stdio) => stdio,
+        _ => return Err(McpRefError::UnknownTransport.into()),
     };
     if trust {
         entry.insert("trust".to_owned(), Value::Bool(true));

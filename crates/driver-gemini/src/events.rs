@@ -234,15 +234,10 @@ mod tests {
     use serde_json::json;
 
     fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
-        let mut t = Tracked::new(EventTranslator::new(
-            Redactor::default(),
-            tool_names(["agent-tools"]),
-        ));
-        let mut events = Vec::new();
-        for line in lines {
-            events.extend(t.translate(line).unwrap());
-        }
-        (t, events)
+        driver_cli::testing::translate_all(
+            EventTranslator::new(Redactor::default(), tool_names(["agent-tools"])),
+            lines,
+        )
     }
 
     /// Verbatim from gemini 0.61.0 against the loopback mock (timestamps dropped).

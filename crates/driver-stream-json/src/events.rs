@@ -351,15 +351,10 @@ mod tests {
     }
 
     fn translate(lines: &[Value]) -> (Tracked<StreamJson>, Vec<DriverEvent>) {
-        let mut t = Tracked::new(translator(
-            Redactor::default(),
-            ToolNames::new(["agent-ui"]),
-        ));
-        let mut events = Vec::new();
-        for line in lines {
-            events.extend(t.translate(line).unwrap());
-        }
-        (t, events)
+        driver_cli::testing::translate_all(
+            translator(Redactor::default(), ToolNames::new(["agent-ui"])),
+            lines,
+        )
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use driver_cli::{EnvRefs, McpRefError, mcp_servers};
-use run_service::{McpServer, McpTransport};
+use driver_cli::{EnvRefs, McpEntry, McpRefError, mcp_servers};
+use run_service::McpServer;
 use serde_json::{Map, Value, json};
 
 /// What differs between the CLIs' dialects of the file.
@@ -52,35 +52,17 @@ pub(crate) fn mcp_config(
 ) -> Result<Value, McpRefError> {
     let entries = mcp_servers(servers, |server| {
         let mut entry = Map::new();
-        match &server.transport {
-            McpTransport::Stdio { command, args, env } => {
-                let secrets = secret_env.get(server.name.as_str());
-                let secrets = secrets.map_or(&[][..], Vec::as_slice);
-                let stdio = REFS.stdio(command, args, env, secrets)?;
+        match REFS.entry(server, secret_env)? {
+            McpEntry::Stdio(stdio) => {
                 entry.insert("type".to_owned(), json!("stdio"));
                 entry.extend(stdio);
             }
-            McpTransport::StreamableHttp {
-                url,
-                headers,
-                bearer_token_env_var,
-            }
-            | McpTransport::Sse {
-                url,
-                headers,
-                bearer_token_env_var,
-            } => {
-                let kind = if matches!(server.transport, McpTransport::Sse { .. }) {
-                    "sse"
-                } else {
-                    "http"
-                };
-                let headers = REFS.headers(headers, bearer_token_env_var.as_deref())?;
-                entry.insert("type".to_owned(), json!(kind));
-                entry.insert("url".to_owned(), REFS.plain("url", url)?);
+            McpEntry::Http { sse, url, headers } => {
+                entry.insert("type".to_owned(), json!(if sse { "sse" } else { "http" }));
+                entry.insert("url".to_owned(), url);
                 entry.insert("headers".to_owned(), Value::Object(headers));
             }
-            _ => return Err(McpRefError::InvalidServerName { len: 0 }),
+            _ => return Err(McpRefError::UnknownTransport),
         }
         if let Some(defer) = dialect.defer_loading {
             entry.insert("defer_loading".to_owned(), Value::Bool(defer));
