@@ -2,8 +2,7 @@
 //! unknown-session phrase and failure classification. Everything else is the one CLI driver.
 
 use driver_cli::{
-    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, SessionPlan, Turn,
-    classify_text,
+    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, Turn, classify_text,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, GuardedCodec,
@@ -86,8 +85,7 @@ impl Dialect for ClaudeCode {
     }
 
     fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
-        let mcp_config = turn.run_file.map(|p| p.to_string_lossy().into_owned());
-        let mut invocation = Invocation::new(argv(self, turn.request, turn.plan, mcp_config));
+        let mut invocation = Invocation::new(argv(self, turn));
         if let Some(url) = &self.base_url {
             invocation = invocation.var("ANTHROPIC_BASE_URL", url.as_str());
         }
@@ -112,34 +110,14 @@ impl Dialect for ClaudeCode {
     }
 }
 
-/// The argv (without the program). The prompt is read from stdin: nothing follows the
-/// variadic `--allowedTools`, and no prompt argument can be mistaken for a tool name.
-fn argv(
-    options: &ClaudeCodeOptions,
-    request: &Request,
-    plan: SessionPlan<'_>,
-    mcp_config: Option<String>,
-) -> Vec<String> {
-    let mut args: Vec<String> = ["-p", "--output-format", "stream-json", "--verbose"]
-        .map(str::to_owned)
-        .to_vec();
-    args.extend(plan.session_id_flags(Some("--no-session-persistence")));
-    if let Some(model) = request.model.as_deref().or(options.cli.model.as_deref()) {
-        args.extend(["--model".to_owned(), model.to_owned()]);
-    }
-    if let Some(instructions) = &request.instructions {
-        args.extend(["--append-system-prompt".to_owned(), instructions.clone()]);
-    }
-    if let Some(turns) = options.max_turns {
-        args.extend(["--max-turns".to_owned(), turns.to_string()]);
-    }
-    if let Some(path) = mcp_config {
-        args.extend([
-            "--mcp-config".to_owned(),
-            path,
-            "--strict-mcp-config".to_owned(),
-        ]);
-    }
+/// The argv (without the program): the shared stream-json flags, then the permission flags
+/// and the variadic `--allowedTools` last.
+fn argv(options: &ClaudeCodeOptions, turn: &Turn<'_>) -> Vec<String> {
+    let head = ["-p", "--output-format", "stream-json", "--verbose"];
+    let model = options.cli.model.as_deref();
+    let no_persistence = Some("--no-session-persistence");
+    let mut args = driver_stream_json::argv(&head, turn, model, no_persistence, options.max_turns);
+    let request = turn.request;
     let mode = match &options.permissions {
         PermissionPolicy::AllowRequestServers { mode } | PermissionPolicy::Explicit { mode } => {
             Some(*mode)

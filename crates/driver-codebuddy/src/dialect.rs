@@ -3,7 +3,7 @@
 //! is the one CLI driver.
 
 use driver_cli::{
-    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, SessionPlan, Turn,
+    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, Turn,
     classify_text,
 };
 use driver_spi::{
@@ -88,8 +88,7 @@ impl Dialect for CodeBuddy {
     }
 
     fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
-        let mcp_config = turn.run_file.map(|p| p.to_string_lossy().into_owned());
-        let mut invocation = Invocation::new(argv(self, turn.request, turn.plan, mcp_config));
+        let mut invocation = Invocation::new(argv(self, turn));
         if let Some(url) = &self.base_url {
             invocation = invocation.var("CODEBUDDY_BASE_URL", url.as_str());
         }
@@ -121,35 +120,13 @@ impl Dialect for CodeBuddy {
     }
 }
 
-/// The argv (without the program); the prompt is read from stdin.
-fn argv(
-    options: &CodeBuddyOptions,
-    request: &Request,
-    plan: SessionPlan<'_>,
-    mcp_config: Option<String>,
-) -> Vec<String> {
-    let mut args: Vec<String> = ["-p", "--output-format", "stream-json"]
-        .map(str::to_owned)
-        .to_vec();
-    // CodeBuddy has no flag to skip persistence: a stateless turn is a new session whose
-    // checkpoint is not returned.
-    args.extend(plan.session_id_flags(None));
-    if let Some(model) = request.model.as_deref().or(options.cli.model.as_deref()) {
-        args.extend(["--model".to_owned(), model.to_owned()]);
-    }
-    if let Some(instructions) = &request.instructions {
-        args.extend(["--append-system-prompt".to_owned(), instructions.clone()]);
-    }
-    if let Some(turns) = options.max_turns {
-        args.extend(["--max-turns".to_owned(), turns.to_string()]);
-    }
-    if let Some(path) = mcp_config {
-        args.extend([
-            "--mcp-config".to_owned(),
-            path,
-            "--strict-mcp-config".to_owned(),
-        ]);
-    }
+/// The argv (without the program): the shared stream-json flags, then the permission mode
+/// and `--allowedTools`. CodeBuddy has no flag to skip persistence: a stateless turn is a new
+/// session whose checkpoint is not returned.
+fn argv(options: &CodeBuddyOptions, turn: &Turn<'_>) -> Vec<String> {
+    let head = ["-p", "--output-format", "stream-json"];
+    let model = options.cli.model.as_deref();
+    let mut args = driver_stream_json::argv(&head, turn, model, None, options.max_turns);
     if let Some(mode) = options.permission_mode {
         args.extend(["--permission-mode".to_owned(), mode.as_str().to_owned()]);
     }

@@ -40,7 +40,7 @@ mod events;
 mod fuzz_tests;
 mod mcp_config;
 
-use driver_cli::ConfigFiles;
+use driver_cli::{ConfigFiles, Turn};
 use driver_spi::{Capabilities, ConfigError, DriverError, Request};
 use run_service::TransportKind;
 
@@ -57,6 +57,41 @@ pub fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, D
         name: "mcp.json",
         contents: config.to_string().into_bytes(),
     })
+}
+
+/// The argv Claude Code and CodeBuddy share, in order: `head` (`-p --output-format
+/// stream-json`, and whatever the CLI needs beside), the session flags (`no_persistence` for a
+/// stateless turn, where the CLI has one), `--model` (the request's, else `default_model`),
+/// `--append-system-prompt`, `--max-turns` and `--mcp-config <file> --strict-mcp-config`. The
+/// dialect appends its permission flags and its variadic `--allowedTools` last; the prompt
+/// goes to stdin, so no prompt argument can be read as a tool name.
+pub fn argv(
+    head: &[&str],
+    turn: &Turn<'_>,
+    default_model: Option<&str>,
+    no_persistence: Option<&str>,
+    max_turns: Option<u32>,
+) -> Vec<String> {
+    let mut args: Vec<String> = head.iter().map(|a| (*a).to_owned()).collect();
+    args.extend(turn.plan.session_id_flags(no_persistence));
+    if let Some(model) = turn.request.model.as_deref().or(default_model) {
+        args.extend(["--model".to_owned(), model.to_owned()]);
+    }
+    if let Some(instructions) = &turn.request.instructions {
+        args.extend(["--append-system-prompt".to_owned(), instructions.clone()]);
+    }
+    if let Some(turns) = max_turns {
+        args.extend(["--max-turns".to_owned(), turns.to_string()]);
+    }
+    if let Some(path) = turn.run_file {
+        let path = path.to_string_lossy().into_owned();
+        args.extend([
+            "--mcp-config".to_owned(),
+            path,
+            "--strict-mcp-config".to_owned(),
+        ]);
+    }
+    args
 }
 
 /// What Claude Code and CodeBuddy can both do headless: resume, fork, streaming, and MCP
