@@ -86,6 +86,8 @@
 
 mod dialect;
 mod events;
+#[cfg(test)]
+mod fuzz_tests;
 mod options;
 mod runtime;
 #[cfg(test)]

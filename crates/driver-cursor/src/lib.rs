@@ -101,6 +101,8 @@ mod chat;
 mod config;
 mod dialect;
 mod events;
+#[cfg(test)]
+mod fuzz_tests;
 mod options;
 mod runtime;
 
