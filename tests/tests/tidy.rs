@@ -194,3 +194,47 @@ fn confinement_rule_finds_environment_reads_and_commands_outside_their_places() 
         .is_empty()
     );
 }
+
+/// The crate names the README's table links (`[`name`](crates/name)`).
+fn readme_crates(readme: &str) -> std::collections::BTreeSet<String> {
+    readme
+        .lines()
+        .filter(|line| line.starts_with("| [`"))
+        .flat_map(|line| {
+            // The first cell may link several crates.
+            let cell = line.split(" | ").next().unwrap_or_default();
+            cell.split("](crates/")
+                .skip(1)
+                .filter_map(|link| Some(link.split(')').next()?.to_owned()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_crate_table_matches_the_workspace() {
+    let root = workspace_root();
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let listed = readme_crates(&readme);
+    let crates: std::collections::BTreeSet<String> = fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.join("Cargo.toml").is_file())
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(crates.len() >= 10, "only {} crates found", crates.len());
+    let missing: Vec<_> = crates.difference(&listed).collect();
+    let stale: Vec<_> = listed.difference(&crates).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "README crate table: missing {missing:?}, naming no crate {stale:?}"
+    );
+}
+
+#[test]
+fn the_readme_rule_reads_table_rows_only() {
+    let readme = "intro [`x`](crates/x)\n| [`a`](crates/a) | A, not [`y`](crates/y). |\n\
+                  | [`b`](crates/b), [`c`](crates/c) | B. |\n";
+    let listed = readme_crates(readme);
+    assert_eq!(listed.into_iter().collect::<Vec<_>>(), ["a", "b", "c"]);
+}
