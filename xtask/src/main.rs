@@ -8,7 +8,9 @@
 //!   `--registry` only checks that each registered implementation exists (what `ci` does).
 //! - `tidy`: run the repository hygiene checks (the `tidy` test of `workspace-tests`).
 //! - `transcripts record [--cli NAME]...`: record the pinned CLIs' stdout as the fixtures
-//!   under `tests/fixtures/` (needs the `*_BIN` variables; see [`transcripts`]).
+//!   under `tests/fixtures/` (needs the `*_BIN` variables; see [`transcripts`]);
+//!   `transcripts check` / `transcripts bless`: replay them against (or rewrite) the blessed
+//!   `*.events` goldens.
 //! - `ci`: everything CI runs, in order, stopping at the first failing step.
 //!
 //! The xtask only uses `std::process::Command` to drive cargo; it keeps its own dependencies
@@ -31,6 +33,8 @@ commands:
   conformance --registry           check that each registered implementation is one test
   tidy                             run the repository hygiene checks
   transcripts record [--cli NAME]  record the pinned CLIs' stdout as tests/fixtures/<cli>-<version>/
+  transcripts check                replay the fixtures against their blessed .events goldens
+  transcripts bless                rewrite those goldens (review the diff)
                                    (NAME: codex, claude-code, codebuddy, gemini; needs *_BIN)
   ci                               run everything CI runs, in order
   help                             print this message";
@@ -52,8 +56,8 @@ fn main() -> ExitCode {
         "conformance" if rest.is_empty() => conformance::run(),
         "conformance" if rest == ["--registry"] => conformance::verify_registered(),
         "tidy" if rest.is_empty() => util::tidy(),
-        "transcripts" => match transcripts::Options::parse(rest) {
-            Ok(options) => transcripts::record(&options),
+        "transcripts" => match transcripts::Command::parse(rest) {
+            Ok(command) => command.run(),
             Err(err) => {
                 eprintln!("error: {err}\n\n{USAGE}");
                 return ExitCode::from(2);

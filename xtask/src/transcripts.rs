@@ -1,6 +1,9 @@
 //! `cargo xtask transcripts record [--cli NAME]...`: record what the pinned agent CLIs print
 //! on stdout, offline, as the fixtures `tests/fixtures/<cli>-<version>/<scenario>.jsonl`
-//! (see `tests/fixtures/README.md`).
+//! (see `tests/fixtures/README.md`). `cargo xtask transcripts check` replays every fixture
+//! through its driver's translator against the blessed `*.events` goldens beside it (the
+//! drivers' `transcripts` unit tests, which `cargo xtask ci` runs too); `cargo xtask
+//! transcripts bless` rewrites those goldens, for a reviewed diff.
 //!
 //! The recording itself is the `transcript-recorder` binary (`crates/transcript-recorder`),
 //! which drives each CLI through its driver crate against the test-kit mocks. This command
@@ -30,6 +33,63 @@ const CLIS: [(&str, &str); 4] = [
     ("gemini", "GEMINI_BIN"),
 ];
 
+/// What a `transcripts` command does.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// Record the CLIs of these options.
+    Record(Options),
+    /// Replay every fixture against its golden; `bless` rewrites the goldens instead.
+    Replay {
+        /// Whether the goldens are rewritten.
+        bless: bool,
+    },
+}
+
+impl Command {
+    /// Parse the arguments after `transcripts`: `record [--cli NAME]...`, `check` or `bless`.
+    pub(crate) fn parse(args: &[String]) -> anyhow::Result<Self> {
+        match args.first().map(String::as_str) {
+            Some("check") if args.len() == 1 => Ok(Self::Replay { bless: false }),
+            Some("bless") if args.len() == 1 => Ok(Self::Replay { bless: true }),
+            _ => Options::parse(args).map(Self::Record),
+        }
+    }
+
+    /// Carry the command out.
+    pub(crate) fn run(&self) -> anyhow::Result<()> {
+        match self {
+            Self::Record(options) => record(options),
+            Self::Replay { bless } => replay(*bless),
+        }
+    }
+}
+
+/// Replays every recorded transcript through its driver's translator: the `transcripts`
+/// unit tests of the driver crates, with `BLESS=1` when `bless`.
+fn replay(bless: bool) -> anyhow::Result<()> {
+    let mut cmd = cargo([
+        "test",
+        "--quiet",
+        "--locked",
+        "--workspace",
+        "--lib",
+        "--all-features",
+        "--",
+        "transcripts::",
+    ]);
+    if bless {
+        cmd.env("BLESS", "1");
+    }
+    run_inherited(&mut cmd)?;
+    if bless {
+        println!(
+            "
+blessed; review the diff (`git diff tests/fixtures`) before committing"
+        );
+    }
+    Ok(())
+}
+
 /// The CLIs a `record` command asks for, in [`CLIS`] order, without repeats.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Options {
@@ -41,10 +101,12 @@ impl Options {
     /// `--cli` is given).
     pub(crate) fn parse(args: &[String]) -> anyhow::Result<Self> {
         let Some((command, rest)) = args.split_first() else {
-            bail!("transcripts: expected `record`");
+            bail!("transcripts: expected `record`, `check` or `bless`");
         };
         if command != "record" {
-            bail!("transcripts: unknown subcommand `{command}` (expected `record`)");
+            bail!(
+                "transcripts: unknown subcommand `{command}` (expected `record`, `check` or `bless`)"
+            );
         }
         let mut wanted = Vec::new();
         let mut rest = rest.iter();
@@ -158,6 +220,29 @@ mod tests {
             &[],
         ] {
             assert!(Options::parse(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn check_and_bless_take_no_arguments() {
+        assert_eq!(
+            Command::parse(&args(&["check"])).expect("valid"),
+            Command::Replay { bless: false }
+        );
+        assert_eq!(
+            Command::parse(&args(&["bless"])).expect("valid"),
+            Command::Replay { bless: true }
+        );
+        assert!(matches!(
+            Command::parse(&args(&["record"])),
+            Ok(Command::Record(_))
+        ));
+        for bad in [
+            &["bless", "--cli", "codex"][..],
+            &["check", "x"],
+            &["blessed"],
+        ] {
+            assert!(Command::parse(&args(bad)).is_err(), "{bad:?}");
         }
     }
 

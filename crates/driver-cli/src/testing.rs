@@ -340,7 +340,7 @@ pub fn replay_dir<T: Translator>(dir: &Path, mut translator: impl FnMut(&Request
     }
     assert!(
         failures.is_empty(),
-        "replayed transcripts differ from their goldens (re-bless with BLESS=1 cargo test):\n{}",
+        "replayed transcripts differ from their goldens (after review, re-bless with `cargo xtask transcripts bless`):\n{}",
         failures.join("\n")
     );
 }

@@ -1,7 +1,7 @@
 //! Replays what the pinned Gemini CLI printed (`tests/fixtures/gemini-0.61.0/`, recorded by
 //! `cargo xtask transcripts record`) through this dialect's translator and compares the
 //! events and the verdict with the blessed `.events` goldens beside each transcript.
-//! Re-bless after a reviewed change with `BLESS=1 cargo test -p driver-gemini transcripts`.
+//! Re-bless after a reviewed change with `cargo xtask transcripts bless`.
 
 use std::path::Path;
 
