@@ -47,6 +47,14 @@ impl McpStatus {
     }
 }
 
+/// The string field `key` of `value`: the shape every translator checks most.
+///
+/// # Errors
+/// [`MalformedEvent`] when the field is missing or not a string.
+pub fn str_field<'v>(value: &'v Value, key: &str) -> Result<&'v str, MalformedEvent> {
+    value.get(key).and_then(Value::as_str).ok_or(MalformedEvent)
+}
+
 /// One CLI event as the driver hands it to a [`Translator`].
 #[derive(Debug)]
 #[non_exhaustive]

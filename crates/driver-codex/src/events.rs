@@ -11,7 +11,7 @@
 //! checkpoint's data under [`TOTAL_KEY`], and each turn's usage is the difference from the
 //! totals of the state it continued.
 
-use driver_cli::{CliEvent, MalformedEvent, Translator, TurnEvents};
+use driver_cli::{CliEvent, MalformedEvent, Translator, TurnEvents, str_field};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, SessionState, Usage};
 use serde_json::Value;
 
@@ -65,33 +65,21 @@ impl EventTranslator {
         completed: bool,
         out: &mut Vec<DriverEvent>,
     ) -> Result<(), MalformedEvent> {
-        let id = item
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
+        let id = str_field(item, "id")?;
         let Some(kind) = item.get("type").and_then(Value::as_str) else {
             return Err(MalformedEvent);
         };
         match kind {
             "agent_message" if completed => {
-                let text = item
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .ok_or(MalformedEvent)?;
+                let text = str_field(item, "text")?;
                 if !text.is_empty() {
                     out.push(DriverEvent::text(text));
                 }
                 self.last_message = Some(text.to_owned());
             }
             "mcp_tool_call" => {
-                let server = item
-                    .get("server")
-                    .and_then(Value::as_str)
-                    .ok_or(MalformedEvent)?;
-                let tool = item
-                    .get("tool")
-                    .and_then(Value::as_str)
-                    .ok_or(MalformedEvent)?;
+                let server = str_field(item, "server")?;
+                let tool = str_field(item, "tool")?;
                 let name = format!("mcp__{server}__{tool}");
                 let arguments = driver_cli::json_text(item.get("arguments"));
                 turn.open_call(id, &name, &arguments, out);
@@ -135,10 +123,7 @@ impl Translator for EventTranslator {
         let (kind, event, turn, out) = event.into_parts();
         match kind {
             "thread.started" => {
-                let id = event
-                    .get("thread_id")
-                    .and_then(Value::as_str)
-                    .ok_or(MalformedEvent)?;
+                let id = str_field(event, "thread_id")?;
                 self.thread_id = Some(id.to_owned());
                 turn.start(out);
             }

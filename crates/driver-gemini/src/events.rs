@@ -5,7 +5,7 @@
 //! add them); a known event whose required fields are missing or mistyped is a
 //! [`MalformedEvent`], and translating it changes nothing.
 
-use driver_cli::{CliEvent, MalformedEvent, ToolNames, Translator};
+use driver_cli::{CliEvent, MalformedEvent, ToolNames, Translator, str_field};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
 
@@ -42,10 +42,6 @@ pub struct EventTranslator {
     message: String,
     result: Option<TurnResult>,
     last_error: Option<String>,
-}
-
-fn str_field<'v>(event: &'v Value, key: &str) -> Result<&'v str, MalformedEvent> {
-    event.get(key).and_then(Value::as_str).ok_or(MalformedEvent)
 }
 
 fn opt_str<'v>(event: &'v Value, key: &str) -> Option<&'v str> {

@@ -1,6 +1,8 @@
 //! stream-json events, translated into driver-spi events.
 
-use driver_cli::{CliEvent, MalformedEvent, McpStatus, ToolNames, Translator, TurnEvents};
+use driver_cli::{
+    CliEvent, MalformedEvent, McpStatus, ToolNames, Translator, TurnEvents, str_field,
+};
 use driver_spi::{DriverEvent, FailureKind, Redactor, Request, RunFailure, Usage};
 use serde_json::Value;
 
@@ -100,14 +102,8 @@ impl StreamJson {
         block: &Value,
         out: &mut Vec<DriverEvent>,
     ) -> Result<(), MalformedEvent> {
-        let id = block
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
-        let name = block
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
+        let id = str_field(block, "id")?;
+        let name = str_field(block, "name")?;
         let arguments = driver_cli::json_text(block.get("input"));
         turn.open_call(id, &self.names.report(name), &arguments, out);
         Ok(())
@@ -119,10 +115,7 @@ impl StreamJson {
         block: &Value,
         out: &mut Vec<DriverEvent>,
     ) -> Result<(), MalformedEvent> {
-        let id = block
-            .get("tool_use_id")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
+        let id = str_field(block, "tool_use_id")?;
         let output = match block.get("content") {
             Some(Value::String(s)) => unwrap_encoded_blocks(s),
             Some(Value::Array(blocks)) => blocks
@@ -312,10 +305,7 @@ fn mcp_statuses(servers: Option<&Value>) -> Result<Vec<McpStatus>, MalformedEven
     servers
         .iter()
         .map(|s| {
-            let name = s
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or(MalformedEvent)?;
+            let name = str_field(s, "name")?;
             let status = s.get("status").and_then(Value::as_str).unwrap_or_default();
             Ok(McpStatus::new(name, status))
         })

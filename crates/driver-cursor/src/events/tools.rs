@@ -8,7 +8,7 @@
 //! (`providerIdentifier`) and the tool (`toolName`); that detail is not in Cursor's docs and is
 //! unverified here.
 
-use driver_cli::{MalformedEvent, ToolNames, json_text};
+use driver_cli::{MalformedEvent, ToolNames, json_text, str_field};
 use serde_json::Value;
 
 /// Outcome keys that are not failures. Anything else (`rejected`, `error`, `failure`,
@@ -37,10 +37,7 @@ pub(crate) fn parse<'v>(
 ) -> Result<ToolCall<'v>, MalformedEvent> {
     let map = payload.as_object().ok_or(MalformedEvent)?;
     if let Some(function) = map.get("function") {
-        let name = function
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or(MalformedEvent)?;
+        let name = str_field(function, "name")?;
         return Ok(ToolCall {
             name: names.report(name),
             arguments: json_text(function.get("arguments")),
