@@ -1,6 +1,6 @@
 //! The typed construction options of the Claude Code driver.
 
-use driver_cli::{CliOptions, CommonOptions, Version};
+use driver_cli::{CliOptions, Version};
 
 /// The oldest `claude` release this driver is tested with.
 pub const MINIMUM_VERSION: Version = Version::new(2, 1, 197);
@@ -84,7 +84,7 @@ impl PermissionPolicy {
 ///
 /// It is also the driver's [`Dialect`](driver_cli::Dialect): `ClaudeCodeDriver` is
 /// `CliDriver<ClaudeCodeOptions>`. The binary, model, limits and minimum version are set
-/// through [`CommonOptions`].
+/// through [`CommonOptions`](driver_cli::CommonOptions).
 ///
 /// Everything here except the binary path, the limits, the retries and the offline switch is
 /// part of the driver's config fingerprint: changing it makes stored Threads incompatible.
@@ -176,17 +176,5 @@ impl ClaudeCodeOptions {
     pub fn with_offline(mut self, offline: bool) -> Self {
         self.offline = offline;
         self
-    }
-}
-
-impl CommonOptions for ClaudeCodeOptions {
-    type Dialect = crate::dialect::ClaudeCode;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
-
-    fn cli_mut(&mut self) -> &mut CliOptions {
-        &mut self.cli
     }
 }

@@ -361,8 +361,9 @@ pub fn default_failure(translator: &dyn Translator, finished: &Finished) -> RunF
 }
 
 /// Declares a driver crate's dialect: a type, private to the crate, that wraps the crate's
-/// public options (`Deref` to them, `From` them) and implements [`Dialect`]. Write it in a
-/// private module and name the driver `pub type XDriver = CliDriver<dialect::X>`.
+/// public options (`Deref` to them, `From` them) and implements [`Dialect`], and the options'
+/// [`CommonOptions`] over their `cli: CliOptions` field. Write it in a private module and
+/// name the driver `pub type XDriver = CliDriver<dialect::X>`.
 ///
 /// ```ignore
 /// driver_cli::dialect!(
@@ -389,6 +390,18 @@ macro_rules! dialect {
         impl ::core::convert::From<$options> for $name {
             fn from(options: $options) -> Self {
                 Self(options)
+            }
+        }
+
+        impl $crate::CommonOptions for $options {
+            type Dialect = $name;
+
+            fn cli(&self) -> &$crate::CliOptions {
+                &self.cli
+            }
+
+            fn cli_mut(&mut self) -> &mut $crate::CliOptions {
+                &mut self.cli
             }
         }
     };

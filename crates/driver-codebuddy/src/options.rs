@@ -1,6 +1,6 @@
 //! The typed construction options of the CodeBuddy driver.
 
-use driver_cli::{CliOptions, CommonOptions, Version};
+use driver_cli::{CliOptions, Version};
 use secrecy::SecretString;
 use std::fmt;
 
@@ -141,18 +141,6 @@ impl CodeBuddyOptions {
     pub fn with_offline(mut self, offline: bool) -> Self {
         self.offline = offline;
         self
-    }
-}
-
-impl CommonOptions for CodeBuddyOptions {
-    type Dialect = crate::dialect::CodeBuddy;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
-
-    fn cli_mut(&mut self) -> &mut CliOptions {
-        &mut self.cli
     }
 }
 

@@ -1,7 +1,7 @@
 //! [`CodexOptions`]: the typed construction options of the Codex driver, which are also its
 //! [`Dialect`](driver_cli::Dialect) (see `dialect.rs`).
 
-use driver_cli::{CliOptions, CommonOptions, Version};
+use driver_cli::{CliOptions, Version};
 
 /// The oldest `codex` release this driver is tested with; older ones are refused by the version
 /// probe (their `exec --json` events and `-c` keys differ).
@@ -186,9 +186,9 @@ impl ModelProvider {
 /// The construction options of a [`CodexDriver`](crate::CodexDriver), and its
 /// [`Dialect`](driver_cli::Dialect).
 ///
-/// The binary, model, limits and minimum version are set with the [`CommonOptions`] methods
+/// The binary, model, limits and minimum version are set with the [`CommonOptions`](driver_cli::CommonOptions) methods
 /// (re-exported by this crate). Everything here except the binary path, the
-/// [limits](CommonOptions::with_limits), the connection retries and the provider's retry
+/// [limits](driver_cli::CommonOptions::with_limits), the connection retries and the provider's retry
 /// settings is part of the driver's config fingerprint: changing it makes stored Threads
 /// incompatible.
 ///
@@ -287,17 +287,5 @@ impl CodexOptions {
     pub fn with_unbounded_connection_retries(mut self, unbounded: bool) -> Self {
         self.unbounded_connection_retries = unbounded;
         self
-    }
-}
-
-impl CommonOptions for CodexOptions {
-    type Dialect = crate::dialect::Codex;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
-
-    fn cli_mut(&mut self) -> &mut CliOptions {
-        &mut self.cli
     }
 }

@@ -1,10 +1,10 @@
 //! [`CursorOptions`]: the typed construction options of the Cursor driver, which are also its
 //! [`Dialect`](driver_cli::Dialect) (see `dialect.rs`).
 
-use driver_cli::{CliOptions, CommonOptions, Version};
+use driver_cli::{CliOptions, Version};
 
 /// The binary the driver runs unless told otherwise. Newer Cursor builds also install it as
-/// `agent`; pass that (or a path) to [`CommonOptions::with_binary`].
+/// `agent`; pass that (or a path) to [`CommonOptions::with_binary`](driver_cli::CommonOptions::with_binary).
 pub const DEFAULT_BINARY: &str = "cursor-agent";
 
 /// The oldest `cursor-agent --version` the driver accepts: `2026.08.11`, the build whose
@@ -32,7 +32,7 @@ pub enum PromptTransport {
 }
 
 /// The construction options of a [`CursorDriver`](crate::CursorDriver); the common ones
-/// (binary, model, limits, minimum version) through [`CommonOptions`].
+/// (binary, model, limits, minimum version) through [`CommonOptions`](driver_cli::CommonOptions).
 ///
 /// The model, `trust_workspace` and `force` are part of the driver's config fingerprint:
 /// changing them makes stored Threads incompatible. The binary, the prompt transport, the
@@ -48,6 +48,9 @@ pub enum PromptTransport {
 /// assert_eq!(options.model(), Some("sonnet-4"));
 /// assert_eq!(options.binary().to_str(), Some("agent"));
 /// ```
+///
+/// The total timeout of [`with_limits`](driver_cli::CommonOptions::with_limits) also bounds the wait for
+/// another turn of the same namespace to finish (see the [crate docs](crate)).
 #[derive(Debug, Clone)]
 pub struct CursorOptions {
     pub(crate) cli: CliOptions,
@@ -100,20 +103,5 @@ impl CursorOptions {
     /// How the prompt reaches the CLI.
     pub fn prompt_transport(&self) -> PromptTransport {
         self.prompt
-    }
-}
-
-/// The common options. The total timeout of [`with_limits`](CommonOptions::with_limits) also
-/// bounds the wait for another turn of the same namespace to finish (see the
-/// [crate docs](crate)).
-impl CommonOptions for CursorOptions {
-    type Dialect = crate::dialect::Cursor;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
-
-    fn cli_mut(&mut self) -> &mut CliOptions {
-        &mut self.cli
     }
 }

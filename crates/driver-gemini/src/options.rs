@@ -1,7 +1,7 @@
 //! [`GeminiOptions`]: the construction options of the Gemini driver, and the dialect
 //! ([`crate::dialect`]) that [`GeminiDriver`](crate::GeminiDriver) runs.
 
-use driver_cli::{CliOptions, CommonOptions, Version};
+use driver_cli::{CliOptions, Version};
 use driver_spi::{ConfigError, Request};
 use secrecy::SecretString;
 
@@ -46,7 +46,7 @@ impl AuthType {
 
 /// The construction options of a [`GeminiDriver`](crate::GeminiDriver), and its dialect.
 ///
-/// Binary, model, limits and the minimum version are the [`CommonOptions`] every CLI driver
+/// Binary, model, limits and the minimum version are the [`CommonOptions`](driver_cli::CommonOptions) every CLI driver
 /// has (`use driver_gemini::CommonOptions` for their builder methods); the total timeout
 /// also bounds the wait for another turn of the same namespace to end (see the
 /// [crate docs](crate)). Model, endpoint, auth type and MCP trust are part of the driver's
@@ -79,18 +79,6 @@ pub struct GeminiOptions {
 impl Default for GeminiOptions {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl CommonOptions for GeminiOptions {
-    type Dialect = crate::dialect::Gemini;
-
-    fn cli(&self) -> &CliOptions {
-        &self.cli
-    }
-
-    fn cli_mut(&mut self) -> &mut CliOptions {
-        &mut self.cli
     }
 }
 
