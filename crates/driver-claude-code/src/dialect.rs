@@ -24,10 +24,6 @@ pub(crate) const CODEC_NAME: &str = "claude-code/v1";
 /// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
 pub(crate) const CLAUDE_CODE_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
-/// The phrase Claude Code prints (on stderr, exit 1, with a lone `error_during_execution`
-/// result and no `system/init`) for a session id it does not know.
-const UNKNOWN_SESSION: &str = "no conversation found with session id";
-
 /// The variables that switch off Claude Code's non-essential traffic.
 const OFFLINE_VARS: &[(&str, &str)] = &[
     ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
@@ -92,12 +88,7 @@ impl Dialect for ClaudeCode {
         if let Some(retries) = self.max_retries {
             invocation = invocation.var("CLAUDE_CODE_MAX_RETRIES", retries.to_string());
         }
-        if self.offline {
-            for (name, value) in OFFLINE_VARS {
-                invocation = invocation.var(name, *value);
-            }
-        }
-        Ok(invocation)
+        Ok(invocation.vars_if(self.offline, OFFLINE_VARS))
     }
 
     fn translator(&self, request: &Request) -> StreamJson {
@@ -105,8 +96,7 @@ impl Dialect for ClaudeCode {
     }
 
     fn unknown_session(&self, translator: &StreamJson, finished: &driver_cli::Finished) -> bool {
-        // Claude Code says so on stderr (exit 1), with a lone result and no `system/init`.
-        translator.says(UNKNOWN_SESSION, &finished.stderr_tail)
+        translator.unknown_session(&finished.stderr_tail)
     }
 }
 

@@ -208,6 +208,15 @@ impl Invocation {
         self.vars.push((name.to_owned(), value.into()));
         self
     }
+
+    /// Adds plain variables, when `on` (a switch such as an offline mode).
+    pub fn vars_if(mut self, on: bool, vars: &[(&str, &str)]) -> Self {
+        if on {
+            let owned = vars.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned()));
+            self.vars.extend(owned);
+        }
+        self
+    }
 }
 
 /// What a turn's dialect methods are shown.

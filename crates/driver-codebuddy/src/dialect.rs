@@ -27,10 +27,6 @@ pub(crate) const CODEC_NAME: &str = "codebuddy/v1";
 /// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
 pub(crate) const CODEBUDDY_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
-/// The phrase CodeBuddy prints for a session id it does not know: a lone
-/// `{"type":"error","error":"No conversation found with session ID: …"}` line, exit 0.
-const UNKNOWN_SESSION: &str = "no conversation found with session id";
-
 /// The variables that switch off the built-in plugin-marketplace fetch and telemetry.
 const OFFLINE_VARS: &[(&str, &str)] = &[
     ("CODEBUDDY_SKIP_BUILTIN_MARKETPLACE", "1"),
@@ -102,12 +98,7 @@ impl Dialect for CodeBuddy {
         invocation = invocation
             .var("ACC_USER_ID", self.user_id.as_str())
             .var("ACC_USER_NICKNAME", self.user_id.as_str());
-        if self.offline {
-            for (name, value) in OFFLINE_VARS {
-                invocation = invocation.var(name, *value);
-            }
-        }
-        Ok(invocation)
+        Ok(invocation.vars_if(self.offline, OFFLINE_VARS))
     }
 
     fn translator(&self, request: &Request) -> StreamJson {
@@ -115,8 +106,7 @@ impl Dialect for CodeBuddy {
     }
 
     fn unknown_session(&self, translator: &StreamJson, finished: &Finished) -> bool {
-        // CodeBuddy says so in a lone `error` event (exit 0), before `system/init`.
-        translator.says(UNKNOWN_SESSION, &finished.stderr_tail)
+        translator.unknown_session(&finished.stderr_tail)
     }
 }
 

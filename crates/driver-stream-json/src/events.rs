@@ -88,12 +88,15 @@ impl StreamJson {
         }
     }
 
-    /// Whether the CLI said, on stderr or in an `error` event, `phrase` (lower case): how
-    /// both CLIs report a session they do not know.
-    pub fn says(&self, phrase: &str, stderr: &str) -> bool {
+    /// Whether the CLI said it does not know the session it was asked to resume: Claude Code
+    /// on stderr (exit 1, with a lone `error_during_execution` result and no `system/init`),
+    /// CodeBuddy in a lone `error` event (exit 0, before `system/init`), both as "No
+    /// conversation found with session ID: …".
+    pub fn unknown_session(&self, stderr: &str) -> bool {
+        const PHRASE: &str = "no conversation found with session id";
         [stderr, self.error.as_deref().unwrap_or("")]
             .iter()
-            .any(|text| text.to_ascii_lowercase().contains(phrase))
+            .any(|text| text.to_ascii_lowercase().contains(PHRASE))
     }
 
     fn tool_use(
@@ -418,7 +421,11 @@ mod tests {
             .unwrap();
         assert!(t.last_error().unwrap().starts_with("No conversation found"));
         assert!(!t.last_error().unwrap().contains(secret));
-        assert!(t.says("no conversation found", ""));
+        assert!(t.unknown_session(""));
+        assert!(
+            !Tracked::new(translator(Redactor::default(), ToolNames::new([])))
+                .unknown_session("fine")
+        );
         t.translate(&json!({"type":"result","subtype":"error_during_execution","is_error":true,"result":secret,"session_id":"s"}))
             .unwrap();
         let failure = t.reported_failure().unwrap();
