@@ -4,20 +4,21 @@
 //! [`CliDriver<D>`](CliDriver) implements [`driver_spi::Driver`] once for every CLI: the
 //! common options, the session plan, the version check, the config files of a turn, the
 //! spawn in the namespace's [`RuntimeEnv`](runtime_env::RuntimeEnv), one event loop with one
-//! stop rule, terminate-then-fail and the judgement of a turn. A [`Dialect`] (the options
-//! type of a driver crate) supplies only what one CLI does differently. What the crate
-//! publishes is what a dialect, its driver crate and a host need:
+//! stop rule, terminate-then-fail and the judgement of a turn. A [`Dialect`] (a type private
+//! to its driver crate, declared with [`dialect!`] over the crate's options) supplies only
+//! what one CLI does differently. What the crate publishes is what a dialect, its driver
+//! crate and a host need:
 //!
-//! * [`Dialect`], [`Translator`], [`Turn`], [`Invocation`], [`ConfigFiles`],
-//!   [`NamespaceConfig`], [`NewSessionId`], [`SessionPlan`], [`session_codec`] and
-//!   [`McpStatus`]: what a dialect implements, returns and is shown;
+//! * [`Dialect`], [`Identity`], [`Translator`], [`CliEvent`], [`Turn`], [`Invocation`],
+//!   [`ConfigFiles`], [`NamespaceConfig`], [`NewSessionId`], [`SessionPlan`],
+//!   [`session_codec`] and [`McpStatus`]: what a dialect implements, returns and is shown;
 //! * [`CliOptions`], [`CommonOptions`], [`Limits`] and [`Version`]: the options every CLI
 //!   driver has; [`probe_version`]: the `--version` check on its own, for hosts;
-//! * [`TurnEvents`], [`Mark`], [`MalformedEvent`] and [`json_text`]: the event bookkeeping
-//!   every translator shares;
-//! * [`EnvRefs`], [`mcp_servers`], [`is_env_var_name`], [`is_mcp_server_name`] and
-//!   [`McpRefError`]: MCP server configs with secrets as environment-variable references, in
-//!   a CLI's own syntax;
+//! * [`Tracked`], [`TurnEvents`], [`Mark`], [`MalformedEvent`], [`str_field`], [`json_text`]
+//!   and [`ToolNames`]: the event bookkeeping every translator shares, kept by the driver;
+//! * [`EnvRefs`], [`McpEntry`], [`mcp_servers`], [`is_env_var_name`], [`is_mcp_server_name`]
+//!   and [`McpRefError`]: MCP server configs with secrets as environment-variable references,
+//!   in a CLI's own syntax;
 //! * [`Finished`], [`failure_kind`], [`default_failure`], [`classify_text`], [`is_uuid`],
 //!   [`is_safe_id`] and [`CliError`]: how a process ended and how failures are classified;
 //! * [`CliDriver::side_command`]: a command of the CLI besides turns (Cursor's `create-chat`);
