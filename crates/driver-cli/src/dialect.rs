@@ -15,7 +15,7 @@ use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, DriverEvent, ExitStatus,
     FailureKind, GuardedCodec, Request, RunFailure, Usage,
 };
-use run_service::EnvBinding;
+use run_service::{EnvBinding, TransportKind};
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
 
@@ -242,6 +242,25 @@ pub enum NewSessionId {
     Host,
     /// The CLI chooses it and reports it in its events.
     Cli,
+}
+
+/// What a CLI driver can do: every CLI here resumes its sessions and streams its events; `fork`
+/// and the MCP `transports` it takes differ.
+///
+/// ```
+/// use run_service::TransportKind;
+///
+/// let caps = driver_cli::cli_capabilities(false, &[TransportKind::StreamableHttp]);
+/// assert!(caps.resume && caps.streaming && !caps.fork);
+/// assert!(caps.supports_mcp_transport(TransportKind::StreamableHttp));
+/// ```
+pub fn cli_capabilities(fork: bool, transports: &[TransportKind]) -> Capabilities {
+    let resumable = Capabilities::none().with_resume(true).with_streaming(true);
+    transports
+        .iter()
+        .fold(resumable.with_fork(fork), |caps, t| {
+            caps.with_mcp_transport(*t)
+        })
 }
 
 /// Who a dialect's driver is ([`Dialect::IDENTITY`]).

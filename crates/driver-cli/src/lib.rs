@@ -129,7 +129,7 @@ mod version;
 pub use command::Limits;
 pub use dialect::{
     CliEvent, ConfigFiles, Dialect, Identity, Invocation, MalformedEvent, McpStatus, MergeFiles,
-    NamespaceConfig, NewSessionId, Translator, Turn, default_failure, str_field,
+    NamespaceConfig, NewSessionId, Translator, Turn, cli_capabilities, default_failure, str_field,
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};
 pub use error::CliError;

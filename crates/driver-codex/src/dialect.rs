@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use driver_cli::{
     ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, SessionPlan,
-    Translator as _, Turn,
+    Translator as _, Turn, cli_capabilities,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, GuardedCodec, Request,
@@ -67,12 +67,7 @@ impl Dialect for Codex {
         Identity::new(DRIVER_TYPE, "Codex CLI", &CODEX_CODEC, NewSessionId::Cli);
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none()
-            .with_resume(true)
-            .with_fork(true)
-            .with_streaming(true)
-            .with_mcp_transport(TransportKind::StreamableHttp)
-            .with_mcp_transport(TransportKind::Stdio)
+        cli_capabilities(true, &[TransportKind::StreamableHttp, TransportKind::Stdio])
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {

@@ -8,7 +8,7 @@
 
 use driver_cli::{
     ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, SessionPlan,
-    Translator, Turn,
+    Translator, Turn, cli_capabilities,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
@@ -65,11 +65,11 @@ impl Dialect for Cursor {
         Identity::new(DRIVER_TYPE, "Cursor CLI", &CURSOR_CODEC, NewSessionId::Cli);
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none()
-            .with_resume(true)
-            .with_streaming(true)
-            .with_mcp_transport(TransportKind::StreamableHttp)
-            .with_mcp_transport(TransportKind::Stdio)
+        // No fork: Cursor has no way to branch a chat.
+        cli_capabilities(
+            false,
+            &[TransportKind::StreamableHttp, TransportKind::Stdio],
+        )
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {

@@ -20,7 +20,7 @@ use std::time::SystemTime;
 
 use driver_cli::{
     CliError, ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime,
-    SessionPlan, Translator as _, Turn,
+    SessionPlan, Translator as _, Turn, cli_capabilities,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
@@ -73,13 +73,14 @@ impl Dialect for Gemini {
         Identity::new(DRIVER_TYPE, "Gemini CLI", &GEMINI_CODEC, NewSessionId::Host);
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none()
-            .with_resume(true)
-            .with_fork(true)
-            .with_streaming(true)
-            .with_mcp_transport(TransportKind::StreamableHttp)
-            .with_mcp_transport(TransportKind::Sse)
-            .with_mcp_transport(TransportKind::Stdio)
+        cli_capabilities(
+            true,
+            &[
+                TransportKind::StreamableHttp,
+                TransportKind::Sse,
+                TransportKind::Stdio,
+            ],
+        )
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {

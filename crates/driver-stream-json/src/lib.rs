@@ -97,13 +97,14 @@ pub fn argv(
 /// What Claude Code and CodeBuddy can both do headless: resume, fork, streaming, and MCP
 /// servers over streamable HTTP, SSE and stdio.
 pub fn capabilities() -> Capabilities {
-    Capabilities::none()
-        .with_resume(true)
-        .with_fork(true)
-        .with_streaming(true)
-        .with_mcp_transport(TransportKind::StreamableHttp)
-        .with_mcp_transport(TransportKind::Sse)
-        .with_mcp_transport(TransportKind::Stdio)
+    driver_cli::cli_capabilities(
+        true,
+        &[
+            TransportKind::StreamableHttp,
+            TransportKind::Sse,
+            TransportKind::Stdio,
+        ],
+    )
 }
 
 /// The checks Claude Code and CodeBuddy make of the options they share: tool rules that
