@@ -98,6 +98,10 @@ impl Dialect for CodeBuddy {
         invocation = invocation
             .var("ACC_USER_ID", self.user_id.as_str())
             .var("ACC_USER_NICKNAME", self.user_id.as_str());
+        // CodeBuddy 2.117.0 otherwise snapshots its shell start-up (the environment included,
+        // so the key and MCP bearer values) into `.codebuddy/shell-snapshots/` under HOME,
+        // where it outlives the turn. Not an option: a secret must not reach the disk.
+        invocation = invocation.var("CODEBUDDY_DISABLE_SHELL_SNAPSHOT", "1");
         Ok(invocation.vars_if(self.offline, OFFLINE_VARS))
     }
 

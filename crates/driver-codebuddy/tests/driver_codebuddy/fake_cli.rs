@@ -151,6 +151,7 @@ async fn options_and_the_child_environment() {
             "DISABLE_TELEMETRY",
             "ACC_USER_ID",
             "ACC_USER_NICKNAME",
+            "CODEBUDDY_DISABLE_SHELL_SNAPSHOT",
         ],
     );
     let driver = fake.driver(
@@ -185,6 +186,7 @@ async fn options_and_the_child_environment() {
     assert_eq!(call.env["DISABLE_TELEMETRY"], "1");
     assert_eq!(call.env["ACC_USER_ID"], "agent-sdk");
     assert_eq!(call.env["ACC_USER_NICKNAME"], "agent-sdk");
+    assert_eq!(call.env["CODEBUDDY_DISABLE_SHELL_SNAPSHOT"], "1");
     assert!(!call.has_env("CODEBUDDY_AUTH_TOKEN"), "no host credential");
     for secret in [API_KEY, SECRET, HOST_CREDENTIAL] {
         assert!(!call.argv.iter().any(|a| a.contains(secret)));
@@ -200,6 +202,8 @@ async fn options_and_the_child_environment() {
     .0
     .unwrap();
     assert!(!fake.last().has_env("DISABLE_TELEMETRY"));
+    // No shell snapshot either way: it would write the environment's secrets to disk.
+    assert_eq!(fake.last().env["CODEBUDDY_DISABLE_SHELL_SNAPSHOT"], "1");
     assert!(!format!("{driver:?}").contains(API_KEY));
 }
 
