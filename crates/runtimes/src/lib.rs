@@ -39,7 +39,7 @@
 pub use driver_cli::Runtime;
 
 /// The registry, in the order hosts show it.
-static ALL: [&Runtime; 5] = [
+static ALL: &[&Runtime] = &[
     &driver_codex::RUNTIME,
     &driver_claude_code::RUNTIME,
     &driver_cursor::RUNTIME,
@@ -49,7 +49,7 @@ static ALL: [&Runtime; 5] = [
 
 /// Every registered runtime, in the order hosts show it.
 pub fn all() -> &'static [&'static Runtime] {
-    &ALL
+    ALL
 }
 
 /// The runtime registered under `name` (`codex`, `claude_code`, …), if any.
