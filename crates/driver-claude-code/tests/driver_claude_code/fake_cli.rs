@@ -9,6 +9,7 @@ use crate::support::{FakeClaude, claude_like};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_claude_code::{ClaudeCodeOptions, CommonOptions, PermissionMode, PermissionPolicy};
 use driver_cli::Limits;
+use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
     ResumeRejectReason, RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
@@ -39,27 +40,6 @@ fn request(prompt: &str, url: &str, var: &str, fake: &FakeClaude) -> Request {
         .with_runtime(RuntimePayload::from_services([service]))
         .with_mcp([mcp])
         .with_workspace(fake.workspace.to_str().unwrap())
-}
-
-async fn run(
-    driver: &dyn Driver,
-    request: Request,
-) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
-    let sink = Arc::new(CollectingSink::new());
-    let result = driver.run(request, sink.clone()).await;
-    (result, sink.take())
-}
-
-fn checkpoint(response: &driver_spi::Response) -> SessionState {
-    response.persistable_checkpoint().unwrap().clone()
-}
-
-fn failed_kind(result: &Result<driver_spi::Response, DriverError>) -> Option<FailureKind> {
-    match result {
-        Err(DriverError::Failed(f)) => Some(f.kind),
-        Ok(r) => r.failure.as_ref().map(|f| f.kind),
-        Err(_) => None,
-    }
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::support::{FakeCodex, codex_like, overrides, text_turn};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_cli::Limits;
+use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_codex::{
     CodexOptions, CommonOptions, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode,
 };
@@ -40,19 +41,6 @@ fn request(prompt: &str, url: &str, var: &str, fake: &FakeCodex) -> Request {
         .with_runtime(RuntimePayload::from_services([service]))
         .with_mcp([mcp])
         .with_workspace(fake.workspace.to_str().unwrap())
-}
-
-async fn run(
-    driver: &dyn Driver,
-    request: Request,
-) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
-    let sink = Arc::new(CollectingSink::new());
-    let result = driver.run(request, sink.clone()).await;
-    (result, sink.take())
-}
-
-fn checkpoint(response: &driver_spi::Response) -> SessionState {
-    response.persistable_checkpoint().unwrap().clone()
 }
 
 #[tokio::test]
@@ -435,14 +423,6 @@ async fn failing(
     let driver = fake.driver(CodexOptions::new().with_limits(limits));
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     run(&driver, req).await
-}
-
-fn failed_kind(result: &Result<driver_spi::Response, DriverError>) -> Option<FailureKind> {
-    match result {
-        Err(DriverError::Failed(f)) => Some(f.kind),
-        Ok(r) => r.failure.as_ref().map(|f| f.kind),
-        Err(_) => None,
-    }
 }
 
 fn started() -> Rule {

@@ -3,15 +3,12 @@
 
 use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use crate::fixtures::{self, NEW_CHAT, RESUMED_CHAT};
 use compat_fingerprint::{Fingerprint, Kind};
+pub(crate) use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_cursor::{CommonOptions, CursorDriver, CursorOptions};
-use driver_spi::{
-    CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
-    Response, RuntimePayload, SessionGuard, SessionState,
-};
+use driver_spi::{ProfilePayload, Request, RuntimePayload, SessionGuard, SessionState};
 use fake_cli::{Harness, Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
@@ -123,27 +120,6 @@ pub(crate) fn request(prompt: &str, url: &str, var: &str, fake: &FakeCursor) -> 
         .with_runtime(RuntimePayload::from_services([service]))
         .with_mcp([mcp])
         .with_workspace(fake.workspace.to_str().unwrap())
-}
-
-pub(crate) async fn run(
-    driver: &dyn Driver,
-    request: Request,
-) -> (Result<Response, DriverError>, Vec<DriverEvent>) {
-    let sink = Arc::new(CollectingSink::new());
-    let result = driver.run(request, sink.clone()).await;
-    (result, sink.take())
-}
-
-pub(crate) fn checkpoint(response: &Response) -> SessionState {
-    response.persistable_checkpoint().unwrap().clone()
-}
-
-pub(crate) fn failed_kind(result: &Result<Response, DriverError>) -> Option<FailureKind> {
-    match result {
-        Err(DriverError::Failed(f)) => Some(f.kind),
-        Ok(r) => r.failure.as_ref().map(|f| f.kind),
-        Err(_) => None,
-    }
 }
 
 /// A stored state for `chat` that a request with session profile `session-s` accepts.

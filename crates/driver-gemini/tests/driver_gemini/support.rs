@@ -4,14 +4,10 @@
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use std::sync::Arc;
-
 use compat_fingerprint::{Fingerprint, Kind};
+pub(crate) use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_gemini::{CommonOptions, GeminiDriver, GeminiOptions};
-use driver_spi::{
-    CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
-    RuntimePayload, SessionState,
-};
+use driver_spi::{ProfilePayload, Request, RuntimePayload};
 use fake_cli::{CapturedFile, Harness, Invocation, Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 use secrecy::SecretString;
@@ -166,29 +162,6 @@ pub(crate) fn request(prompt: &str, url: &str, var: &str, fake: &FakeGemini) -> 
         .with_runtime(RuntimePayload::from_services([service]))
         .with_mcp([mcp])
         .with_workspace(fake.workspace.to_str().unwrap())
-}
-
-pub(crate) async fn run(
-    driver: &dyn Driver,
-    request: Request,
-) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
-    let sink = Arc::new(CollectingSink::new());
-    let result = driver.run(request, sink.clone()).await;
-    (result, sink.take())
-}
-
-pub(crate) fn checkpoint(response: &driver_spi::Response) -> SessionState {
-    response.persistable_checkpoint().unwrap().clone()
-}
-
-pub(crate) fn failed_kind(
-    result: &Result<driver_spi::Response, DriverError>,
-) -> Option<FailureKind> {
-    match result {
-        Err(DriverError::Failed(f)) => Some(f.kind),
-        Ok(r) => r.failure.as_ref().map(|f| f.kind),
-        Err(_) => None,
-    }
 }
 
 /// Writes a recording of session `id` under the harness's `GEMINI_CLI_HOME`, as the real CLI
