@@ -67,7 +67,7 @@
 //! let next = Request::new(RunId::new("r2"), "again", profile)
 //!     .with_session(SessionContext::continue_only(state));
 //! let second = driver.run(next, sink.clone()).await.unwrap();
-//! assert_eq!(second.output, "reference turn 2: again");
+//! assert_eq!(second.output, "reference turn 2: again [earlier: hello]");
 //! # });
 //! ```
 //!

@@ -124,6 +124,9 @@ pub enum McpMechanism {
     /// `mcpServers` in `.gemini/settings.json`; `httpUrl` for streamable HTTP; strings expand
     /// `$VAR` and `${VAR}`.
     GeminiSettings,
+    /// With each request, in process: nothing is written for the runtime (the SDK's
+    /// reference runtime).
+    InRequest,
 }
 
 /// What this crate must know about one agent runtime. Each driver crate states its runtime's

@@ -78,7 +78,7 @@ async fn unchanged_semantic_identity_resumes_across_restart_with_new_endpoint() 
 }
 
 fn first_request_resume(backend: &ReferenceBackend) -> String {
-    backend.session_ids().into_iter().next().unwrap()
+    backend.session_ids().unwrap().into_iter().next().unwrap()
 }
 
 #[tokio::test]

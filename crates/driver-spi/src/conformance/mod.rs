@@ -113,6 +113,15 @@ impl ReferenceFactory {
         Self::default()
     }
 
+    /// A factory of default reference drivers on `backend` (one whose sessions live in
+    /// another [`SessionTable`](crate::reference::SessionTable), say).
+    pub fn with_backend(backend: ReferenceBackend) -> Self {
+        Self {
+            backend,
+            ..Self::default()
+        }
+    }
+
     /// Makes drivers with or without persistent processes.
     pub fn with_persistent_processes(mut self, persistent: bool) -> Self {
         self.persistent = Some(persistent);

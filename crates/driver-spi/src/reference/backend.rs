@@ -12,6 +12,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::watch;
 
 use super::Behavior;
+use super::sessions::{MemorySessions, ReferenceSession, SessionTable, SessionTableError};
 use crate::{ProcessAction, ProcessSignature, Request};
 
 /// A handle on the simulated provider backend of one or more
@@ -20,7 +21,10 @@ use crate::{ProcessAction, ProcessSignature, Request};
 ///
 /// Cloning the handle shares the backend. Two drivers built with
 /// [`ReferenceDriver::with_backend`](super::ReferenceDriver::with_backend) on clones of one
-/// handle see the same sessions, as two agents on two hosts see one provider account.
+/// handle see the same sessions, as two agents on two hosts see one provider account. The
+/// sessions live in memory unless the backend is built on another [`SessionTable`]
+/// ([`with_sessions`](Self::with_sessions)); everything else (requests, processes, the
+/// behaviour script) is always this process's own.
 #[derive(Clone, Default)]
 pub struct ReferenceBackend {
     inner: Arc<Inner>,
@@ -36,20 +40,24 @@ struct Inner {
 
 impl Default for Inner {
     fn default() -> Self {
+        Self::new(Box::new(MemorySessions::new()))
+    }
+}
+
+impl Inner {
+    fn new(sessions: Box<dyn SessionTable>) -> Self {
         Self {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State::new(sessions)),
             stalled: watch::Sender::new(0),
             release: watch::Sender::new(0),
         }
     }
 }
 
-#[derive(Default)]
 pub(super) struct State {
     next_driver: u64,
-    next_session: u64,
     next_process: u64,
-    pub(super) sessions: BTreeMap<String, SessionRecord>,
+    pub(super) sessions: Box<dyn SessionTable>,
     requests: Vec<RecordedRequest>,
     behaviors: VecDeque<Behavior>,
     processes: BTreeMap<(u64, String), SimProcess>,
@@ -58,10 +66,20 @@ pub(super) struct State {
     last_materialization: Option<SecretString>,
 }
 
-#[derive(Debug, Clone)]
-pub(super) struct SessionRecord {
-    pub(super) turns: u64,
-    pub(super) expired: bool,
+impl State {
+    fn new(sessions: Box<dyn SessionTable>) -> Self {
+        Self {
+            next_driver: 0,
+            next_process: 0,
+            sessions,
+            requests: Vec::new(),
+            behaviors: VecDeque::new(),
+            processes: BTreeMap::new(),
+            stats: ProcessStats::default(),
+            deliveries: Vec::new(),
+            last_materialization: None,
+        }
+    }
 }
 
 struct SimProcess {
@@ -140,9 +158,16 @@ impl RecordedRequest {
 }
 
 impl ReferenceBackend {
-    /// A fresh backend: no sessions, no requests, no processes.
+    /// A fresh backend: no sessions (kept in memory), no requests, no processes.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh backend whose sessions live in `sessions`: no requests, no processes.
+    pub fn with_sessions(sessions: impl SessionTable + 'static) -> Self {
+        Self {
+            inner: Arc::new(Inner::new(Box::new(sessions))),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -216,46 +241,53 @@ impl ReferenceBackend {
     // ---- Sessions ----
 
     /// The ids of every session the backend knows, sorted.
-    pub fn session_ids(&self) -> Vec<String> {
-        self.lock().sessions.keys().cloned().collect()
+    ///
+    /// # Errors
+    /// [`SessionTableError`] when the session table cannot list them.
+    pub fn session_ids(&self) -> Result<Vec<String>, SessionTableError> {
+        self.lock().sessions.ids()
+    }
+
+    /// The session `resume_id`, if the backend knows it.
+    ///
+    /// # Errors
+    /// [`SessionTableError`] when the session table cannot read it.
+    pub fn session(&self, resume_id: &str) -> Result<Option<ReferenceSession>, SessionTableError> {
+        self.lock().sessions.get(resume_id)
     }
 
     /// How many turns a session has had.
-    pub fn session_turns(&self, resume_id: &str) -> Option<u64> {
-        self.lock().sessions.get(resume_id).map(|s| s.turns)
+    ///
+    /// # Errors
+    /// [`SessionTableError`] when the session table cannot read it.
+    pub fn session_turns(&self, resume_id: &str) -> Result<Option<u64>, SessionTableError> {
+        Ok(self.session(resume_id)?.map(|s| s.turns))
     }
 
     /// Marks a session expired: resuming it is rejected with
     /// [`ResumeRejectReason::Expired`](crate::ResumeRejectReason::Expired). Returns whether
     /// the session exists.
-    pub fn expire_session(&self, resume_id: &str) -> bool {
-        match self.lock().sessions.get_mut(resume_id) {
-            Some(session) => {
-                session.expired = true;
-                true
-            }
-            None => false,
-        }
+    ///
+    /// # Errors
+    /// [`SessionTableError`] when the session table cannot read or store it.
+    pub fn expire_session(&self, resume_id: &str) -> Result<bool, SessionTableError> {
+        let mut state = self.lock();
+        let Some(mut session) = state.sessions.get(resume_id)? else {
+            return Ok(false);
+        };
+        session.expired = true;
+        state.sessions.update(resume_id, &session)?;
+        Ok(true)
     }
 
     /// Forgets a session: resuming it is rejected with
     /// [`ResumeRejectReason::UnknownSession`](crate::ResumeRejectReason::UnknownSession).
     /// Returns whether it existed.
-    pub fn forget_session(&self, resume_id: &str) -> bool {
-        self.lock().sessions.remove(resume_id).is_some()
-    }
-
-    pub(super) fn new_session(state: &mut State, turns: u64) -> String {
-        state.next_session += 1;
-        let id = format!("ref-session-{}", state.next_session);
-        state.sessions.insert(
-            id.clone(),
-            SessionRecord {
-                turns,
-                expired: false,
-            },
-        );
-        id
+    ///
+    /// # Errors
+    /// [`SessionTableError`] when the session table cannot remove it.
+    pub fn forget_session(&self, resume_id: &str) -> Result<bool, SessionTableError> {
+        self.lock().sessions.remove(resume_id)
     }
 
     // ---- Processes ----
@@ -394,7 +426,7 @@ impl fmt::Debug for ReferenceBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();
         f.debug_struct("ReferenceBackend")
-            .field("sessions", &state.sessions.len())
+            .field("sessions", &state.sessions)
             .field("requests", &state.requests.len())
             .field("pending_behaviors", &state.behaviors.len())
             .field("processes", &state.stats)

@@ -3,7 +3,9 @@
 //!
 //! - Sessions live in a simulated provider backend ([`ReferenceBackend`]) that several
 //!   driver instances can share, so a test can "restart the host" and resume on a second
-//!   driver.
+//!   driver. The backend keeps them in a [`SessionTable`]: in memory by default
+//!   ([`MemorySessions`]), or on disk (the `reference-runtime` crate), so another process
+//!   resumes them. A reply shows the session's turn number and its earlier prompts.
 //! - Every [`Request`] is recorded ([`ReferenceBackend::requests`]); secret values are
 //!   readable only through [`RecordedRequest::expose_secret_env`].
 //! - With persistent processes (the default) each session has a simulated provider process,
@@ -41,12 +43,13 @@
 //!     .with_session(SessionContext::continue_only(state.clone()));
 //! let second = host2.run(resumed, sink).await.unwrap();
 //! assert_eq!(second.persistable_checkpoint().unwrap().resume_id, state.resume_id);
-//! assert_eq!(backend.session_turns(&state.resume_id), Some(2));
+//! assert_eq!(backend.session_turns(&state.resume_id).unwrap(), Some(2));
 //! # });
 //! ```
 
 mod backend;
 mod codec;
+mod sessions;
 
 use std::sync::Arc;
 
@@ -56,6 +59,10 @@ use secrecy::{ExposeSecret, SecretString};
 
 pub use backend::{Delivery, ProcessStats, RecordedRequest, ReferenceBackend};
 pub use codec::ReferenceCodec;
+pub use sessions::{
+    HISTORY_ENTRY_LEN, HISTORY_LEN, MemorySessions, ReferenceSession, SessionTable,
+    SessionTableError,
+};
 
 use crate::{
     Capabilities, Checkpoint, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter,
@@ -69,7 +76,8 @@ use crate::{
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Behavior {
-    /// Reply `reference turn <n>: <prompt>` in two text deltas, with a valid checkpoint.
+    /// Reply `reference turn <n>: <prompt>` in two text deltas (a third, ` [earlier: …]`, names
+    /// the session's latest earlier prompts), with a valid checkpoint.
     Reply,
     /// Call a tool (start, arguments, result), then reply.
     CallTool {
@@ -245,17 +253,24 @@ impl ReferenceDriver {
         }
     }
 
-    /// Finds or creates the session this request runs in: `None` for stateless runs, else
-    /// `(resume id, turn number)`. Rejections happen here, before any event.
-    fn resolve_session(&self, request: &Request) -> Result<Option<(String, u64)>, DriverError> {
+    /// Finds or creates the session this request runs in and records the turn in it: `None`
+    /// for stateless runs. Rejections happen here, before any event.
+    fn resolve_session(&self, request: &Request) -> Result<Option<Turn>, DriverError> {
         let session = &request.session;
         let stored = match (session.mode, &session.state) {
             (SessionMode::Stateless, _) => return Ok(None),
             (SessionMode::ContinueOrStart, None) => {
+                let mut fresh = ReferenceSession::new(0);
+                fresh.push_turn(&request.prompt);
                 let id = self
                     .backend
-                    .with_state(|state| ReferenceBackend::new_session(state, 1));
-                return Ok(Some((id, 1)));
+                    .with_state(|state| state.sessions.create(&fresh))
+                    .map_err(table_failed)?;
+                return Ok(Some(Turn {
+                    id,
+                    number: 1,
+                    earlier: Vec::new(),
+                }));
             }
             (SessionMode::ContinueOnly | SessionMode::Fork, None) => {
                 return Err(ResumeRejectReason::MissingState.into());
@@ -268,25 +283,31 @@ impl ReferenceDriver {
         let fork = session.mode == SessionMode::Fork;
         let guard = self.guard(request);
         self.backend.with_state(|state| {
-            let record = state
+            let mut record = state
                 .sessions
                 .get(&stored.resume_id)
+                .map_err(table_failed)?
                 .ok_or(ResumeRejectReason::UnknownSession)?;
             if record.expired {
                 return Err(ResumeRejectReason::Expired.into());
             }
             guard.check(stored)?;
-            let turn = record.turns + 1;
-            if fork {
-                Ok(Some((ReferenceBackend::new_session(state, turn), turn)))
+            let earlier = record.history.clone();
+            record.push_turn(&request.prompt);
+            let id = if fork {
+                state.sessions.create(&record)
             } else {
-                let record = state
+                state
                     .sessions
-                    .get_mut(&stored.resume_id)
-                    .ok_or(ResumeRejectReason::UnknownSession)?;
-                record.turns = turn;
-                Ok(Some((stored.resume_id.clone(), turn)))
+                    .update(&stored.resume_id, &record)
+                    .map(|()| stored.resume_id.clone())
             }
+            .map_err(table_failed)?;
+            Ok(Some(Turn {
+                id,
+                number: record.turns,
+                earlier,
+            }))
         })
     }
 
@@ -341,13 +362,39 @@ impl ReferenceDriver {
     }
 }
 
-fn reply_events(sink: &dyn EventSink, turn: u64, prompt: &str) -> String {
+/// How many earlier prompts a reply shows.
+const SHOWN_HISTORY: usize = 3;
+
+/// `reference turn <n>: <prompt>`, then ` [earlier: <p1> | <p2>]` with the session's latest
+/// earlier prompts, so a resumed or forked conversation is visibly the same one.
+fn reply_events(sink: &dyn EventSink, turn: u64, prompt: &str, earlier: &[String]) -> String {
     let head = format!("reference turn {turn}: ");
     sink.emit(DriverEvent::text(head.clone()));
+    let mut output = head;
     if !prompt.is_empty() {
         sink.emit(DriverEvent::text(prompt));
+        output.push_str(prompt);
     }
-    head + prompt
+    if !earlier.is_empty() {
+        let shown = &earlier[earlier.len().saturating_sub(SHOWN_HISTORY)..];
+        let tail = format!(" [earlier: {}]", shown.join(" | "));
+        sink.emit(DriverEvent::text(tail.clone()));
+        output.push_str(&tail);
+    }
+    output
+}
+
+/// A session table failure, as a real CLI's unreadable session store: the provider process
+/// fails.
+fn table_failed(error: SessionTableError) -> DriverError {
+    DriverError::Failed(RunFailure::new(FailureKind::Process, error.to_string()))
+}
+
+/// The session turn a run is: its session id, its number and the prompts before it.
+struct Turn {
+    id: String,
+    number: u64,
+    earlier: Vec<String>,
 }
 
 fn word_count(text: &str) -> u64 {
@@ -397,7 +444,7 @@ impl Driver for ReferenceDriver {
         let session = self.resolve_session(&request)?;
 
         // Deliver the prompt exactly once, to a process configured from this request.
-        let session_id = session.as_ref().map(|(id, _)| id.as_str());
+        let session_id = session.as_ref().map(|turn| turn.id.as_str());
         let process_session = if self.persistent { session_id } else { None };
         self.backend.acquire_process(
             self.id,
@@ -408,11 +455,13 @@ impl Driver for ReferenceDriver {
             &request.run_id,
         );
 
-        let turn = session.as_ref().map_or(1, |(_, turn)| *turn);
+        let (turn, earlier) = session
+            .as_ref()
+            .map_or((1, &[][..]), |t| (t.number, &t.earlier[..]));
         let checkpoint = |clean: bool| {
             session
                 .as_ref()
-                .map(|(id, turn)| self.checkpoint(&request, id, *turn, clean))
+                .map(|t| self.checkpoint(&request, &t.id, t.number, clean))
         };
         let redactor = request.redactor();
         if !matches!(behavior, Behavior::Events(_)) {
@@ -420,7 +469,7 @@ impl Driver for ReferenceDriver {
         }
         let output = match behavior {
             Behavior::Reply | Behavior::RejectResume(_) => {
-                reply_events(&*sink, turn, &request.prompt)
+                reply_events(&*sink, turn, &request.prompt, earlier)
             }
             Behavior::CallTool {
                 name,
@@ -433,11 +482,11 @@ impl Driver for ReferenceDriver {
                     sink.emit(DriverEvent::tool_call_arguments(&call_id, arguments));
                 }
                 sink.emit(DriverEvent::tool_call_result(&call_id, result, false));
-                reply_events(&*sink, turn, &request.prompt)
+                reply_events(&*sink, turn, &request.prompt, earlier)
             }
             Behavior::Stall => {
                 self.backend.stall().await;
-                reply_events(&*sink, turn, &request.prompt)
+                reply_events(&*sink, turn, &request.prompt, earlier)
             }
             Behavior::Fail(kind) => {
                 sink.emit(DriverEvent::RunFailed { kind });

@@ -61,13 +61,22 @@ fn fresh_then_resumed_turns_continue_one_session() {
         .await;
         assert_eq!(check_sequence(&events), Ok(()));
         let second = second.unwrap();
-        assert_eq!(second.output, "reference turn 2: prompt of r2");
+        assert_eq!(
+            second.output,
+            "reference turn 2: prompt of r2 [earlier: prompt of r1]"
+        );
         assert_eq!(
             second.persistable_checkpoint().unwrap().resume_id,
             state.resume_id
         );
-        assert_eq!(driver.backend().session_turns(&state.resume_id), Some(2));
-        assert_eq!(driver.backend().session_ids(), vec![state.resume_id]);
+        assert_eq!(
+            driver.backend().session_turns(&state.resume_id).unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            driver.backend().session_ids().unwrap(),
+            vec![state.resume_id]
+        );
     });
 }
 
@@ -253,7 +262,7 @@ fn unknown_expired_missing_and_malformed_sessions_are_rejected() {
         let (_, r) = run(&driver, request("r5", &FIRST, fork, p)).await;
         assert_eq!(reason(r), ResumeRejectReason::MissingState);
 
-        assert!(backend.expire_session(&state.resume_id));
+        assert!(backend.expire_session(&state.resume_id).unwrap());
         let (_, r) = run(
             &driver,
             request(
@@ -266,9 +275,9 @@ fn unknown_expired_missing_and_malformed_sessions_are_rejected() {
         .await;
         assert_eq!(reason(r), ResumeRejectReason::Expired);
 
-        assert!(backend.forget_session(&state.resume_id));
-        assert!(!backend.forget_session(&state.resume_id));
-        assert!(!backend.expire_session(&state.resume_id));
+        assert!(backend.forget_session(&state.resume_id).unwrap());
+        assert!(!backend.forget_session(&state.resume_id).unwrap());
+        assert!(!backend.expire_session(&state.resume_id).unwrap());
         let (_, r) = run(
             &driver,
             request("r7", &FIRST, SessionContext::continue_only(state), p),
@@ -296,9 +305,18 @@ fn fork_creates_a_new_session_and_keeps_the_parent() {
         assert_eq!(check_sequence(&events), Ok(()));
         let child = state_of(&forked);
         assert_ne!(child.resume_id, parent.resume_id);
-        assert_eq!(forked.unwrap().output, "reference turn 2: prompt of r2");
-        assert_eq!(driver.backend().session_turns(&parent.resume_id), Some(1));
-        assert_eq!(driver.backend().session_turns(&child.resume_id), Some(2));
+        assert_eq!(
+            forked.unwrap().output,
+            "reference turn 2: prompt of r2 [earlier: prompt of r1]"
+        );
+        assert_eq!(
+            driver.backend().session_turns(&parent.resume_id).unwrap(),
+            Some(1)
+        );
+        assert_eq!(
+            driver.backend().session_turns(&child.resume_id).unwrap(),
+            Some(2)
+        );
     });
 }
 
@@ -313,7 +331,7 @@ fn stateless_runs_return_no_checkpoint() {
         .await;
         assert_eq!(check_sequence(&events), Ok(()));
         assert!(result.unwrap().checkpoint.is_none());
-        assert!(driver.backend().session_ids().is_empty());
+        assert!(driver.backend().session_ids().unwrap().is_empty());
     });
 }
 
