@@ -163,7 +163,7 @@ pub enum ThreadError {
         message: String,
     },
     /// The driver failed. The message is redacted.
-    #[error("driver failed ({kind:?}): {message}")]
+    #[error("the run failed ({kind}): {message}")]
     Driver {
         /// The failure class.
         kind: FailureKind,
@@ -193,6 +193,29 @@ pub enum ThreadError {
 }
 
 impl ThreadError {
+    /// The variant's name, for logs: it carries no key, message or value.
+    pub(crate) fn class(&self) -> &'static str {
+        match self {
+            Self::StoreRequired => "store_required",
+            Self::NotFound { .. } => "not_found",
+            Self::Busy { .. } => "busy",
+            Self::Incompatible { .. } => "incompatible",
+            Self::LeaseLost { .. } => "lease_lost",
+            Self::CheckpointMissing { .. } => "checkpoint_missing",
+            Self::AlreadyExists { .. } => "already_exists",
+            Self::ResumeRejected { .. } => "resume_rejected",
+            Self::InvalidAttachment(_) => "invalid_attachment",
+            Self::EndpointRefused { .. } => "endpoint_refused",
+            Self::Provider { .. } => "provider",
+            Self::Driver { .. } => "driver",
+            Self::Cancelled => "cancelled",
+            Self::Closed => "closed",
+            Self::InvalidKey { .. } => "invalid_key",
+            Self::Unsupported(_) => "unsupported",
+            Self::Store(_) => "store",
+        }
+    }
+
     /// The incompatibility, when this is [`ThreadError::Incompatible`].
     pub fn incompatibility(&self) -> Option<&Incompatibility> {
         match self {

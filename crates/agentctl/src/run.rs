@@ -7,7 +7,6 @@ use std::sync::Arc;
 use agent::{Agent, SessionOutcome, Thread, ThreadError, ThreadEventKind, Verdict};
 use clap::Args;
 use driver_cli::{BuildError, CommonArgs};
-use driver_spi::reference::ReferenceDriver;
 use run_service::McpServer;
 use serde_json::json;
 use thread_store::ThreadStore;
@@ -15,15 +14,15 @@ use thread_store::ThreadStore;
 use crate::env::{EnvOptions, builder as env_builder, registered, runtime_parser};
 use crate::{Failure, exit, output};
 
-/// The `--runtime` that needs no CLI: the SDK's in-process reference runtime (sessions live
-/// in this process only).
-const REFERENCE: &str = "reference";
+/// The `--runtime` that needs no CLI: the SDK's in-process reference runtime, whose sessions
+/// live on disk in the credential namespace (`reference-runtime`), as a CLI's do.
+pub(crate) const REFERENCE: &str = "reference";
 
 /// The configuration of a run: what enters its compatibility fingerprint.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RunOptions {
-    /// The runtime to drive: `reference` (the SDK's in-process runtime) or a registered CLI
-    /// runtime.
+    /// The runtime to drive: `reference` (the SDK's in-process runtime, its sessions kept in
+    /// the namespace) or a registered CLI runtime.
     #[arg(long, default_value = REFERENCE, value_parser = runtime_parser(&[REFERENCE]))]
     runtime: String,
     /// Refuse instead of starting a new conversation.
@@ -60,7 +59,7 @@ pub(crate) struct RunOptions {
     /// `ANTHROPIC_API_KEY`, `CODEBUDDY_API_KEY`, `CURSOR_API_KEY` or `GEMINI_API_KEY`).
     #[arg(long, value_name = "VAR")]
     provider_key_env: Option<String>,
-    /// Where the runtime's state lives (Codex): the credential namespace and level.
+    /// Where the runtime's state lives: the credential namespace and level.
     #[command(flatten)]
     env: EnvOptions,
 }
@@ -87,7 +86,7 @@ pub(crate) fn build_agent(
         })?,
     };
     let driver: Arc<dyn driver_spi::Driver> = match options.runtime.as_str() {
-        REFERENCE => Arc::new(ReferenceDriver::new()),
+        REFERENCE => reference_driver(options, &workspace)?,
         name => cli_driver(registered(name)?, options, &workspace)?,
     };
     let mut builder = Agent::builder(driver)
@@ -106,6 +105,33 @@ pub(crate) fn build_agent(
             format!("invalid configuration: {}", crate::with_causes(&e)),
         )
     })
+}
+
+/// The reference runtime's driver, its sessions in the namespace's state. It has no binary,
+/// model endpoint or key, so those flags are refused rather than ignored.
+fn reference_driver(
+    options: &RunOptions,
+    workspace: &std::path::Path,
+) -> Result<Arc<dyn driver_spi::Driver>, Failure> {
+    let refused = [
+        ("--runtime-bin", options.runtime_bin.is_some()),
+        ("--provider-url", options.provider_url.is_some()),
+        ("--provider-key-env", options.provider_key_env.is_some()),
+    ];
+    if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("{flag}: the reference runtime runs in process and takes none"),
+        ));
+    }
+    let env = env_builder(&options.env, workspace.to_path_buf())?;
+    let driver = reference_runtime::driver(env).map_err(|e| {
+        Failure::new(
+            exit::FAILURE,
+            format!("cannot build the runtime environment: {e}"),
+        )
+    })?;
+    Ok(Arc::new(driver))
 }
 
 /// A registered runtime's driver, built by its registry entry: the namespace's isolated
@@ -410,7 +436,7 @@ pub(crate) async fn run(
             ThreadEventKind::ToolCallStarted { name, .. } => eprintln!("[tool] {name}"),
             ThreadEventKind::ToolCallResult { is_error: true, .. } => eprintln!("[tool] failed"),
             ThreadEventKind::Warning { code, message } => eprintln!("[warning] {code}: {message}"),
-            ThreadEventKind::RunFailed { kind } => eprintln!("[failed] {kind:?}"),
+            // A failed run ends in an error, which `main` prints once, in words.
             _ => {}
         }
     }

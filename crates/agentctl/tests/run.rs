@@ -7,13 +7,27 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn agentctl(store: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentctl"))
+/// agentctl with its data directory (the default runtime's namespace included) and HOME
+/// under `root`, never the user's.
+fn isolated(root: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentctl"));
+    command
+        .env("XDG_DATA_HOME", root.join("xdg-data"))
+        .env("HOME", root.join("home"));
+    command
+}
+
+/// agentctl on the SQLite store `store`, isolated beside it.
+fn on_store(store: &Path) -> Command {
+    let mut command = isolated(store.parent().unwrap());
+    command
         .arg("--store")
-        .arg(format!("sqlite:{}", store.display()))
-        .args(args)
-        .output()
-        .unwrap()
+        .arg(format!("sqlite:{}", store.display()));
+    command
+}
+
+fn agentctl(store: &Path, args: &[&str]) -> Output {
+    on_store(store).args(args).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -94,6 +108,171 @@ fn run_then_explain_then_refuse_alike_after_a_change() {
     assert_eq!(run.status.code(), Some(5));
 }
 
+/// The record id a text-mode run names on its last line.
+fn record_of(run: &Output) -> String {
+    let out = text(&run.stdout);
+    let last = out.lines().last().unwrap_or_default();
+    last.rsplit("record ").next().unwrap().trim().to_owned()
+}
+
+/// Every `*.json` session file under `dir`, at any depth.
+fn session_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "json")
+                && path.parent().is_some_and(|p| p.ends_with("sessions"))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The default runtime keeps its sessions in the namespace, so separate agentctl processes
+/// on one store resume and fork them, `explain` agrees with each run, and once the session
+/// files are gone a resume-only run is refused as a real CLI's lost session is.
+#[test]
+fn the_default_runtime_resumes_and_forks_across_processes_and_explain_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("threads.sqlite3");
+    let ws = dir.path().to_str().unwrap().to_owned();
+    let run = |key: &str, extra: &[&str], prompt: &str| {
+        agentctl(
+            &db,
+            &[
+                &["run", "--thread", key, "--workspace", &ws][..],
+                extra,
+                &[prompt],
+            ]
+            .concat(),
+        )
+    };
+    let explain = |key: &str, extra: &[&str]| {
+        agentctl(
+            &db,
+            &[&["threads", "explain", key, "--workspace", &ws][..], extra].concat(),
+        )
+    };
+    let first_line = |output: &Output| text(&output.stdout).lines().next().unwrap().to_owned();
+
+    // Start (explain has no store to read yet; a run creates it).
+    let before = explain("demo", &[]);
+    assert_eq!(before.status.code(), Some(5), "{before:?}");
+    let started = run("demo", &[], "hello");
+    assert!(started.status.success(), "{started:?}");
+    assert!(
+        text(&started.stdout).starts_with("reference turn 1: hello\n"),
+        "{started:?}"
+    );
+    assert!(
+        text(&started.stdout).contains("session started"),
+        "{started:?}"
+    );
+    let record = record_of(&started);
+
+    // Another process: explain says resume, and the resume-only run resumes with history.
+    let before = explain("demo", &["--resume-only"]);
+    assert!(before.status.success(), "{before:?}");
+    assert_eq!(first_line(&before), format!("resume: record {record}"));
+    let resumed = run("demo", &["--resume-only"], "again");
+    assert!(resumed.status.success(), "{resumed:?}");
+    assert!(
+        text(&resumed.stdout).starts_with("reference turn 2: again [earlier: hello]\n"),
+        "{resumed:?}"
+    );
+    assert!(
+        text(&resumed.stdout).contains("session resumed"),
+        "{resumed:?}"
+    );
+    assert_eq!(record_of(&resumed), record);
+
+    // Fork into a new key: explain names the parent, the fork carries the history.
+    let before = explain("branch", &[]);
+    assert_eq!(
+        first_line(&before),
+        "start: nothing is stored under this key"
+    );
+    let before = explain("branch", &["--fork-from", "demo"]);
+    assert!(before.status.success(), "{before:?}");
+    assert_eq!(first_line(&before), format!("fork: from record {record}"));
+    let forked = run("branch", &["--fork-from", "demo"], "fork it");
+    assert!(forked.status.success(), "{forked:?}");
+    assert!(
+        text(&forked.stdout).starts_with("reference turn 3: fork it [earlier: hello | again]\n"),
+        "{forked:?}"
+    );
+    assert!(
+        text(&forked.stdout).contains("session forked"),
+        "{forked:?}"
+    );
+    let branch = explain("branch", &["--resume-only"]);
+    assert_eq!(
+        first_line(&branch),
+        format!("resume: record {}", record_of(&forked))
+    );
+    let parent_again = run("demo", &["--resume-only"], "third");
+    assert!(
+        text(&parent_again.stdout)
+            .starts_with("reference turn 3: third [earlier: hello | again]\n"),
+        "the fork left the parent's session as it was: {parent_again:?}"
+    );
+
+    // The provider loses the sessions: the store still holds the Thread, so explain (which
+    // never asks the provider) says resume; the resume-only run is refused, in one line, and
+    // without starting over.
+    let files = session_files(&dir.path().join("xdg-data"));
+    assert_eq!(files.len(), 2, "{files:?}");
+    for file in files {
+        std::fs::remove_file(file).unwrap();
+    }
+    let before = explain("demo", &["--resume-only"]);
+    assert!(before.status.success(), "{before:?}");
+    let refused = run("demo", &["--resume-only"], "lost");
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(refused.stdout.is_empty(), "{refused:?}");
+    assert_eq!(
+        text(&refused.stderr),
+        "agentctl: the driver rejected the resume: the provider does not know the session\n"
+    );
+    // Without --resume-only the run starts a new session on the same key.
+    let restarted = run("demo", &[], "anew");
+    assert!(restarted.status.success(), "{restarted:?}");
+    assert!(
+        text(&restarted.stdout).starts_with("reference turn 1: anew\n"),
+        "{restarted:?}"
+    );
+    assert!(
+        text(&restarted.stdout).contains("session restarted (resume rejected)"),
+        "{restarted:?}"
+    );
+}
+
+/// The reference runtime has no binary, endpoint or key: such flags are usage errors, not
+/// silently ignored.
+#[test]
+fn the_reference_runtime_refuses_flags_it_cannot_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("threads.sqlite3");
+    for flag in [
+        ["--runtime-bin", "/bin/true"],
+        ["--provider-url", "http://127.0.0.1:9/v1"],
+        ["--provider-key-env", "HOME"],
+    ] {
+        let run = agentctl(
+            &db,
+            &[&["run", "--thread", "t"][..], &flag, &["hi"]].concat(),
+        );
+        assert_eq!(run.status.code(), Some(2), "{flag:?}: {run:?}");
+        assert!(text(&run.stderr).contains(flag[0]), "{run:?}");
+    }
+}
+
 #[test]
 fn run_json_prints_typed_events_and_unknown_runtimes_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,9 +315,7 @@ fn an_mcp_server_on_a_new_port_keeps_the_thread_resumable_a_renamed_one_does_not
         ]
     };
     let run_with = |args: &[&str], mcp: &str, token: &str| {
-        Command::new(env!("CARGO_BIN_EXE_agentctl"))
-            .arg("--store")
-            .arg(format!("sqlite:{}", db.display()))
+        on_store(&db)
             .args(args)
             .args(with(mcp))
             .env("UI_TOKEN", token)
@@ -174,9 +351,7 @@ fn an_mcp_server_on_a_new_port_keeps_the_thread_resumable_a_renamed_one_does_not
     }
 
     // A bearer variable that is not set is a usage error.
-    let unset = Command::new(env!("CARGO_BIN_EXE_agentctl"))
-        .arg("--store")
-        .arg(format!("sqlite:{}", db.display()))
+    let unset = on_store(&db)
         .args(["threads", "explain", "m"])
         .args(with("ui=http://127.0.0.1:4202/mcp"))
         .env_remove("UI_TOKEN")
@@ -199,7 +374,7 @@ fn postgres_store_run_explain_delete() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().to_str().unwrap().to_owned();
     let pg = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        isolated(dir.path())
             .args(["--store", url.as_str(), "--pg-schema", schema.as_str()])
             .args(args)
             .output()
