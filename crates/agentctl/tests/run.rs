@@ -499,3 +499,67 @@ fn cursor_runtime_starts_then_resumes_a_chat_across_processes() {
     let url = run(&["--provider-url", "http://127.0.0.1:1", "x"]);
     assert_eq!(url.status.code(), Some(2), "{url:?}");
 }
+
+/// `RUST_LOG=trace`: every pipeline step of a start and of a resume is logged, each run under
+/// the digest of its Thread key, and neither the key nor the MCP bearer value (a plain word
+/// the line redactor has no pattern for, so only the libraries' own discipline keeps it out)
+/// reaches the log.
+#[test]
+fn trace_logs_every_pipeline_step_and_no_key_or_secret() {
+    const KEY: &str = "tenant-acme-private-thread";
+    const CANARY: &str = "zebracanary4471";
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("threads.sqlite3");
+    let ws = dir.path().to_str().unwrap().to_owned();
+    let traced = |extra: &[&str]| {
+        on_store(&db)
+            .env("RUST_LOG", "trace")
+            .env("DOCS_BEARER", CANARY)
+            .args(["run", "--thread", KEY, "--workspace", ws.as_str()])
+            .args(["--mcp", "docs=http://127.0.0.1:9/mcp"])
+            .args(["--mcp-bearer-env", "docs=DOCS_BEARER"])
+            .args(extra)
+            .arg("hello")
+            .output()
+            .unwrap()
+    };
+    let start = traced(&[]);
+    let resume = traced(&["--resume-only"]);
+    for (run, decision) in [(&start, "start"), (&resume, "resume")] {
+        assert!(run.status.success(), "{run:?}");
+        let log = text(&run.stderr);
+        for step in [
+            "attach",
+            "validate",
+            "fingerprint",
+            "lease",
+            "decide",
+            "drive",
+            "persist",
+            "detach",
+        ] {
+            assert!(log.contains(&format!("step=\"{step}\"")), "{step}: {log}");
+        }
+        assert!(log.contains(&format!("decision=\"{decision}\"")), "{log}");
+        assert!(log.contains("elapsed_"), "{log}");
+        assert!(log.contains("thread_run{run_id="), "{log}");
+        assert!(log.contains("provider attached"), "{log}");
+        for secret in [CANARY, KEY] {
+            assert!(!log.contains(secret), "{secret} in {log}");
+            assert!(!text(&run.stdout).contains(CANARY));
+        }
+    }
+    // Both runs carry the same digest of the key, so the log still ties them together.
+    let digest = |run: &Output| {
+        let log = text(&run.stderr);
+        let at = log.find("thread_run{").expect("the run span");
+        let field = log[at..].split_whitespace().nth(1).unwrap();
+        let digest = field.strip_prefix("thread=").expect(field).to_owned();
+        assert!(
+            digest.len() >= 12 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{digest}"
+        );
+        digest
+    };
+    assert_eq!(digest(&start), digest(&resume));
+}

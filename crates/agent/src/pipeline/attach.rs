@@ -2,14 +2,14 @@
 //! failure), and the run's compatibility identity built from the validated views.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use run_service::{ExposeSecret, RunAttachment, RunId, RunServiceProvider, build_views};
 use runtime_env::Redactor;
 use thread_store::ThreadStore;
 use tokio::sync::watch;
 
-use super::{Identity, check_key};
+use super::{Identity, check_key, elapsed_us};
 use crate::ThreadError;
 use crate::compat::{thread_breakdown, thread_fingerprint};
 use crate::thread::Thread;
@@ -42,6 +42,7 @@ pub(super) async fn attach_providers(
     let inner = &thread.agent.inner;
     let mut attached: Vec<Arc<dyn RunServiceProvider>> = Vec::new();
     let mut attachments: Vec<RunAttachment> = Vec::new();
+    let started = Instant::now();
     for (index, provider) in inner.providers.iter().enumerate() {
         if *cancel.borrow() {
             detach_all(&attached, run_id, inner.teardown_budget).await;
@@ -49,6 +50,11 @@ pub(super) async fn attach_providers(
         }
         match provider.attach_thread_run(run_id, &thread.key).await {
             Ok(attachment) => {
+                tracing::trace!(
+                    provider = index,
+                    services = attachment.services.len(),
+                    "provider attached"
+                );
                 attached.push(Arc::clone(provider));
                 attachments.push(attachment);
             }
@@ -58,11 +64,18 @@ pub(super) async fn attach_providers(
                 let message = Redactor::with_secrets(secrets)
                     .redact(error.message())
                     .into_owned();
-                tracing::debug!(provider = index, "provider failed to attach");
+                tracing::debug!(step = "attach", provider = index, "step failed");
                 return Err(ThreadError::Provider { index, message });
             }
         }
     }
+    tracing::debug!(
+        step = "attach",
+        providers = attached.len(),
+        services = attachments.iter().map(|a| a.services.len()).sum::<usize>(),
+        elapsed_us = elapsed_us(started),
+        "step finished"
+    );
     Ok((attached, attachments))
 }
 
@@ -73,12 +86,34 @@ pub(super) fn identity(
     attachments: &[RunAttachment],
 ) -> Result<Identity, ThreadError> {
     let inner = &thread.agent.inner;
-    let views = build_views(attachments, &inner.host_mcp)?;
+    let started = Instant::now();
+    let views = build_views(attachments, &inner.host_mcp).inspect_err(|_| {
+        tracing::debug!(
+            step = "validate",
+            error = "invalid_attachment",
+            "step refused"
+        );
+    })?;
     if let Some(endpoint) = inner.endpoints.first_refused(attachments, &inner.host_mcp) {
+        tracing::debug!(step = "validate", error = "endpoint_refused", %endpoint, "step refused");
         return Err(ThreadError::EndpointRefused { endpoint });
     }
+    tracing::debug!(
+        step = "validate",
+        attachments = attachments.len(),
+        elapsed_us = elapsed_us(started),
+        "step finished"
+    );
+    let started = Instant::now();
     let breakdown = thread_breakdown(&inner.statics, &views);
     let fingerprint = thread_fingerprint(&breakdown);
+    tracing::debug!(
+        step = "fingerprint",
+        fingerprint = %fingerprint.short(),
+        components = breakdown.len(),
+        elapsed_us = elapsed_us(started),
+        "step finished"
+    );
     Ok(Identity {
         views,
         breakdown,
@@ -102,10 +137,13 @@ pub(super) async fn detach_all(
     run_id: &RunId,
     budget: Duration,
 ) {
+    let started = Instant::now();
     let detach = async {
-        for provider in attached.iter().rev() {
+        for (index, provider) in attached.iter().enumerate().rev() {
             if provider.detach_run(run_id).await.is_err() {
-                tracing::debug!("provider failed to detach");
+                tracing::debug!(provider = index, "provider failed to detach");
+            } else {
+                tracing::trace!(provider = index, "provider detached");
             }
         }
     };
@@ -115,4 +153,10 @@ pub(super) async fn detach_all(
             "provider teardown exceeded its budget"
         );
     }
+    tracing::debug!(
+        step = "detach",
+        providers = attached.len(),
+        elapsed_us = elapsed_us(started),
+        "step finished"
+    );
 }

@@ -26,7 +26,6 @@ pub(super) enum Plan {
     },
 }
 
-/// Best effort: an unreleased lease expires after its TTL anyway.
 impl Plan {
     /// The plan's name in logs.
     pub(super) fn label(&self) -> &'static str {
@@ -39,6 +38,7 @@ impl Plan {
     }
 }
 
+/// Best effort: an unreleased lease expires after its TTL anyway.
 pub(super) async fn release_all(store: &Arc<dyn ThreadStore>, leases: &[Lease]) {
     for lease in leases {
         let _ = store.release_lease(lease).await;

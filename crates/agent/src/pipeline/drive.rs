@@ -166,9 +166,10 @@ pub(super) async fn run_with_retry(
         )
         .await;
         match (response, plan) {
-            (Err(ThreadError::ResumeRejected { .. }), Plan::Resume { record })
+            (Err(ThreadError::ResumeRejected { reason }), Plan::Resume { record })
                 if retry_possible =>
             {
+                tracing::debug!(%reason, "the driver rejected the resume; starting over once");
                 rejected = true;
                 plan = Plan::Start {
                     archive: Some(record),

@@ -13,6 +13,13 @@
 //! 7. Tear down within a budget ([`attach::detach_all`]).
 //!
 //! [`explain`] runs steps 1 to 4 without the lease, the driver or any write.
+//!
+//! Tracing: a run is one `thread_run` span (INFO) carrying the run id and, in its `thread`
+//! field, a digest of the Thread key, never the key (a field named `key` would also be masked
+//! by log redactors that catch `key=…`). Each step ends in a DEBUG event with a `step` field
+//! (`attach`, `validate`, `fingerprint`, `lease`, `decide`, `drive`, `persist`, `detach`) and
+//! its elapsed time; each provider and lease has a TRACE event. Nothing logged carries a value
+//! of the request: errors are logged by their class ([`ThreadError::class`]).
 
 mod attach;
 mod decide;
@@ -20,8 +27,9 @@ mod drive;
 mod persist;
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use compat_fingerprint::{Breakdown, Fingerprint};
+use compat_fingerprint::{Breakdown, Fingerprint, ShortDigest};
 use driver_spi::FailureKind;
 use run_service::{RunAttachment, RunId, RunViews};
 use runtime_env::Redactor;
@@ -35,7 +43,7 @@ use self::drive::Driven;
 use crate::events::CoreSink;
 use crate::explain::{Explanation, Verdict};
 use crate::thread::{Mode, Thread};
-use crate::{RunResult, ThreadError, ThreadEvent, ThreadEventKind};
+use crate::{RunResult, SessionOutcome, ThreadError, ThreadEvent, ThreadEventKind};
 
 /// Stores accept names of up to 512 bytes; the lease target adds the `thread:` prefix.
 const MAX_KEY_LEN: usize = thread_store::MAX_NAME_LEN - LEASE_PREFIX.len();
@@ -70,12 +78,28 @@ pub(crate) async fn execute(
     events: mpsc::UnboundedSender<ThreadEvent>,
     cancel: watch::Receiver<bool>,
 ) -> Result<RunResult, ThreadError> {
-    let span = tracing::info_span!("thread_run", run_id = %run_id, thread = %thread.key, resume_only = thread.mode == Mode::ResumeOnly);
+    let span = tracing::info_span!(
+        "thread_run",
+        run_id = %run_id,
+        thread = %ShortDigest::of_str(&thread.key),
+        resume_only = thread.mode == Mode::ResumeOnly,
+        fork = thread.fork_from.is_some(),
+    );
     async move {
+        let started = Instant::now();
         let outcome = execute_inner(thread, prompt, &run_id, events, cancel).await;
+        let elapsed_ms = elapsed_ms(started);
         match &outcome {
-            Ok(result) => tracing::info!(session = ?result.session, persisted = result.record_id.is_some(), "run finished"),
-            Err(error) => tracing::info!(error = %error, "run failed"),
+            Ok(result) => tracing::info!(
+                session = session_label(&result.session),
+                persisted = result.record_id.is_some(),
+                elapsed_ms,
+                "run finished"
+            ),
+            Err(ThreadError::Driver { kind, .. }) => {
+                tracing::info!(error = "driver", kind = %kind, elapsed_ms, "run failed");
+            }
+            Err(error) => tracing::info!(error = error.class(), elapsed_ms, "run failed"),
         }
         outcome
     }
@@ -127,10 +151,44 @@ async fn execute_inner(
     result
 }
 
+/// The outcome's name in logs (a fork's parent record id is left out).
+fn session_label(session: &SessionOutcome) -> &'static str {
+    match session {
+        SessionOutcome::Started => "started",
+        SessionOutcome::Resumed => "resumed",
+        SessionOutcome::Restarted { .. } => "restarted",
+        SessionOutcome::RestartedAfterRejection => "restarted_after_rejection",
+        SessionOutcome::Forked { .. } => "forked",
+    }
+}
+
+/// Milliseconds since `started`, for the steps' `elapsed_ms` fields.
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Microseconds since `started`, for the quick steps' `elapsed_us` fields.
+fn elapsed_us(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 /// What a run of `thread` would decide now, through the same steps 1 to 4 (and the decoding
 /// of the stored state), without the lease, the driver or any write. Providers are attached
 /// as for a run, under `run_id`, and detached before it returns.
 pub(crate) async fn explain(
+    thread: &Thread,
+    run_id: &RunId,
+    cancel: watch::Receiver<bool>,
+) -> Result<Explanation, ThreadError> {
+    let span = tracing::info_span!(
+        "thread_explain",
+        run_id = %run_id,
+        thread = %ShortDigest::of_str(&thread.key),
+    );
+    explain_inner(thread, run_id, cancel).instrument(span).await
+}
+
+async fn explain_inner(
     thread: &Thread,
     run_id: &RunId,
     cancel: watch::Receiver<bool>,
@@ -207,16 +265,28 @@ async fn attached_run(
     // decide.
     let owner = format!("{}/{}", inner.instance, run_id);
     let mut leases = Vec::new();
+    let started = Instant::now();
     for key in std::iter::once(&thread.key).chain(thread.fork_from.as_ref()) {
         let target = format!("{LEASE_PREFIX}{key}");
         match store.acquire_lease(&target, &owner, inner.lease_ttl).await {
-            Ok(lease) => leases.push(lease),
+            Ok(lease) => {
+                tracing::trace!(thread = %ShortDigest::of_str(key), "lease acquired");
+                leases.push(lease);
+            }
             Err(e) => {
                 release_all(store, &leases).await;
-                return Err(store_error(e, key));
+                let error = store_error(e, key);
+                tracing::debug!(step = "lease", error = error.class(), "step refused");
+                return Err(error);
             }
         }
     }
+    tracing::debug!(
+        step = "lease",
+        leases = leases.len(),
+        elapsed_us = elapsed_us(started),
+        "step finished"
+    );
     let outcome = leased_run(cx, prompt, attachments, &identity, leases.clone()).await;
     if outcome
         .as_ref()
@@ -236,16 +306,24 @@ async fn leased_run(
     mut leases: Vec<Lease>,
 ) -> Result<RunResult, ThreadError> {
     // 4. Decide.
+    let started = Instant::now();
     let plan = decide(
         cx.thread,
         &cx.store,
         &identity.breakdown,
         identity.fingerprint,
     )
-    .await?;
-    tracing::debug!(plan = plan.label(), "compatibility decided");
+    .await
+    .inspect_err(|e| tracing::debug!(step = "decide", error = e.class(), "step refused"))?;
+    tracing::debug!(
+        step = "decide",
+        decision = plan.label(),
+        elapsed_us = elapsed_us(started),
+        "step finished"
+    );
 
     // 5. Drive.
+    let started = Instant::now();
     let base = drive::request(cx, prompt, attachments, &identity.views);
     let forwarders = drive::forward_events(attachments, &cx.sink);
     let driven = drive::run_with_retry(cx, plan, base, &mut leases).await;
@@ -255,12 +333,36 @@ async fn leased_run(
         rejected,
         response,
     } = driven?;
-    let response = drive::check_response(response?, &cx.redactor)?;
+    let response = response.and_then(|r| drive::check_response(r, &cx.redactor));
+    match &response {
+        Ok(r) => tracing::debug!(
+            step = "drive",
+            session = plan.label(),
+            restarted_after_rejection = rejected,
+            exit = ?r.exit,
+            elapsed_ms = elapsed_ms(started),
+            "step finished"
+        ),
+        Err(e) => tracing::debug!(
+            step = "drive",
+            error = e.class(),
+            elapsed_ms = elapsed_ms(started),
+            "step failed"
+        ),
+    }
+    let response = response?;
 
     // 6. Persist.
+    let started = Instant::now();
     let session = persist::outcome(&plan, rejected);
     let (record_id, not_persisted) =
         persist::checkpoint(cx, &plan, identity, &response, leases).await?;
+    tracing::debug!(
+        step = "persist",
+        persisted = record_id.is_some(),
+        elapsed_us = elapsed_us(started),
+        "step finished"
+    );
     Ok(RunResult {
         run_id: cx.run_id.clone(),
         output: cx.redactor.redact(&response.output).into_owned(),
