@@ -2,11 +2,27 @@
 //! `agent` core.
 //!
 //! A *driver* turns one invocation [`Request`] into one run of an agent runtime (the Codex,
-//! Claude Code, Cursor or CodeBuddy CLI, or anything else), streams typed [`DriverEvent`]s into
+//! Claude Code, CodeBuddy, Cursor or Gemini CLI, or anything else), streams typed [`DriverEvent`]s into
 //! an [`EventSink`] and returns a [`Response`]. Like `tower-service`, this crate holds the
 //! contract only: traits and data types, a reference driver for tests and demos
 //! ([`reference`](mod@reference)) and a conformance kit every driver runs (`conformance`, behind the
 //! `conformance` feature).
+//!
+//! # The drivers
+//! Every driver of this workspace implements this contract and runs its kit:
+//!
+//! | crate | runtime |
+//! |---|---|
+//! | `driver-spi` ([`reference`](mod@reference)) | the in-process reference driver, sessions in memory, for tests |
+//! | `reference-runtime` | the same driver with its sessions as files in a credential namespace (agentctl's default) |
+//! | `driver-codex` | the Codex CLI (`codex exec --json`) |
+//! | `driver-claude-code` | the Claude Code CLI (stream-json) |
+//! | `driver-codebuddy` | the CodeBuddy Code CLI (stream-json) |
+//! | `driver-cursor` | the Cursor CLI (stream-json) |
+//! | `driver-gemini` | the Gemini CLI (stream-json) |
+//!
+//! The CLI drivers are dialects of the one `CliDriver` of `driver-cli` (Claude Code and
+//! CodeBuddy share the stream-json dialect of `driver-stream-json`); `runtimes` lists them.
 //!
 //! # The contract at a glance
 //! | piece | what it is |
@@ -40,7 +56,8 @@
 //!
 //! # What this crate deliberately does not do
 //! It spawns no process, stores nothing, performs no I/O and needs no async runtime (the
-//! reference driver uses `tokio::sync` only). It does not decide Thread compatibility: the
+//! reference driver uses `tokio::sync` only; its sessions sit behind
+//! [`reference::SessionTable`], which `reference-runtime` implements on disk). It does not decide Thread compatibility: the
 //! core compares fingerprints before a driver runs; the driver's guard is the second gate.
 //!
 //! # Example

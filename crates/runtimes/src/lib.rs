@@ -30,7 +30,9 @@
 //!
 //! * It holds no per-runtime logic: which variable carries a key, or whether a CLI takes a
 //!   model endpoint, is the entry's rule, in its driver crate.
-//! * It does not list the in-process reference driver, which has no runtime to isolate.
+//! * It does not list the reference runtime (`reference-runtime`): it runs in process, takes
+//!   no binary, endpoint or key, and so fits no [`CommonArgs`](driver_cli::CommonArgs) entry;
+//!   agentctl offers it beside the registry.
 //!
 //! Stability: pre-1.0; the API may change in any release.
 #![forbid(unsafe_code)]
