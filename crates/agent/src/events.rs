@@ -7,12 +7,11 @@ use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use driver_spi::{DriverEvent, EventSink, FailureKind};
+use redaction::Redactor;
 use run_service::RunId;
-use runtime_env::Redactor;
-use secrecy::SecretString;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::stream_redact::{Stream, StreamRedactor};
+use crate::stream_redact::{Stream, Streams};
 use crate::{RunResult, ThreadError};
 
 /// What happened, as part of one run's event stream.
@@ -107,7 +106,7 @@ fn now_ms() -> i64 {
 /// The sink the core hands to the driver: it enforces the order (one start first, nothing
 /// after the terminal), numbers and timestamps events, and redacts their text, streams as
 /// streams (a secret split across deltas is redacted whole; see
-/// [`StreamRedactor`](crate::stream_redact)).
+/// `redaction::StreamRedactor`).
 pub(crate) struct CoreSink {
     run_id: RunId,
     seq: AtomicU64,
@@ -119,7 +118,7 @@ pub(crate) struct CoreSink {
 
 struct SinkState {
     tx: mpsc::UnboundedSender<ThreadEvent>,
-    streams: StreamRedactor,
+    streams: Streams,
     /// The driver's terminal event arrived: the driver may emit nothing more, and the core
     /// sends the run's terminal event itself once the run's outcome (persistence included) is
     /// known ([`CoreSink::finish`]).
@@ -135,11 +134,10 @@ impl std::fmt::Debug for CoreSink {
 }
 
 impl CoreSink {
-    /// A sink for `run_id` whose text is redacted by `redactor`, which knows `secrets`.
+    /// A sink for `run_id` whose text is redacted by `redactor`.
     pub(crate) fn new(
         run_id: RunId,
         redactor: Redactor,
-        secrets: Vec<SecretString>,
         tx: mpsc::UnboundedSender<ThreadEvent>,
     ) -> Self {
         Self {
@@ -149,7 +147,7 @@ impl CoreSink {
             ended: AtomicBool::new(false),
             state: Mutex::new(SinkState {
                 tx,
-                streams: StreamRedactor::new(redactor, secrets),
+                streams: Streams::new(redactor),
                 driver_done: false,
             }),
         }
@@ -283,7 +281,7 @@ impl CoreSink {
 }
 
 /// A JSON value with every string leaf and object key redacted.
-fn redact_value(streams: &StreamRedactor, value: serde_json::Value) -> serde_json::Value {
+fn redact_value(streams: &Streams, value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match value {
         Value::String(s) => Value::String(streams.redact(&s)),
@@ -425,13 +423,11 @@ mod tests {
 
     fn sink(secrets: &[&str]) -> (CoreSink, mpsc::UnboundedReceiver<ThreadEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let secrets: Vec<SecretString> = secrets.iter().map(|s| SecretString::from(*s)).collect();
-        let sink = CoreSink::new(
-            RunId::new("r"),
-            Redactor::with_secrets(secrets.clone()),
-            secrets,
-            tx,
-        );
+        let secrets: Vec<secrecy::SecretString> = secrets
+            .iter()
+            .map(|s| secrecy::SecretString::from(*s))
+            .collect();
+        let sink = CoreSink::new(RunId::new("r"), Redactor::with_secrets(secrets), tx);
         (sink, rx)
     }
 

@@ -160,7 +160,7 @@ impl<D: Dialect> CliDriver<D> {
         let request = turn.request;
         let mut redactor = request.redactor();
         for secret in &invocation.secrets {
-            redactor.insert(secret.value().clone());
+            redactor.add_secret(secret.value().clone());
         }
         let mut command = CliCommand::new(&self.options.cli().binary)
             .args(invocation.args.into_iter().map(OsString::from))

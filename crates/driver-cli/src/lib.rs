@@ -47,7 +47,7 @@
 //!   type shows names only; error messages hold code constants, numbers, names and paths,
 //!   never an output line, stderr text or a secret. stderr reaches callers only through the
 //!   redacted tail (the request's redactor, the environment's and the invocation's secrets,
-//!   and [`runtime_env::redact()`]'s token patterns).
+//!   and the token patterns, all one [`redaction::Redactor`]).
 //! * Memory is bounded: one stdout line holds at most [`Limits::max_line_bytes`], the stderr
 //!   tail at most [`Limits::stderr_tail_bytes`] plus a fixed 8 KiB redaction margin.
 //! * A spawned process never outlives its turn unnoticed: dropping the run future, a total

@@ -275,9 +275,10 @@ impl CliProcess {
         let tail = Arc::new(Mutex::new(TailBuffer::new(limits.stderr_tail_bytes)));
         let stderr_task = runtime.spawn(stderr::drain(stderr_pipe, Arc::clone(&tail)));
 
-        let mut env_redactor = env.redactor();
-        for binding in &command.secrets {
-            env_redactor.add_secret(binding.value().clone());
+        let mut redaction = env.redactor();
+        redaction.extend(command.secrets.iter().map(|b| b.value().clone()));
+        if let Some(request) = &command.redactor {
+            redaction.merge(request);
         }
         Ok(Self {
             program,
@@ -290,10 +291,7 @@ impl CliProcess {
             limits,
             deadline: deadline_after(Instant::now(), limits.total_timeout),
             total_timed_out: false,
-            redaction: Redaction {
-                request: command.redactor,
-                env: env_redactor,
-            },
+            redaction,
         })
     }
 

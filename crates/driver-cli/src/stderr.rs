@@ -10,24 +10,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// is never returned. Secrets longer than this can leak a suffix at the very start of a tail.
 const MARGIN: usize = 8 << 10;
 
-/// Every redactor that applies to one process's stderr.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Redaction {
-    /// The request's redactor, if the caller gave one.
-    pub(crate) request: Option<driver_spi::Redactor>,
-    /// The runtime environment's secrets, the command's secret bindings and the token
-    /// patterns.
-    pub(crate) env: runtime_env::Redactor,
-}
-
-impl Redaction {
-    pub(crate) fn apply(&self, text: &str) -> String {
-        match &self.request {
-            Some(r) => self.env.redact(&r.redact(text)).into_owned(),
-            None => self.env.redact(text).into_owned(),
-        }
-    }
-}
+/// The one redactor of a process's stderr: the request's secrets, the runtime environment's,
+/// the command's secret bindings, and the token patterns.
+pub(crate) type Redaction = redaction::Redactor;
 
 /// The last bytes of a stream.
 #[derive(Debug)]
@@ -81,7 +66,9 @@ impl TailBuffer {
         let mut bytes = Vec::with_capacity(self.bytes.len());
         bytes.extend_from_slice(front);
         bytes.extend_from_slice(back);
-        let redacted = redaction.apply(&String::from_utf8_lossy(&bytes));
+        let redacted = redaction
+            .redact(&String::from_utf8_lossy(&bytes))
+            .into_owned();
         let mut text = redacted.as_str();
         if self.truncated {
             text = match text.find('\n') {
@@ -132,10 +119,7 @@ mod tests {
     use super::*;
 
     fn redaction(secret: &str) -> Redaction {
-        Redaction {
-            request: None,
-            env: runtime_env::Redactor::with_secrets([SecretString::from(secret.to_owned())]),
-        }
+        Redaction::with_secrets([SecretString::from(secret.to_owned())])
     }
 
     #[test]

@@ -159,7 +159,7 @@ impl Dialect for Gemini {
     fn translator(&self, request: &Request) -> EventTranslator {
         let mut redactor = request.redactor();
         if let Some(key) = &self.api_key {
-            redactor.insert(key.clone());
+            redactor.add_secret(key.clone());
         }
         let names = tool_names(request.mcp.iter().map(|s| s.name.as_str()));
         EventTranslator::new(redactor, names)

@@ -271,15 +271,10 @@ impl ProfilePayload {
     }
 }
 
-/// Replaces known secret values in text with `[REDACTED]`: the workspace's one secret-value
-/// mechanism, [`known_secrets::SecretSet`], under the name drivers know it by.
-///
-/// Every non-empty secret is found literally and in its percent-encoded (`%40`, `%2f`, `+`
-/// for a space) and JSON-escaped (`\"`, `\/`, `\u00e9`, surrogate pairs) forms, in any mix.
-/// Where occurrences overlap or touch (a secret that contains another, or two secrets that
-/// share bytes in the text), their union is replaced, so no part of any secret survives.
-/// `Debug` shows only how many secrets it holds. [`Request::redactor`] builds one from a
-/// request's secret bindings.
+/// The workspace's one redactor ([`redaction::Redactor`]), under the name drivers know it
+/// by: the secret values it knows, in every form (literal, percent-encoded, JSON-escaped,
+/// overlapping), then the token patterns. [`Request::redactor`] builds one from a request's
+/// secret bindings.
 ///
 /// ```
 /// use driver_spi::Redactor;
@@ -289,5 +284,6 @@ impl ProfilePayload {
 /// assert_eq!(r.redact("a tok/en b"), "a [REDACTED] b");
 /// assert_eq!(r.redact("?t=tok%2Fen"), "?t=[REDACTED]");
 /// assert_eq!(r.redact(r#"{"t":"tok\/en"}"#), r#"{"t":"[REDACTED]"}"#);
+/// assert_eq!(r.redact("Authorization: Bearer other"), "Authorization: Bearer [REDACTED]");
 /// ```
-pub type Redactor = known_secrets::SecretSet;
+pub use redaction::Redactor;

@@ -132,7 +132,6 @@ mod lock;
 mod namespace;
 mod paths;
 mod policy;
-mod redact;
 mod runtime;
 mod runtime_env;
 mod secure_fs;
@@ -153,7 +152,8 @@ pub use policy::{
     IsolationLevel, IsolationMode, PolicyError, RuntimeTraits, Tenancy, check as check_policy,
     check_runtime,
 };
-pub use redact::{MIN_SECRET_LEN, REDACTED, Redactor, redact};
+/// The workspace's one redactor, re-exported from [`redaction`].
+pub use redaction::{MIN_SECRET_LEN, REDACTED, Redactor, redact};
 pub use runtime::{Anchor, KeyringUse, McpMechanism, RuntimeDescriptor, SourceKind, SourceSpec};
 pub use runtime_env::{
     ConfigLock, LAYOUT_VARS, MAX_RUNTIME_FILE, RuntimeEnv, RuntimeEnvBuilder, SweepReport,

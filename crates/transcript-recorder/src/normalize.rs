@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use known_secrets::SecretSet;
+use redaction::Redactor;
 use run_service::SecretString;
 
 /// What a temporary directory becomes in a fixture.
@@ -89,7 +89,7 @@ fn loopback_ports(text: &str) -> String {
 #[derive(Debug, Clone)]
 pub(crate) struct Canary {
     label: String,
-    set: SecretSet,
+    set: Redactor,
 }
 
 impl Canary {
@@ -97,13 +97,13 @@ impl Canary {
     pub(crate) fn new(label: impl Into<String>, value: &str) -> Self {
         Self {
             label: label.into(),
-            set: SecretSet::from_iter([SecretString::from(value.to_owned())]),
+            set: Redactor::with_secrets([SecretString::from(value.to_owned())]),
         }
     }
 
     /// Whether `text` holds the value in any of its encodings.
     fn found_in(&self, text: &str) -> bool {
-        self.set.redact(text) != text
+        self.set.finds_secret(text)
     }
 }
 

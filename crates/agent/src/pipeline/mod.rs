@@ -120,14 +120,8 @@ async fn execute_inner(
     // 2. Attach providers in order; unwind in reverse if one fails.
     let (attached, mut attachments) = attach_providers(thread, run_id, &cancel).await?;
 
-    let secrets: Vec<secrecy::SecretString> = attachments.iter().flat_map(secret_values).collect();
-    let redactor = Redactor::with_secrets(secrets.clone());
-    let sink = Arc::new(CoreSink::new(
-        run_id.clone(),
-        redactor.clone(),
-        secrets,
-        events,
-    ));
+    let redactor = Redactor::with_secrets(attachments.iter().flat_map(secret_values));
+    let sink = Arc::new(CoreSink::new(run_id.clone(), redactor.clone(), events));
     let cx = RunCx {
         thread,
         store,

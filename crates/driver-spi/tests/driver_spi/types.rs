@@ -235,16 +235,24 @@ fn redactor_replaces_every_secret_longest_first() {
 
     let nested = Redactor::from_iter(
         [
-            EnvBinding::new("A", "abc"),
-            EnvBinding::new("B", "abcdef"),
+            EnvBinding::new("A", "abcd"),
+            EnvBinding::new("B", "abcdefgh"),
+            EnvBinding::new("SHORT", "abc"),
             EnvBinding::new("EMPTY", ""),
         ]
         .iter()
         .map(|b| b.value().clone()),
     );
-    assert_eq!(nested.len(), 2, "empty values are not redacted");
-    assert_eq!(nested.redact("x abcdef y abc"), "x [REDACTED] y [REDACTED]");
+    assert_eq!(
+        nested.len(),
+        2,
+        "empty values and values under MIN_SECRET_LEN are not redacted"
+    );
+    assert_eq!(
+        nested.redact("x abcdefgh y abcd z abc"),
+        "x [REDACTED] y [REDACTED] z abc"
+    );
     // The workspace's one secret-value type, under the name drivers know it by.
-    assert_eq!(format!("{nested:?}"), "SecretSet { secrets: 2 }");
+    assert_eq!(format!("{nested:?}"), "Redactor { secrets: 2 }");
     assert!(Redactor::default().is_empty());
 }

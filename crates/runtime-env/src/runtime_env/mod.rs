@@ -36,11 +36,11 @@ use crate::lock::FileLock;
 use crate::namespace::CredentialNamespace;
 use crate::paths::Anchors;
 use crate::policy::{IsolationLevel, IsolationMode, Tenancy};
-use crate::redact::Redactor;
 use crate::runtime::RuntimeDescriptor;
 use crate::secure_fs::{self, Strictness};
 use crate::snapshot::{self, Snapshot};
 use crate::summary::RuntimeEnvSummary;
+use redaction::Redactor;
 
 /// The variables a namespaced or ephemeral layout sets, and their directory under the root.
 pub const LAYOUT_VARS: &[(&str, &str)] = &[

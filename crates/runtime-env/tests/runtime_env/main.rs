@@ -9,8 +9,6 @@ mod fuzz;
 mod layout;
 mod locking;
 mod namespace_props;
-mod redaction;
-mod redaction_shapes;
 mod safety;
 mod secrets;
 mod served;

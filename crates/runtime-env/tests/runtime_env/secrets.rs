@@ -218,3 +218,17 @@ fn errors_are_free_of_secrets() {
         assert_clean(e);
     }
 }
+
+#[test]
+fn runtime_env_redactor_knows_injected_secrets() {
+    let sb = crate::support::Sandbox::new();
+    let env = sb
+        .builder("user:r")
+        .secret("MY_MCP_TOKEN", SecretString::from("opaque-canary-9f2"))
+        .build()
+        .unwrap();
+    assert_eq!(
+        env.redactor().redact("tool said opaque-canary-9f2"),
+        "tool said [REDACTED]"
+    );
+}

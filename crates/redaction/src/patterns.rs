@@ -1,130 +1,9 @@
-//! Redaction of tokens in text bound for logs, events and support output.
-//!
-//! The rules are documented on the public item they govern (see the crate root).
+//! The token patterns: one hand-written pass over the bytes that finds credentials by their
+//! shape or by the field that holds them. The rules are documented on [`crate::redact`].
 
 use std::borrow::Cow;
-use std::fmt;
 
-use secrecy::{ExposeSecret, SecretString};
-
-/// The replacement text.
-pub const REDACTED: &str = known_secrets::REDACTED;
-
-/// Secret values shorter than this are ignored by [`Redactor`]: they cannot be told apart
-/// from ordinary text.
-pub const MIN_SECRET_LEN: usize = 4;
-
-/// Redacts token patterns in `text`:
-///
-/// [`redact`] replaces, with [`REDACTED`]:
-///
-/// * in an `Authorization` or `Proxy-Authorization` header (`Authorization: …`, or as a JSON
-///   or quoted field), everything after a known scheme (`Bearer`, `Basic`, `Token`, `Digest`,
-///   `Negotiate`, `NTLM`, `AWS4-HMAC-SHA256`, …) up to the end of the line or of the quoted
-///   value; the whole value when the scheme is unknown;
-/// * the whole value of a `Cookie` or `Set-Cookie` header;
-/// * elsewhere, the credential after `Bearer` or `Basic` (any case, then spaces or tabs);
-/// * the password of a URL's userinfo (`https://user:[REDACTED]@host`,
-///   `postgresql://app:[REDACTED]@db`), or the whole userinfo when it has no password
-///   (`https://[REDACTED]@github.com`);
-/// * tokens by their shape: bare JWTs (`eyJ…`), `sk-…` (OpenAI, Anthropic), GitHub
-///   `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_`/`github_pat_`, Google `AIza…`, AWS `AKIA…`/`ASIA…`
-///   key ids, Slack `xoxb-`/`xoxp-`/`xoxa-`/`xoxr-`/`xoxs-`/`xoxe-`/`xapp-`, GitLab
-///   `glpat-`/`gldt-`/`glrt-`, Stripe `sk_live_`/`sk_test_`/`rk_live_`/`rk_test_`, npm `npm_`
-///   and Hugging Face `hf_` tokens;
-/// * the body of a PEM private key block (`-----BEGIN … PRIVATE KEY-----`);
-/// * the value of a sensitive field, in JSON (`"access_token": "…"`), key=value
-///   (`refresh_token=…&`) or header (`x-api-key: …`) form. The fields are `access_token`,
-///   `refresh_token`, `id_token` (also camelCase, e.g. `accessToken`), `x-api-key`, `api_key`,
-///   `api-key`, `apikey`, `client_secret`, `private_key`, `secret_access_key`, `secret_key`,
-///   `auth`, `passphrase`, `pgpassword`, `pwd`, and the generic `token`, `password`, `passwd`
-///   and `secret`; the query-style `key`, `sig` and `signature` only in `key=value` form. Case
-///   is ignored, and a field matches wherever it starts a word (so `max_token=5` and
-///   `AWS_SECRET_ACCESS_KEY=…` are redacted: over-redacting is the safe mistake).
-///
-/// [`Redactor::with_secrets`] also replaces every occurrence of known secret values (for
-/// example the secrets injected into a runtime), before the patterns run. A known secret is
-/// found literally and in its percent-encoded (`%40`, `%2f`, `+` for a space) and JSON-escaped
-/// (`\"`, `\/`, `\u00e9`, surrogate pairs) forms, in any mix; where occurrences of several
-/// secrets overlap or touch, their union is replaced, so no part of either survives.
-///
-/// The scanner is hand-written: one pass over the bytes, a cheap first-byte test at each
-/// position (a table built from the rule lists), and no allocation when nothing matches (the
-/// result borrows the input). It keeps no dependency on a regex engine, and it cannot be
-/// broken by escaping mistakes in patterns.
-///
-/// ```
-/// use runtime_env::redact;
-///
-/// assert_eq!(redact("Authorization: Bearer abc.def"), "Authorization: Bearer [REDACTED]");
-/// assert_eq!(redact(r#"{"refresh_token":"r1"}"#), r#"{"refresh_token":"[REDACTED]"}"#);
-/// assert_eq!(redact("postgresql://app:pw@db/app"), "postgresql://app:[REDACTED]@db/app");
-/// assert!(matches!(redact("nothing here"), std::borrow::Cow::Borrowed(_)));
-/// ```
-pub fn redact(text: &str) -> Cow<'_, str> {
-    redact_patterns(text)
-}
-
-/// A redactor that knows secret values as well as the token patterns: the workspace's one
-/// secret-value mechanism ([`known_secrets::SecretSet`]), with the patterns of [`redact()`] on
-/// top.
-///
-/// `Debug` shows only how many secrets it holds.
-#[derive(Clone, Default)]
-pub struct Redactor {
-    secrets: known_secrets::SecretSet,
-}
-
-impl Redactor {
-    /// A redactor with the patterns only (same as [`redact()`]).
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A redactor that also replaces each of `secrets` wherever it occurs, also
-    /// percent-encoded or JSON-escaped.
-    ///
-    /// ```
-    /// use runtime_env::Redactor;
-    /// use secrecy::SecretString;
-    ///
-    /// let r = Redactor::with_secrets([SecretString::from("hunter2/pw")]);
-    /// assert_eq!(r.redact("password is hunter2/pw"), "password is [REDACTED]");
-    /// assert_eq!(r.redact("?p=hunter2%2Fpw&x=1"), "?p=[REDACTED]&x=1");
-    /// assert_eq!(r.redact(r#"{"p":"hunter2\/pw"}"#), r#"{"p":"[REDACTED]"}"#);
-    /// ```
-    pub fn with_secrets<I: IntoIterator<Item = SecretString>>(secrets: I) -> Self {
-        let mut r = Self::new();
-        for s in secrets {
-            r.add_secret(s);
-        }
-        r
-    }
-
-    /// Adds one secret value (ignored when shorter than [`MIN_SECRET_LEN`] bytes: a shorter
-    /// value would blank out ordinary text).
-    pub fn add_secret(&mut self, secret: SecretString) {
-        if secret.expose_secret().len() >= MIN_SECRET_LEN {
-            self.secrets.insert(secret);
-        }
-    }
-
-    /// Redacts known secrets (in every form, overlaps merged), then token patterns.
-    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match self.secrets.redact(text) {
-            Cow::Borrowed(text) => redact_patterns(text),
-            Cow::Owned(text) => Cow::Owned(redact_patterns(&text).into_owned()),
-        }
-    }
-}
-
-impl fmt::Debug for Redactor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Redactor")
-            .field("secrets", &self.secrets.len())
-            .finish()
-    }
-}
+use crate::REDACTED;
 
 /// Field names whose values are redacted (matched ASCII-case-insensitively), and whether the
 /// field counts only in `key=value` form (query parameters such as `?key=` and `?sig=`).
@@ -444,7 +323,7 @@ impl Hit {
     }
 }
 
-fn redact_patterns(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact_patterns(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;
@@ -733,6 +612,8 @@ fn match_value(bytes: &[u8], mut j: usize, eq_only: bool) -> Option<Hit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Redactor, redact};
+    use secrecy::SecretString;
 
     #[test]
     fn generic_credential_fields_are_redacted() {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};
-use runtime_env::{Redactor, redact};
+use redaction::{Redactor, redact};
 use secrecy::SecretString;
 
 /// (input, the secret substring that must not survive).

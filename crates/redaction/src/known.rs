@@ -1,46 +1,24 @@
-//! Finding known secret values in text: literally, percent-encoded (either hex case, `+` for a
-//! space) or JSON-escaped, in any mix, and replacing each occurrence with [`REDACTED`].
-//!
-//! The one mechanism behind both redactors of the workspace: [`SecretSet`] holds the secret
-//! values of a run and redacts them through [`replace`]. `driver_spi::Redactor` *is* a
-//! `SecretSet`; `runtime_env::Redactor` holds one and adds token patterns on top.
+//! Known secret values in text: found literally, percent-encoded (either hex case, `+` for a
+//! space) or JSON-escaped, in any mix, and replaced with [`REDACTED`](crate::REDACTED).
 //!
 //! Invariants: overlapping or touching occurrences, of one secret or of several, are replaced
 //! as one span, so no part of any secret survives; a replacement never cuts a UTF-8 character;
 //! empty secrets are ignored; text without an occurrence is left alone (`None`).
-//!
-//! What it does not do: it knows no token *patterns* (bearer headers, key shapes); callers
-//! layer those on. It never serializes a secret, and `Debug` shows only how many it holds.
-//!
-//! Stability: pre-1.0, the API may change in any release.
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 use std::borrow::Cow;
 use std::fmt;
 
 use secrecy::{ExposeSecret, SecretString};
 
-/// What a secret is replaced with.
-pub const REDACTED: &str = "[REDACTED]";
+use crate::REDACTED;
 
 /// Known secret values, and their redaction in every form [`replace`] finds.
 ///
 /// Empty values are ignored and duplicates kept once. `Debug` shows only how many values it
 /// holds; it has no `Serialize`.
 ///
-/// ```
-/// use known_secrets::SecretSet;
-/// use secrecy::SecretString;
-///
-/// let set: SecretSet = [SecretString::from("tok/en")].into_iter().collect();
-/// assert_eq!(set.redact("a tok/en b"), "a [REDACTED] b");
-/// assert_eq!(set.redact("?t=tok%2Fen"), "?t=[REDACTED]");
-/// assert_eq!(set.redact(r#"{"t":"tok\/en"}"#), r#"{"t":"[REDACTED]"}"#);
-/// assert!(matches!(set.redact("clean"), std::borrow::Cow::Borrowed(_)));
-/// ```
 #[derive(Clone, Default)]
-pub struct SecretSet {
+pub(crate) struct SecretSet {
     /// Longest first, then in byte order: the order does not change the result; it keeps
     /// `Debug` and equality of sets stable.
     secrets: Vec<SecretString>,
@@ -48,12 +26,12 @@ pub struct SecretSet {
 
 impl SecretSet {
     /// An empty set: redacts nothing.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Adds one value; an empty value or one already held is ignored.
-    pub fn insert(&mut self, secret: SecretString) {
+    pub(crate) fn insert(&mut self, secret: SecretString) {
         let value = secret.expose_secret();
         if value.is_empty() {
             return;
@@ -74,20 +52,36 @@ impl SecretSet {
 
     /// `text` with every held value replaced by [`REDACTED`], in every form; borrowed when
     /// nothing matched.
-    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match replace(text, self.secrets.iter().map(|s| s.expose_secret())) {
             Some(redacted) => Cow::Owned(redacted),
             None => Cow::Borrowed(text),
         }
     }
 
+    /// The longest value, in bytes (0 when empty).
+    pub(crate) fn longest(&self) -> usize {
+        // Longest first.
+        self.secrets.first().map_or(0, |s| s.expose_secret().len())
+    }
+
+    /// The values, as held.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &SecretString> {
+        self.secrets.iter()
+    }
+
+    /// The values, longest first.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &str> {
+        self.secrets.iter().map(|s| s.expose_secret())
+    }
+
     /// How many distinct values it holds.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.secrets.len()
     }
 
     /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.secrets.is_empty()
     }
 }
@@ -122,7 +116,7 @@ impl fmt::Debug for SecretSet {
 /// there is none. Occurrences may be literal, percent-encoded (either hex case, `+` for a
 /// space) or JSON-escaped, in any mix. Overlapping or touching occurrences, of one secret
 /// or of several, are replaced as one span, so no part of any secret survives.
-pub fn replace<'s>(text: &str, secrets: impl Iterator<Item = &'s str>) -> Option<String> {
+pub(crate) fn replace<'s>(text: &str, secrets: impl Iterator<Item = &'s str>) -> Option<String> {
     let bytes = text.as_bytes();
     let decoded = escaped_bytes(bytes);
     let mut spans: Vec<(usize, usize)> = Vec::new();
@@ -319,4 +313,18 @@ fn ceil_boundary(text: &str, mut i: usize) -> usize {
         i += 1;
     }
     i.min(text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_finds_its_values_in_every_form() {
+        let set: SecretSet = [SecretString::from("tok/en")].into_iter().collect();
+        assert_eq!(set.redact("a tok/en b"), "a [REDACTED] b");
+        assert_eq!(set.redact("?t=tok%2Fen"), "?t=[REDACTED]");
+        assert_eq!(set.redact(r#"{"t":"tok\/en"}"#), r#"{"t":"[REDACTED]"}"#);
+        assert!(matches!(set.redact("clean"), Cow::Borrowed(_)));
+    }
 }

@@ -2,12 +2,12 @@
 //! allocation), text with a token every 50 lines, and a redactor that also knows 8 secret
 //! values. Prints the median of 31 runs.
 //!
-//! Run with `cargo bench -p runtime-env --bench redact`.
+//! Run with `cargo bench -p redaction --bench redact`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use runtime_env::{Redactor, redact};
+use redaction::{Redactor, redact};
 use secrecy::SecretString;
 
 const RUNS: usize = 31;
