@@ -42,6 +42,11 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
         "ANTHROPIC_AUTH_TOKEN",
         "CLAUDE_CODE_OAUTH_TOKEN",
     ],
+    endpoint_vars: &[
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_BEDROCK_BASE_URL",
+        "ANTHROPIC_VERTEX_BASE_URL",
+    ],
     keyring: KeyringUse::MacOs,
     mcp: McpMechanism::McpConfigFlag,
     supported_modes: &[IsolationMode::InProcess, IsolationMode::Subprocess],

@@ -22,6 +22,8 @@ pub(crate) struct CliCommand {
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) vars: Vec<(String, OsString)>,
     pub(crate) secrets: Vec<EnvBinding>,
+    /// The request's bindings, from run services: checked against [`runtime_env::RefusedVar`].
+    pub(crate) request_secrets: Vec<EnvBinding>,
     pub(crate) stdin: Option<String>,
     pub(crate) redactor: Option<Redactor>,
 }
@@ -35,6 +37,7 @@ impl CliCommand {
             cwd: None,
             vars: Vec::new(),
             secrets: Vec::new(),
+            request_secrets: Vec::new(),
             stdin: None,
             redactor: None,
         }
@@ -70,9 +73,22 @@ impl CliCommand {
         self
     }
 
-    /// Adds secret variables (for example the request's
-    /// [`RuntimePayload::secret_env`](driver_spi::RuntimePayload::secret_env)). They are set
-    /// last, so they win over plain variables of the same name, and their values are also
+    /// Adds the request's secret bindings (its
+    /// [`RuntimePayload::secret_env`](driver_spi::RuntimePayload::secret_env): the run
+    /// services' tokens). They come from providers, so
+    /// [`CliProcess::spawn`](crate::CliProcess::spawn) refuses any that would set what
+    /// changes how or where the runtime runs ([`runtime_env::RefusedVar`]); their values are
+    /// redacted from the stderr tail.
+    pub(crate) fn request_env<'a>(
+        mut self,
+        bindings: impl IntoIterator<Item = &'a EnvBinding>,
+    ) -> Self {
+        self.request_secrets.extend(bindings.into_iter().cloned());
+        self
+    }
+
+    /// Adds the dialect's own secret variables (the model key of its configuration). They are
+    /// set last, so they win over plain variables of the same name, and their values are also
     /// redacted from the stderr tail.
     pub(crate) fn secret_env<'a>(
         mut self,
@@ -103,12 +119,14 @@ impl fmt::Debug for CliCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let vars: Vec<&str> = self.vars.iter().map(|(k, _)| k.as_str()).collect();
         let secrets: Vec<&str> = self.secrets.iter().map(EnvBinding::name).collect();
+        let request: Vec<&str> = self.request_secrets.iter().map(EnvBinding::name).collect();
         f.debug_struct("CliCommand")
             .field("program", &self.program)
             .field("args", &self.args)
             .field("cwd", &self.cwd)
             .field("vars", &vars)
             .field("secret_env", &secrets)
+            .field("request_env", &request)
             .field("stdin_bytes", &self.stdin.as_ref().map(String::len))
             .field("redactor", &self.redactor)
             .finish()

@@ -164,7 +164,7 @@ impl<D: Dialect> CliDriver<D> {
         }
         let mut command = CliCommand::new(&self.options.cli().binary)
             .args(invocation.args.into_iter().map(OsString::from))
-            .secret_env(&request.runtime.secret_env)
+            .request_env(&request.runtime.secret_env)
             .secret_env(&invocation.secrets)
             .stdin_text(invocation.stdin.unwrap_or_else(|| request.prompt.clone()))
             .redactor(redactor.clone());

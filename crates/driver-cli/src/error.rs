@@ -47,6 +47,16 @@ pub enum CliError {
         /// The variable.
         name: String,
     },
+    /// A run service's binding would set a variable a request may not set: the loader, an
+    /// interpreter hook, `PATH`, TLS trust, a proxy, a model endpoint, the model key, or one
+    /// the environment manages. The message names the variable and its class, never a value.
+    #[error("`{name}` is {class}: a run service's binding may not set it")]
+    RefusedRequestVar {
+        /// The variable.
+        name: String,
+        /// Why it is refused.
+        class: runtime_env::RefusedVar,
+    },
     /// A credential variable was given as a plain variable; pass it as a secret (such as
     /// [`Invocation::secrets`](crate::Invocation::secrets)).
     #[error("`{name}` carries a credential: pass it as a secret binding")]
@@ -143,6 +153,7 @@ impl CliError {
             | Self::InvalidVarName { .. }
             | Self::ReservedVar { .. }
             | Self::CredentialVar { .. }
+            | Self::RefusedRequestVar { .. }
             | Self::InvalidFileName { .. }
             | Self::Files(_) => FailureKind::Other,
         }

@@ -167,7 +167,8 @@ impl CliProcess {
     ///
     /// [`CliError::NotFound`] when the program does not exist, [`CliError::Spawn`] for other
     /// start failures (including a missing working directory), [`CliError::InvalidVarName`],
-    /// [`CliError::ReservedVar`] and [`CliError::CredentialVar`] for refused variables, and
+    /// [`CliError::ReservedVar`], [`CliError::CredentialVar`] and
+    /// [`CliError::RefusedRequestVar`] for refused variables, and
     /// [`CliError::NoRuntime`] outside a Tokio runtime.
     ///
     /// # Panics
@@ -185,6 +186,15 @@ impl CliProcess {
         for binding in &command.secrets {
             check_var(env, binding.name(), true)?;
         }
+        for binding in &command.request_secrets {
+            check_var(env, binding.name(), true)?;
+            if let Some(class) = env.refused_request_var(binding.name()) {
+                return Err(CliError::RefusedRequestVar {
+                    name: binding.name().to_owned(),
+                    class,
+                });
+            }
+        }
         let program = command.program.display().to_string();
 
         let mut cmd = env.command(&command.program);
@@ -194,7 +204,8 @@ impl CliProcess {
         for (name, value) in &command.vars {
             cmd.env(name, value);
         }
-        for binding in &command.secrets {
+        // The dialect's own secrets last: no request binding can replace them.
+        for binding in command.request_secrets.iter().chain(&command.secrets) {
             // The only place a secret value leaves its wrapper: the child's environment.
             cmd.env(binding.name(), binding.value().expose_secret());
         }
@@ -276,7 +287,13 @@ impl CliProcess {
         let stderr_task = runtime.spawn(stderr::drain(stderr_pipe, Arc::clone(&tail)));
 
         let mut redaction = env.redactor();
-        redaction.extend(command.secrets.iter().map(|b| b.value().clone()));
+        redaction.extend(
+            command
+                .secrets
+                .iter()
+                .chain(&command.request_secrets)
+                .map(|b| b.value().clone()),
+        );
         if let Some(request) = &command.redactor {
             redaction.merge(request);
         }

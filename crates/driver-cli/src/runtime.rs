@@ -79,7 +79,7 @@ type BuildDriver = fn(RuntimeEnvBuilder, CommonArgs) -> Result<Arc<dyn Driver>, 
 ///     // …
 /// #   program: "my-cli", state_var: "MY_CLI_HOME", state_subdir: ".my-cli",
 /// #   state_dir_must_exist: false, private_subdirs: &[], sources: &[], credential_files: &[],
-/// #   api_key_vars: &["MY_CLI_API_KEY"], keyring: KeyringUse::Never,
+/// #   api_key_vars: &["MY_CLI_API_KEY"], endpoint_vars: &[], keyring: KeyringUse::Never,
 /// #   mcp: McpMechanism::McpConfigFlag, supported_modes: &[IsolationMode::Subprocess],
 /// };
 ///

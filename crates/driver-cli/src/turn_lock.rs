@@ -268,6 +268,7 @@ mod tests {
             sources: &[],
             credential_files: &[],
             api_key_vars: &[],
+            endpoint_vars: &[],
             keyring: KeyringUse::Never,
             mcp: McpMechanism::GeminiSettings,
             supported_modes: &[IsolationMode::Subprocess],

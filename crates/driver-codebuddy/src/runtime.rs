@@ -37,6 +37,7 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     ],
     credential_files: &[],
     api_key_vars: &["CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"],
+    endpoint_vars: &["CODEBUDDY_BASE_URL", "CODEBUDDY_INTERNET_ENVIRONMENT"],
     keyring: KeyringUse::Possible,
     mcp: McpMechanism::McpConfigFlag,
     supported_modes: &[IsolationMode::Subprocess],

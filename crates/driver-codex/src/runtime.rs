@@ -40,6 +40,7 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     ],
     credential_files: &[SourceSpec::file(StateDir, "auth.json", Credential)],
     api_key_vars: &["CODEX_API_KEY", "OPENAI_API_KEY"],
+    endpoint_vars: &["OPENAI_BASE_URL"],
     keyring: KeyringUse::ConfigSelected {
         file: "config.toml",
         key: "cli_auth_credentials_store",

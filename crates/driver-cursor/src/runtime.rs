@@ -34,6 +34,7 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     ],
     credential_files: &[],
     api_key_vars: &["CURSOR_API_KEY", "CURSOR_AUTH_TOKEN"],
+    endpoint_vars: &[],
     keyring: KeyringUse::Possible,
     mcp: McpMechanism::ConfigDirMcpJson,
     supported_modes: &[IsolationMode::Subprocess],

@@ -43,6 +43,7 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
         Credential,
     )],
     api_key_vars: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    endpoint_vars: &["GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"],
     keyring: KeyringUse::Possible,
     mcp: McpMechanism::GeminiSettings,
     supported_modes: &[IsolationMode::InProcess, IsolationMode::Subprocess],

@@ -81,6 +81,7 @@ pub static DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     sources: &[],
     credential_files: &[],
     api_key_vars: &[],
+    endpoint_vars: &[],
     keyring: KeyringUse::Never,
     mcp: McpMechanism::InRequest,
     supported_modes: &[IsolationMode::InProcess, IsolationMode::Subprocess],

@@ -84,6 +84,7 @@
 //!     sources: &[SourceSpec::file(Anchor::StateDir, "config.toml", SourceKind::Config)],
 //!     credential_files: &[SourceSpec::file(Anchor::StateDir, "auth.json", SourceKind::Credential)],
 //!     api_key_vars: &["CODEX_API_KEY", "OPENAI_API_KEY"],
+//!     endpoint_vars: &["OPENAI_BASE_URL"],
 //!     keyring: KeyringUse::Never,
 //!     mcp: McpMechanism::CodexConfigToml,
 //!     supported_modes: &[IsolationMode::Subprocess],
@@ -132,6 +133,7 @@ mod lock;
 mod namespace;
 mod paths;
 mod policy;
+mod request_vars;
 mod runtime;
 mod runtime_env;
 mod secure_fs;
@@ -154,6 +156,7 @@ pub use policy::{
 };
 /// The workspace's one redactor, re-exported from [`redaction`].
 pub use redaction::{MIN_SECRET_LEN, REDACTED, Redactor, redact};
+pub use request_vars::{RefusedVar, is_endpoint_var, refused_request_var};
 pub use runtime::{Anchor, KeyringUse, McpMechanism, RuntimeDescriptor, SourceKind, SourceSpec};
 pub use runtime_env::{
     ConfigLock, LAYOUT_VARS, MAX_RUNTIME_FILE, RuntimeEnv, RuntimeEnvBuilder, SweepReport,

@@ -150,6 +150,7 @@ pub enum McpMechanism {
 ///     sources: &[SourceSpec::file(Anchor::StateDir, "config.json", SourceKind::Config)],
 ///     credential_files: &[SourceSpec::file(Anchor::StateDir, "auth.json", SourceKind::Credential)],
 ///     api_key_vars: &["MY_CLI_API_KEY"],
+///     endpoint_vars: &[],
 ///     keyring: KeyringUse::Never,
 ///     mcp: McpMechanism::McpConfigFlag,
 ///     supported_modes: &[IsolationMode::Subprocess],
@@ -179,6 +180,12 @@ pub struct RuntimeDescriptor {
     /// Variables that carry an API key or token for this runtime; each must be a credential
     /// variable ([`is_credential_var`](crate::is_credential_var)).
     pub api_key_vars: &'static [&'static str],
+    /// Variables that name a network endpoint the runtime sends its traffic (and its model
+    /// key) to, beyond the generic `*_BASE_URL` and proxy variables: for example
+    /// `CODEBUDDY_INTERNET_ENVIRONMENT`. A request may not bind them
+    /// ([`refused_request_var`](crate::refused_request_var)), and an agent's endpoint policy
+    /// checks their values ([`is_endpoint_var`](crate::is_endpoint_var)).
+    pub endpoint_vars: &'static [&'static str],
     /// Keyring behaviour.
     pub keyring: KeyringUse,
     /// How MCP servers are registered.
@@ -204,7 +211,8 @@ impl RuntimeDescriptor {
     /// is a valid name, not one the layout sets itself and not a credential; plain relative
     /// paths (absolute ones only for [`Anchor::System`]); credential files of kind
     /// [`SourceKind::Credential`]; API-key variables that are credential variables (so they are
-    /// never copied from the host nor passed as plain variables); and at least one mode.
+    /// never copied from the host nor passed as plain variables); endpoint variables that are
+    /// valid names and neither credentials nor the state variable; and at least one mode.
     ///
     /// # Errors
     ///
@@ -262,6 +270,13 @@ impl RuntimeDescriptor {
         {
             return fail("an API-key variable is not a credential variable");
         }
+        if !self.endpoint_vars.iter().all(|v| {
+            child_env::is_valid_var_name(v)
+                && !child_env::is_credential_var(v)
+                && *v != self.state_var
+        }) {
+            return fail("an endpoint variable is invalid, a credential, or the state variable");
+        }
         if let KeyringUse::ConfigSelected { file, key } = self.keyring
             && (!is_plain_relative(file) || key.is_empty())
         {
@@ -307,6 +322,7 @@ pub(crate) mod tests {
             SourceKind::Credential,
         )],
         api_key_vars: &["TOOL_API_KEY"],
+        endpoint_vars: &[],
         keyring: KeyringUse::ConfigSelected {
             file: "config.toml",
             key: "store",
@@ -394,6 +410,7 @@ pub(crate) mod tests {
             },
             RuntimeDescriptor {
                 api_key_vars: &["TOOL_MODEL"],
+                endpoint_vars: &[],
                 ..GOOD
             },
             RuntimeDescriptor {

@@ -163,3 +163,54 @@ fn debug_of_a_command_shows_variable_names_never_secret_values() {
     assert!(debug.contains("OPENAI_API_KEY") && debug.contains("RUST_LOG"));
     assert!(!debug.contains("sk-do-not-print-me") && !debug.contains("hello"));
 }
+
+/// A run service's binding may not set what changes how or where the runtime runs, nor
+/// replace the model key the namespace injects; the refusal names the class, never the value,
+/// and nothing is started.
+#[tokio::test]
+async fn request_bindings_may_not_set_loader_interpreter_tls_endpoint_or_model_key() {
+    use runtime_env::RefusedVar;
+    let fx = fixture();
+    let record = fx.path("record.jsonl");
+    let scenario = Scenario::new()
+        .record(&record)
+        .rule(Rule::any().stdout("ok"));
+    let value = "canary-value-7c1e";
+    for (name, class) in [
+        ("LD_PRELOAD", RefusedVar::Loader),
+        ("LD_LIBRARY_PATH", RefusedVar::Loader),
+        ("NODE_OPTIONS", RefusedVar::Interpreter),
+        ("BASH_ENV", RefusedVar::Interpreter),
+        ("PATH", RefusedVar::SearchPath),
+        ("NODE_TLS_REJECT_UNAUTHORIZED", RefusedVar::Tls),
+        ("SSL_CERT_FILE", RefusedVar::Tls),
+        ("HTTPS_PROXY", RefusedVar::Proxy),
+        ("all_proxy", RefusedVar::Proxy),
+        ("ANTHROPIC_BASE_URL", RefusedVar::Endpoint),
+        ("OPENAI_BASE_URL", RefusedVar::Endpoint),
+        ("ANTHROPIC_API_KEY", RefusedVar::ModelCredential),
+        ("OPENAI_API_KEY", RefusedVar::ModelCredential),
+    ] {
+        let binding = EnvBinding::new(name, value);
+        let command = fx.fake(&scenario).request_env([&binding]);
+        let err = CliProcess::spawn(&fx.env, command, limits())
+            .map(drop)
+            .unwrap_err();
+        match &err {
+            CliError::RefusedRequestVar { name: n, class: c } => {
+                assert_eq!((n.as_str(), *c), (name, class));
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(!err.to_string().contains(value), "{err}");
+        assert!(err.to_string().contains(&class.to_string()), "{err}");
+    }
+    assert!(read_invocations(&record).unwrap_or_default().is_empty());
+
+    // An ordinary service token still reaches the child.
+    let token = EnvBinding::new("DOCS_TOKEN", value);
+    let command = fx.fake(&scenario).request_env([&token]);
+    let process = CliProcess::spawn(&fx.env, command, limits()).unwrap();
+    assert_eq!(process.wait().await.unwrap().status, ExitStatus::Success);
+    assert_eq!(read_invocations(&record).unwrap().len(), 1);
+}

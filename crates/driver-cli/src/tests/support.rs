@@ -29,6 +29,7 @@ pub(crate) static CODEX: RuntimeDescriptor = RuntimeDescriptor {
     sources: &[],
     credential_files: &[],
     api_key_vars: &["OPENAI_API_KEY"],
+    endpoint_vars: &[],
     keyring: KeyringUse::Never,
     mcp: McpMechanism::CodexConfigToml,
     supported_modes: &[IsolationMode::Subprocess],

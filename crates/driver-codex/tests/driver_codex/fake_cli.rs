@@ -801,3 +801,40 @@ fn the_config_fingerprint_is_unchanged() {
         )
     );
 }
+
+/// A run service's binding that would preload a library, hook the interpreter, move the model
+/// endpoint or replace the model key fails the run before the CLI starts, naming the class.
+#[tokio::test]
+async fn a_service_binding_may_not_set_the_loader_interpreter_endpoint_or_model_key() {
+    let fake = FakeCodex::new(codex_like(), &[]);
+    let driver = fake.driver(CodexOptions::new());
+    for (name, class) in [
+        ("LD_PRELOAD", "a dynamic-loader variable"),
+        ("NODE_OPTIONS", "an interpreter or shell start-up variable"),
+        ("OPENAI_BASE_URL", "a model-endpoint variable"),
+        ("HTTPS_PROXY", "a proxy variable"),
+        ("OPENAI_API_KEY", "the runtime's model credential"),
+    ] {
+        let service =
+            ServiceRef::new("evil", "Evil").with_secret_env(EnvBinding::new(name, SECRET));
+        let req = Request::new(RunId::new("r"), "hi", profile("a", "s"))
+            .with_runtime(RuntimePayload::from_services([service]));
+        let (result, _) = run(&driver, req).await;
+        let Err(DriverError::Failed(failure)) = result else {
+            panic!("{name}: {result:?}");
+        };
+        assert_eq!(failure.kind, FailureKind::Other);
+        assert!(
+            failure.message.contains(class),
+            "{name}: {}",
+            failure.message
+        );
+        assert!(!failure.message.contains(SECRET));
+    }
+    assert!(
+        fake.invocations()
+            .iter()
+            .all(|call| call.argv == ["--version"]),
+        "the CLI never ran a turn"
+    );
+}

@@ -182,6 +182,23 @@ impl RuntimeEnv {
         is_reserved_var(name) || self.runtimes.iter().any(|r| r.state_var == name)
     }
 
+    /// The class of `name` if a request (a run service's binding) may not set it in this
+    /// environment's children: what [`refused_request_var`](crate::refused_request_var) refuses
+    /// for the runtimes served here, what [`is_reserved_var`](Self::is_reserved_var) names,
+    /// and the secrets this environment injects (a binding would replace the namespace's
+    /// model key: [`RefusedVar::ModelCredential`](crate::RefusedVar::ModelCredential)).
+    pub fn refused_request_var(&self, name: &str) -> Option<crate::RefusedVar> {
+        if self.is_reserved_var(name) {
+            return Some(crate::RefusedVar::Managed);
+        }
+        crate::refused_request_var(name, &self.runtimes).or_else(|| {
+            self.child
+                .secret_names()
+                .any(|injected| injected.eq_ignore_ascii_case(name))
+                .then_some(crate::RefusedVar::ModelCredential)
+        })
+    }
+
     /// The child environment.
     pub fn child_env(&self) -> &ChildEnv {
         &self.child

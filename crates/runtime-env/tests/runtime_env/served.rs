@@ -80,6 +80,7 @@ static TOOL: RuntimeDescriptor = RuntimeDescriptor {
     sources: &[],
     credential_files: &[],
     api_key_vars: &["TOOL_API_KEY"],
+    endpoint_vars: &[],
     keyring: runtime_env::KeyringUse::Never,
     mcp: runtime_env::McpMechanism::McpConfigFlag,
     supported_modes: &[runtime_env::IsolationMode::Subprocess],
