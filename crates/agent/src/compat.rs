@@ -76,6 +76,8 @@ pub(crate) struct DriverInfo {
     pub(crate) config: Option<Fingerprint>,
     pub(crate) resume: bool,
     pub(crate) fork: bool,
+    /// The driver's endpoint-carrying variables, for the endpoint policy.
+    pub(crate) endpoint_vars: Vec<String>,
 }
 
 impl DriverInfo {
@@ -89,6 +91,7 @@ impl DriverInfo {
                 .map(|c| c.config_fingerprint()),
             resume: descriptor.capabilities.resume,
             fork: descriptor.capabilities.fork,
+            endpoint_vars: descriptor.endpoint_vars,
         }
     }
 }

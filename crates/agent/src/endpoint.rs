@@ -4,11 +4,14 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use compat_fingerprint::ShortDigest;
-use run_service::{McpServer, McpTransport, RunAttachment};
+use run_service::{ExposeSecret, McpServer, McpTransport, RunAttachment};
 
-/// Which network endpoints the run services of an agent may hand to the runtime (service
-/// URLs and the URLs of HTTP and SSE MCP servers, the host's own included). A run whose
-/// services name an endpoint the policy refuses fails with
+/// Which network endpoints the run services of an agent may hand to the runtime: service
+/// URLs, the URLs of HTTP and SSE MCP servers (the host's own included), and the values of
+/// secret bindings that point the runtime somewhere — a model base URL (the driver's
+/// [`endpoint_vars`](driver_spi::Descriptor::endpoint_vars), any `*_BASE_URL`) or a proxy
+/// (`HTTPS_PROXY`, `ALL_PROXY`, …) — since through those the runtime would send its model key
+/// or all its traffic. A run whose services name an endpoint the policy refuses fails with
 /// [`ThreadError::EndpointRefused`](crate::ThreadError::EndpointRefused) before anything
 /// launches; every provider is detached.
 ///
@@ -105,24 +108,46 @@ impl EndpointPolicy {
     }
 
     /// The first endpoint of `attachments` and `host_mcp` the policy refuses, as a short
-    /// digest of its URL (never the URL itself).
+    /// digest of its URL (never the URL itself); for a secret binding that carries an endpoint
+    /// (`endpoint_vars`, any `*_BASE_URL`, a proxy), a digest of the variable's name, since
+    /// the value is secret.
     pub(crate) fn first_refused(
         &self,
         attachments: &[RunAttachment],
         host_mcp: &[McpServer],
+        endpoint_vars: &[String],
     ) -> Option<ShortDigest> {
         if self.rule == Rule::Any {
             return None;
         }
-        let service_urls = attachments
-            .iter()
-            .flat_map(|a| a.services.iter())
-            .flat_map(|s| s.url.iter().chain(s.mcp.iter().filter_map(mcp_url)));
+        let services = || attachments.iter().flat_map(|a| a.services.iter());
+        let service_urls =
+            services().flat_map(|s| s.url.iter().chain(s.mcp.iter().filter_map(mcp_url)));
         let host_urls = host_mcp.iter().filter_map(mcp_url);
-        service_urls
-            .chain(host_urls)
-            .find(|url| !self.allows(url))
-            .map(|url| ShortDigest::of_str(url))
+        if let Some(url) = service_urls.chain(host_urls).find(|url| !self.allows(url)) {
+            return Some(ShortDigest::of_str(url));
+        }
+        services()
+            .flat_map(|s| s.secret_env.iter())
+            .filter(|b| {
+                let name = b.name();
+                runtime_env::is_endpoint_var(name, &[])
+                    || endpoint_vars.iter().any(|v| v.eq_ignore_ascii_case(name))
+            })
+            .find(|b| !self.allows_endpoint_value(b.value().expose_secret()))
+            .map(|b| ShortDigest::of_str(b.name()))
+    }
+
+    /// Whether a binding's endpoint value is allowed: a URL as [`allows`](Self::allows), a
+    /// bare `host[:port]` (as proxies are often written) as if it were `http://host[:port]`,
+    /// and `NO_PROXY`-style host lists never (they widen what bypasses a proxy).
+    fn allows_endpoint_value(&self, value: &str) -> bool {
+        let value = value.trim();
+        if value.contains("://") {
+            self.allows(value)
+        } else {
+            !value.contains(',') && self.allows(&format!("http://{value}"))
+        }
     }
 }
 

@@ -151,7 +151,9 @@ pub enum ThreadError {
     /// detached.
     #[error("a run service names an endpoint the endpoint policy refuses (url {endpoint})")]
     EndpointRefused {
-        /// A short digest of the refused URL (never the URL: it may carry provider identity).
+        /// A short digest of the refused URL (never the URL: it may carry provider identity),
+        /// or, for a secret binding that carries an endpoint (a model base URL, a proxy), of
+        /// the binding's variable name (never its value).
         endpoint: compat_fingerprint::ShortDigest,
     },
     /// A run-service provider failed to attach. Providers attached before it were detached.

@@ -238,6 +238,7 @@ impl<D: Dialect> Driver for CliDriver<D> {
     fn descriptor(&self) -> Descriptor {
         Descriptor::new(D::IDENTITY.driver_type, D::IDENTITY.display_name)
             .with_capabilities(self.options.capabilities())
+            .with_endpoint_vars(D::RUNTIME.descriptor.endpoint_vars.iter().copied())
     }
 
     fn validate_config(&self) -> Result<(), ConfigError> {

@@ -23,6 +23,13 @@ pub struct Descriptor {
     pub display_name: String,
     /// What the driver supports.
     pub capabilities: Capabilities,
+    /// Environment variables that point the runtime at a network endpoint (its model API's
+    /// base URL, for example `ANTHROPIC_BASE_URL`), beyond the generic `*_BASE_URL` and proxy
+    /// variables every runtime honours. A host's endpoint policy checks the values of run
+    /// bindings with these names before the driver runs. Empty for a driver with no runtime
+    /// process.
+    #[serde(default)]
+    pub endpoint_vars: Vec<String>,
 }
 
 impl Descriptor {
@@ -32,7 +39,18 @@ impl Descriptor {
             driver_type: driver_type.into(),
             display_name: display_name.into(),
             capabilities: Capabilities::none(),
+            endpoint_vars: Vec::new(),
         }
+    }
+
+    /// Sets the endpoint-carrying variables ([`endpoint_vars`](Self::endpoint_vars)).
+    pub fn with_endpoint_vars<I, S>(mut self, vars: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.endpoint_vars = vars.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Sets the capabilities.

@@ -94,7 +94,11 @@ pub(super) fn identity(
             "step refused"
         );
     })?;
-    if let Some(endpoint) = inner.endpoints.first_refused(attachments, &inner.host_mcp) {
+    if let Some(endpoint) = inner.endpoints.first_refused(
+        attachments,
+        &inner.host_mcp,
+        &inner.driver_info.endpoint_vars,
+    ) {
         tracing::debug!(step = "validate", error = "endpoint_refused", %endpoint, "step refused");
         return Err(ThreadError::EndpointRefused { endpoint });
     }

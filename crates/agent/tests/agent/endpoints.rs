@@ -66,3 +66,133 @@ async fn a_refused_endpoint_fails_the_run_before_launch() {
     default.thread("t").run("hi").await.unwrap();
     default.close().await;
 }
+
+/// A provider whose one service binds `var = value` (as a secret).
+#[derive(Debug)]
+struct Binds {
+    var: &'static str,
+    value: &'static str,
+}
+
+#[run_service::async_trait]
+impl run_service::RunServiceProvider for Binds {
+    async fn attach_run(
+        &self,
+        _run: &run_service::RunId,
+    ) -> Result<run_service::RunAttachment, run_service::ProviderError> {
+        let service = run_service::ServiceRef::new("svc", "Service")
+            .with_secret_env(run_service::EnvBinding::new(self.var, self.value));
+        Ok(run_service::RunAttachment::new([service]))
+    }
+
+    async fn detach_run(
+        &self,
+        _run: &run_service::RunId,
+    ) -> Result<(), run_service::ProviderError> {
+        Ok(())
+    }
+}
+
+/// The reference driver, declaring `CUSTOM_ENDPOINT` as one of its endpoint variables (as a
+/// CLI driver's descriptor does, for example `CODEBUDDY_INTERNET_ENVIRONMENT`).
+#[derive(Debug)]
+struct WithEndpointVar(driver_spi::reference::ReferenceDriver);
+
+#[driver_spi::async_trait]
+impl driver_spi::Driver for WithEndpointVar {
+    fn descriptor(&self) -> driver_spi::Descriptor {
+        self.0.descriptor().with_endpoint_vars(["CUSTOM_ENDPOINT"])
+    }
+    fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
+        self.0.validate_config()
+    }
+    fn session_codec(&self) -> Option<&dyn driver_spi::SessionCodec> {
+        self.0.session_codec()
+    }
+    fn config_fingerprinter(&self) -> Option<&dyn driver_spi::ConfigFingerprinter> {
+        self.0.config_fingerprinter()
+    }
+    async fn run(
+        &self,
+        request: driver_spi::Request,
+        sink: Arc<dyn driver_spi::EventSink>,
+    ) -> Result<driver_spi::Response, driver_spi::DriverError> {
+        self.0.run(request, sink).await
+    }
+}
+
+/// A binding that moves the model endpoint or a proxy is an endpoint too: its value is checked
+/// by the policy (a URL, or a bare `host:port` as proxies are written), before the driver
+/// runs, and the refusal shows a digest of the variable's name, never the value.
+#[tokio::test]
+async fn endpoint_carrying_bindings_are_checked_by_the_policy() {
+    let backend = ReferenceBackend::new();
+    let run = |policy: EndpointPolicy, var: &'static str, value: &'static str| {
+        let backend = backend.clone();
+        async move {
+            let driver = WithEndpointVar(driver_spi::reference::ReferenceDriver::with_backend(
+                backend,
+            ));
+            let agent = agent::Agent::builder(Arc::new(driver))
+                .store(Arc::new(MemoryStore::new()))
+                .provider(Arc::new(Binds { var, value }))
+                .endpoint_policy(policy)
+                .build()
+                .unwrap();
+            let result = agent.thread("t").run("hi").await;
+            agent.close().await;
+            result
+        }
+    };
+    for (var, value) in [
+        ("ANTHROPIC_BASE_URL", "https://models.evil.example/v1"),
+        ("OPENAI_BASE_URL", "https://models.evil.example/v1"),
+        ("GOOGLE_GEMINI_BASE_URL", "https://models.evil.example"),
+        ("HTTPS_PROXY", "http://proxy.evil.example:3128"),
+        ("ALL_PROXY", "socks5://proxy.evil.example:1080"),
+        ("https_proxy", "proxy.evil.example:3128"),
+        ("NO_PROXY", "localhost,models.example"),
+        ("CUSTOM_ENDPOINT", "https://models.evil.example"),
+    ] {
+        let err = run(EndpointPolicy::loopback_only(), var, value)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ThreadError::EndpointRefused { .. }),
+            "{var}: {err}"
+        );
+        assert!(!err.to_string().contains("evil"), "{err}");
+    }
+    assert!(backend.requests().is_empty(), "the driver never ran");
+
+    // A loopback value passes a loopback policy; any value passes the default policy; other
+    // service tokens are not endpoints.
+    run(
+        EndpointPolicy::loopback_only(),
+        "ANTHROPIC_BASE_URL",
+        "http://127.0.0.1:9/v1",
+    )
+    .await
+    .unwrap();
+    run(
+        EndpointPolicy::loopback_only(),
+        "HTTPS_PROXY",
+        "127.0.0.1:3128",
+    )
+    .await
+    .unwrap();
+    run(
+        EndpointPolicy::any(),
+        "ANTHROPIC_BASE_URL",
+        "https://models.evil.example/v1",
+    )
+    .await
+    .unwrap();
+    run(
+        EndpointPolicy::loopback_only(),
+        "DOCS_TOKEN",
+        "https://evil.example",
+    )
+    .await
+    .unwrap();
+}
