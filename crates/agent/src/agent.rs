@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use compat_fingerprint::Breakdown;
 use driver_spi::Driver;
-use run_service::{McpServer, RunId, RunServiceProvider, validate_run};
+use run_service::{
+    EnvBinding, McpServer, RunId, RunServiceProvider, check_host_bearers, validate_run,
+};
 use thread_store::ThreadStore;
 use tokio::sync::watch;
 
@@ -46,6 +48,8 @@ pub(crate) struct Inner {
     pub(crate) store: Option<Arc<dyn ThreadStore>>,
     pub(crate) providers: Vec<Arc<dyn RunServiceProvider>>,
     pub(crate) host_mcp: Vec<McpServer>,
+    /// The host's own secret bindings, handed to the runtime on every run.
+    pub(crate) host_secrets: Vec<EnvBinding>,
     pub(crate) endpoints: crate::EndpointPolicy,
     pub(crate) profile: Profile,
     pub(crate) statics: Breakdown,
@@ -68,6 +72,7 @@ impl Agent {
             store: None,
             providers: Vec::new(),
             host_mcp: Vec::new(),
+            host_secrets: Vec::new(),
             endpoints: crate::EndpointPolicy::default(),
             profile: Profile {
                 identity: "default".to_owned(),
@@ -162,6 +167,7 @@ pub struct AgentBuilder {
     store: Option<Arc<dyn ThreadStore>>,
     providers: Vec<Arc<dyn RunServiceProvider>>,
     host_mcp: Vec<McpServer>,
+    host_secrets: Vec<EnvBinding>,
     endpoints: crate::EndpointPolicy,
     profile: Profile,
     skills: Vec<(String, String)>,
@@ -212,9 +218,39 @@ impl AgentBuilder {
     }
 
     /// Declares an MCP server of the host's own. It is always compared exactly: no
-    /// provider's compatibility tuple ever covers it.
+    /// provider's compatibility tuple ever covers it. A server that takes a bearer token names
+    /// its variable ([`McpServer::with_bearer_token_env`]) and the host binds it with
+    /// [`secret_env`](Self::secret_env); [`build`](Self::build) refuses a bearer variable the
+    /// host did not bind, so a server can never be handed the runtime's own credential.
     pub fn mcp_server(mut self, server: McpServer) -> Self {
         self.host_mcp.push(server);
+        self
+    }
+
+    /// A secret binding of the host's own, handed to the runtime on every run (for example
+    /// the bearer token of a server declared with [`mcp_server`](Self::mcp_server)). Its value
+    /// is redacted from every event, result and error, and never stored; like a run service's
+    /// binding, it may not set the runtime's loader, interpreter, endpoint or model key (a
+    /// CLI driver refuses those).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agent::Agent;
+    /// use driver_spi::reference::ReferenceDriver;
+    /// use run_service::{EnvBinding, McpServer};
+    ///
+    /// let docs = McpServer::streamable_http("docs", "http://127.0.0.1:4100/mcp")
+    ///     .with_bearer_token_env("DOCS_TOKEN");
+    /// let agent = Agent::builder(Arc::new(ReferenceDriver::new()))
+    ///     .mcp_server(docs.clone())
+    ///     .secret_env(EnvBinding::new("DOCS_TOKEN", "host-token"))
+    ///     .build();
+    /// assert!(agent.is_ok());
+    /// // Without the binding, the server's bearer variable is refused.
+    /// assert!(Agent::builder(Arc::new(ReferenceDriver::new())).mcp_server(docs).build().is_err());
+    /// ```
+    pub fn secret_env(mut self, binding: EnvBinding) -> Self {
+        self.host_secrets.push(binding);
         self
     }
 
@@ -278,6 +314,8 @@ impl AgentBuilder {
     pub fn build(mut self) -> Result<Agent, BuildError> {
         self.driver.validate_config()?;
         validate_run(&[], &self.host_mcp).map_err(BuildError::HostMcp)?;
+        let bound: Vec<&str> = self.host_secrets.iter().map(EnvBinding::name).collect();
+        check_host_bearers(&self.host_mcp, &bound).map_err(BuildError::HostMcp)?;
         let identity = &self.profile.identity;
         if identity.trim().is_empty() || identity.chars().any(char::is_control) {
             return Err(BuildError::Identity);
@@ -303,6 +341,7 @@ impl AgentBuilder {
                 store: self.store,
                 providers: self.providers,
                 host_mcp: self.host_mcp,
+                host_secrets: self.host_secrets,
                 endpoints: self.endpoints,
                 profile: self.profile,
                 statics,

@@ -71,5 +71,5 @@ pub use mcp::{McpServer, McpTransport, TransportKind};
 pub use provider::{ProviderError, RunId, RunServiceProvider};
 pub use semantic::SemanticFingerprint;
 pub use service::{EnvBinding, Lifecycle, ServiceRef};
-pub use validate::{Field, Limits, Reason, ValidationError, validate_run};
+pub use validate::{Field, Limits, Reason, ValidationError, check_host_bearers, validate_run};
 pub use views::{RunViews, View, build_views};

@@ -4,7 +4,7 @@ use std::fmt;
 
 use compat_fingerprint::ShortDigest;
 
-use crate::{McpServer, McpTransport, RunAttachment, ServiceRef};
+use crate::{EnvBinding, McpServer, McpTransport, RunAttachment, ServiceRef};
 
 /// The documented size limits, in bytes.
 #[derive(Debug, Clone, Copy)]
@@ -116,9 +116,16 @@ pub enum Reason {
     /// A command argument carries a credential (`--token x`, `--api-key=x`, `--password x`,
     /// …); pass it through a secret env binding instead.
     CredentialInArgument,
-    /// A plain (non-secret) env value or metadata entry is named like a credential
-    /// (`*_TOKEN`, `*_API_KEY`, `*_SECRET`, `*_PASSWORD`, …); use a secret env binding.
+    /// A plain (non-secret) env value, header value or metadata entry is named like a
+    /// credential (`*_TOKEN`, `*_API_KEY`, `*_SECRET`, `*_PASSWORD`, `auth`, …) or shaped
+    /// like one (a bearer credential, a key such as `sk-…` or `ghp_…`, a JWT, a URL password:
+    /// the patterns of `redaction::redact`); use a secret env binding.
     CredentialInPlainValue,
+    /// An MCP server's bearer-token variable is not bound by the same attachment (for a
+    /// provider's server) or by the host for that server (for a host-declared one). Without
+    /// this rule a server could name the runtime's own credential (`OPENAI_API_KEY`) and
+    /// receive the model key.
+    UnboundBearerVar,
 }
 
 impl fmt::Display for Reason {
@@ -143,7 +150,10 @@ impl fmt::Display for Reason {
                 "passes a credential as an argument; use a secret env binding"
             }
             Self::CredentialInPlainValue => {
-                "is named like a credential but given as a plain value; use a secret env binding"
+                "is named or shaped like a credential but given as a plain value; use a secret env binding"
+            }
+            Self::UnboundBearerVar => {
+                "names a bearer-token variable its own attachment (or the host, for a host server) does not bind"
             }
         })
     }
@@ -387,9 +397,21 @@ const CREDENTIAL_SUFFIXES: [&str; 7] = [
 fn is_credential_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase().replace('-', "_");
     CREDENTIAL_SUFFIXES.iter().any(|s| upper.ends_with(s))
+        || upper.ends_with("_AUTH")
         || matches!(
             upper.as_str(),
-            "TOKEN" | "API_KEY" | "APIKEY" | "SECRET" | "PASSWORD"
+            "TOKEN"
+                | "API_KEY"
+                | "APIKEY"
+                | "SECRET"
+                | "PASSWORD"
+                | "AUTH"
+                | "AUTHORIZATION"
+                | "CREDENTIAL"
+                | "CREDENTIALS"
+                | "COOKIE"
+                | "PASSWD"
+                | "PASSPHRASE"
         )
 }
 
@@ -509,6 +531,11 @@ pub fn validate_run(
             }
             compat_ids.push((compat.id.as_str(), at));
         }
+        let bound: Vec<&str> = attachment
+            .services
+            .iter()
+            .flat_map(|s| s.secret_env.iter().map(EnvBinding::name))
+            .collect();
         for (s, service) in attachment.services.iter().enumerate() {
             let at = Location::Service {
                 attachment: a,
@@ -522,6 +549,7 @@ pub fn validate_run(
             }
             if let Some(mcp) = &service.mcp {
                 check_mcp(at, mcp)?;
+                check_bearer_bound(at, mcp, &bound)?;
                 mcp_keys.push((mcp.name.as_str(), at));
             }
         }
@@ -556,6 +584,63 @@ pub fn validate_run(
     Ok(())
 }
 
+/// Checks that every host-declared MCP server's bearer-token variable is one the host bound
+/// for it (`bound`: the names of the host's own secret bindings). A provider's servers are
+/// held to the same rule by [`validate_run`], against their attachment's bindings.
+///
+/// ```
+/// use run_service::{McpServer, Reason, check_host_bearers};
+///
+/// let docs = McpServer::streamable_http("docs", "http://127.0.0.1:9/mcp")
+///     .with_bearer_token_env("DOCS_TOKEN");
+/// assert!(check_host_bearers(std::slice::from_ref(&docs), &["DOCS_TOKEN"]).is_ok());
+/// let err = check_host_bearers(&[docs], &[]).unwrap_err();
+/// assert_eq!(err.reason(), Reason::UnboundBearerVar);
+/// ```
+///
+/// # Errors
+/// [`Reason::UnboundBearerVar`] for the first server whose variable is not bound.
+pub fn check_host_bearers(host_mcp: &[McpServer], bound: &[&str]) -> Result<(), ValidationError> {
+    for (m, mcp) in host_mcp.iter().enumerate() {
+        check_bearer_bound(Location::HostMcp { server: m }, mcp, bound)?;
+    }
+    Ok(())
+}
+
+fn check_bearer_bound(
+    at: Location,
+    mcp: &McpServer,
+    bound: &[&str],
+) -> Result<(), ValidationError> {
+    let var = match &mcp.transport {
+        McpTransport::StreamableHttp {
+            bearer_token_env_var: Some(var),
+            ..
+        }
+        | McpTransport::Sse {
+            bearer_token_env_var: Some(var),
+            ..
+        } => var,
+        _ => return Ok(()),
+    };
+    if bound.contains(&var.as_str()) {
+        Ok(())
+    } else {
+        Err(ValidationError::new(
+            at,
+            Field::BearerTokenEnvVar,
+            Reason::UnboundBearerVar,
+            var,
+        ))
+    }
+}
+
+/// Whether a plain value is shaped like a credential: the redactor's token patterns (a
+/// bearer credential, `sk-…`, `ghp_…`, a JWT, a URL password, `token=…`) change it.
+fn shaped_like_credential(value: &str) -> bool {
+    matches!(redaction::redact(value), std::borrow::Cow::Owned(_))
+}
+
 /// The earliest-positioned repeat of a name: equal names sort by their position in the run.
 fn first_duplicate<'a>(names: &mut [(&'a str, Location)]) -> Option<(&'a str, Location)> {
     names.sort_unstable_by(|x, y| x.0.cmp(y.0).then_with(|| x.1.order().cmp(&y.1.order())));
@@ -585,7 +670,7 @@ fn check_service(at: Location, s: &ServiceRef) -> Result<(), ValidationError> {
     for (k, v) in &s.metadata {
         check_text(at, Field::Metadata, k, Limits::IDENTIFIER, true)?;
         check_text(at, Field::Metadata, v, Limits::TEXT, false)?;
-        if is_credential_name(k) && !v.is_empty() {
+        if (is_credential_name(k) && !v.is_empty()) || shaped_like_credential(v) {
             return Err(ValidationError::new(
                 at,
                 Field::Metadata,
@@ -606,7 +691,8 @@ fn check_mcp(at: Location, mcp: &McpServer) -> Result<(), ValidationError> {
             for (name, value) in env {
                 check_env_name(at, Field::McpEnv, name)?;
                 check_text(at, Field::McpEnv, value, Limits::TEXT, false)?;
-                if is_credential_name(name) && !value.is_empty() {
+                if (is_credential_name(name) && !value.is_empty()) || shaped_like_credential(value)
+                {
                     return Err(ValidationError::new(
                         at,
                         Field::McpEnv,
@@ -641,6 +727,14 @@ fn check_mcp(at: Location, mcp: &McpServer) -> Result<(), ValidationError> {
                     ));
                 }
                 check_text(at, Field::McpHeader, value, Limits::TEXT, false)?;
+                if shaped_like_credential(value) {
+                    return Err(ValidationError::new(
+                        at,
+                        Field::McpHeader,
+                        Reason::CredentialInPlainValue,
+                        value,
+                    ));
+                }
             }
             if let Some(var) = bearer_token_env_var {
                 check_env_name(at, Field::BearerTokenEnvVar, var)?;

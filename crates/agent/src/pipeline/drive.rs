@@ -64,12 +64,16 @@ pub(super) fn request(
         .collect();
     let mut mcp: Vec<_> = services.iter().filter_map(|s| s.mcp.clone()).collect();
     mcp.extend(inner.host_mcp.iter().cloned());
+    let runtime = inner.host_secrets.iter().cloned().fold(
+        RuntimePayload::from_services(services),
+        RuntimePayload::with_secret_env,
+    );
     let mut base = Request::new(
         cx.run_id.clone(),
         prompt,
         profile_payload(&inner.profile, views),
     )
-    .with_runtime(RuntimePayload::from_services(services))
+    .with_runtime(runtime)
     .with_mcp(mcp);
     if let Some(workspace) = &inner.profile.workspace {
         base = base.with_workspace(workspace.clone());

@@ -120,7 +120,13 @@ async fn execute_inner(
     // 2. Attach providers in order; unwind in reverse if one fails.
     let (attached, mut attachments) = attach_providers(thread, run_id, &cancel).await?;
 
-    let redactor = Redactor::with_secrets(attachments.iter().flat_map(secret_values));
+    let host_secrets = inner.host_secrets.iter().map(|b| b.value().clone());
+    let redactor = Redactor::with_secrets(
+        attachments
+            .iter()
+            .flat_map(secret_values)
+            .chain(host_secrets),
+    );
     let sink = Arc::new(CoreSink::new(run_id.clone(), redactor.clone(), events));
     let cx = RunCx {
         thread,

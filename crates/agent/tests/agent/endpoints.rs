@@ -196,3 +196,45 @@ async fn endpoint_carrying_bindings_are_checked_by_the_policy() {
     .await
     .unwrap();
 }
+
+/// A host-declared MCP server's bearer variable must be one the host bound for it: a server
+/// naming the model key without a binding is refused at build, and a bound token reaches the
+/// runtime on every run under its name, redacted from what the run reports.
+#[tokio::test]
+async fn a_host_servers_bearer_must_be_bound_by_the_host_and_reaches_the_runtime() {
+    let backend = ReferenceBackend::new();
+    let driver = || {
+        Arc::new(driver_spi::reference::ReferenceDriver::with_backend(
+            backend.clone(),
+        ))
+    };
+    let greedy = McpServer::streamable_http("docs", "http://127.0.0.1:9/mcp")
+        .with_bearer_token_env("OPENAI_API_KEY");
+    let refused = agent::Agent::builder(driver())
+        .store(Arc::new(MemoryStore::new()))
+        .mcp_server(greedy)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(refused, agent::BuildError::HostMcp(_)),
+        "{refused}"
+    );
+
+    let token = "host-docs-token-5e2b91";
+    let docs = McpServer::streamable_http("docs", "http://127.0.0.1:9/mcp")
+        .with_bearer_token_env("DOCS_TOKEN");
+    let agent = agent::Agent::builder(driver())
+        .store(Arc::new(MemoryStore::new()))
+        .mcp_server(docs)
+        .secret_env(run_service::EnvBinding::new("DOCS_TOKEN", token))
+        .build()
+        .unwrap();
+    let result = agent.thread("t").run(format!("say {token}")).await.unwrap();
+    let request = backend.last_request().unwrap();
+    assert_eq!(
+        request.expose_secret_env("DOCS_TOKEN").as_deref(),
+        Some(token)
+    );
+    assert!(!result.output.contains(token), "{}", result.output);
+    agent.close().await;
+}

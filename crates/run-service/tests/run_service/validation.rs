@@ -322,3 +322,98 @@ fn credential_shaped_values_are_refused_without_echo() {
     )
     .unwrap();
 }
+
+/// An MCP server's bearer variable must be bound by its own attachment: otherwise it could
+/// name the runtime's model key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …) and every CLI would
+/// send that key to the server. A binding in another attachment does not count.
+#[test]
+fn a_bearer_variable_must_be_bound_by_its_own_attachment() {
+    let server = |var: &str| {
+        ServiceRef::new("ui", "UI").with_mcp(
+            McpServer::streamable_http("ui", "http://127.0.0.1:4100/mcp")
+                .with_bearer_token_env(var),
+        )
+    };
+    for model_key in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "CODEX_API_KEY",
+    ] {
+        let e = err(&[RunAttachment::new([server(model_key)])], &[]);
+        assert_case(&e, Field::BearerTokenEnvVar, Reason::UnboundBearerVar);
+        assert_eq!(e.attachment(), Some(0));
+    }
+    // Bound by a sibling service of the same attachment: fine.
+    let bound = RunAttachment::new([
+        server("UI_TOKEN"),
+        ServiceRef::new("auth", "Auth").with_secret_env(EnvBinding::new("UI_TOKEN", CANARY)),
+    ]);
+    assert!(validate_run(std::slice::from_ref(&bound), &[]).is_ok());
+    // Bound only by another attachment: refused.
+    let elsewhere = RunAttachment::new([
+        ServiceRef::new("other", "Other").with_secret_env(EnvBinding::new("UI_TOKEN", CANARY))
+    ]);
+    let e = err(&[elsewhere, RunAttachment::new([server("UI_TOKEN")])], &[]);
+    assert_case(&e, Field::BearerTokenEnvVar, Reason::UnboundBearerVar);
+    assert_eq!(e.attachment(), Some(1));
+    // A host server's bearer is checked against the host's own bindings.
+    let host = McpServer::streamable_http("docs", "http://127.0.0.1:9/mcp")
+        .with_bearer_token_env("OPENAI_API_KEY");
+    let e =
+        run_service::check_host_bearers(std::slice::from_ref(&host), &["DOCS_TOKEN"]).unwrap_err();
+    assert_case(&e, Field::BearerTokenEnvVar, Reason::UnboundBearerVar);
+    assert!(run_service::check_host_bearers(&[host], &["OPENAI_API_KEY"]).is_ok());
+}
+
+/// A token-shaped canary (alphanumeric, as key shapes require).
+const SHAPED: &str = "CANARY7f3aQX";
+
+/// Plain values are checked by shape as well as by name: `auth = <token>` in metadata, a
+/// bearer credential or a key-shaped value under an innocent name are refused, and the error
+/// carries no digest of them.
+#[test]
+fn metadata_and_plain_values_shaped_like_credentials_are_refused() {
+    let with_metadata =
+        |k: &str, v: &str| RunAttachment::new([ServiceRef::new("svc", "svc").with_metadata(k, v)]);
+    for (key, value) in [
+        ("auth", CANARY.to_owned()),
+        ("Authorization", CANARY.to_owned()),
+        ("upstream_auth", CANARY.to_owned()),
+        ("credentials", CANARY.to_owned()),
+        ("note", format!("Bearer {CANARY}abcdef")),
+        ("note", format!("sk-proj-{SHAPED}0123456789abcdef")),
+        ("note", format!("ghp_{SHAPED}0123456789abcdefghijklmnop")),
+        ("endpoint", format!("https://u:{CANARY}@tools.example/")),
+        ("note", format!("token={CANARY}")),
+    ] {
+        let e = err(&[with_metadata(key, &value)], &[]);
+        assert!(!format!("{e} {e:?}").contains(SHAPED));
+        assert_case(&e, Field::Metadata, Reason::CredentialInPlainValue);
+        assert!(e.digest().is_none(), "{key}: a credential gets no digest");
+    }
+    let stdio = McpServer::stdio("s", "bin").with_env("MODE", format!("Bearer {CANARY}xyz"));
+    assert_case(
+        &err(&[], &[stdio]),
+        Field::McpEnv,
+        Reason::CredentialInPlainValue,
+    );
+    let header = McpServer::streamable_http("h", "https://t.example/mcp")
+        .with_header("X-Note", format!("Bearer {CANARY}xyz"));
+    assert_case(
+        &err(&[], &[header]),
+        Field::McpHeader,
+        Reason::CredentialInPlainValue,
+    );
+    // Ordinary metadata passes.
+    for (key, value) in [
+        ("region", "eu-west-1"),
+        ("auth_mode", "none"),
+        ("url", "https://t.example/a"),
+    ] {
+        assert!(
+            validate_run(&[with_metadata(key, value)], &[]).is_ok(),
+            "{key}"
+        );
+    }
+}
