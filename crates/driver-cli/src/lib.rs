@@ -42,7 +42,10 @@
 //! * The child's environment is the runtime environment's (empty, an allow-list of host
 //!   variables, namespace HOME/XDG/state variables, injected secrets) plus what the dialect
 //!   adds; a host credential never reaches it, and a dialect may not override HOME, XDG_*,
-//!   TMPDIR or state variables, nor pass a credential as a plain variable.
+//!   TMPDIR or state variables, nor pass a credential as a plain variable. A request's
+//!   bindings (from run services) may not set what changes how or where the runtime runs:
+//!   the loader, interpreter hooks, `PATH`, TLS trust, proxies, model endpoints, the model key
+//!   ([`runtime_env::RefusedVar`], [`CliError::RefusedRequestVar`]).
 //! * Secret values are exposed only to configure the child's environment. `Debug` of every
 //!   type shows names only; error messages hold code constants, numbers, names and paths,
 //!   never an output line, stderr text or a secret. stderr reaches callers only through the

@@ -26,7 +26,10 @@
 //!   and permission checks.
 //! * [`AuthStatus`], [`Snapshot`], [`RuntimeEnvSummary`]: auth status, implicit-source
 //!   snapshot and a secret-free summary.
-//! * [`redact()`], [`Redactor`]: token redaction for logs, events and support output.
+//! * [`redact()`], [`Redactor`]: the workspace's one redactor (re-exported from `redaction`).
+//! * [`refused_request_var`], [`RefusedVar`], [`is_endpoint_var`]: what a run service's
+//!   binding may not set in a runtime's process (loader, interpreter, `PATH`, TLS trust,
+//!   proxies, model endpoints and keys), and which variables carry an endpoint.
 //!
 //! # Invariants
 //!
