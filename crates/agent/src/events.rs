@@ -21,7 +21,9 @@ use crate::{RunResult, ThreadError};
 pub enum ThreadEventKind {
     /// The run started. Exactly once, first.
     RunStarted,
-    /// A piece of assistant text.
+    /// A piece of assistant text. The deltas of a run join to its text, redacted as a whole:
+    /// text that may begin a secret is held back until it is decided, so a delta can arrive
+    /// after tool-call events that the driver emitted later than that text.
     TextDelta {
         /// The text, redacted.
         delta: String,
@@ -105,7 +107,8 @@ fn now_ms() -> i64 {
 
 /// The sink the core hands to the driver: it enforces the order (one start first, nothing
 /// after the terminal), numbers and timestamps events, and redacts their text, streams as
-/// streams (a secret split across deltas is redacted whole; see
+/// streams: a secret split across deltas, or printed in halves around a tool call, is
+/// redacted whole in the joined deltas (see [`crate::stream_redact`] and
 /// `redaction::StreamRedactor`).
 pub(crate) struct CoreSink {
     run_id: RunId,
@@ -178,8 +181,8 @@ impl CoreSink {
         self.deliver(&mut state, terminal);
     }
 
-    /// Delivers one event: ends a pending stream first when the event is not its
-    /// continuation, then numbers and sends it.
+    /// Delivers one event: interrupts the open stream first when the event is not its
+    /// continuation (a terminal event ends every stream), then numbers and sends it.
     fn deliver(&self, state: &mut SinkState, kind: ThreadEventKind) {
         if self.ended.load(Ordering::SeqCst) {
             return;
@@ -201,11 +204,13 @@ impl CoreSink {
             }
             other => other,
         };
-        if let Some(ended) = state.streams.flush() {
-            self.send_stream(&state.tx, ended);
-        }
         if kind.is_terminal() {
+            for rest in state.streams.finish() {
+                self.send_stream(&state.tx, rest);
+            }
             self.ended.store(true, Ordering::SeqCst);
+        } else if let Some(interrupted) = state.streams.interrupt() {
+            self.send_stream(&state.tx, interrupted);
         }
         self.send(&state.tx, kind);
     }
@@ -218,8 +223,8 @@ impl CoreSink {
         }
         if kind.is_terminal() {
             state.driver_done = true;
-            if let Some(ended) = state.streams.flush() {
-                self.send_stream(&state.tx, ended);
+            for rest in state.streams.finish() {
+                self.send_stream(&state.tx, rest);
             }
             return;
         }
@@ -227,9 +232,9 @@ impl CoreSink {
     }
 
     fn stream_piece(&self, state: &mut SinkState, stream: Stream, delta: &str) {
-        let (ended, ready) = state.streams.push(stream.clone(), delta);
-        if let Some(ended) = ended {
-            self.send_stream(&state.tx, ended);
+        let (interrupted, ready) = state.streams.push(stream.clone(), delta);
+        if let Some(interrupted) = interrupted {
+            self.send_stream(&state.tx, interrupted);
         }
         self.send_stream(&state.tx, (stream, ready));
     }
@@ -506,6 +511,203 @@ mod tests {
             ThreadEventKind::TextDelta { delta } | ThreadEventKind::ToolCallArguments { delta, .. }
                 if delta.is_empty()
         )));
+    }
+
+    /// The text deltas a host joins, the arguments of each call joined, and every event.
+    fn joined(events: &[ThreadEventKind]) -> (String, Vec<(String, String)>) {
+        let mut text = String::new();
+        let mut calls: Vec<(String, String)> = Vec::new();
+        for event in events {
+            match event {
+                ThreadEventKind::TextDelta { delta } => text.push_str(delta),
+                ThreadEventKind::ToolCallArguments { call_id, delta } => {
+                    match calls.iter_mut().find(|(id, _)| id == call_id) {
+                        Some((_, args)) => args.push_str(delta),
+                        None => calls.push((call_id.clone(), delta.clone())),
+                    }
+                }
+                _ => {}
+            }
+        }
+        (text, calls)
+    }
+
+    /// Issue 24, finding 5: a secret printed in two halves around a tool call leaked through
+    /// the joined text deltas (the text stream was flushed whole at the tool call), while
+    /// `RunResult::output` hid it. The text stream now pauses at the call: the possible start
+    /// of the secret is held and goes out, redacted with the rest, after the call's events.
+    #[test]
+    fn a_secret_printed_in_halves_around_a_tool_call_is_redacted_in_the_joined_text() {
+        let secret = "9f86d081884c7d659a2feaa0c55ad015";
+        let (sink, mut rx) = sink(&[secret]);
+        sink.emit(DriverEvent::RunStarted);
+        sink.emit(DriverEvent::text("the token is 9f86d0818"));
+        sink.emit(DriverEvent::tool_call_started("c1", "lookup"));
+        sink.emit(DriverEvent::tool_call_arguments("c1", r#"{"q":1}"#));
+        sink.emit(DriverEvent::tool_call_result("c1", "found", false));
+        sink.emit(DriverEvent::text("84c7d659a2feaa0c55ad015, keep it."));
+        sink.emit(DriverEvent::RunFinished);
+        sink.finish(ThreadEventKind::RunFinished);
+        let events = drain(&mut rx);
+        let (text, calls) = joined(&events);
+        assert_eq!(text, "the token is [REDACTED], keep it.");
+        assert_eq!(calls, [("c1".to_owned(), r#"{"q":1}"#.to_owned())]);
+        // What the text decided before the call went out before it; the rest after it.
+        let started = events
+            .iter()
+            .position(|e| matches!(e, ThreadEventKind::ToolCallStarted { .. }))
+            .unwrap();
+        assert_eq!(
+            events[started - 1],
+            ThreadEventKind::TextDelta {
+                delta: "the token is ".into()
+            }
+        );
+    }
+
+    /// SplitMix64: the seeded randomness of the interleaving test (the agent's tests take no
+    /// proptest dependency).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            usize::try_from(self.next() % n as u64).unwrap()
+        }
+
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items[self.below(items.len())]
+        }
+    }
+
+    /// `secret` literally, percent-encoded (either hex case, `+` for a space) or JSON-escaped
+    /// (`\"`, `\/`, `\uXXXX`), chosen by `rng`.
+    fn encoded(secret: &str, rng: &mut Rng) -> String {
+        let form = rng.below(3);
+        let mut out = String::new();
+        for c in secret.chars() {
+            let mut buf = [0; 4];
+            match (form, rng.below(3)) {
+                (1, 0) if c == ' ' => out.push('+'),
+                (1, 1) => c
+                    .encode_utf8(&mut buf)
+                    .bytes()
+                    .for_each(|b| out.push_str(&format!("%{b:02X}"))),
+                (1, _) => c
+                    .encode_utf8(&mut buf)
+                    .bytes()
+                    .for_each(|b| out.push_str(&format!("%{b:02x}"))),
+                (2, 0) => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+                (2, _) if matches!(c, '"' | '\\' | '/') => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                _ => out.push(c),
+            }
+        }
+        out
+    }
+
+    /// `text` in pieces of 1 to 12 bytes (never through a character).
+    fn random_pieces(text: &str, rng: &mut Rng) -> Vec<String> {
+        let mut pieces = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let mut end = (1 + rng.below(12)).min(rest.len());
+            while !rest.is_char_boundary(end) {
+                end += 1;
+            }
+            let (piece, tail) = rest.split_at(end);
+            pieces.push(piece.to_owned());
+            rest = tail;
+        }
+        pieces
+    }
+
+    /// Issue 24, finding 5, at the sink: a secret in any form the redactor knows, in text
+    /// split into random deltas with tool calls (start, arguments in pieces that may show the
+    /// secret too, result) interleaved at random, as a driver may emit them. The joined text
+    /// deltas and each call's joined arguments are the whole texts redacted, and no event
+    /// shows the secret.
+    #[test]
+    fn randomly_interleaved_tool_calls_never_let_a_split_secret_through() {
+        let secrets = [
+            "p@ss w/rd \"q\" é-canary",
+            "9f86d081884c7d65",
+            "tok/en+x%y 😀",
+        ];
+        let prose = [
+            "the ",
+            "value ",
+            "is ",
+            ", ",
+            ". ",
+            "\n",
+            "héllo ",
+            "100% ",
+            "a/b ",
+            "x=1 ",
+            "Authorization: Bearer abc.def\n",
+            "\"token\": \"t-1\" ",
+        ];
+        for seed in 0..1500 {
+            let mut rng = Rng(seed);
+            let secret = rng.pick(&secrets);
+            let (sink, mut rx) = sink(&[secret]);
+            let redactor = Redactor::with_secrets([secrecy::SecretString::from(secret)]);
+            let words =
+                |rng: &mut Rng| -> String { (0..rng.below(6)).map(|_| rng.pick(&prose)).collect() };
+            let text = format!(
+                "{}{}{}{}",
+                words(&mut rng),
+                encoded(secret, &mut rng),
+                words(&mut rng),
+                if rng.below(2) == 0 {
+                    encoded(secret, &mut rng)
+                } else {
+                    String::new()
+                },
+            );
+            let mut calls = Vec::new();
+            sink.emit(DriverEvent::RunStarted);
+            for piece in random_pieces(&text, &mut rng) {
+                sink.emit(DriverEvent::text(piece));
+                if rng.below(4) == 0 {
+                    let call = format!("call-{}", calls.len());
+                    let arguments = format!(r#"{{"q":"{}"}}"#, encoded(secret, &mut rng));
+                    sink.emit(DriverEvent::tool_call_started(&call, "lookup"));
+                    for piece in random_pieces(&arguments, &mut rng) {
+                        sink.emit(DriverEvent::tool_call_arguments(&call, piece));
+                    }
+                    sink.emit(DriverEvent::tool_call_result(&call, "ok", false));
+                    calls.push((call, redactor.redact(&arguments).into_owned()));
+                }
+            }
+            sink.emit(DriverEvent::RunFinished);
+            sink.finish(ThreadEventKind::RunFinished);
+            let events = drain(&mut rx);
+            let (joined_text, joined_calls) = joined(&events);
+            assert_eq!(joined_text, redactor.redact(&text), "seed {seed}: {text:?}");
+            assert!(!redactor.finds_secret(&joined_text), "seed {seed}");
+            assert_eq!(joined_calls, calls, "seed {seed}");
+            for event in &events {
+                let json = serde_json::to_string(event).unwrap();
+                assert!(!redactor.finds_secret(&json), "seed {seed}: {json}");
+            }
+            assert_eq!(events.last(), Some(&ThreadEventKind::RunFinished));
+        }
     }
 
     /// A secret that JSON escapes (quotes, backslashes, control characters) is redacted in
