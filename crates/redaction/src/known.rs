@@ -188,12 +188,18 @@ pub(crate) fn find<'s>(
         // case), and only the end of the text can still turn into an escaped one.
         if s.iter().any(|&b| decoded[usize::from(b)]) {
             find_encoded(bytes, s, 0, eof, &mut spans, &mut open);
-        } else {
+        } else if eof {
             find_literal(text, secret, &mut spans);
-            if !eof {
-                let tail = bytes.len().saturating_sub(s.len() * WIDEST_ESCAPE);
-                find_encoded(bytes, s, tail, eof, &mut Vec::new(), &mut open);
+        } else {
+            // Literal occurrences up to the tail; in the tail (all of a short text) the
+            // escape-aware scan finds the rest and where the text ends inside one.
+            let tail = bytes.len().saturating_sub(s.len() * WIDEST_ESCAPE);
+            if tail > 0 {
+                // Only occurrences that start before the tail fit in here.
+                let before = ceil_boundary(text, tail + s.len() - 1);
+                find_literal(&text[..before], secret, &mut spans);
             }
+            find_encoded(bytes, s, tail, eof, &mut spans, &mut open);
         }
     }
     Occurrences {
