@@ -385,8 +385,10 @@ pub(crate) struct Open {
     pub(crate) from: usize,
     /// What would end it.
     pub(crate) until: Until,
-    /// Whether it is a value running to the end (a match that more text can only lengthen),
-    /// rather than a rule still waiting for its keyword, separator or value.
+    /// Whether text from [`from`](Self::from) on may be secret: a value running to the end
+    /// (a match that more text can only lengthen) or a URL authority without its end. When
+    /// false, the rule is still waiting for its keyword, separator or value, and the text from
+    /// `at` on is keyword, separators and blanks.
     pub(crate) value: bool,
 }
 

@@ -48,9 +48,11 @@
 //! to its terminator ([`Until`]: `-----END`, the closing quote, the line break, the end of the
 //! token or of the URL authority) or to the end of the stream. Over-redaction is the safe
 //! mistake, and whole-text redaction also redacts an unterminated PEM block to the end. A
-//! keyword followed by an endless run of blanks is the exception: the blanks go out as they
-//! are and only the keyword (at most [`KEYWORD_MAX`] bytes) is kept, with one blank, to decide
-//! the value that may follow; a rule reads any run of blanks as one. In stage one only a run
+//! keyword still waiting for its value behind endless runs of blanks (`token`, blanks, `=`,
+//! blanks) is the exception, since nothing in it is secret: it goes out as it is, and the
+//! keyword with its blank runs cut to [`BLANK_RUN_MAX`] (at most [`KEYWORD_MAX`] bytes) becomes
+//! the look-behind that decides the value that may follow; no rule can tell such a run from a
+//! longer one. In stage one only a run
 //! of touching occurrences can grow without end: past the bound it is released as one marker
 //! and the rest of the run is dropped, which is exactly what whole-text redaction gives.
 
@@ -63,8 +65,8 @@ use crate::{REDACTED, Redactor};
 /// before it is released redacted; see [`StreamRedactor`].
 pub const MAX_PENDING: usize = 64 * 1024;
 
-/// The longest keyword (and separator) kept to decide the value after an endless run of
-/// blanks.
+/// The longest keyword (with its separators and shortened blank runs) kept to decide the
+/// value after endless runs of blanks.
 const KEYWORD_MAX: usize = 1024;
 
 /// Redacts one stream of text that arrives in pieces (a run's assistant text, one tool
@@ -105,12 +107,15 @@ const KEYWORD_MAX: usize = 1024;
 /// A construct that stays undecided for more than [`MAX_PENDING`] bytes (a PEM block with no
 /// `-----END`, a header line with no line break, a quoted value with no closing quote, an
 /// endless token or URL authority) is released **redacted** at that point, and what follows
-/// is dropped up to its terminator, or to the end of the stream. Whole-text redaction would
-/// keep a terminated value's surroundings or a URL authority without `@` readable; the stream
-/// redacts them: over-redaction is the safe mistake. A keyword followed by an endless run of
-/// blanks is released as it is (the keyword is remembered to decide the value that follows),
-/// and an endless run of touching occurrences of a secret becomes one marker, as in whole-text
-/// redaction.
+/// is dropped up to its terminator, or to the end of the stream. For a PEM block, a header
+/// line, a quoted value or a token that is what whole-text redaction gives too; but a URL
+/// authority loses its host as well (and one without `@`, which whole-text redaction keeps, is
+/// redacted), and so does a word that starts like a token but turns out not to be one
+/// (`AKIA…` running into lowercase): over-redaction is the safe mistake. Which of these
+/// happens depends on where the stream was cut. A keyword waiting for its value behind
+/// endless blanks is released as it is (the keyword is remembered to decide the value that
+/// follows), and an endless run of touching occurrences of a secret becomes one marker, as in
+/// whole-text redaction.
 ///
 /// # Streams that pause
 /// A run's assistant text may be interrupted by tool calls and then go on. At such a switch,
@@ -414,14 +419,16 @@ impl Marked {
                 self.kept = self.text.len();
                 return scanned;
             };
-            // The bound. A keyword waiting for its value behind an endless run of blanks: the
-            // blanks go out, and only the keyword is kept to decide what follows them.
-            let keyword_end = seen.len() - seen.iter().rev().take_while(|&&b| is_blank(b)).count();
-            if !open.value && keyword_end < seen.len() && keyword_end - open.at <= KEYWORD_MAX {
+            // The bound. A keyword waiting for its value behind endless runs of blanks: the text
+            // goes out as it is, and the keyword with its runs shortened (no rule can tell a
+            // run of 64 blanks from a longer one) is kept to decide what follows.
+            if !open.value
+                && let Some(keyword) = shorten_blank_runs(&seen[open.at..])
+            {
                 out.push_str(&self.text[cut - base..]);
                 let start = open.at.saturating_sub(LOOK_BEHIND);
-                let mut behind = seen[start..keyword_end].to_vec();
-                behind.push(b' ');
+                let mut behind = seen[start..open.at].to_vec();
+                behind.extend_from_slice(&keyword);
                 self.behind_from = open.at - start;
                 self.behind = behind;
                 self.text.clear();
@@ -458,6 +465,27 @@ impl Marked {
         self.behind_from = self.behind.len();
         self.text.drain(..n);
     }
+}
+
+/// The longest run of blanks kept in a remembered keyword: longer runs read as this long to
+/// every rule (`skip_blanks` takes any run; a PEM label of 64 blanks is already too long).
+const BLANK_RUN_MAX: usize = 64;
+
+/// `text` with each run of blanks longer than [`BLANK_RUN_MAX`] cut to that length, or `None`
+/// when the result is longer than [`KEYWORD_MAX`] (not a keyword waiting for its value).
+fn shorten_blank_runs(text: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut run = 0;
+    for &b in text {
+        run = if is_blank(b) { run + 1 } else { 0 };
+        if run <= BLANK_RUN_MAX {
+            out.push(b);
+        }
+        if out.len() > KEYWORD_MAX {
+            return None;
+        }
+    }
+    Some(out)
 }
 
 fn is_blank(b: u8) -> bool {

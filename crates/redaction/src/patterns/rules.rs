@@ -362,8 +362,14 @@ pub(super) fn match_userinfo(input: Input<'_>, i: usize) -> Step {
         k += 1;
     }
     if k == bytes.len() && !input.eof {
-        // The last `@` of the authority decides, and more of it may follow.
-        return input.more(i, authority, Until::AuthorityEnd);
+        // The last `@` of the authority decides, and more of it may follow: the authority so
+        // far may hold a password, so it counts as a value.
+        return Step::More(Open {
+            at: i,
+            from: authority,
+            until: Until::AuthorityEnd,
+            value: true,
+        });
     }
     let Some(at) = at else {
         return Step::No;

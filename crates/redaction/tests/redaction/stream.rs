@@ -97,6 +97,54 @@ fn an_unterminated_private_key_keeps_the_held_text_bounded() {
     );
 }
 
+/// Past [`MAX_PENDING`] an undecided construct is released redacted and what follows is
+/// dropped to its end: for each rule below, that is exactly what whole-text redaction gives,
+/// however the stream is cut. Endless blanks between a keyword and its value go out as they
+/// are and the value is still found. The one over-redaction: a URL authority still without
+/// its end past the bound loses its host too.
+#[test]
+fn constructs_past_the_bound_are_redacted_to_their_end() {
+    let secret = "s3cr3t-value";
+    let r = redactor(&[secret]);
+    let n = MAX_PENDING + 5000;
+    let long = |c: &str| c.repeat(n);
+    let exact = [
+        format!(r#"{{"token": "{}", "n": 1}}"#, long("y")),
+        format!("Authorization: Bearer {}\nnext line", long("a")),
+        format!("Cookie: {}\r\nHost: h", long("c=d; ")),
+        format!("key sk-{} end", long("a")),
+        format!("x {} y", long(secret)),
+        format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\nok",
+            long("M")
+        ),
+        format!("token{}={}value1 rest", long(" "), long(" ")),
+        format!("Authorization:{}Bearer tok\nnext", long(" ")),
+        format!("Bearer{}tok next", long("\t")),
+    ];
+    for text in &exact {
+        let whole = r.redact(text).into_owned();
+        for size in [1, 1000, text.len()] {
+            assert_eq!(
+                stream(&r, &chunks(text, size)),
+                whole,
+                "{}… in pieces of {size}",
+                &text[..30]
+            );
+        }
+    }
+    // Long enough that some scan sees more than the bound still undecided (scans come when
+    // the held text has doubled, so a shorter one may be decided first, and kept whole).
+    let url = format!("see https://{}@host/x ok", "a".repeat(3 * MAX_PENDING));
+    assert_eq!(r.redact(&url), "see https://[REDACTED]@host/x ok");
+    for size in [1, 1000] {
+        assert_eq!(
+            stream(&r, &chunks(&url, size)),
+            "see https://[REDACTED]/x ok"
+        );
+    }
+}
+
 /// The edges of every rule, split at every position (with and without a pause there) and
 /// in 1-byte pieces: the joined output is always the whole text redacted.
 #[test]
