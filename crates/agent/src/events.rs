@@ -21,7 +21,9 @@ use crate::{RunResult, ThreadError};
 pub enum ThreadEventKind {
     /// The run started. Exactly once, first.
     RunStarted,
-    /// A piece of assistant text.
+    /// A piece of assistant text. The deltas of a run join to its text, redacted as a whole:
+    /// text that may begin a secret is held back until it is decided, so a delta can arrive
+    /// after tool-call events that the driver emitted later than that text.
     TextDelta {
         /// The text, redacted.
         delta: String,
@@ -105,7 +107,8 @@ fn now_ms() -> i64 {
 
 /// The sink the core hands to the driver: it enforces the order (one start first, nothing
 /// after the terminal), numbers and timestamps events, and redacts their text, streams as
-/// streams (a secret split across deltas is redacted whole; see
+/// streams: a secret split across deltas, or printed in halves around a tool call, is
+/// redacted whole in the joined deltas (see [`crate::stream_redact`] and
 /// `redaction::StreamRedactor`).
 pub(crate) struct CoreSink {
     run_id: RunId,
@@ -178,8 +181,8 @@ impl CoreSink {
         self.deliver(&mut state, terminal);
     }
 
-    /// Delivers one event: ends a pending stream first when the event is not its
-    /// continuation, then numbers and sends it.
+    /// Delivers one event: interrupts the open stream first when the event is not its
+    /// continuation (a terminal event ends every stream), then numbers and sends it.
     fn deliver(&self, state: &mut SinkState, kind: ThreadEventKind) {
         if self.ended.load(Ordering::SeqCst) {
             return;
@@ -201,11 +204,13 @@ impl CoreSink {
             }
             other => other,
         };
-        if let Some(ended) = state.streams.flush() {
-            self.send_stream(&state.tx, ended);
-        }
         if kind.is_terminal() {
+            for rest in state.streams.finish() {
+                self.send_stream(&state.tx, rest);
+            }
             self.ended.store(true, Ordering::SeqCst);
+        } else if let Some(interrupted) = state.streams.interrupt() {
+            self.send_stream(&state.tx, interrupted);
         }
         self.send(&state.tx, kind);
     }
@@ -218,8 +223,8 @@ impl CoreSink {
         }
         if kind.is_terminal() {
             state.driver_done = true;
-            if let Some(ended) = state.streams.flush() {
-                self.send_stream(&state.tx, ended);
+            for rest in state.streams.finish() {
+                self.send_stream(&state.tx, rest);
             }
             return;
         }
@@ -227,9 +232,9 @@ impl CoreSink {
     }
 
     fn stream_piece(&self, state: &mut SinkState, stream: Stream, delta: &str) {
-        let (ended, ready) = state.streams.push(stream.clone(), delta);
-        if let Some(ended) = ended {
-            self.send_stream(&state.tx, ended);
+        let (interrupted, ready) = state.streams.push(stream.clone(), delta);
+        if let Some(interrupted) = interrupted {
+            self.send_stream(&state.tx, interrupted);
         }
         self.send_stream(&state.tx, (stream, ready));
     }
@@ -506,6 +511,58 @@ mod tests {
             ThreadEventKind::TextDelta { delta } | ThreadEventKind::ToolCallArguments { delta, .. }
                 if delta.is_empty()
         )));
+    }
+
+    /// The text deltas a host joins, the arguments of each call joined, and every event.
+    fn joined(events: &[ThreadEventKind]) -> (String, Vec<(String, String)>) {
+        let mut text = String::new();
+        let mut calls: Vec<(String, String)> = Vec::new();
+        for event in events {
+            match event {
+                ThreadEventKind::TextDelta { delta } => text.push_str(delta),
+                ThreadEventKind::ToolCallArguments { call_id, delta } => {
+                    match calls.iter_mut().find(|(id, _)| id == call_id) {
+                        Some((_, args)) => args.push_str(delta),
+                        None => calls.push((call_id.clone(), delta.clone())),
+                    }
+                }
+                _ => {}
+            }
+        }
+        (text, calls)
+    }
+
+    /// Issue 24, finding 5: a secret printed in two halves around a tool call leaked through
+    /// the joined text deltas (the text stream was flushed whole at the tool call), while
+    /// `RunResult::output` hid it. The text stream now pauses at the call: the possible start
+    /// of the secret is held and goes out, redacted with the rest, after the call's events.
+    #[test]
+    fn a_secret_printed_in_halves_around_a_tool_call_is_redacted_in_the_joined_text() {
+        let secret = "9f86d081884c7d659a2feaa0c55ad015";
+        let (sink, mut rx) = sink(&[secret]);
+        sink.emit(DriverEvent::RunStarted);
+        sink.emit(DriverEvent::text("the token is 9f86d0818"));
+        sink.emit(DriverEvent::tool_call_started("c1", "lookup"));
+        sink.emit(DriverEvent::tool_call_arguments("c1", r#"{"q":1}"#));
+        sink.emit(DriverEvent::tool_call_result("c1", "found", false));
+        sink.emit(DriverEvent::text("84c7d659a2feaa0c55ad015, keep it."));
+        sink.emit(DriverEvent::RunFinished);
+        sink.finish(ThreadEventKind::RunFinished);
+        let events = drain(&mut rx);
+        let (text, calls) = joined(&events);
+        assert_eq!(text, "the token is [REDACTED], keep it.");
+        assert_eq!(calls, [("c1".to_owned(), r#"{"q":1}"#.to_owned())]);
+        // What the text decided before the call went out before it; the rest after it.
+        let started = events
+            .iter()
+            .position(|e| matches!(e, ThreadEventKind::ToolCallStarted { .. }))
+            .unwrap();
+        assert_eq!(
+            events[started - 1],
+            ThreadEventKind::TextDelta {
+                delta: "the token is ".into()
+            }
+        );
     }
 
     /// A secret that JSON escapes (quotes, backslashes, control characters) is redacted in

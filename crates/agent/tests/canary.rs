@@ -224,7 +224,8 @@ where
 
     // A driver that streams the secret back in the shapes real CLIs produce: split across
     // small text deltas, JSON-escaped inside a tool call's arguments (also split), and
-    // percent-encoded in text. The token contains characters that both escapings change.
+    // percent-encoded in text, and in two halves around a tool call. The token contains
+    // characters that both escapings change.
     let mut streamed = spec(7);
     streamed.token_prefix = format!("{CANARY} \"q\\/&x=");
     let (a7, provider7) = agent(open().await, &backend, streamed);
@@ -244,6 +245,12 @@ where
         " (url form: {})",
         percent_encode(&token)
     )));
+    // Printed in two halves around a tool call: the joined text deltas hold it whole.
+    let half = CANARY.len() + 4;
+    events.push(DriverEvent::text(format!(" Again: {}", &token[..half])));
+    events.push(DriverEvent::tool_call_started("call-2", "noop"));
+    events.push(DriverEvent::tool_call_result("call-2", "done", false));
+    events.push(DriverEvent::text(format!("{}.", &token[half..])));
     events.push(DriverEvent::RunFinished);
     backend.push_behavior(Behavior::Events(events));
     let streamed_run = a7.thread("streamed").run("seventh").await;

@@ -1,5 +1,5 @@
 //! Known secret values in text: found literally, percent-encoded (either hex case, `+` for a
-//! space) or JSON-escaped, in any mix, and replaced with [`REDACTED`](crate::REDACTED).
+//! space) or JSON-escaped, in any mix, and replaced with [`REDACTED`].
 //!
 //! Invariants: overlapping or touching occurrences, of one secret or of several, are replaced
 //! as one span, so no part of any secret survives; a replacement never cuts a UTF-8 character;
@@ -59,10 +59,19 @@ impl SecretSet {
         }
     }
 
-    /// The longest value, in bytes (0 when empty).
-    pub(crate) fn longest(&self) -> usize {
+    /// Every occurrence of every held value in `text`, and (unless `eof`) where the text
+    /// ends inside a possible one: see [`find`].
+    pub(crate) fn find(&self, text: &str, eof: bool) -> Occurrences {
+        find(text, self.values(), eof)
+    }
+
+    /// The most bytes of text one occurrence of a held value can take, in any form (0 when
+    /// empty).
+    pub(crate) fn reach(&self) -> usize {
         // Longest first.
-        self.secrets.first().map_or(0, |s| s.expose_secret().len())
+        self.secrets
+            .first()
+            .map_or(0, |s| s.expose_secret().len() * WIDEST_ESCAPE)
     }
 
     /// The values, as held.
@@ -112,56 +121,107 @@ impl fmt::Debug for SecretSet {
     }
 }
 
+/// How many bytes of text one byte of a secret takes at most in a form [`find`] knows: six,
+/// as `\u00XX` (a surrogate pair takes twelve for four bytes, `%XX` three for one).
+pub(crate) const WIDEST_ESCAPE: usize = 6;
+
+/// The occurrences [`find`] saw in a text.
+#[derive(Debug, Default)]
+pub(crate) struct Occurrences {
+    /// Sorted, disjoint spans to replace: overlapping or touching occurrences are merged, and
+    /// each span is widened to character boundaries.
+    pub(crate) spans: Vec<(usize, usize)>,
+    /// The earliest start of an occurrence the text ended in the middle of (the rest of the
+    /// text is a proper prefix of some encoded form of a secret); always `None` at the end of
+    /// the text.
+    pub(crate) open: Option<usize>,
+}
+
 /// `text` with every occurrence of each secret replaced by [`REDACTED`], or `None` when
 /// there is none. Occurrences may be literal, percent-encoded (either hex case, `+` for a
 /// space) or JSON-escaped, in any mix. Overlapping or touching occurrences, of one secret
 /// or of several, are replaced as one span, so no part of any secret survives.
 pub(crate) fn replace<'s>(text: &str, secrets: impl Iterator<Item = &'s str>) -> Option<String> {
+    let found = find(text, secrets, true);
+    if found.spans.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    apply(text, &found.spans, &mut out);
+    Some(out)
+}
+
+/// Appends `text` to `out` with each of `spans` (sorted, disjoint, on character boundaries)
+/// replaced by [`REDACTED`].
+pub(crate) fn apply(text: &str, spans: &[(usize, usize)], out: &mut String) {
+    let mut copied = 0;
+    for &(a, b) in spans {
+        out.push_str(&text[copied..a]);
+        out.push_str(REDACTED);
+        copied = b;
+    }
+    out.push_str(&text[copied..]);
+}
+
+/// Every occurrence of each secret in `text`, and, unless `eof` says the text is complete,
+/// where an occurrence may have begun that the text ends too early to decide.
+///
+/// With `eof`, this is what whole-text redaction replaces. Without it, an occurrence that
+/// starts before [`Occurrences::open`] is decided by the bytes present: more text can only
+/// add occurrences that start at or after `open` (or after the end).
+pub(crate) fn find<'s>(
+    text: &str,
+    secrets: impl Iterator<Item = &'s str>,
+    eof: bool,
+) -> Occurrences {
     let bytes = text.as_bytes();
     let decoded = escaped_bytes(bytes);
     let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut open: Option<usize> = None;
     for secret in secrets {
         let s = secret.as_bytes();
         if s.is_empty() {
             continue;
         }
         // The escape-aware scan only when some escape in the text stands for a byte of
-        // this secret; otherwise every occurrence is literal (the fast, common case).
+        // this secret; otherwise every complete occurrence is literal (the fast, common
+        // case), and only the end of the text can still turn into an escaped one.
         if s.iter().any(|&b| decoded[usize::from(b)]) {
-            find_encoded(bytes, s, &mut spans);
-        } else {
+            find_encoded(bytes, s, 0, eof, &mut spans, &mut open);
+        } else if eof {
             find_literal(text, secret, &mut spans);
+        } else {
+            // Literal occurrences up to the tail; in the tail (all of a short text) the
+            // escape-aware scan finds the rest and where the text ends inside one.
+            let tail = bytes.len().saturating_sub(s.len() * WIDEST_ESCAPE);
+            if tail > 0 {
+                // Only occurrences that start before the tail fit in here.
+                let before = ceil_boundary(text, tail + s.len() - 1);
+                find_literal(&text[..before], secret, &mut spans);
+            }
+            find_encoded(bytes, s, tail, eof, &mut spans, &mut open);
         }
     }
-    if spans.is_empty() {
-        return None;
+    Occurrences {
+        spans: merge(text, spans),
+        open,
     }
+}
+
+/// `spans` widened to character boundaries, sorted, and merged where they overlap or touch.
+fn merge(text: &str, mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     for span in &mut spans {
         *span = (floor_boundary(text, span.0), ceil_boundary(text, span.1));
     }
     spans.sort_unstable();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut current: Option<(usize, usize)> = None;
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
     for (a, b) in spans {
-        match &mut current {
+        match merged.last_mut() {
             Some(cur) if a <= cur.1 => cur.1 = cur.1.max(b),
-            _ => {
-                if let Some((ca, cb)) = current.replace((a, b)) {
-                    out.push_str(&text[copied..ca]);
-                    out.push_str(REDACTED);
-                    copied = cb;
-                }
-            }
+            _ => merged.push((a, b)),
         }
     }
-    if let Some((ca, cb)) = current {
-        out.push_str(&text[copied..ca]);
-        out.push_str(REDACTED);
-        copied = cb;
-    }
-    out.push_str(&text[copied..]);
-    Some(out)
+    merged
 }
 
 /// Which bytes the escapes in `text` stand for.
@@ -169,7 +229,7 @@ fn escaped_bytes(text: &[u8]) -> [bool; 256] {
     let mut decoded = [false; 256];
     for (t, &b) in text.iter().enumerate() {
         if matches!(b, b'%' | b'\\' | b'+')
-            && let Some(unit) = decode(text, t)
+            && let Decoded::Unit(unit) = decode(text, t)
         {
             for &d in &unit.bytes[..unit.len] {
                 decoded[usize::from(d)] = true;
@@ -189,44 +249,80 @@ fn find_literal(text: &str, secret: &str, spans: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// Every occurrence in any mix of literal bytes and escapes.
-fn find_encoded(text: &[u8], s: &[u8], spans: &mut Vec<(usize, usize)>) {
-    for (i, &b) in text.iter().enumerate() {
+/// Every occurrence that starts at or after `from`, in any mix of literal bytes and
+/// escapes; the first undecided start goes to `open`.
+fn find_encoded(
+    text: &[u8],
+    s: &[u8],
+    from: usize,
+    eof: bool,
+    spans: &mut Vec<(usize, usize)>,
+    open: &mut Option<usize>,
+) {
+    for (i, &b) in text.iter().enumerate().skip(from) {
         if b != s[0] && !matches!(b, b'%' | b'\\' | b'+') {
             continue;
         }
-        if let Some(end) = match_at(text, i, s, false).or_else(|| match_at(text, i, s, true)) {
-            spans.push((i, end));
+        let found = match match_at(text, i, s, false, eof) {
+            Match::No => match_at(text, i, s, true, eof),
+            other => other,
+        };
+        match found {
+            Match::End(end) => spans.push((i, end)),
+            Match::More => {
+                if open.is_none_or(|o| i < o) {
+                    *open = Some(i);
+                }
+                // Every later start is held back anyway.
+                return;
+            }
+            Match::No => {}
         }
     }
 }
 
-/// Where a match of `s` starting at `t` ends. At each step a literal byte or an escape
-/// may match; `prefer_escape` says which to try first (a secret may itself contain `%`
-/// or `\`).
-fn match_at(text: &[u8], mut t: usize, s: &[u8], prefer_escape: bool) -> Option<usize> {
+/// What [`match_at`] found.
+enum Match {
+    /// An occurrence, ending there.
+    End(usize),
+    /// None.
+    No,
+    /// The text ends before it is decided.
+    More,
+}
+
+/// Whether an occurrence of `s` starts at `t`, and where it ends. At each step a literal
+/// byte or an escape may match; `prefer_escape` says which to try first (a secret may itself
+/// contain `%` or `\`). Without `eof`, running out of text (or into a cut escape) is
+/// [`Match::More`]; with it, the text simply ends.
+fn match_at(text: &[u8], mut t: usize, s: &[u8], prefer_escape: bool, eof: bool) -> Match {
     let mut j = 0;
     while j < s.len() {
-        let literal = text.get(t) == Some(&s[j]);
+        let Some(&byte) = text.get(t) else {
+            return if eof { Match::No } else { Match::More };
+        };
+        let literal = byte == s[j];
         if literal && !prefer_escape {
             t += 1;
             j += 1;
             continue;
         }
-        if let Some(unit) = decode(text, t)
-            && s[j..].starts_with(&unit.bytes[..unit.len])
-        {
-            t += unit.width;
-            j += unit.len;
-            continue;
+        match decode(text, t) {
+            Decoded::Unit(unit) if s[j..].starts_with(&unit.bytes[..unit.len]) => {
+                t += unit.width;
+                j += unit.len;
+                continue;
+            }
+            Decoded::Cut if !eof => return Match::More,
+            _ => {}
         }
         if !literal {
-            return None;
+            return Match::No;
         }
         t += 1;
         j += 1;
     }
-    Some(t)
+    Match::End(t)
 }
 
 /// The bytes one escape stands for.
@@ -247,16 +343,36 @@ impl Unit {
     }
 }
 
+/// What starts at a position of the text.
+enum Decoded {
+    /// A whole escape.
+    Unit(Unit),
+    /// No escape.
+    No,
+    /// The start of an escape that the text ends in (`%4`, `\`, `\u00`, a high surrogate
+    /// without its pair yet): more text may complete it.
+    Cut,
+}
+
 /// The escape at `t`: `%XX`, `+` (a space in form encoding), or a JSON escape.
-fn decode(text: &[u8], t: usize) -> Option<Unit> {
-    match *text.get(t)? {
-        b'%' => {
-            let v = hex(text.get(t + 1..t + 3)?)?;
-            Some(Unit::byte(u8::try_from(v).ok()?, 3))
-        }
-        b'+' => Some(Unit::byte(b' ', 1)),
+fn decode(text: &[u8], t: usize) -> Decoded {
+    let Some(&first) = text.get(t) else {
+        return Decoded::No;
+    };
+    match first {
+        b'%' => match text.get(t + 1..t + 3) {
+            None => Decoded::Cut,
+            Some(digits) => match hex(digits).and_then(|v| u8::try_from(v).ok()) {
+                Some(b) => Decoded::Unit(Unit::byte(b, 3)),
+                None => Decoded::No,
+            },
+        },
+        b'+' => Decoded::Unit(Unit::byte(b' ', 1)),
         b'\\' => {
-            let b = match *text.get(t + 1)? {
+            let Some(&second) = text.get(t + 1) else {
+                return Decoded::Cut;
+            };
+            let b = match second {
                 b'"' => b'"',
                 b'\\' => b'\\',
                 b'/' => b'/',
@@ -266,33 +382,45 @@ fn decode(text: &[u8], t: usize) -> Option<Unit> {
                 b'r' => b'\r',
                 b't' => b'\t',
                 b'u' => return decode_unicode(text, t),
-                _ => return None,
+                _ => return Decoded::No,
             };
-            Some(Unit::byte(b, 2))
+            Decoded::Unit(Unit::byte(b, 2))
         }
-        _ => None,
+        _ => Decoded::No,
     }
 }
 
 /// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`, as UTF-8.
-fn decode_unicode(text: &[u8], t: usize) -> Option<Unit> {
-    let hi = hex(text.get(t + 2..t + 6)?)?;
+fn decode_unicode(text: &[u8], t: usize) -> Decoded {
+    let Some(digits) = text.get(t + 2..t + 6) else {
+        return Decoded::Cut;
+    };
+    let Some(hi) = hex(digits) else {
+        return Decoded::No;
+    };
     let (code, width) = if (0xD800..0xDC00).contains(&hi) {
-        if text.get(t + 6..t + 8)? != b"\\u" {
-            return None;
+        let Some(next) = text.get(t + 6..t + 12) else {
+            return Decoded::Cut;
+        };
+        if &next[..2] != b"\\u" {
+            return Decoded::No;
         }
-        let lo = hex(text.get(t + 8..t + 12)?)?;
+        let Some(lo) = hex(&next[2..]) else {
+            return Decoded::No;
+        };
         if !(0xDC00..0xE000).contains(&lo) {
-            return None;
+            return Decoded::No;
         }
         (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 12)
     } else {
         (hi, 6)
     };
-    let c = char::from_u32(code)?;
+    let Some(c) = char::from_u32(code) else {
+        return Decoded::No;
+    };
     let mut bytes = [0; 4];
     let len = c.encode_utf8(&mut bytes).len();
-    Some(Unit { bytes, len, width })
+    Decoded::Unit(Unit { bytes, len, width })
 }
 
 fn hex(digits: &[u8]) -> Option<u32> {

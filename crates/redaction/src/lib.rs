@@ -6,8 +6,10 @@
 //!   `\u00e9`, surrogate pairs), in any mix; then it applies the token patterns of
 //!   [`redact()`] (authorization headers, bearer credentials, URL passwords, key shapes such
 //!   as `sk-…` and `ghp_…`, PEM private keys, sensitive fields such as `access_token`).
-//! - [`StreamRedactor`] does the same for text that arrives in pieces, holding back only what
-//!   could still be part of a secret.
+//! - [`StreamRedactor`] does the same for text that arrives in pieces: however the text is
+//!   split (and [paused](StreamRedactor::pause), as a run's text is at a tool call), the joined
+//!   output is the whole text redacted. It holds back only what the text so far cannot
+//!   decide, with work linear in the streamed bytes and bounded memory.
 //!
 //! `driver_spi::Redactor` and `runtime_env::Redactor` are re-exports of [`Redactor`]: a driver
 //! author, a host and the core use one type with one strength.
@@ -33,7 +35,9 @@
 //!   reversed, split by inserted characters): only the forms above are redacted.
 //! - Known values shorter than [`MIN_SECRET_LEN`] bytes are ignored (they would blank out
 //!   ordinary text).
-//! - Patterns over-redact rather than under-redact: `max_token=5` loses its value.
+//! - Patterns over-redact rather than under-redact: `max_token=5` loses its value; in a
+//!   stream, a construct still undecided after [`MAX_PENDING`] bytes (a PEM block with no
+//!   END, an unterminated header line or quoted value) is released redacted up to its end.
 //!
 //! Stability: pre-1.0; the API may change in any release.
 #![forbid(unsafe_code)]

@@ -1,9 +1,18 @@
 //! The token patterns: one hand-written pass over the bytes that finds credentials by their
-//! shape or by the field that holds them. The rules are documented on [`crate::redact`].
+//! shape or by the field that holds them. The rules are documented on [`crate::redact`]; their
+//! matchers are in [`rules`]. [`Scanner`] yields the spans to replace, and, for a stream whose
+//! text may go on, the first position the text so far cannot decide ([`Open`]).
 
 use std::borrow::Cow;
 
 use crate::REDACTED;
+
+mod rules;
+
+use rules::{
+    Input, Tri, is_boundary, line_end, match_header, match_key, match_pem, match_prefixed,
+    match_scheme, match_userinfo, quoted_end,
+};
 
 /// Field names whose values are redacted (matched ASCII-case-insensitively), and whether the
 /// field counts only in `key=value` form (query parameters such as `?key=` and `?sig=`).
@@ -161,10 +170,6 @@ fn is_blank(b: u8) -> bool {
     b == b' ' || b == b'\t'
 }
 
-fn starts_with_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.len() >= needle.len() && haystack[..needle.len()].eq_ignore_ascii_case(needle)
-}
-
 fn skip_blanks(bytes: &[u8], mut j: usize) -> usize {
     while j < bytes.len() && is_blank(bytes[j]) {
         j += 1;
@@ -269,33 +274,17 @@ const fn set_pair(t: &mut [u64; 1024], a: u8, b: u8) {
     t[bit / 64] |= 1 << (bit % 64);
 }
 
-/// Whether some rule starts with the two bytes at `i`.
-fn is_candidate_pair(bytes: &[u8], i: usize) -> bool {
-    bytes.get(i + 1).is_some_and(|&b| {
-        let bit = usize::from(bytes[i]) << 8 | usize::from(b);
-        PAIRS[bit / 64] & (1 << (bit % 64)) != 0
-    })
-}
-
-/// Whether a word may start at `i`: at the start, after a non-alphanumeric byte, or after a
-/// JSON-escaped line break or tab (`\n`, `\r`, `\t` inside a JSON string).
-fn is_boundary(bytes: &[u8], i: usize) -> bool {
-    i == 0
-        || !bytes[i - 1].is_ascii_alphanumeric()
-        || (i >= 2 && bytes[i - 2] == b'\\' && matches!(bytes[i - 1], b'n' | b'r' | b't'))
-}
-
-/// Whether `bytes[start..]` begins with [`REDACTED`] followed by the end of the value (as
-/// `ends` tells), so that redacting is idempotent.
-fn is_redacted_value(bytes: &[u8], start: usize, ends: impl Fn(u8) -> bool) -> bool {
-    bytes[start..].starts_with(REDACTED.as_bytes())
-        && bytes.get(start + REDACTED.len()).is_none_or(|&b| ends(b))
-}
+/// How far back a scan looks before the position it decides ([`is_boundary`] reads two
+/// bytes, the header and URL rules one).
+pub(crate) const LOOK_BEHIND: usize = 2;
 
 /// A matched span to replace with [`REDACTED`], and where scanning resumes.
-struct Hit {
-    start: usize,
-    end: usize,
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hit {
+    /// The first byte to replace.
+    pub(crate) start: usize,
+    /// The byte after the last one to replace.
+    pub(crate) end: usize,
     resume: usize,
     /// False when the span is already redacted: it is skipped, not replaced again (so the
     /// other rules do not see it either, as on the first pass).
@@ -323,38 +312,191 @@ impl Hit {
     }
 }
 
+/// What ends an open construct: the stream redactor, once it has released such a construct
+/// redacted at its bound, drops what follows up to this.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Until {
+    /// `-----END` (a PEM body).
+    PemEnd,
+    /// The closing quote of a quoted value (a `"` value honours backslash escapes).
+    Quote(u8),
+    /// A line break, literal or JSON-escaped, or the quote the header line sits in.
+    LineEnd(Option<u8>),
+    /// The end of an unquoted value (whitespace, `&`, `,`, `;`, a quote, a closing bracket).
+    BareEnd,
+    /// The first byte not in a token's alphabet.
+    TokenEnd(fn(u8) -> bool),
+    /// The end of a URL authority.
+    AuthorityEnd,
+}
+
+impl Until {
+    /// Where the construct ends in `bytes` (it started before them): `Ok(at)`, or `Err(keep)`
+    /// when `bytes` do not end it yet and only `bytes[keep..]` may still be part of the end.
+    pub(crate) fn find(self, bytes: &[u8]) -> Result<usize, usize> {
+        let first = |stop: fn(u8) -> bool| bytes.iter().position(|&b| stop(b)).ok_or(bytes.len());
+        match self {
+            Self::PemEnd => {
+                find(bytes, PEM_END).ok_or(bytes.len().saturating_sub(PEM_END.len() - 1))
+            }
+            Self::Quote(quote) => {
+                let k = quoted_end(bytes, 0, quote);
+                match bytes.get(k) {
+                    Some(_) => Ok(k),
+                    // A trailing backslash escapes what comes next: keep it.
+                    None if quote == b'"' => Err(trailing_escape(bytes)),
+                    None => Err(bytes.len()),
+                }
+            }
+            Self::LineEnd(quote) => {
+                let k = line_end(bytes, 0, quote);
+                if k < bytes.len() {
+                    Ok(k)
+                } else if bytes.last() == Some(&b'\\') {
+                    Err(trailing_escape(bytes))
+                } else {
+                    Err(bytes.len())
+                }
+            }
+            Self::BareEnd => first(ends_bare_value),
+            Self::TokenEnd(body) => bytes.iter().position(|&b| !body(b)).ok_or(bytes.len()),
+            Self::AuthorityEnd => first(ends_authority),
+        }
+    }
+}
+
+/// Where an odd run of backslashes at the end of `bytes` leaves its last, unpaired one.
+fn trailing_escape(bytes: &[u8]) -> usize {
+    let run = bytes.iter().rev().take_while(|&&b| b == b'\\').count();
+    if run % 2 == 1 {
+        bytes.len() - 1
+    } else {
+        bytes.len()
+    }
+}
+
+/// A construct whose decision needs text the scan has not seen yet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Open {
+    /// Where the rule that cannot decide starts (the scan stops there; nothing from here on
+    /// is decided).
+    pub(crate) at: usize,
+    /// Where its secret part starts (`at` when there is none yet).
+    pub(crate) from: usize,
+    /// What would end it.
+    pub(crate) until: Until,
+    /// Whether text from [`from`](Self::from) on may be secret: a value running to the end
+    /// (a match that more text can only lengthen) or a URL authority without its end. When
+    /// false, the rule is still waiting for its keyword, separator or value, and the text from
+    /// `at` on is keyword, separators and blanks.
+    pub(crate) value: bool,
+}
+
+/// One rule's answer at one position.
+enum Step {
+    No,
+    Hit(Hit),
+    More(Open),
+}
+
+/// A rule family's matcher at one position.
+type Matcher = fn(Input<'_>, usize) -> Step;
+
+/// The matchers of each family, in the order they are tried at a position.
+const MATCHERS: [(u8, Matcher); 5] = [
+    (HEADER, match_header),
+    (SCHEME, match_scheme),
+    (PREFIX, match_prefixed),
+    (KEY, match_key),
+    (PEM, match_pem),
+];
+
+/// What a [`Scanner`] yields.
+pub(crate) enum Found {
+    /// A span to replace.
+    Hit(Hit),
+    /// The first position the text cannot decide yet; the scan ends with it.
+    Open(Open),
+}
+
+/// The token patterns' pass over a text, as spans: the one scanner behind [`redact_patterns`]
+/// and the stream redactor.
+///
+/// It visits positions from `from` on (the bytes before `from` are look-behind only) and yields
+/// each span to replace, in order. Unless the text is complete (`eof`), it stops at the first
+/// position whose rule reads to the end of the text and yields it as [`Found::Open`]: every
+/// span before it is final, whatever follows.
+pub(crate) struct Scanner<'a> {
+    input: Input<'a>,
+    i: usize,
+    done: bool,
+}
+
+impl<'a> Scanner<'a> {
+    pub(crate) fn new(bytes: &'a [u8], from: usize, eof: bool) -> Self {
+        Self {
+            input: Input { bytes, eof },
+            i: from,
+            done: false,
+        }
+    }
+}
+
+impl Iterator for Scanner<'_> {
+    type Item = Found;
+
+    fn next(&mut self) -> Option<Found> {
+        let input = self.input;
+        let bytes = input.bytes;
+        while !self.done && self.i < bytes.len() {
+            let i = self.i;
+            let b = bytes[i];
+            let families = CANDIDATE[usize::from(b)];
+            let step = if b == b':' {
+                match_userinfo(input, i)
+            } else if families == 0 || !is_boundary(bytes, i) {
+                Step::No
+            } else {
+                match input.candidate_pair(i) {
+                    Tri::No => Step::No,
+                    Tri::More => input.more(i, i, Until::BareEnd),
+                    Tri::Yes => MATCHERS
+                        .iter()
+                        .filter(|(family, _)| families & family != 0)
+                        .map(|(_, rule)| rule(input, i))
+                        .find(|step| !matches!(step, Step::No))
+                        .unwrap_or(Step::No),
+                }
+            };
+            match step {
+                Step::No => self.i += 1,
+                Step::Hit(hit) => {
+                    self.i = hit.resume;
+                    if hit.replace {
+                        return Some(Found::Hit(hit));
+                    }
+                }
+                Step::More(open) => {
+                    self.done = true;
+                    return Some(Found::Open(open));
+                }
+            }
+        }
+        None
+    }
+}
+
 pub(crate) fn redact_patterns(text: &str) -> Cow<'_, str> {
-    let bytes = text.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let families = CANDIDATE[usize::from(b)];
-        let hit = if b == b':' {
-            match_userinfo(bytes, i)
-        } else if families == 0 || !is_candidate_pair(bytes, i) || !is_boundary(bytes, i) {
-            None
-        } else {
-            let on = |family: u8| families & family != 0;
-            None.or_else(|| on(HEADER).then(|| match_header(bytes, i)).flatten())
-                .or_else(|| on(SCHEME).then(|| match_scheme(bytes, i)).flatten())
-                .or_else(|| on(PREFIX).then(|| match_prefixed(bytes, i)).flatten())
-                .or_else(|| on(KEY).then(|| match_key(bytes, i)).flatten())
-                .or_else(|| on(PEM).then(|| match_pem(bytes, i)).flatten())
-        };
-        match hit {
-            Some(hit) if !hit.replace => i = hit.resume,
-            Some(hit) => {
-                let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
-                // Every span boundary sits next to an ASCII byte, so it is a char boundary.
-                o.push_str(&text[copied..hit.start]);
-                o.push_str(REDACTED);
-                copied = hit.end;
-                i = hit.resume;
-            }
-            None => i += 1,
-        }
+    for found in Scanner::new(text.as_bytes(), 0, true) {
+        // With the whole text, nothing is open.
+        let Found::Hit(hit) = found else { break };
+        let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        // Every span boundary sits next to an ASCII byte, so it is a char boundary.
+        o.push_str(&text[copied..hit.start]);
+        o.push_str(REDACTED);
+        copied = hit.end;
     }
     match out {
         None => Cow::Borrowed(text),
@@ -363,250 +505,6 @@ pub(crate) fn redact_patterns(text: &str) -> Cow<'_, str> {
             Cow::Owned(o)
         }
     }
-}
-
-/// Where a quoted value that starts at `start` ends (at its closing `quote`, or the end of
-/// the text). In a double-quoted value an escaped byte does not end it.
-fn quoted_end(bytes: &[u8], start: usize, quote: u8) -> usize {
-    let mut k = start;
-    while k < bytes.len() && bytes[k] != quote {
-        k += if bytes[k] == b'\\' && quote == b'"' {
-            2
-        } else {
-            1
-        };
-    }
-    k.min(bytes.len())
-}
-
-/// Where an unquoted header value that starts at `start` ends: at a line break (literal or
-/// JSON-escaped), or at `quote` when the whole header line sits inside quotes.
-fn line_end(bytes: &[u8], start: usize, quote: Option<u8>) -> usize {
-    let mut k = start;
-    while k < bytes.len() {
-        let b = bytes[k];
-        if b == b'\r' || b == b'\n' || Some(b) == quote {
-            break;
-        }
-        if b == b'\\' {
-            if matches!(bytes.get(k + 1), Some(b'r' | b'n')) {
-                break;
-            }
-            k += 1;
-        }
-        k += 1;
-    }
-    k.min(bytes.len())
-}
-
-/// `Authorization: <scheme> <credentials>`, `Cookie: …`, also as JSON or quoted fields.
-fn match_header(bytes: &[u8], i: usize) -> Option<Hit> {
-    let rest = &bytes[i..];
-    let &(name, kind) = HEADERS
-        .iter()
-        .find(|(name, _)| starts_with_ignore_case(rest, name))?;
-    let mut j = i + name.len();
-    // The name must end here (not `Cookie-Policy`, `cookies`).
-    if bytes
-        .get(j)
-        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
-        return None;
-    }
-    // `"Authorization": "…"` (a quoted field name) or `'Authorization: …'` (a quoted line).
-    let mut line_quote = None;
-    if let Some(&q @ (b'"' | b'\'')) = i.checked_sub(1).and_then(|p| bytes.get(p)) {
-        if bytes.get(j) == Some(&q) {
-            j += 1;
-        } else {
-            line_quote = Some(q);
-        }
-    }
-    j = skip_blanks(bytes, j);
-    if bytes.get(j) != Some(&b':') {
-        return None;
-    }
-    j = skip_blanks(bytes, j + 1);
-    let (start, end) = match bytes.get(j) {
-        Some(&q @ (b'"' | b'\'')) => (j + 1, quoted_end(bytes, j + 1, q)),
-        _ => (j, line_end(bytes, j, line_quote)),
-    };
-    let value = &bytes[start..end];
-    if value.is_empty() {
-        return None;
-    }
-    if value == REDACTED.as_bytes() {
-        return Some(Hit::skip(end));
-    }
-    let from = match kind {
-        HeaderValue::Whole => start,
-        HeaderValue::AfterScheme => {
-            let word = value
-                .iter()
-                .position(|&b| is_blank(b))
-                .unwrap_or(value.len());
-            let credential = skip_blanks(value, word);
-            let known = AUTH_SCHEMES
-                .iter()
-                .any(|s| value[..word].eq_ignore_ascii_case(s));
-            if known && credential < value.len() {
-                if &value[credential..] == REDACTED.as_bytes() {
-                    return Some(Hit::skip(end));
-                }
-                start + credential
-            } else {
-                start
-            }
-        }
-    };
-    Some(Hit::new(from, end))
-}
-
-/// `Bearer <token68>` / `Basic <token68>`.
-fn match_scheme(bytes: &[u8], i: usize) -> Option<Hit> {
-    let rest = &bytes[i..];
-    let scheme = SCHEMES.iter().find(|s| starts_with_ignore_case(rest, s))?;
-    let mut j = i + scheme.len();
-    let ws_start = j;
-    while j < bytes.len() && is_blank(bytes[j]) {
-        j += 1;
-    }
-    if j == ws_start {
-        return None;
-    }
-    let start = j;
-    while j < bytes.len() && is_token68_byte(bytes[j]) {
-        j += 1;
-    }
-    (j > start).then_some(Hit::new(start, j))
-}
-
-/// Keys and tokens recognised by their prefix (`sk-…`, `ghp_…`, `AKIA…`, `eyJ…`, …). The
-/// token must end at a word boundary.
-fn match_prefixed(bytes: &[u8], i: usize) -> Option<Hit> {
-    let rest = &bytes[i..];
-    for &(prefix, min, body) in PREFIXED {
-        if prefix[0] != rest[0] || !rest.starts_with(prefix) {
-            continue;
-        }
-        let mut j = i + prefix.len();
-        while j < bytes.len() && body(bytes[j]) {
-            j += 1;
-        }
-        let ends_word = bytes.get(j).is_none_or(|b| !b.is_ascii_alphanumeric());
-        if j - (i + prefix.len()) >= min && ends_word {
-            return Some(Hit::new(i, j));
-        }
-    }
-    None
-}
-
-/// The body of `-----BEGIN … PRIVATE KEY-----` up to `-----END` (or the end of the text).
-fn match_pem(bytes: &[u8], i: usize) -> Option<Hit> {
-    if !bytes[i..].starts_with(PEM_BEGIN) {
-        return None;
-    }
-    let label_start = i + PEM_BEGIN.len();
-    let label_len = find(&bytes[label_start..], PEM_DASHES)?;
-    let label = &bytes[label_start..label_start + label_len];
-    if label_len > 64 || !label.ends_with(PEM_PRIVATE) || label.contains(&b'\n') {
-        return None;
-    }
-    let start = label_start + label_len + PEM_DASHES.len();
-    let end = find(&bytes[start..], PEM_END).map_or(bytes.len(), |p| start + p);
-    let body = &bytes[start..end];
-    if body.is_empty() {
-        return None;
-    }
-    if body == REDACTED.as_bytes() {
-        return Some(Hit::skip(end));
-    }
-    Some(Hit::new(start, end))
-}
-
-/// The password of `scheme://user:password@host` (the whole userinfo when it has no
-/// password), found at the `:` of `://`.
-fn match_userinfo(bytes: &[u8], i: usize) -> Option<Hit> {
-    if i == 0 || !bytes[i - 1].is_ascii_alphanumeric() || !bytes[i + 1..].starts_with(b"//") {
-        return None;
-    }
-    let authority = i + 3;
-    let mut k = authority;
-    let mut at = None;
-    while k < bytes.len() && !ends_authority(bytes[k]) {
-        if bytes[k] == b'@' {
-            at = Some(k);
-        }
-        k += 1;
-    }
-    let at = at?;
-    let start = bytes[authority..at]
-        .iter()
-        .position(|&b| b == b':')
-        .map_or(authority, |c| authority + c + 1);
-    if start == at {
-        return None;
-    }
-    if &bytes[start..at] == REDACTED.as_bytes() {
-        return Some(Hit::skip(at));
-    }
-    Some(Hit::new(start, at))
-}
-
-/// `key: value`, `key=value`, `"key": "value"`, `'key': 'value'`.
-fn match_key(bytes: &[u8], i: usize) -> Option<Hit> {
-    let rest = &bytes[i..];
-    let first = rest[0].to_ascii_lowercase();
-    SENSITIVE_KEYS
-        .iter()
-        .filter(|(key, _)| key[0] == first && starts_with_ignore_case(rest, key))
-        .find_map(|&(key, eq_only)| match_value(bytes, i + key.len(), eq_only))
-}
-
-/// The value after a key that ends at `j`.
-fn match_value(bytes: &[u8], mut j: usize, eq_only: bool) -> Option<Hit> {
-    // The key must end here: an optional closing quote, blanks, then `:` or `=`.
-    if j < bytes.len() && (bytes[j] == b'"' || bytes[j] == b'\'') {
-        j += 1;
-    }
-    j = skip_blanks(bytes, j);
-    match bytes.get(j) {
-        Some(b'=') => {}
-        Some(b':') if !eq_only => {}
-        _ => return None,
-    }
-    j = skip_blanks(bytes, j + 1);
-    let quote = *bytes.get(j)?;
-    if quote == b'{' {
-        // A JSON object (`"auth": {…}`): its own fields are checked one by one.
-        return None;
-    }
-    let (start, end) = if quote == b'"' || quote == b'\'' {
-        let start = j + 1;
-        if is_redacted_value(bytes, start, |b| b == quote) {
-            // Already redacted: keeps `redact` idempotent.
-            return None;
-        }
-        (start, quoted_end(bytes, start, quote))
-    } else {
-        if is_redacted_value(bytes, j, ends_bare_value) {
-            return None;
-        }
-        // A value that starts with the marker but goes on is redacted whole.
-        let mut k = j;
-        if bytes[j..].starts_with(REDACTED.as_bytes()) {
-            k += REDACTED.len();
-        }
-        while k < bytes.len() && !ends_bare_value(bytes[k]) {
-            k += 1;
-        }
-        let value = &bytes[j..k];
-        if matches!(value, b"null" | b"true" | b"false") {
-            return None;
-        }
-        (j, k)
-    };
-    (end > start).then_some(Hit::new(start, end))
 }
 
 #[cfg(test)]

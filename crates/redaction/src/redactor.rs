@@ -163,13 +163,7 @@ impl Redactor {
         self.secrets.is_empty()
     }
 
-    /// The longest known value, in bytes (0 with none): how far a streamed occurrence can
-    /// reach back.
-    pub(crate) fn longest(&self) -> usize {
-        self.secrets.longest()
-    }
-
-    /// The known values, for the stream redactor's cut rule.
+    /// The known values, for the stream redactor.
     pub(crate) fn secrets(&self) -> &SecretSet {
         &self.secrets
     }

@@ -10,4 +10,5 @@ mod lifecycle;
 mod matrix;
 mod persistence;
 mod races;
+mod streams;
 mod tools;

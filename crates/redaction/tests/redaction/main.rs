@@ -3,3 +3,4 @@
 
 mod patterns;
 mod shapes;
+mod stream;
