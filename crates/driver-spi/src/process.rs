@@ -51,9 +51,26 @@ pub trait ProcessLifecycle: Send + Sync {
 /// assert_eq!(ProcessSignature::decide(Some(&live), &sig("token-a")), ProcessAction::Reuse);
 /// assert_eq!(ProcessSignature::decide(Some(&live), &sig("token-b")), ProcessAction::Replace);
 /// assert_eq!(format!("{live:?}"), "ProcessSignature(..)");
+/// // What changed, by component name (never a value), for a pool's recycle reason.
+/// assert_eq!(sig("token-b").changed_components(&live), ["secret_env:UI_TOKEN"]);
 /// ```
-#[derive(Clone, PartialEq, Eq)]
-pub struct ProcessSignature(blake3::Hash);
+#[derive(Clone)]
+pub struct ProcessSignature {
+    /// The keyed hash of the whole configuration: what equality compares.
+    whole: blake3::Hash,
+    /// A keyed hash per component (`command`, `cwd`, `env:NAME`, `secret_env:NAME`, `mcp`,
+    /// `model`, a driver component's name, …), in name order, to name what changed.
+    parts: Vec<(String, blake3::Hash)>,
+}
+
+impl PartialEq for ProcessSignature {
+    /// Constant-time, over the whole configuration.
+    fn eq(&self, other: &Self) -> bool {
+        self.whole == other.whole
+    }
+}
+
+impl Eq for ProcessSignature {}
 
 impl fmt::Debug for ProcessSignature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -86,6 +103,47 @@ impl ProcessSignature {
             Some(live) if live == wanted => ProcessAction::Reuse,
             Some(_) => ProcessAction::Replace,
         }
+    }
+
+    /// The names of the components that differ between `self` and `other` (added, removed
+    /// or changed), in name order: `command`, `args`, `cwd`, `env:NAME`, `secret_env:NAME`,
+    /// `mcp`, `services`, `model`, `flags`, or a driver component's name. Names are the
+    /// builder's and the variables' names, never a value; empty when the signatures are equal.
+    /// A process pool logs them as the reason it recycles a process.
+    pub fn changed_components(&self, other: &ProcessSignature) -> Vec<String> {
+        if self == other {
+            return Vec::new();
+        }
+        let mut changed: Vec<String> = Vec::new();
+        let (mut a, mut b) = (self.parts.iter().peekable(), other.parts.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (None, None) => break,
+                (Some((name, _)), None) | (None, Some((name, _))) => {
+                    changed.push(name.clone());
+                    a.next_if(|(n, _)| n == name);
+                    b.next_if(|(n, _)| n == name);
+                }
+                (Some((na, ha)), Some((nb, hb))) => match na.cmp(nb) {
+                    std::cmp::Ordering::Less => {
+                        changed.push(na.clone());
+                        a.next();
+                    }
+                    std::cmp::Ordering::Greater => {
+                        changed.push(nb.clone());
+                        b.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        if ha != hb {
+                            changed.push(na.clone());
+                        }
+                        a.next();
+                        b.next();
+                    }
+                },
+            }
+        }
+        changed
     }
 }
 
@@ -192,8 +250,58 @@ impl ProcessSignatureBuilder {
         self
     }
 
-    /// The signature: a keyed hash of the canonical encoding under the per-process key.
+    /// The signature: a keyed hash of the canonical encoding under the per-process key, and
+    /// one per component (so [`ProcessSignature::changed_components`] can name what changed).
     pub fn finish(&self) -> ProcessSignature {
+        ProcessSignature {
+            whole: self.whole(),
+            parts: self.parts(),
+        }
+    }
+
+    /// A keyed hash per component, in name order.
+    fn parts(&self) -> Vec<(String, blake3::Hash)> {
+        let mut parts: Vec<(String, blake3::Hash)> = Vec::new();
+        let mut part = |name: String, encode: &dyn Fn(&mut Encoder)| {
+            let mut enc = Encoder::new();
+            enc.str(&name);
+            encode(&mut enc);
+            let mut bytes = enc.into_bytes();
+            parts.push((name, blake3::keyed_hash(process_key(), &bytes)));
+            zeroize::Zeroize::zeroize(&mut bytes);
+        };
+        part("command".into(), &|e| {
+            e.option(self.command.as_deref(), |e, c| e.str(c));
+        });
+        part("args".into(), &|e| e.list(&self.args, |e, a| e.str(a)));
+        part("cwd".into(), &|e| {
+            e.option(self.cwd.as_deref(), |e, c| e.str(c));
+        });
+        for (name, value) in &self.env {
+            part(format!("env:{name}"), &|e| e.str(value));
+        }
+        for (name, value) in &self.secret_env {
+            part(format!("secret_env:{name}"), &|e| {
+                e.str(value.expose_secret())
+            });
+        }
+        part("mcp".into(), &|e| e.list(&self.mcp, encode_mcp));
+        part("services".into(), &|e| {
+            e.list(&self.services, encode_service)
+        });
+        part("model".into(), &|e| {
+            e.option(self.model.as_deref(), |e, m| e.str(m));
+        });
+        part("flags".into(), &|e| e.list(&self.flags, |e, f| e.str(f)));
+        for (name, value) in &self.components {
+            part((*name).to_owned(), &|e| e.str(value));
+        }
+        parts.sort_by(|x, y| x.0.cmp(&y.0));
+        parts
+    }
+
+    /// The keyed hash of the whole canonical encoding.
+    fn whole(&self) -> blake3::Hash {
         let mut enc = Encoder::new();
         enc.record(|r| {
             r.field(1, |e| e.str(SIGNATURE_VERSION));
@@ -221,7 +329,7 @@ impl ProcessSignatureBuilder {
         // The encoding holds secret values in the clear; wipe it before it is freed. (Copies
         // left by the buffer's growth are not reachable from here; see docs/security.md.)
         zeroize::Zeroize::zeroize(&mut bytes);
-        ProcessSignature(hash)
+        hash
     }
 }
 

@@ -137,3 +137,42 @@ fn signatures_and_builders_show_nothing_secret() {
     assert!(!builder.contains("secret-1"), "{builder}");
     assert!(builder.contains("UI_TOKEN"));
 }
+
+/// A pool's recycle reason: the signature names what changed (component and variable names,
+/// never a value), in name order, and nothing when it is equal.
+#[test]
+fn changed_components_name_what_changed_and_no_value() {
+    let base = || {
+        ProcessSignature::builder()
+            .command("codex", ["app-server"])
+            .cwd("/work")
+            .env("RUST_LOG", "warn")
+            .secret_env([&EnvBinding::new("UI_TOKEN", "token-a-canary")])
+            .model(Some("m1"))
+            .component("sandbox", "read-only")
+    };
+    let live = base().finish();
+    assert!(live.changed_components(&base().finish()).is_empty());
+    let rotated = base()
+        .secret_env([&EnvBinding::new("UI_TOKEN", "token-b-canary")])
+        .finish();
+    assert_eq!(live.changed_components(&rotated), ["secret_env:UI_TOKEN"]);
+    let several = base()
+        .model(Some("m2"))
+        .env("EXTRA", "1")
+        .component("sandbox", "workspace-write")
+        .finish();
+    assert_eq!(
+        several.changed_components(&live),
+        ["env:EXTRA", "model", "sandbox"]
+    );
+    assert_eq!(
+        live.changed_components(&several),
+        ["env:EXTRA", "model", "sandbox"]
+    );
+    let moved = base().cwd("/elsewhere").finish();
+    assert_eq!(moved.changed_components(&live), ["cwd"]);
+    for name in live.changed_components(&rotated) {
+        assert!(!name.contains("canary"), "{name}");
+    }
+}
