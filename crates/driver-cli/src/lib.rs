@@ -114,6 +114,7 @@ mod group;
 mod lines;
 mod mcp_refs;
 mod options;
+mod pool;
 mod process;
 mod runtime;
 mod session;

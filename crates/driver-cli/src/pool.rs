@@ -1,0 +1,375 @@
+//! The resident-process pool: runtime processes that outlive a turn, kept for the next turn of
+//! the same conversation whose launch configuration is exactly theirs.
+//!
+//! The pool knows nothing of a protocol: a dialect's resident process (Codex's app-server, a
+//! stream-json process fed on stdin, an ACP agent, a worker) implements [`Resident`], and the
+//! driver asks the pool before each turn. Decisions:
+//! - **reuse** an idle, live process of the conversation with an equal
+//!   [`ProcessSignature`] (exact, private, in memory);
+//! - **recycle** it when the signature differs: it is shut down *before* the new one starts,
+//!   and the reason is the list of changed component names, never a value;
+//! - **replace** it when it died between turns;
+//! - **start** one otherwise; when that would pass [`PoolLimits::max_live`] or
+//!   [`PoolLimits::max_per_namespace`], the least recently used idle process is **evicted**
+//!   first, and with none idle the checkout fails ([`PoolError::Saturated`]).
+//!
+//! A checked-out process serves one turn; [`Checkout::check_in`] returns it, and dropping the
+//! [`Checkout`] without checking in frees its place (the caller ends a process it could not
+//! trust, for example after a failed turn). Idle processes past [`PoolLimits::idle_timeout`]
+//! are shut down at the next checkout. [`ProcessPool::close`] shuts down every idle process
+//! and every one checked in afterwards.
+//!
+//! Crate-private until `CliDriver` runs resident dialects through it (issue 25): only the
+//! tests use it yet.
+#![cfg_attr(
+    not(test),
+    allow(
+        dead_code,
+        reason = "wired into CliDriver by the resident dialects of issue 25"
+    )
+)]
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use driver_spi::ProcessSignature;
+
+/// A process the pool keeps between turns.
+#[async_trait::async_trait]
+pub(crate) trait Resident: Send + 'static {
+    /// Whether it still runs; a dead process is never handed out.
+    fn is_alive(&mut self) -> bool;
+
+    /// Ends it (its whole process group) and waits for it to exit.
+    async fn shut_down(self);
+}
+
+/// The pool's bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) struct PoolLimits {
+    /// Most live processes (idle and checked out) of the pool (default 8).
+    pub(crate) max_live: usize,
+    /// Most live processes of one credential namespace (default 4).
+    pub(crate) max_per_namespace: usize,
+    /// How long an idle process is kept (default 10 minutes).
+    pub(crate) idle_timeout: Duration,
+}
+
+impl Default for PoolLimits {
+    fn default() -> Self {
+        Self {
+            max_live: 8,
+            max_per_namespace: 4,
+            idle_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+impl PoolLimits {
+    /// Sets [`max_live`](Self::max_live) (at least 1).
+    pub(crate) fn with_max_live(mut self, max: usize) -> Self {
+        self.max_live = max.max(1);
+        self
+    }
+
+    /// Sets [`max_per_namespace`](Self::max_per_namespace) (at least 1).
+    pub(crate) fn with_max_per_namespace(mut self, max: usize) -> Self {
+        self.max_per_namespace = max.max(1);
+        self
+    }
+
+    /// Sets [`idle_timeout`](Self::idle_timeout).
+    pub(crate) fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+}
+
+/// What the pool decided for one checkout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum PoolDecision {
+    /// The conversation's idle process has the wanted signature: it serves the turn.
+    Reuse,
+    /// No idle process for the conversation: the caller starts one.
+    Start,
+    /// The conversation's idle process had another signature: it was shut down; the caller
+    /// starts a new one. The changed component names, never a value.
+    Recycle {
+        /// [`ProcessSignature::changed_components`].
+        changed: Vec<String>,
+    },
+    /// The conversation's idle process had died: the caller starts a new one.
+    Replace,
+}
+
+/// Why a checkout failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum PoolError {
+    /// Every place is taken by a process serving a turn.
+    #[error("the process pool is full: every process is serving a turn")]
+    Saturated,
+    /// The pool was closed.
+    #[error("the process pool is closed")]
+    Closed,
+}
+
+/// Resident processes keyed by namespace, conversation and exact signature.
+pub(crate) struct ProcessPool<P: Resident> {
+    limits: PoolLimits,
+    state: Arc<Mutex<State<P>>>,
+}
+
+impl<P: Resident> std::fmt::Debug for ProcessPool<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (idle, busy) = self.counts();
+        f.debug_struct("ProcessPool")
+            .field("limits", &self.limits)
+            .field("idle", &idle)
+            .field("busy", &busy)
+            .finish()
+    }
+}
+
+struct Idle<P> {
+    namespace: String,
+    conversation: String,
+    signature: ProcessSignature,
+    since: Instant,
+    process: P,
+}
+
+struct State<P> {
+    idle: Vec<Idle<P>>,
+    /// Namespaces of the checked-out processes (one entry each).
+    busy: Vec<String>,
+    closed: bool,
+}
+
+impl<P> State<P> {
+    fn live_in(&self, namespace: &str) -> usize {
+        self.idle
+            .iter()
+            .filter(|i| i.namespace == namespace)
+            .count()
+            + self.busy.iter().filter(|n| *n == namespace).count()
+    }
+
+    fn live(&self) -> usize {
+        self.idle.len() + self.busy.len()
+    }
+
+    /// Removes the least recently used idle process (of `namespace`, if given).
+    fn evict_lru(&mut self, namespace: Option<&str>) -> Option<P> {
+        let at = self
+            .idle
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| namespace.is_none_or(|n| i.namespace == n))
+            .min_by_key(|(_, i)| i.since)
+            .map(|(at, _)| at)?;
+        Some(self.idle.swap_remove(at).process)
+    }
+
+    fn unreserve(&mut self, namespace: &str) {
+        if let Some(at) = self.busy.iter().position(|n| n == namespace) {
+            self.busy.swap_remove(at);
+        }
+    }
+}
+
+/// One checked-out place in the pool: the process to reuse, if any, and the place a new one
+/// takes. [`check_in`](Self::check_in) returns the process for the next turn; dropping the
+/// checkout frees the place.
+pub(crate) struct Checkout<P: Resident> {
+    /// What the pool decided.
+    pub(crate) decision: PoolDecision,
+    /// The process to reuse ([`PoolDecision::Reuse`]); `None` when the caller starts one.
+    pub(crate) process: Option<P>,
+    namespace: String,
+    signature: ProcessSignature,
+    state: Arc<Mutex<State<P>>>,
+    returned: bool,
+}
+
+impl<P: Resident> std::fmt::Debug for Checkout<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkout")
+            .field("decision", &self.decision)
+            .field("reused", &self.process.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Resident> Checkout<P> {
+    /// Returns `process` to the pool after its turn, idle for the conversation's next turn
+    /// (`conversation` is the session the turn started or continued, which a new process only
+    /// knows after its first turn). A closed pool shuts it down instead.
+    pub(crate) async fn check_in(mut self, conversation: &str, process: P) {
+        self.returned = true;
+        let refused = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.unreserve(&self.namespace);
+            if state.closed {
+                Some(process)
+            } else {
+                state.idle.push(Idle {
+                    namespace: std::mem::take(&mut self.namespace),
+                    conversation: conversation.to_owned(),
+                    signature: self.signature.clone(),
+                    since: Instant::now(),
+                    process,
+                });
+                None
+            }
+        };
+        if let Some(process) = refused {
+            process.shut_down().await;
+        }
+    }
+}
+
+impl<P: Resident> Drop for Checkout<P> {
+    fn drop(&mut self) {
+        if !self.returned {
+            self.state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .unreserve(&self.namespace);
+        }
+    }
+}
+
+impl<P: Resident> ProcessPool<P> {
+    /// An empty pool within `limits`.
+    pub(crate) fn new(limits: PoolLimits) -> Self {
+        Self {
+            limits,
+            state: Arc::new(Mutex::new(State {
+                idle: Vec::new(),
+                busy: Vec::new(),
+                closed: false,
+            })),
+        }
+    }
+
+    /// (idle, checked out) process counts.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (state.idle.len(), state.busy.len())
+    }
+
+    /// The place for the next turn of `conversation` (`None` for a turn that starts a new
+    /// one) in `namespace`, whose process must have exactly `signature`. Processes it retires
+    /// (recycled, dead, expired, evicted) are shut down before it returns, so a new process
+    /// never runs beside the one it replaces.
+    ///
+    /// # Errors
+    /// [`PoolError::Saturated`] when starting a process would pass a limit and no idle one can
+    /// be evicted; [`PoolError::Closed`] after [`close`](Self::close).
+    pub(crate) async fn check_out(
+        &self,
+        namespace: &str,
+        conversation: Option<&str>,
+        signature: &ProcessSignature,
+    ) -> Result<Checkout<P>, PoolError> {
+        let mut retired = Vec::new();
+        let decided = self.decide(namespace, conversation, signature, &mut retired);
+        let evicted = retired.len();
+        for old in retired {
+            old.shut_down().await;
+        }
+        let (decision, process) = decided?;
+        tracing::debug!(decision = ?decision, retired = evicted, "process pool");
+        Ok(Checkout {
+            decision,
+            process,
+            namespace: namespace.to_owned(),
+            signature: signature.clone(),
+            state: Arc::clone(&self.state),
+            returned: false,
+        })
+    }
+
+    /// The decision, under the lock: what to hand out; what to retire goes to `retired`
+    /// (on an error too: nothing taken out of the pool is left running unowned).
+    fn decide(
+        &self,
+        namespace: &str,
+        conversation: Option<&str>,
+        signature: &ProcessSignature,
+        retired: &mut Vec<P>,
+    ) -> Result<(PoolDecision, Option<P>), PoolError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.closed {
+            return Err(PoolError::Closed);
+        }
+        // Expired idle processes go first.
+        let now = Instant::now();
+        let timeout = self.limits.idle_timeout;
+        let mut at = 0;
+        while at < state.idle.len() {
+            if now.duration_since(state.idle[at].since) >= timeout {
+                retired.push(state.idle.swap_remove(at).process);
+            } else {
+                at += 1;
+            }
+        }
+        let mine = conversation.and_then(|c| {
+            state
+                .idle
+                .iter()
+                .position(|i| i.namespace == namespace && i.conversation == c)
+        });
+        let mine = mine.map(|at| {
+            let mut idle = state.idle.swap_remove(at);
+            let alive = idle.process.is_alive();
+            (idle, alive)
+        });
+        let decision = match mine {
+            Some((idle, false)) => {
+                retired.push(idle.process);
+                PoolDecision::Replace
+            }
+            Some((idle, true)) if idle.signature == *signature => {
+                state.busy.push(namespace.to_owned());
+                return Ok((PoolDecision::Reuse, Some(idle.process)));
+            }
+            Some((idle, true)) => {
+                let changed = idle.signature.changed_components(signature);
+                retired.push(idle.process);
+                PoolDecision::Recycle { changed }
+            }
+            None => PoolDecision::Start,
+        };
+        while state.live_in(namespace) >= self.limits.max_per_namespace {
+            match state.evict_lru(Some(namespace)) {
+                Some(old) => retired.push(old),
+                None => return Err(PoolError::Saturated),
+            }
+        }
+        while state.live() >= self.limits.max_live {
+            match state.evict_lru(None) {
+                Some(old) => retired.push(old),
+                None => return Err(PoolError::Saturated),
+            }
+        }
+        state.busy.push(namespace.to_owned());
+        Ok((decision, None))
+    }
+
+    /// Shuts down every idle process now, and every checked-out one when it is checked in;
+    /// later checkouts fail with [`PoolError::Closed`]. Idempotent.
+    pub(crate) async fn close(&self) {
+        let idle = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.closed = true;
+            std::mem::take(&mut state.idle)
+        };
+        for idle in idle {
+            idle.process.shut_down().await;
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The resident-process pool's decisions, with a fake resident that records its shutdown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use driver_spi::ProcessSignature;
+use run_service::EnvBinding;
+
+use crate::pool::{PoolDecision, PoolError, PoolLimits, ProcessPool, Resident};
+
+/// A fake process: an id, whether it is alive, and a shared count of shutdowns.
+#[derive(Debug)]
+struct Fake {
+    id: usize,
+    alive: Arc<AtomicBool>,
+    stopped: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl Resident for Fake {
+    fn is_alive(&mut self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+    async fn shut_down(self) {
+        self.stopped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+struct Fixture {
+    stopped: Arc<AtomicUsize>,
+    next: AtomicUsize,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self {
+            stopped: Arc::new(AtomicUsize::new(0)),
+            next: AtomicUsize::new(1),
+        }
+    }
+    fn spawn(&self) -> (Fake, Arc<AtomicBool>) {
+        let alive = Arc::new(AtomicBool::new(true));
+        let fake = Fake {
+            id: self.next.fetch_add(1, Ordering::SeqCst),
+            alive: Arc::clone(&alive),
+            stopped: Arc::clone(&self.stopped),
+        };
+        (fake, alive)
+    }
+    fn stopped(&self) -> usize {
+        self.stopped.load(Ordering::SeqCst)
+    }
+}
+
+fn signature(token: &str) -> ProcessSignature {
+    ProcessSignature::builder()
+        .command("codex", ["app-server"])
+        .secret_env([&EnvBinding::new("UI_TOKEN", token.to_owned())])
+        .finish()
+}
+
+#[tokio::test]
+async fn a_conversation_reuses_its_process_until_its_signature_changes() {
+    let fx = Fixture::new();
+    let pool = ProcessPool::new(PoolLimits::default());
+    let sig = signature("token-a");
+
+    let first = pool.check_out("ns", None, &sig).await.unwrap();
+    assert_eq!(first.decision, PoolDecision::Start);
+    let (process, _) = fx.spawn();
+    first.check_in("thread-1", process).await;
+    assert_eq!(pool.counts(), (1, 0));
+
+    let second = pool.check_out("ns", Some("thread-1"), &sig).await.unwrap();
+    assert_eq!(second.decision, PoolDecision::Reuse);
+    assert_eq!(second.process.as_ref().map(|p| p.id), Some(1));
+    assert_eq!(pool.counts(), (0, 1));
+    let mut second = second;
+    let process = second.process.take().unwrap();
+    second.check_in("thread-1", process).await;
+
+    // A rotated token: the old process is shut down before the caller starts a new one, and
+    // the reason names the component, not the value.
+    let rotated = pool
+        .check_out("ns", Some("thread-1"), &signature("token-b"))
+        .await
+        .unwrap();
+    assert_eq!(
+        rotated.decision,
+        PoolDecision::Recycle {
+            changed: vec!["secret_env:UI_TOKEN".to_owned()]
+        }
+    );
+    assert!(rotated.process.is_none());
+    assert_eq!(fx.stopped(), 1);
+    assert!(!format!("{:?}", rotated.decision).contains("token-"));
+}
+
+#[tokio::test]
+async fn a_process_that_died_between_turns_is_replaced_and_other_conversations_start_their_own() {
+    let fx = Fixture::new();
+    let pool = ProcessPool::new(PoolLimits::default());
+    let sig = signature("t");
+    let (process, alive) = fx.spawn();
+    pool.check_out("ns", None, &sig)
+        .await
+        .unwrap()
+        .check_in("thread-1", process)
+        .await;
+    alive.store(false, Ordering::SeqCst);
+    let replaced = pool.check_out("ns", Some("thread-1"), &sig).await.unwrap();
+    assert_eq!(replaced.decision, PoolDecision::Replace);
+    assert_eq!(fx.stopped(), 1, "the dead process is reaped");
+    let other = pool.check_out("ns", Some("thread-2"), &sig).await.unwrap();
+    assert_eq!(other.decision, PoolDecision::Start);
+    // The same conversation in another namespace is another process.
+    let elsewhere = pool
+        .check_out("other", Some("thread-1"), &sig)
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.decision, PoolDecision::Start);
+}
+
+#[tokio::test]
+async fn limits_evict_the_least_recently_used_idle_process_and_refuse_when_all_are_busy() {
+    let fx = Fixture::new();
+    let pool = ProcessPool::new(
+        PoolLimits::default()
+            .with_max_live(2)
+            .with_max_per_namespace(2),
+    );
+    let sig = signature("t");
+    for thread in ["a", "b"] {
+        let (process, _) = fx.spawn();
+        pool.check_out("ns", None, &sig)
+            .await
+            .unwrap()
+            .check_in(thread, process)
+            .await;
+    }
+    assert_eq!(pool.counts(), (2, 0));
+    // A third conversation evicts the oldest idle one ("a").
+    let third = pool.check_out("ns", Some("c"), &sig).await.unwrap();
+    assert_eq!(third.decision, PoolDecision::Start);
+    assert_eq!(fx.stopped(), 1);
+    let b = pool.check_out("ns", Some("b"), &sig).await.unwrap();
+    assert_eq!(b.decision, PoolDecision::Reuse);
+    // Both places serve turns: a fourth is refused, and nothing was shut down for it.
+    let err = pool.check_out("ns", Some("d"), &sig).await.unwrap_err();
+    assert_eq!(err, PoolError::Saturated);
+    assert_eq!(fx.stopped(), 1);
+    // Dropping a checkout without checking in frees its place.
+    drop(third);
+    assert!(pool.check_out("ns", Some("d"), &sig).await.is_ok());
+
+    // The per-namespace cap holds even with room in the pool.
+    let pool = ProcessPool::<Fake>::new(
+        PoolLimits::default()
+            .with_max_live(8)
+            .with_max_per_namespace(1),
+    );
+    let _busy = pool.check_out("ns", None, &sig).await.unwrap();
+    assert_eq!(
+        pool.check_out("ns", None, &sig).await.unwrap_err(),
+        PoolError::Saturated
+    );
+    assert!(pool.check_out("other", None, &sig).await.is_ok());
+}
+
+#[tokio::test]
+async fn idle_processes_expire_and_close_ends_every_process() {
+    let fx = Fixture::new();
+    let pool = ProcessPool::new(PoolLimits::default().with_idle_timeout(Duration::ZERO));
+    let sig = signature("t");
+    let (process, _) = fx.spawn();
+    pool.check_out("ns", None, &sig)
+        .await
+        .unwrap()
+        .check_in("a", process)
+        .await;
+    let again = pool.check_out("ns", Some("a"), &sig).await.unwrap();
+    assert_eq!(again.decision, PoolDecision::Start, "the idle one expired");
+    assert_eq!(fx.stopped(), 1);
+
+    let pool = ProcessPool::new(PoolLimits::default());
+    let (idle, _) = fx.spawn();
+    pool.check_out("ns", None, &sig)
+        .await
+        .unwrap()
+        .check_in("a", idle)
+        .await;
+    let busy = pool.check_out("ns", Some("b"), &sig).await.unwrap();
+    pool.close().await;
+    assert_eq!(fx.stopped(), 2, "the idle process ends at close");
+    let (late, _) = fx.spawn();
+    busy.check_in("b", late).await;
+    assert_eq!(fx.stopped(), 3, "a process checked in after close ends too");
+    assert_eq!(
+        pool.check_out("ns", None, &sig).await.unwrap_err(),
+        PoolError::Closed
+    );
+    pool.close().await;
+    assert_eq!(pool.counts(), (0, 0));
+}
