@@ -111,6 +111,7 @@ mod driver;
 mod error;
 mod files;
 mod group;
+mod jsonrpc;
 mod lines;
 mod mcp_refs;
 mod options;

@@ -8,6 +8,7 @@ mod env;
 mod exit;
 mod files;
 mod fuzz;
+mod jsonrpc;
 mod pool;
 mod side;
 mod spawn_errors;

@@ -1,0 +1,297 @@
+//! A JSON-RPC peer over a resident process's stdio: newline-delimited JSON messages, requests
+//! correlated by id, each with its own timeout; notifications and server requests delivered
+//! in order on a channel.
+//!
+//! It is the transport any resident dialect shares (Codex's app-server, an ACP agent, a
+//! subprocess worker), so it knows no method. It sends `"jsonrpc":"2.0"` and accepts messages
+//! with or without it (Codex's app-server omits it). A line that is not a JSON object, a
+//! response to no pending request, or an over-long line is dropped and counted, never fatal:
+//! a peer's bad output cannot take the pool down. When the peer's output ends, every pending
+//! request fails with [`RpcError::Closed`].
+//!
+//! Crate-private until the resident dialects of issue 25 use it: only the tests use it yet.
+#![cfg_attr(
+    not(test),
+    allow(
+        dead_code,
+        reason = "the transport of the resident dialects of issue 25"
+    )
+)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::lines::{LineError, LineReader};
+
+/// Why a request failed. No variant carries the peer's text in its `Display`: an error's
+/// message comes from the runtime and may quote provider output.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RpcError {
+    /// No answer within the request's timeout; the request is forgotten (a late answer is
+    /// dropped).
+    #[error("no answer to `{method}` within {timeout:?}")]
+    Timeout {
+        /// The method (the dialect's constant).
+        method: &'static str,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// The peer's output ended (it exited) before the answer.
+    #[error("the peer closed its output before answering")]
+    Closed,
+    /// Writing to the peer failed.
+    #[error("cannot write to the peer")]
+    Write(#[source] std::io::Error),
+    /// The peer answered with an error object.
+    #[error("the peer answered with error code {code}")]
+    Remote {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The peer's message, for classification by the dialect only (never displayed).
+        message: RemoteText,
+    },
+}
+
+/// Text the peer sent: kept for classification, shown by length only.
+pub(crate) struct RemoteText(pub(crate) String);
+
+impl std::fmt::Debug for RemoteText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RemoteText({} bytes)", self.0.len())
+    }
+}
+
+/// A message the peer started: a notification, or a request the client must answer with
+/// [`RpcPeer::respond`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Incoming {
+    /// `{"method", "params"}` without an id.
+    Notification {
+        /// The method.
+        method: String,
+        /// Its params (`null` when absent).
+        params: Value,
+    },
+    /// `{"id", "method", "params"}`.
+    Request {
+        /// The peer's id, echoed in the answer.
+        id: Value,
+        /// The method.
+        method: String,
+        /// Its params (`null` when absent).
+        params: Value,
+    },
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
+
+/// The client side of one peer. Dropping it stops the reader task.
+pub(crate) struct RpcPeer {
+    writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+    pending: Pending,
+    next_id: AtomicU64,
+    dropped: Arc<AtomicUsize>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RpcPeer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcPeer")
+            .field("pending", &self.pending_count())
+            .field("dropped", &self.dropped())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for RpcPeer {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl RpcPeer {
+    /// A peer reading `output` (the process's stdout) and writing `input` (its stdin), lines
+    /// at most `max_line` bytes. Incoming notifications and requests arrive on the receiver,
+    /// which ends when the output does. The reader runs as a task on the current Tokio runtime.
+    pub(crate) fn new(
+        output: impl AsyncRead + Send + Unpin + 'static,
+        input: impl AsyncWrite + Send + Unpin + 'static,
+        max_line: usize,
+    ) -> (Self, mpsc::UnboundedReceiver<Incoming>) {
+        let pending: Pending = Arc::default();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_loop(
+            LineReader::new(output, max_line),
+            Arc::clone(&pending),
+            Arc::clone(&dropped),
+            tx,
+        ));
+        let peer = Self {
+            writer: tokio::sync::Mutex::new(Box::new(input)),
+            pending,
+            next_id: AtomicU64::new(1),
+            dropped,
+            reader,
+        };
+        (peer, rx)
+    }
+
+    /// Sends a request and waits for its answer, at most `timeout`.
+    pub(crate) async fn request(
+        &self,
+        method: &'static str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.lock_pending().insert(id, tx);
+        let sent = self
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        if let Err(e) = sent {
+            self.lock_pending().remove(&id);
+            return Err(e);
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(RpcError::Closed),
+            Err(_) => {
+                self.lock_pending().remove(&id);
+                Err(RpcError::Timeout { method, timeout })
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify(&self, method: &'static str, params: Value) -> Result<(), RpcError> {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+            .await
+    }
+
+    /// Answers a request of the peer.
+    pub(crate) async fn respond(&self, id: Value, result: Value) -> Result<(), RpcError> {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            .await
+    }
+
+    /// Lines dropped so far (not JSON objects, answers to nothing, too long).
+    pub(crate) fn dropped(&self) -> usize {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Requests waiting for an answer.
+    pub(crate) fn pending_count(&self) -> usize {
+        self.lock_pending().len()
+    }
+
+    async fn send(&self, message: Value) -> Result<(), RpcError> {
+        let mut line = serde_json::to_vec(&message).unwrap_or_default();
+        line.push(b'\n');
+        let mut writer = self.writer.lock().await;
+        writer.write_all(&line).await.map_err(RpcError::Write)?;
+        writer.flush().await.map_err(RpcError::Write)
+    }
+
+    fn lock_pending(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Reads the peer's lines until its output ends; then fails every pending request.
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut lines: LineReader<R>,
+    pending: Pending,
+    dropped: Arc<AtomicUsize>,
+    incoming: mpsc::UnboundedSender<Incoming>,
+) {
+    loop {
+        let line = match lines.read_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(LineError::Io(_)) => break,
+            Err(LineError::TooLong) => {
+                dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let handled = match serde_json::from_slice::<Value>(&line) {
+            Ok(Value::Object(message)) => dispatch(message, &pending, &incoming),
+            _ => false,
+        };
+        if !handled {
+            dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                dropped = dropped.load(Ordering::Relaxed),
+                "json-rpc line dropped"
+            );
+        }
+    }
+    // Dropping the senders fails each waiting request with `Closed`.
+    pending
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+}
+
+/// Routes one message; `false` when it is none of response, request or notification.
+fn dispatch(
+    mut message: Map<String, Value>,
+    pending: &Pending,
+    incoming: &mpsc::UnboundedSender<Incoming>,
+) -> bool {
+    let method = match message.remove("method") {
+        Some(Value::String(method)) => Some(method),
+        Some(_) => return false,
+        None => None,
+    };
+    let params = message.remove("params").unwrap_or(Value::Null);
+    match (message.remove("id"), method) {
+        (Some(id), Some(method)) => incoming
+            .send(Incoming::Request { id, method, params })
+            .is_ok(),
+        (None, Some(method)) => incoming
+            .send(Incoming::Notification { method, params })
+            .is_ok(),
+        (Some(id), None) => {
+            let Some(id) = id.as_u64() else {
+                return false;
+            };
+            let Some(waiter) = pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id)
+            else {
+                return false;
+            };
+            let answer = match (message.remove("result"), message.remove("error")) {
+                (Some(result), None) => Ok(result),
+                (_, Some(error)) => Err(RpcError::Remote {
+                    code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                    message: RemoteText(
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    ),
+                }),
+                (None, None) => Ok(Value::Null),
+            };
+            let _ = waiter.send(answer);
+            true
+        }
+        (None, None) => false,
+    }
+}
