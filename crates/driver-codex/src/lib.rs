@@ -84,6 +84,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod app_server;
 mod dialect;
 mod events;
 #[cfg(test)]
