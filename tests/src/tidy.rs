@@ -55,6 +55,10 @@ pub const ENV_READERS: &[(&str, &str)] = &[
         "unit tests of the process layer: the host's PATH is the allow-listed variable their children find `sh` and `printf` through",
     ),
     (
+        "crates/driver-codex/src/app_server/schema_check.rs",
+        "a unit test of the pinned binary's schema: it reads `CODEX_BIN`, `PATH` for the binary's Node wrapper, and `BLESS=1`",
+    ),
+    (
         "crates/driver-cli/src/testing.rs",
         "the driver test kit (feature `testing`): `BLESS=1` re-blesses the transcript goldens",
     ),
@@ -85,6 +89,10 @@ pub const PROCESS_BUILDERS: &[(&str, &str)] = &[
     (
         "crates/runtime-env/src/child_env.rs",
         "the child-environment builder applies itself to a command",
+    ),
+    (
+        "crates/driver-codex/src/app_server/schema_check.rs",
+        "a unit test that runs `codex app-server generate-json-schema`, a tool command, not a runtime",
     ),
     (
         "crates/fake-cli/src/",
