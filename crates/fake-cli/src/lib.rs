@@ -6,15 +6,25 @@
 //! [`SCENARIO_ENV`] naming that file, and the fake then:
 //!
 //! 1. answers `--version` (argv exactly `["--version"]`) with [`Scenario::version`], if set;
-//! 2. reads stdin fully (unless it is a terminal);
-//! 3. appends one [`Invocation`] line to [`Scenario::record`], if set;
+//! 2. reads stdin fully (unless it is a terminal), except in serve mode (below);
+//! 3. appends one [`Invocation`] line to [`Scenario::record`], if set (in serve mode its
+//!    `stdin` is empty);
 //! 4. runs the steps of the first [`Rule`] whose `when_args_contain` strings all appear in argv
 //!    (a rule without them matches anything; no matching rule means no steps), then exits 0
-//!    unless a step ended it.
+//!    unless a step ended it, or serve mode begins.
+//! 5. Serve mode, when [`Scenario::serve`] is non-empty and argv is not exactly
+//!    `["--version"]`: a resident server on stdio (like `codex app-server`). It reads stdin
+//!    line by line until EOF; each line is appended to [`Scenario::serve_record`] if set (one
+//!    `O_APPEND` write; see [`read_served_lines`]), then runs the steps of the first
+//!    [`LineRule`] whose `when_contains` strings all occur in the line (an empty list matches
+//!    any line; a `once` rule is skipped after its first match; no match means no steps). A
+//!    line need not be JSON. At EOF it sleeps [`Scenario::serve_exit_delay_ms`], if set, and
+//!    exits 0.
 //!
-//! Steps print lines on stdout or stderr (with templates, see [`Step`]), sleep, stream an
-//! unterminated line, spawn a grandchild that sleeps for ten minutes, hang, exit with a code or
-//! SIGKILL themselves.
+//! Steps print lines on stdout or stderr (with templates, see [`Step`]; in serve mode the
+//! answers can echo the request's `${ID}` and `${PARAM:<path>}`), sleep, stream an unterminated
+//! line, spawn a grandchild that sleeps for ten minutes, hang, exit with a code or SIGKILL
+//! themselves. Every stdout line is flushed at once, so a reader waiting for it gets it.
 //!
 //! # Invariants
 //!
@@ -56,6 +66,44 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A scripted app-server: answers by request id, one notification on the first turn only.
+//!
+//! ```no_run
+//! use std::io::{BufRead, BufReader, Write};
+//! use std::process::{Command, Stdio};
+//!
+//! use fake_cli::{LineRule, SCENARIO_ENV, Scenario, binary_path, read_served_lines};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let served = dir.path().join("served.txt");
+//! let scenario = Scenario::new()
+//!     .serve_record(&served)
+//!     .serve(LineRule::when([r#""method":"initialize""#]).stdout(r#"{"id":${ID},"result":{}}"#))
+//!     .serve(
+//!         LineRule::when([r#""method":"turn/start""#])
+//!             .once()
+//!             .stdout(r#"{"method":"turn/started","params":{"threadId":"${PARAM:threadId}"}}"#)
+//!             .stdout(r#"{"id":${ID},"result":{"session":"${SESSION}","line":${COUNT}}}"#),
+//!     );
+//! let path = dir.path().join("scenario.json");
+//! scenario.write_to(&path)?;
+//!
+//! let mut child = Command::new(binary_path())
+//!     .arg("app-server")
+//!     .env(SCENARIO_ENV, &path)
+//!     .stdin(Stdio::piped())
+//!     .stdout(Stdio::piped())
+//!     .spawn()?;
+//! let mut stdin = child.stdin.take().ok_or("no stdin")?;
+//! let mut answers = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+//! writeln!(stdin, r#"{{"id":1,"method":"initialize","params":{{}}}}"#)?;
+//! assert_eq!(answers.next().ok_or("eof")??, r#"{"id":1,"result":{}}"#);
+//! drop(stdin); // EOF: the fake exits 0
+//! assert!(child.wait()?.success());
+//! assert_eq!(read_served_lines(&served)?.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! [`Harness`] wraps the usual test setup: a temporary directory, a credential namespace whose
 //! child environment names the scenario (and whose host environment carries credentials the
 //! child must not see), a workspace, and the invocation record.
@@ -77,6 +125,6 @@ pub use cancel::{processes_ended, run_until_pid_file};
 pub use harness::{HOST_CREDENTIAL, Harness};
 pub use locate::{LocateError, binary_path, try_binary_path};
 pub use scenario::{
-    BAD_SCENARIO_EXIT, CaptureFiles, CapturedFile, GRANDCHILD_ENV, Invocation, Rule, SCENARIO_ENV,
-    Scenario, Step, read_invocations,
+    BAD_SCENARIO_EXIT, CaptureFiles, CapturedFile, GRANDCHILD_ENV, Invocation, LineRule, Rule,
+    SCENARIO_ENV, Scenario, Step, read_invocations, read_served_lines,
 };

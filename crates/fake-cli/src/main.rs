@@ -6,7 +6,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
@@ -26,6 +26,8 @@ const MAX_CAPTURED_BYTES: u64 = 1 << 20;
 const MAX_CAPTURE_DEPTH: usize = 8;
 /// Bound of what is read from stdin.
 const MAX_STDIN: u64 = 64 << 20;
+/// Bound of one line in serve mode; a longer line is taken as several.
+const MAX_LINE: u64 = 64 << 20;
 
 enum Fail {
     /// A bad scenario or environment: one line on stderr, exit 97.
@@ -70,11 +72,11 @@ fn run() -> Result<(), Fail> {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
 
-    let version = scenario
-        .version
-        .as_deref()
-        .filter(|_| argv.len() == 1 && argv[0] == "--version");
-    let stdin = if version.is_some() {
+    let only_version = argv.len() == 1 && argv[0] == "--version";
+    let version = scenario.version.as_deref().filter(|_| only_version);
+    // Serve mode reads stdin line by line after the record and the argv rule's steps.
+    let serving = !scenario.serve.is_empty() && !only_version;
+    let stdin = if version.is_some() || serving {
         String::new()
     } else {
         read_stdin()?
@@ -86,10 +88,21 @@ fn run() -> Result<(), Fail> {
         return print_line(&mut io::stdout(), version);
     }
 
-    let ctx = Templates {
+    let serve_record = match &scenario.serve_record {
+        Some(path) if serving => Some(open_append(path, "serve record")?),
+        _ => None,
+    };
+
+    let mut ctx = Templates {
         uuid: uuid::Uuid::now_v7().to_string(),
         argv: &argv,
         stdin: json_escape(&stdin),
+        serve: serving.then(|| Served {
+            pid: std::process::id(),
+            session: uuid::Uuid::now_v7().to_string(),
+            count: 0,
+            line: None,
+        }),
     };
     let steps = scenario
         .rules
@@ -99,6 +112,60 @@ fn run() -> Result<(), Fail> {
         .unwrap_or_default();
     for step in steps {
         run_step(step, &ctx)?;
+    }
+    if serving {
+        serve(&scenario, &mut ctx, serve_record)?;
+    }
+    Ok(())
+}
+
+/// Serve mode: each stdin line is recorded, then runs the first unspent matching line rule.
+/// Returns at stdin EOF (after the exit delay).
+fn serve(
+    scenario: &Scenario,
+    ctx: &mut Templates<'_>,
+    mut record: Option<fs::File>,
+) -> Result<(), Fail> {
+    let mut spent = vec![false; scenario.serve.len()];
+    let mut input = io::stdin().lock();
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        let n = (&mut input)
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| bad(format!("cannot read stdin: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        if raw.last() == Some(&b'\n') {
+            raw.pop();
+        }
+        if let Some(file) = &mut record {
+            let mut bytes = Vec::with_capacity(raw.len() + 1);
+            bytes.extend_from_slice(&raw);
+            bytes.push(b'\n');
+            // One write of the whole line, like the invocation record.
+            file.write_all(&bytes)
+                .map_err(|e| bad(format!("cannot write the serve record: {e}")))?;
+        }
+        let line = String::from_utf8_lossy(&raw);
+        ctx.receive(&line);
+        let found = scenario
+            .serve
+            .iter()
+            .zip(&mut spent)
+            .find(|(rule, spent)| !**spent && rule.matches(&line));
+        let Some((rule, spent)) = found else {
+            continue;
+        };
+        *spent = rule.once;
+        for step in &rule.steps {
+            run_step(step, ctx)?;
+        }
+    }
+    if let Some(ms) = scenario.serve_exit_delay_ms {
+        std::thread::sleep(Duration::from_millis(ms));
     }
     Ok(())
 }
@@ -205,15 +272,20 @@ fn capture_dir(dir: &Path, depth: usize, inv: &mut Invocation) {
     }
 }
 
+/// Opens a file for `O_APPEND` writes, creating it; `what` names it in the error.
+fn open_append(path: &Path, what: &str) -> Result<fs::File, Fail> {
+    fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| bad(format!("cannot open {what} {}: {e}", path.display())))
+}
+
 fn append_record(path: &Path, inv: &Invocation) -> Result<(), Fail> {
     let mut line =
         serde_json::to_string(inv).map_err(|e| bad(format!("cannot encode the record: {e}")))?;
     line.push('\n');
-    let mut file = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| bad(format!("cannot open record {}: {e}", path.display())))?;
+    let mut file = open_append(path, "record")?;
     // One write of the whole line: O_APPEND keeps concurrent records whole.
     file.write_all(line.as_bytes())
         .map_err(|e| bad(format!("cannot write record {}: {e}", path.display())))
@@ -223,9 +295,29 @@ struct Templates<'a> {
     uuid: String,
     argv: &'a [String],
     stdin: String,
+    /// Set in serve mode only, so without it the serve templates stay as they are.
+    serve: Option<Served>,
+}
+
+/// The serve-mode template values.
+struct Served {
+    pid: u32,
+    session: String,
+    /// Lines received so far.
+    count: u64,
+    /// The current line as JSON, when it is JSON.
+    line: Option<serde_json::Value>,
 }
 
 impl Templates<'_> {
+    /// Makes `line` the current line of the serve templates.
+    fn receive(&mut self, line: &str) {
+        if let Some(served) = &mut self.serve {
+            served.count += 1;
+            served.line = serde_json::from_str(line).ok();
+        }
+    }
+
     fn resolve(&self, name: &str) -> Option<String> {
         if name == "NEW_UUID" {
             return Some(self.uuid.clone());
@@ -233,13 +325,45 @@ impl Templates<'_> {
         if name == "STDIN" {
             return Some(self.stdin.clone());
         }
-        let word = name.strip_prefix("ARG_AFTER:")?;
-        let i = self.argv.iter().position(|a| a == word);
-        Some(
-            i.and_then(|i| self.argv.get(i + 1))
-                .cloned()
-                .unwrap_or_default(),
-        )
+        if let Some(word) = name.strip_prefix("ARG_AFTER:") {
+            let i = self.argv.iter().position(|a| a == word);
+            return Some(
+                i.and_then(|i| self.argv.get(i + 1))
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+        }
+        let served = self.serve.as_ref()?;
+        match name {
+            "ID" => Some(
+                served
+                    .line
+                    .as_ref()
+                    .and_then(|line| line.get("id"))
+                    .map_or_else(|| String::from("null"), serde_json::Value::to_string),
+            ),
+            "PID" => Some(served.pid.to_string()),
+            "SESSION" => Some(served.session.clone()),
+            "COUNT" => Some(served.count.to_string()),
+            _ => {
+                let path = name.strip_prefix("PARAM:")?;
+                let mut value = served.line.as_ref().and_then(|line| line.get("params"));
+                for segment in path.split('.') {
+                    value = value.and_then(|v| match v {
+                        serde_json::Value::Array(items) => {
+                            segment.parse::<usize>().ok().and_then(|i| items.get(i))
+                        }
+                        _ => v.get(segment),
+                    });
+                }
+                Some(
+                    value
+                        .and_then(serde_json::Value::as_str)
+                        .map(json_escape)
+                        .unwrap_or_default(),
+                )
+            }
+        }
     }
 
     fn expand(&self, text: &str) -> String {

@@ -37,6 +37,18 @@ pub struct Scenario {
     /// The rules; the first that matches argv supplies the steps.
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// Serve mode when non-empty: after the argv rule's steps, stdin is read line by line and
+    /// each line runs the steps of the first [`LineRule`] that matches it (see the crate
+    /// documentation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serve: Vec<LineRule>,
+    /// In serve mode, a file that gets each received line (and a newline) appended with one
+    /// `O_APPEND` write; read it back with [`read_served_lines`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve_record: Option<PathBuf>,
+    /// In serve mode, how long to sleep at stdin EOF before exiting 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve_exit_delay_ms: Option<u64>,
 }
 
 /// Which files an invocation records (see [`Invocation::files`]).
@@ -72,13 +84,42 @@ pub struct Rule {
     pub steps: Vec<Step>,
 }
 
+/// In serve mode, steps to run for a stdin line that contains every string of `when_contains`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LineRule {
+    /// Strings that must all occur in the line (substrings); empty matches any line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when_contains: Vec<String>,
+    /// The steps, in order.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// When `true`, the rule matches only once; afterwards it is skipped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub once: bool,
+}
+
 /// One step of a rule. Serialized as a one-key object such as `{"stdout": "text"}`.
 ///
 /// Text of `stdout` and `stderr` steps expands these templates (others are left as they are):
 ///
 /// * `${NEW_UUID}`: a UUID made once per invocation (the same value everywhere in it);
 /// * `${ARG_AFTER:<word>}`: the argv element right after the first `<word>` (empty if none);
-/// * `${STDIN}`: stdin, JSON-escaped without the quotes, to embed in a JSON string.
+/// * `${STDIN}`: stdin, JSON-escaped without the quotes, to embed in a JSON string (always
+///   empty in serve mode, where stdin is not read to EOF).
+///
+/// In serve mode (a non-empty [`Scenario::serve`]) these expand too, in the argv rule's steps
+/// and in every [`LineRule`]'s steps; without serve mode they are left as they are:
+///
+/// * `${ID}`: the received line's JSON `id`, serialized as JSON (`1`, `"a"`), or `null` when the
+///   line is not JSON or has no `id` (and in the argv rule's steps, before any line);
+/// * `${PARAM:<path>}`: the string at `params.<path>` of the received line, JSON-escaped without
+///   the quotes; empty when absent or not a string. `<path>` is dotted, and a numeric segment
+///   indexes an array: `input.0.text`;
+/// * `${PID}`: the fake's process id (decimal);
+/// * `${SESSION}`: a UUID chosen once per process (the same value in every answer);
+/// * `${COUNT}`: how many lines this process has received, including this one (`0` before any).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 #[non_exhaustive]
@@ -149,6 +190,24 @@ impl Scenario {
     /// Appends a rule.
     pub fn rule(mut self, rule: Rule) -> Self {
         self.rules.push(rule);
+        self
+    }
+
+    /// Appends a serve-mode line rule (a non-empty list turns serve mode on).
+    pub fn serve(mut self, rule: LineRule) -> Self {
+        self.serve.push(rule);
+        self
+    }
+
+    /// Records each line received in serve mode to this file.
+    pub fn serve_record(mut self, path: impl Into<PathBuf>) -> Self {
+        self.serve_record = Some(path.into());
+        self
+    }
+
+    /// Sleeps this long at stdin EOF in serve mode before exiting.
+    pub fn serve_exit_delay_ms(mut self, ms: u64) -> Self {
+        self.serve_exit_delay_ms = Some(ms);
         self
     }
 
@@ -237,6 +296,86 @@ impl Rule {
     }
 }
 
+impl LineRule {
+    /// A line rule that matches every line.
+    pub fn any() -> Self {
+        Self::default()
+    }
+
+    /// A line rule that matches when the line contains all of `needles` (substrings), such as
+    /// `LineRule::when(["\"method\":\"turn/start\""])`.
+    pub fn when<I, S>(needles: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            when_contains: needles.into_iter().map(Into::into).collect(),
+            steps: Vec::new(),
+            once: false,
+        }
+    }
+
+    /// Makes the rule match only the first line it matches.
+    pub fn once(mut self) -> Self {
+        self.once = true;
+        self
+    }
+
+    /// Appends a step.
+    pub fn step(mut self, step: Step) -> Self {
+        self.steps.push(step);
+        self
+    }
+
+    /// Appends a [`Step::Stdout`].
+    pub fn stdout(self, text: impl Into<String>) -> Self {
+        self.step(Step::Stdout(text.into()))
+    }
+
+    /// Appends a [`Step::Stderr`].
+    pub fn stderr(self, text: impl Into<String>) -> Self {
+        self.step(Step::Stderr(text.into()))
+    }
+
+    /// Appends a [`Step::SleepMs`].
+    pub fn sleep_ms(self, ms: u64) -> Self {
+        self.step(Step::SleepMs(ms))
+    }
+
+    /// Appends a [`Step::StdoutUnterminatedBytes`].
+    pub fn stdout_unterminated_bytes(self, n: u64) -> Self {
+        self.step(Step::StdoutUnterminatedBytes(n))
+    }
+
+    /// Appends a [`Step::SpawnGrandchild`].
+    pub fn spawn_grandchild(self, pid_file: impl Into<PathBuf>) -> Self {
+        self.step(Step::SpawnGrandchild {
+            pid_file: pid_file.into(),
+        })
+    }
+
+    /// Appends a [`Step::Hang`].
+    pub fn hang(self) -> Self {
+        self.step(Step::Hang(true))
+    }
+
+    /// Appends a [`Step::Exit`].
+    pub fn exit(self, code: i32) -> Self {
+        self.step(Step::Exit(code))
+    }
+
+    /// Appends a [`Step::KillSelf`].
+    pub fn kill_self(self) -> Self {
+        self.step(Step::KillSelf(true))
+    }
+
+    /// Whether the line contains every string of `when_contains` (`once` is not considered).
+    pub fn matches(&self, line: &str) -> bool {
+        self.when_contains.iter().all(|want| line.contains(want))
+    }
+}
+
 /// One recorded invocation of the fake (one line of [`Scenario::record`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -248,7 +387,8 @@ pub struct Invocation {
     /// The values of the variables listed in [`Scenario::record_env_values`] that were set.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Everything read from stdin (lossy UTF-8).
+    /// Everything read from stdin (lossy UTF-8); empty in serve mode, which reads stdin line by
+    /// line after recording (see [`Scenario::serve_record`]).
     pub stdin: String,
     /// The working directory.
     pub cwd: PathBuf,
@@ -304,4 +444,25 @@ pub fn read_invocations(path: impl AsRef<Path>) -> io::Result<Vec<Invocation>> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).map_err(io::Error::other))
         .collect()
+}
+
+/// Reads every line recorded in [`Scenario::serve_record`], oldest first (lossy UTF-8, without
+/// the newline); a missing file means none.
+///
+/// # Errors
+///
+/// The file cannot be read.
+pub fn read_served_lines(path: impl AsRef<Path>) -> io::Result<Vec<String>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    // Every recorded line ends with a newline, so the last piece is empty.
+    if lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    Ok(lines)
 }
