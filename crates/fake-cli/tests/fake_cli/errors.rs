@@ -67,6 +67,12 @@ fn invalid_json_unknown_fields_and_unknown_steps_are_reported() {
             r#"{"rules": [{"steps": [{"stdout": "a", "stderr": "b"}]}]}"#,
             "invalid scenario",
         ),
+        (
+            r#"{"serve": [{"when_contains": ["x"], "typo": 1}]}"#,
+            "unknown field",
+        ),
+        (r#"{"serve": [{"once": "yes"}]}"#, "invalid scenario"),
+        (r#"{"serve_exit_delay_ms": -1}"#, "invalid scenario"),
     ] {
         assert_bad(&run_with_scenario_text(Some(text)), needle);
     }
@@ -76,4 +82,13 @@ fn invalid_json_unknown_fields_and_unknown_steps_are_reported() {
 fn an_unwritable_record_is_reported() {
     let text = r#"{"record": "/nonexistent/dir/record.jsonl"}"#;
     assert_bad(&run_with_scenario_text(Some(text)), "cannot open record");
+}
+
+#[test]
+fn an_unwritable_serve_record_is_reported_before_serving() {
+    let text = r#"{"serve_record": "/nonexistent/dir/served.txt", "serve": [{}]}"#;
+    assert_bad(
+        &run_with_scenario_text(Some(text)),
+        "cannot open serve record",
+    );
 }

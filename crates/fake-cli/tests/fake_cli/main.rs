@@ -4,5 +4,6 @@
 
 mod errors;
 mod record;
+mod serve;
 mod steps;
 mod support;

@@ -1,6 +1,6 @@
 //! Version, rules, templates and steps.
 
-use fake_cli::{Rule, Scenario, Step};
+use fake_cli::{LineRule, Rule, Scenario, Step};
 
 use crate::support::{Run, stderr, stdout};
 
@@ -144,6 +144,31 @@ fn steps_round_trip_through_json() {
     scenario.write_to(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains(r#""sleep_ms": 1"#) && text.contains(r#""spawn_grandchild""#));
+    // Without serve rules, the file has no serve fields (older readers still accept it).
+    assert!(!text.contains("serve"), "{text}");
+    let back: Scenario = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, scenario);
+
+    let scenario = scenario
+        .serve_record("/tmp/served")
+        .serve_exit_delay_ms(5)
+        .serve(
+            LineRule::when(["a", "b"])
+                .once()
+                .stdout("o")
+                .stderr("e")
+                .sleep_ms(1)
+                .stdout_unterminated_bytes(2)
+                .spawn_grandchild("/tmp/p")
+                .hang()
+                .exit(4)
+                .kill_self()
+                .step(Step::Hang(false)),
+        )
+        .serve(LineRule::any());
+    scenario.write_to(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(r#""once": true"#) && text.contains(r#""when_contains""#));
     let back: Scenario = serde_json::from_str(&text).unwrap();
     assert_eq!(back, scenario);
 }
