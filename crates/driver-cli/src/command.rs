@@ -25,6 +25,8 @@ pub(crate) struct CliCommand {
     /// The request's bindings, from run services: checked against [`runtime_env::RefusedVar`].
     pub(crate) request_secrets: Vec<EnvBinding>,
     pub(crate) stdin: Option<String>,
+    /// Stdin stays open for the caller ([`CliProcess::spawn_resident`](crate::CliProcess)).
+    pub(crate) keep_stdin: bool,
     pub(crate) redactor: Option<Redactor>,
 }
 
@@ -39,6 +41,7 @@ impl CliCommand {
             secrets: Vec::new(),
             request_secrets: Vec::new(),
             stdin: None,
+            keep_stdin: false,
             redactor: None,
         }
     }
@@ -102,6 +105,13 @@ impl CliCommand {
     /// on the command line). Without it, stdin is `/dev/null`.
     pub(crate) fn stdin_text(mut self, text: impl Into<String>) -> Self {
         self.stdin = Some(text.into());
+        self
+    }
+
+    /// Keeps stdin open as a pipe for a resident process's protocol (instead of writing
+    /// [`stdin_text`](Self::stdin_text) and closing it).
+    pub(crate) fn keep_stdin(mut self) -> Self {
+        self.keep_stdin = true;
         self
     }
 

@@ -134,6 +134,13 @@ pub trait Translator: fmt::Debug + Send {
     fn checkpoint_data(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+
+    /// Whether the events so far ended the turn. A resident process's output does not end
+    /// with its turn, so its one event loop stops here; one process per turn stops at the
+    /// end of output, and its translators keep the default.
+    fn turn_ended(&self) -> bool {
+        false
+    }
 }
 
 /// How a dialect's CLI gets the config it cannot take as flags.
@@ -359,6 +366,12 @@ pub trait Dialect:
     /// Whether the finished turn says, in the CLI's own words, that the resumed session is
     /// unknown.
     fn unknown_session(&self, translator: &Self::Translator, finished: &Finished) -> bool;
+
+    /// The resident mode's protocol, for dialects whose CLI has one
+    /// ([`ProcessMode::Resident`](crate::ProcessMode::Resident)). The default: none.
+    fn resident(&self) -> Option<&dyn crate::ResidentProtocol> {
+        None
+    }
 
     /// The failure of a turn that was not clean. The default: the failure the CLI reported;
     /// else, after a successful exit, a protocol failure; else the exit's class with the

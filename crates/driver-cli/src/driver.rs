@@ -18,22 +18,25 @@ use std::sync::Arc;
 use compat_fingerprint::Fingerprint;
 use driver_spi::{
     ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver, DriverError,
-    EventSink, FailureKind, Request, Response, RunFailure, SessionCodec,
+    EventSink, FailureKind, ProcessLifecycle, Request, Response, RunFailure, SessionCodec,
 };
 use runtime_env::RuntimeEnv;
 
 use crate::CommonOptions as _;
-use crate::dialect::{ConfigFiles, Dialect, NamespaceConfig, NewSessionId, Turn};
+use crate::dialect::{ConfigFiles, Dialect, Invocation, NamespaceConfig, NewSessionId, Turn};
+use crate::pool::ProcessPool;
+use crate::resident::ResidentProcess;
 use crate::{
-    CliCommand, CliError, NamespaceFiles, RunFiles, SessionPlan, TurnLock, TurnLockError, Version,
-    VersionCheck,
+    CliCommand, CliError, NamespaceFiles, PoolStats, ProcessMode, RunFiles, SessionPlan, TurnLock,
+    TurnLockError, Version, VersionCheck,
 };
 
 /// The turn lock's file in a runtime's state directory.
 pub const TURN_LOCK_FILE: &str = "sdk-turn.lock";
 
-/// A CLI driver: one process per turn of the CLI that `D` describes, in a [`RuntimeEnv`]
-/// namespace whose state directory keeps the CLI's sessions across host restarts.
+/// A CLI driver: the CLI that `D` describes, one process per turn or resident
+/// ([`ProcessMode`]), in a [`RuntimeEnv`] namespace whose state directory keeps the CLI's
+/// sessions across host restarts.
 ///
 /// Each driver crate names its instance (`pub type ClaudeCodeDriver = CliDriver<ClaudeCode>`,
 /// over a dialect private to the crate) and is built from the crate's options.
@@ -43,6 +46,8 @@ pub struct CliDriver<D: Dialect> {
     env: Arc<RuntimeEnv>,
     fingerprint: Fingerprint,
     version: VersionCheck,
+    /// The resident processes, in [`ProcessMode::Resident`].
+    pool: Option<ProcessPool<ResidentProcess>>,
 }
 
 impl<D: Dialect> CliDriver<D> {
@@ -56,12 +61,23 @@ impl<D: Dialect> CliDriver<D> {
             .str("namespace", env.namespace().as_str())
             .str("isolation_level", env.level().name())
             .finish();
+        let pool = match options.cli().process_mode {
+            ProcessMode::Resident(limits) => Some(ProcessPool::new(limits)),
+            ProcessMode::PerTurn => None,
+        };
         Self {
             options,
             env,
             fingerprint,
             version: VersionCheck::new(),
+            pool,
         }
+    }
+
+    /// The resident-process pool's counts and decisions so far; `None` with one process per
+    /// turn.
+    pub fn pool_stats(&self) -> Option<PoolStats> {
+        self.pool.as_ref().map(ProcessPool::stats)
     }
 
     /// The options.
@@ -156,8 +172,20 @@ impl<D: Dialect> CliDriver<D> {
         turn: &Turn<'_>,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
-        let invocation = self.options.invocation(turn)?;
         let request = turn.request;
+        let mut invocation = self.options.invocation(turn)?;
+        let stdin = invocation
+            .stdin
+            .take()
+            .unwrap_or_else(|| request.prompt.clone());
+        let command = self.command(request, invocation).stdin_text(stdin);
+        let translator = self.options.translator(request);
+        crate::turn::drive(&self.options, &self.env, command, turn, translator, sink).await
+    }
+
+    /// The command of `invocation` for `request`: the binary, its argv and variables, the
+    /// request's and the invocation's secrets, the redactor, the workspace.
+    fn command(&self, request: &Request, invocation: Invocation) -> CliCommand {
         let mut redactor = request.redactor();
         for secret in &invocation.secrets {
             redactor.add_secret(secret.value().clone());
@@ -166,16 +194,14 @@ impl<D: Dialect> CliDriver<D> {
             .args(invocation.args.into_iter().map(OsString::from))
             .request_env(&request.runtime.secret_env)
             .secret_env(&invocation.secrets)
-            .stdin_text(invocation.stdin.unwrap_or_else(|| request.prompt.clone()))
-            .redactor(redactor.clone());
+            .redactor(redactor);
         for (name, value) in invocation.vars {
             command = command.var(name, value);
         }
         if let Some(workspace) = &request.workspace {
             command = command.cwd(workspace);
         }
-        let translator = self.options.translator(request);
-        crate::turn::drive(&self.options, &self.env, command, turn, translator, sink).await
+        command
     }
 
     /// Step 4 for namespace files: the turn lock, then the files; both released (files
@@ -237,7 +263,11 @@ impl<D: Dialect> CliDriver<D> {
 impl<D: Dialect> Driver for CliDriver<D> {
     fn descriptor(&self) -> Descriptor {
         Descriptor::new(D::IDENTITY.driver_type, D::IDENTITY.display_name)
-            .with_capabilities(self.options.capabilities())
+            .with_capabilities(
+                self.options
+                    .capabilities()
+                    .with_persistent_processes(self.pool.is_some()),
+            )
             .with_endpoint_vars(D::RUNTIME.descriptor.endpoint_vars.iter().copied())
     }
 
@@ -254,6 +284,12 @@ impl<D: Dialect> Driver for CliDriver<D> {
             return Err(ConfigError::invalid(
                 "runtime_env",
                 "does not serve this driver's runtime: name it in RuntimeEnvBuilder::runtimes",
+            ));
+        }
+        if self.pool.is_some() && self.options.resident().is_none() {
+            return Err(ConfigError::invalid(
+                "process_mode",
+                "this CLI has no resident mode: use ProcessMode::PerTurn",
             ));
         }
         self.options.validate(&self.env)
@@ -273,6 +309,19 @@ impl<D: Dialect> Driver for CliDriver<D> {
             plan,
             run_file: None,
         };
+        if let (Some(pool), Some(protocol)) = (&self.pool, self.options.resident()) {
+            if !matches!(config, ConfigFiles::None) {
+                // A resident process outlives a run's files and cannot hold the turn lock.
+                return Err(ConfigError::invalid(
+                    "process_mode",
+                    "this request needs config files, which resident mode cannot keep",
+                )
+                .into());
+            }
+            let command = |invocation| self.command(&request, invocation);
+            return crate::resident::run(&self.options, protocol, pool, &turn, command, &*sink)
+                .await;
+        }
         match config {
             ConfigFiles::None => self.spawn_and_drive(&turn, &*sink).await,
             ConfigFiles::RunFile { name, contents } => {
@@ -297,6 +346,21 @@ impl<D: Dialect> Driver for CliDriver<D> {
 
     fn config_fingerprinter(&self) -> Option<&dyn ConfigFingerprinter> {
         Some(self)
+    }
+
+    fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
+        self.pool.as_ref().map(|_| self as &dyn ProcessLifecycle)
+    }
+}
+
+/// Closes the resident processes: idle ones now, busy ones when their turn ends.
+#[async_trait::async_trait]
+impl<D: Dialect> ProcessLifecycle for CliDriver<D> {
+    async fn close_processes(&self) -> Result<(), DriverError> {
+        if let Some(pool) = &self.pool {
+            pool.close().await;
+        }
+        Ok(())
     }
 }
 

@@ -195,6 +195,11 @@ impl GroupGuard {
         }
     }
 
+    /// Whether the main process has been reaped.
+    pub(crate) fn has_exited(&self) -> bool {
+        self.watch.has_exited()
+    }
+
     /// The group is known to be finished (the reaper reported); dropping does nothing.
     pub(crate) fn disarm(&mut self) {
         self.armed = false;

@@ -8,15 +8,6 @@
 //! response to no pending request, or an over-long line is dropped and counted, never fatal:
 //! a peer's bad output cannot take the pool down. When the peer's output ends, every pending
 //! request fails with [`RpcError::Closed`].
-//!
-//! Crate-private until the resident dialects of issue 25 use it: only the tests use it yet.
-#![cfg_attr(
-    not(test),
-    allow(
-        dead_code,
-        reason = "the transport of the resident dialects of issue 25"
-    )
-)]
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -179,6 +170,17 @@ impl RpcPeer {
     /// Answers a request of the peer.
     pub(crate) async fn respond(&self, id: Value, result: Value) -> Result<(), RpcError> {
         self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            .await
+    }
+
+    /// Answers a request of the peer with an error object.
+    pub(crate) async fn respond_error(
+        &self,
+        id: Value,
+        code: i64,
+        message: &str,
+    ) -> Result<(), RpcError> {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
             .await
     }
 

@@ -117,6 +117,7 @@ mod mcp_refs;
 mod options;
 mod pool;
 mod process;
+mod resident;
 mod runtime;
 mod session;
 mod side;
@@ -141,8 +142,10 @@ pub use error::CliError;
 pub use mcp_refs::{
     EnvRefs, McpEntry, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers,
 };
-pub use options::{CliOptions, CommonOptions};
+pub use options::{CliOptions, CommonOptions, ProcessMode};
+pub use pool::{PoolLimits, PoolStats};
 pub use process::{Finished, failure_kind};
+pub use resident::{Call, Rejection, ResidentProtocol};
 pub use runtime::{BuildError, CommonArgs, Runtime};
 pub use session::{SessionPlan, session_codec};
 pub use side::SideOutput;

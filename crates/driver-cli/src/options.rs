@@ -5,7 +5,27 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::{Dialect, Limits, Version};
+use crate::{Dialect, Limits, PoolLimits, Version};
+
+/// How a CLI driver runs its turns.
+///
+/// Not part of the config fingerprint: both modes share the session codec, so a Thread
+/// started in one continues in the other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProcessMode {
+    /// A new process for every turn, ended when the turn ends. The default: nothing outlives
+    /// a turn, and every CLI supports it.
+    #[default]
+    PerTurn,
+    /// A resident process per conversation, kept between turns in a pool with these limits,
+    /// for the dialects whose CLI has a resident mode (Codex's `app-server`); refused by
+    /// [`Driver::validate_config`](driver_spi::Driver::validate_config) for the others. A
+    /// turn reuses its conversation's process only while the process's exact launch
+    /// configuration (its private [`ProcessSignature`](driver_spi::ProcessSignature)) is
+    /// unchanged; otherwise the old process ends before a new one resumes the session.
+    Resident(PoolLimits),
+}
 
 /// The options every CLI driver has: the binary, the default model, the limits of each run
 /// and the version check. Of these only the model is part of the config fingerprint.
@@ -22,6 +42,8 @@ pub struct CliOptions {
     pub minimum_version: Version,
     /// How long the `--version` probe may take.
     pub version_probe_timeout: Duration,
+    /// One process per turn, or resident processes.
+    pub process_mode: ProcessMode,
 }
 
 impl CliOptions {
@@ -34,6 +56,7 @@ impl CliOptions {
             limits: Limits::default(),
             minimum_version,
             version_probe_timeout: Duration::from_secs(30),
+            process_mode: ProcessMode::PerTurn,
         }
     }
 }
@@ -71,6 +94,12 @@ pub trait CommonOptions: Clone + fmt::Debug + Send + Sync + Sized + 'static {
     /// The oldest accepted `--version`.
     fn with_minimum_version(mut self, version: Version) -> Self {
         self.cli_mut().minimum_version = version;
+        self
+    }
+
+    /// One process per turn (the default), or resident processes in a pool.
+    fn with_process_mode(mut self, mode: ProcessMode) -> Self {
+        self.cli_mut().process_mode = mode;
         self
     }
 

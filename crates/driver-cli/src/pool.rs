@@ -17,17 +17,8 @@
 //! [`Checkout`] without checking in frees its place (the caller ends a process it could not
 //! trust, for example after a failed turn). Idle processes past [`PoolLimits::idle_timeout`]
 //! are shut down at the next checkout. [`ProcessPool::close`] shuts down every idle process
-//! and every one checked in afterwards.
-//!
-//! Crate-private until `CliDriver` runs resident dialects through it (issue 25): only the
-//! tests use it yet.
-#![cfg_attr(
-    not(test),
-    allow(
-        dead_code,
-        reason = "wired into CliDriver by the resident dialects of issue 25"
-    )
-)]
+//! and every one checked out before it when it is checked in; the pool serves again
+//! afterwards (a closed agent's driver may run again, per `ProcessLifecycle`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -44,16 +35,30 @@ pub(crate) trait Resident: Send + 'static {
     async fn shut_down(self);
 }
 
-/// The pool's bounds.
+/// The bounds of a driver's resident-process pool ([`ProcessMode::Resident`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use driver_cli::PoolLimits;
+///
+/// let limits = PoolLimits::default().with_idle_timeout(Duration::from_secs(60));
+/// assert_eq!((limits.max_live, limits.max_per_namespace), (8, 4));
+/// assert_eq!(limits.idle_timeout, Duration::from_secs(60));
+/// assert_eq!(PoolLimits::default().with_max_live(0).max_live, 1);
+/// ```
+///
+/// [`ProcessMode::Resident`]: crate::ProcessMode::Resident
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub(crate) struct PoolLimits {
-    /// Most live processes (idle and checked out) of the pool (default 8).
-    pub(crate) max_live: usize,
+pub struct PoolLimits {
+    /// Most live processes (idle and serving a turn) of the driver (default 8). A turn that
+    /// needs a new process past it evicts the least recently used idle one, or fails with
+    /// [`FailureKind::Limit`](driver_spi::FailureKind::Limit) when none is idle.
+    pub max_live: usize,
     /// Most live processes of one credential namespace (default 4).
-    pub(crate) max_per_namespace: usize,
-    /// How long an idle process is kept (default 10 minutes).
-    pub(crate) idle_timeout: Duration,
+    pub max_per_namespace: usize,
+    /// How long an idle process is kept before it is shut down (default 10 minutes).
+    pub idle_timeout: Duration,
 }
 
 impl Default for PoolLimits {
@@ -68,19 +73,19 @@ impl Default for PoolLimits {
 
 impl PoolLimits {
     /// Sets [`max_live`](Self::max_live) (at least 1).
-    pub(crate) fn with_max_live(mut self, max: usize) -> Self {
+    pub fn with_max_live(mut self, max: usize) -> Self {
         self.max_live = max.max(1);
         self
     }
 
     /// Sets [`max_per_namespace`](Self::max_per_namespace) (at least 1).
-    pub(crate) fn with_max_per_namespace(mut self, max: usize) -> Self {
+    pub fn with_max_per_namespace(mut self, max: usize) -> Self {
         self.max_per_namespace = max.max(1);
         self
     }
 
     /// Sets [`idle_timeout`](Self::idle_timeout).
-    pub(crate) fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
         self
     }
@@ -111,16 +116,18 @@ pub(crate) enum PoolError {
     /// Every place is taken by a process serving a turn.
     #[error("the process pool is full: every process is serving a turn")]
     Saturated,
-    /// The pool was closed.
-    #[error("the process pool is closed")]
-    Closed,
 }
 
 /// Resident processes keyed by namespace, conversation and exact signature.
 pub(crate) struct ProcessPool<P: Resident> {
     limits: PoolLimits,
     state: Arc<Mutex<State<P>>>,
+    endings: Endings,
 }
+
+/// Shutdowns running in tasks of their own (a cancelled turn's process), which
+/// [`ProcessPool::close`] waits for.
+pub(crate) type Endings = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
 
 impl<P: Resident> std::fmt::Debug for ProcessPool<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -145,7 +152,30 @@ struct State<P> {
     idle: Vec<Idle<P>>,
     /// Namespaces of the checked-out processes (one entry each).
     busy: Vec<String>,
-    closed: bool,
+    /// Bumped by each close: a process checked out before it is shut down on check-in.
+    generation: u64,
+    stats: PoolStats,
+}
+
+/// What a driver's resident-process pool holds and has decided so far: counts only, for
+/// hosts' metrics and tests (`CliDriver::pool_stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// Idle processes now.
+    pub idle: usize,
+    /// Processes serving a turn now.
+    pub busy: usize,
+    /// Turns served by a live idle process.
+    pub reused: u64,
+    /// Processes started (first turns, recycles and replacements included).
+    pub started: u64,
+    /// Processes retired because the next turn's signature differed.
+    pub recycled: u64,
+    /// Dead processes found and replaced.
+    pub replaced: u64,
+    /// Idle processes shut down for a cap or the idle timeout.
+    pub evicted: u64,
 }
 
 impl<P> State<P> {
@@ -190,6 +220,7 @@ pub(crate) struct Checkout<P: Resident> {
     pub(crate) process: Option<P>,
     namespace: String,
     signature: ProcessSignature,
+    generation: u64,
     state: Arc<Mutex<State<P>>>,
     returned: bool,
 }
@@ -206,13 +237,14 @@ impl<P: Resident> std::fmt::Debug for Checkout<P> {
 impl<P: Resident> Checkout<P> {
     /// Returns `process` to the pool after its turn, idle for the conversation's next turn
     /// (`conversation` is the session the turn started or continued, which a new process only
-    /// knows after its first turn). A closed pool shuts it down instead.
+    /// knows after its first turn). When the pool was closed since the checkout, it is shut
+    /// down instead.
     pub(crate) async fn check_in(mut self, conversation: &str, process: P) {
         self.returned = true;
         let refused = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.unreserve(&self.namespace);
-            if state.closed {
+            if state.generation != self.generation {
                 Some(process)
             } else {
                 state.idle.push(Idle {
@@ -250,15 +282,53 @@ impl<P: Resident> ProcessPool<P> {
             state: Arc::new(Mutex::new(State {
                 idle: Vec::new(),
                 busy: Vec::new(),
-                closed: false,
+                generation: 0,
+                stats: PoolStats::default(),
             })),
+            endings: Endings::default(),
         }
+    }
+
+    /// Where a shutdown running in a task of its own registers, so that
+    /// [`close`](Self::close) waits for it.
+    pub(crate) fn endings(&self) -> Endings {
+        Arc::clone(&self.endings)
     }
 
     /// (idle, checked out) process counts.
     pub(crate) fn counts(&self) -> (usize, usize) {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         (state.idle.len(), state.busy.len())
+    }
+
+    /// The counts and decisions so far.
+    pub(crate) fn stats(&self) -> PoolStats {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        PoolStats {
+            idle: state.idle.len(),
+            busy: state.busy.len(),
+            ..state.stats
+        }
+    }
+
+    /// Shuts down the idle process of `conversation` in `namespace`, if there is one (a
+    /// fork frees its parent this way, so no other process holds the parent's session).
+    pub(crate) async fn retire(&self, namespace: &str, conversation: &str) {
+        let retired = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = state
+                .idle
+                .iter()
+                .position(|i| i.namespace == namespace && i.conversation == conversation);
+            at.map(|at| {
+                state.stats.evicted += 1;
+                state.idle.swap_remove(at).process
+            })
+        };
+        if let Some(process) = retired {
+            tracing::debug!(decision = "evict", reason = "fork", "process pool");
+            process.shut_down().await;
+        }
     }
 
     /// The place for the next turn of `conversation` (`None` for a turn that starts a new
@@ -268,7 +338,7 @@ impl<P: Resident> ProcessPool<P> {
     ///
     /// # Errors
     /// [`PoolError::Saturated`] when starting a process would pass a limit and no idle one can
-    /// be evicted; [`PoolError::Closed`] after [`close`](Self::close).
+    /// be evicted.
     pub(crate) async fn check_out(
         &self,
         namespace: &str,
@@ -281,13 +351,22 @@ impl<P: Resident> ProcessPool<P> {
         for old in retired {
             old.shut_down().await;
         }
-        let (decision, process) = decided?;
-        tracing::debug!(decision = ?decision, retired = evicted, "process pool");
+        let (decision, process, generation) = decided?;
+        match &decision {
+            PoolDecision::Recycle { changed } => tracing::info!(
+                decision = "recycle",
+                changed = ?changed,
+                retired = evicted,
+                "process pool"
+            ),
+            other => tracing::debug!(decision = ?other, retired = evicted, "process pool"),
+        }
         Ok(Checkout {
             decision,
             process,
             namespace: namespace.to_owned(),
             signature: signature.clone(),
+            generation,
             state: Arc::clone(&self.state),
             returned: false,
         })
@@ -301,17 +380,16 @@ impl<P: Resident> ProcessPool<P> {
         conversation: Option<&str>,
         signature: &ProcessSignature,
         retired: &mut Vec<P>,
-    ) -> Result<(PoolDecision, Option<P>), PoolError> {
+    ) -> Result<(PoolDecision, Option<P>, u64), PoolError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.closed {
-            return Err(PoolError::Closed);
-        }
+        let generation = state.generation;
         // Expired idle processes go first.
         let now = Instant::now();
         let timeout = self.limits.idle_timeout;
         let mut at = 0;
         while at < state.idle.len() {
             if now.duration_since(state.idle[at].since) >= timeout {
+                state.stats.evicted += 1;
                 retired.push(state.idle.swap_remove(at).process);
             } else {
                 at += 1;
@@ -330,15 +408,18 @@ impl<P: Resident> ProcessPool<P> {
         });
         let decision = match mine {
             Some((idle, false)) => {
+                state.stats.replaced += 1;
                 retired.push(idle.process);
                 PoolDecision::Replace
             }
             Some((idle, true)) if idle.signature == *signature => {
                 state.busy.push(namespace.to_owned());
-                return Ok((PoolDecision::Reuse, Some(idle.process)));
+                state.stats.reused += 1;
+                return Ok((PoolDecision::Reuse, Some(idle.process), generation));
             }
             Some((idle, true)) => {
                 let changed = idle.signature.changed_components(signature);
+                state.stats.recycled += 1;
                 retired.push(idle.process);
                 PoolDecision::Recycle { changed }
             }
@@ -346,30 +427,42 @@ impl<P: Resident> ProcessPool<P> {
         };
         while state.live_in(namespace) >= self.limits.max_per_namespace {
             match state.evict_lru(Some(namespace)) {
-                Some(old) => retired.push(old),
+                Some(old) => {
+                    state.stats.evicted += 1;
+                    retired.push(old);
+                }
                 None => return Err(PoolError::Saturated),
             }
         }
         while state.live() >= self.limits.max_live {
             match state.evict_lru(None) {
-                Some(old) => retired.push(old),
+                Some(old) => {
+                    state.stats.evicted += 1;
+                    retired.push(old);
+                }
                 None => return Err(PoolError::Saturated),
             }
         }
         state.busy.push(namespace.to_owned());
-        Ok((decision, None))
+        state.stats.started += 1;
+        Ok((decision, None, generation))
     }
 
-    /// Shuts down every idle process now, and every checked-out one when it is checked in;
-    /// later checkouts fail with [`PoolError::Closed`]. Idempotent.
+    /// Shuts down every idle process now, and every checked-out one when it is checked in.
+    /// Later checkouts start new processes. Idempotent.
     pub(crate) async fn close(&self) {
         let idle = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.closed = true;
+            state.generation += 1;
             std::mem::take(&mut state.idle)
         };
         for idle in idle {
             idle.process.shut_down().await;
+        }
+        let endings =
+            std::mem::take(&mut *self.endings.lock().unwrap_or_else(PoisonError::into_inner));
+        for ending in endings {
+            let _ = ending.await;
         }
     }
 }

@@ -179,137 +179,49 @@ impl CliProcess {
         command: CliCommand,
         limits: Limits,
     ) -> Result<Self, CliError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| CliError::NoRuntime)?;
-        for (name, _) in &command.vars {
-            check_var(env, name, false)?;
-        }
-        for binding in &command.secrets {
-            check_var(env, binding.name(), true)?;
-        }
-        for binding in &command.request_secrets {
-            check_var(env, binding.name(), true)?;
-            if let Some(class) = env.refused_request_var(binding.name()) {
-                return Err(CliError::RefusedRequestVar {
-                    name: binding.name().to_owned(),
-                    class,
-                });
-            }
-        }
-        let program = command.program.display().to_string();
-
-        let mut cmd = env.command(&command.program);
-        cmd.args(&command.args);
-        let cwd = command.cwd.as_deref().unwrap_or(env.cwd());
-        cmd.current_dir(cwd);
-        for (name, value) in &command.vars {
-            cmd.env(name, value);
-        }
-        // The dialect's own secrets last: no request binding can replace them.
-        for binding in command.request_secrets.iter().chain(&command.secrets) {
-            // The only place a secret value leaves its wrapper: the child's environment.
-            cmd.env(binding.name(), binding.value().expose_secret());
-        }
-        cmd.stdin(if command.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-
-        let mut child = cmd.spawn().map_err(|source| {
-            // ENOENT also reports a missing working directory; only a missing program is
-            // NotFound.
-            if source.kind() == io::ErrorKind::NotFound && cwd.is_dir() {
-                CliError::NotFound {
-                    program: program.clone(),
-                }
-            } else {
-                CliError::Spawn {
-                    program: program.clone(),
-                    source,
-                }
-            }
-        })?;
-        let pid = child.id();
-        tracing::debug!(pid, program = %program, "spawned CLI process");
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr_pipe = child.stderr.take();
-
-        let pgid = i32::try_from(pid).ok().and_then(Pid::from_raw);
-        let Some(pgid) = pgid else {
-            // A pid that is not a positive i32 cannot happen on Unix; never signal group 0.
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(CliError::Spawn {
-                program,
-                source: io::Error::other("the child has an invalid process id"),
-            });
-        };
-        let (watch, exit) =
-            group::start_reaper(child, pgid, limits.kill_grace).map_err(|e| CliError::Io {
-                op: "start the reaper thread",
-                source: e,
-            })?;
-        // From here on, an early return drops the guard, which ends the group.
-        let guard = GroupGuard::new(pgid, watch, limits.kill_grace);
-
-        let stdout = stdout
-            .ok_or_else(|| io::Error::other("stdout was not piped"))
-            .and_then(ChildStdout::from_std)
-            .map_err(|source| CliError::Io {
-                op: "attach to stdout",
-                source,
-            })?;
-        let stderr_pipe = stderr_pipe
-            .ok_or_else(|| io::Error::other("stderr was not piped"))
-            .and_then(ChildStderr::from_std)
-            .map_err(|source| CliError::Io {
-                op: "attach to stderr",
-                source,
-            })?;
-        if let (Some(stdin), Some(text)) = (stdin, command.stdin) {
-            let mut stdin = ChildStdin::from_std(stdin).map_err(|source| CliError::Io {
-                op: "attach to stdin",
-                source,
-            })?;
-            // A task, so a prompt larger than the pipe buffer cannot deadlock against a child
-            // that writes before it has read everything. Errors (the child exited without
-            // reading) are the child's business and show in its exit status.
-            runtime.spawn(async move {
-                let _ = stdin.write_all(text.as_bytes()).await;
-                let _ = stdin.shutdown().await;
-            });
-        }
-        let tail = Arc::new(Mutex::new(TailBuffer::new(limits.stderr_tail_bytes)));
-        let stderr_task = runtime.spawn(stderr::drain(stderr_pipe, Arc::clone(&tail)));
-
-        let mut redaction = env.redactor();
-        redaction.extend(
-            command
-                .secrets
-                .iter()
-                .chain(&command.request_secrets)
-                .map(|b| b.value().clone()),
-        );
-        if let Some(request) = &command.redactor {
-            redaction.merge(request);
-        }
+        let started = start(env, command, limits)?;
         Ok(Self {
-            program,
-            pid,
-            stdout: LineReader::new(stdout, limits.max_line_bytes),
-            stderr: tail,
-            stderr_task,
-            exit,
-            guard,
+            program: started.program,
+            pid: started.pid,
+            stdout: LineReader::new(started.stdout, limits.max_line_bytes),
+            stderr: started.stderr,
+            stderr_task: started.stderr_task,
+            exit: started.exit,
+            guard: started.guard,
             limits,
             deadline: deadline_after(Instant::now(), limits.total_timeout),
             total_timed_out: false,
-            redaction,
+            redaction: started.redaction,
         })
+    }
+
+    /// Starts `command` (built with [`CliCommand::keep_stdin`]) as a resident process: like
+    /// [`spawn`](Self::spawn), but stdin stays open and stdout is handed to the caller (a
+    /// protocol peer) together with the process's handle. No total timeout applies: the
+    /// process lives until it is shut down.
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn).
+    pub(crate) fn spawn_resident(
+        env: &RuntimeEnv,
+        command: CliCommand,
+        limits: Limits,
+    ) -> Result<(ResidentChild, ChildStdin, ChildStdout), CliError> {
+        let started = start(env, command, limits)?;
+        let stdin = started.stdin.ok_or_else(|| CliError::Io {
+            op: "attach to stdin",
+            source: io::Error::other("stdin was not kept open"),
+        })?;
+        let child = ResidentChild {
+            pid: started.pid,
+            stderr: started.stderr,
+            stderr_task: started.stderr_task,
+            exit: started.exit,
+            guard: started.guard,
+            limits,
+            redaction: started.redaction,
+        };
+        Ok((child, stdin, started.stdout))
     }
 
     /// The process id (also the process group id).
@@ -490,6 +402,233 @@ impl CliProcess {
         // A child that handles SIGTERM and is blocked writing stdout gets EPIPE and can exit.
         drop(stdout);
         let status = match (&mut exit).await {
+            Ok(Ok(status)) => exit_status(status),
+            _ => ExitStatus::Signal(SIGKILL),
+        };
+        guard.disarm();
+        let stderr_tail = finish_stderr(stderr_task, &stderr, &redaction, limits).await;
+        Finished {
+            status,
+            stderr_tail,
+        }
+    }
+}
+
+/// A process just started: its pipes, stderr drain, reaper and group guard.
+struct Started {
+    program: String,
+    pid: u32,
+    stdin: Option<ChildStdin>,
+    stdout: ChildStdout,
+    stderr: Arc<Mutex<TailBuffer>>,
+    stderr_task: JoinHandle<()>,
+    exit: oneshot::Receiver<ExitReport>,
+    guard: GroupGuard,
+    redaction: Redaction,
+}
+
+/// Starts `command` in `env` (see [`CliProcess::spawn`]).
+fn start(env: &RuntimeEnv, command: CliCommand, limits: Limits) -> Result<Started, CliError> {
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| CliError::NoRuntime)?;
+    for (name, _) in &command.vars {
+        check_var(env, name, false)?;
+    }
+    for binding in &command.secrets {
+        check_var(env, binding.name(), true)?;
+    }
+    for binding in &command.request_secrets {
+        check_var(env, binding.name(), true)?;
+        if let Some(class) = env.refused_request_var(binding.name()) {
+            return Err(CliError::RefusedRequestVar {
+                name: binding.name().to_owned(),
+                class,
+            });
+        }
+    }
+    let program = command.program.display().to_string();
+
+    let mut cmd = env.command(&command.program);
+    cmd.args(&command.args);
+    let cwd = command.cwd.as_deref().unwrap_or(env.cwd());
+    cmd.current_dir(cwd);
+    for (name, value) in &command.vars {
+        cmd.env(name, value);
+    }
+    // The dialect's own secrets last: no request binding can replace them.
+    for binding in command.request_secrets.iter().chain(&command.secrets) {
+        // The only place a secret value leaves its wrapper: the child's environment.
+        cmd.env(binding.name(), binding.value().expose_secret());
+    }
+    cmd.stdin(if command.stdin.is_some() || command.keep_stdin {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+
+    let mut child = cmd.spawn().map_err(|source| {
+        // ENOENT also reports a missing working directory; only a missing program is
+        // NotFound.
+        if source.kind() == io::ErrorKind::NotFound && cwd.is_dir() {
+            CliError::NotFound {
+                program: program.clone(),
+            }
+        } else {
+            CliError::Spawn {
+                program: program.clone(),
+                source,
+            }
+        }
+    })?;
+    let pid = child.id();
+    tracing::debug!(pid, program = %program, "spawned CLI process");
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr_pipe = child.stderr.take();
+
+    let pgid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+    let Some(pgid) = pgid else {
+        // A pid that is not a positive i32 cannot happen on Unix; never signal group 0.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(CliError::Spawn {
+            program,
+            source: io::Error::other("the child has an invalid process id"),
+        });
+    };
+    let (watch, exit) =
+        group::start_reaper(child, pgid, limits.kill_grace).map_err(|e| CliError::Io {
+            op: "start the reaper thread",
+            source: e,
+        })?;
+    // From here on, an early return drops the guard, which ends the group.
+    let guard = GroupGuard::new(pgid, watch, limits.kill_grace);
+
+    let stdout = stdout
+        .ok_or_else(|| io::Error::other("stdout was not piped"))
+        .and_then(ChildStdout::from_std)
+        .map_err(|source| CliError::Io {
+            op: "attach to stdout",
+            source,
+        })?;
+    let stderr_pipe = stderr_pipe
+        .ok_or_else(|| io::Error::other("stderr was not piped"))
+        .and_then(ChildStderr::from_std)
+        .map_err(|source| CliError::Io {
+            op: "attach to stderr",
+            source,
+        })?;
+    let mut kept_stdin = None;
+    if command.keep_stdin {
+        kept_stdin = stdin
+            .map(ChildStdin::from_std)
+            .transpose()
+            .map_err(|source| CliError::Io {
+                op: "attach to stdin",
+                source,
+            })?;
+    } else if let (Some(stdin), Some(text)) = (stdin, command.stdin) {
+        let mut stdin = ChildStdin::from_std(stdin).map_err(|source| CliError::Io {
+            op: "attach to stdin",
+            source,
+        })?;
+        // A task, so a prompt larger than the pipe buffer cannot deadlock against a child
+        // that writes before it has read everything. Errors (the child exited without
+        // reading) are the child's business and show in its exit status.
+        runtime.spawn(async move {
+            let _ = stdin.write_all(text.as_bytes()).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    let tail = Arc::new(Mutex::new(TailBuffer::new(limits.stderr_tail_bytes)));
+    let stderr_task = runtime.spawn(stderr::drain(stderr_pipe, Arc::clone(&tail)));
+
+    let mut redaction = env.redactor();
+    redaction.extend(
+        command
+            .secrets
+            .iter()
+            .chain(&command.request_secrets)
+            .map(|b| b.value().clone()),
+    );
+    if let Some(request) = &command.redactor {
+        redaction.merge(request);
+    }
+    Ok(Started {
+        program,
+        pid,
+        stdin: kept_stdin,
+        stdout,
+        stderr: tail,
+        stderr_task,
+        exit,
+        guard,
+        redaction,
+    })
+}
+
+/// A resident process's handle: its exit, group and stderr tail (its stdin and stdout belong
+/// to the protocol peer). Dropping it ends the process group, like [`CliProcess`].
+pub(crate) struct ResidentChild {
+    pid: u32,
+    stderr: Arc<Mutex<TailBuffer>>,
+    stderr_task: JoinHandle<()>,
+    exit: oneshot::Receiver<ExitReport>,
+    guard: GroupGuard,
+    limits: Limits,
+    redaction: Redaction,
+}
+
+impl fmt::Debug for ResidentChild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResidentChild")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResidentChild {
+    /// The process id (also the process group id).
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether the main process has exited.
+    pub(crate) fn has_exited(&self) -> bool {
+        self.guard.has_exited()
+    }
+
+    /// The redacted end of stderr so far.
+    pub(crate) fn stderr_tail(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .render(&self.redaction)
+    }
+
+    /// Waits up to `within` for the process to exit on its own (its stdin was closed), then
+    /// ends the group as [`CliProcess::terminate`] does; returns how it ended.
+    pub(crate) async fn wait_or_terminate(self, within: Duration) -> Finished {
+        const SIGKILL: i32 = 9;
+        let Self {
+            stderr,
+            stderr_task,
+            mut exit,
+            mut guard,
+            limits,
+            redaction,
+            ..
+        } = self;
+        let report = match tokio::time::timeout(within, &mut exit).await {
+            Ok(report) => report,
+            Err(_) => {
+                guard.terminate();
+                (&mut exit).await
+            }
+        };
+        let status = match report {
             Ok(Ok(status)) => exit_status(status),
             _ => ExitStatus::Signal(SIGKILL),
         };

@@ -22,7 +22,7 @@ use crate::{CliCommand, CliError, CliProcess, Finished, SessionPlan};
 const SERVER_NAME: Kind = Kind::new("agent-sdk 2026-11-30 driver-stream-json mcp-server-name v1");
 
 /// Why reading a turn's events stopped early.
-enum Stop {
+pub(crate) enum Stop {
     /// The output broke a limit or the protocol.
     Cli(CliError),
     /// The CLI reported another session than the plan's.
@@ -31,6 +31,24 @@ enum Stop {
     NotForked,
     /// A required MCP server did not connect.
     McpUnavailable(String),
+    /// A resident process's output ended during the turn (it exited or crashed).
+    Ended,
+    /// A resident process refused the prompt (or did not answer it).
+    Refused(RunFailure),
+}
+
+/// The stop a reported session id `got` means under `plan`, if any.
+pub(crate) fn session_stop(plan: SessionPlan<'_>, got: &str) -> Option<Stop> {
+    if plan
+        .expected_id()
+        .is_some_and(|want| !got.eq_ignore_ascii_case(want))
+    {
+        return Some(Stop::OtherSession);
+    }
+    match plan {
+        SessionPlan::Fork(parent) if got.eq_ignore_ascii_case(parent) => Some(Stop::NotForked),
+        _ => None,
+    }
 }
 
 /// Spawns `command`, forwards its translated events, and judges the finished turn.
@@ -44,13 +62,7 @@ pub(crate) async fn drive<D: Dialect>(
 ) -> Result<Response, DriverError> {
     let mut translator = Tracked::new(translator);
     let mut process = CliProcess::spawn(env, command, dialect.cli().limits)?;
-    let required: Vec<&str> = turn
-        .request
-        .mcp
-        .iter()
-        .filter(|s| s.required)
-        .map(|s| s.name.as_str())
-        .collect();
+    let required = required_servers(turn.request);
     let mut started = false;
     let stop = read_events(
         &mut process,
@@ -90,8 +102,7 @@ async fn read_events<T: Translator>(
     started: &mut bool,
     sink: &dyn EventSink,
 ) -> Option<Stop> {
-    let plan = turn.plan;
-    let mut checked_init = false;
+    let mut gate = Gate::new(turn.plan, required);
     loop {
         let value = match process.next_json().await {
             Ok(Some(value)) => value,
@@ -102,29 +113,8 @@ async fn read_events<T: Translator>(
             let line = process.line_number();
             return Some(Stop::Cli(CliError::MalformedJson { line }));
         };
-        if let Some(got) = translator.session_id() {
-            if plan
-                .expected_id()
-                .is_some_and(|want| !got.eq_ignore_ascii_case(want))
-            {
-                return Some(Stop::OtherSession);
-            }
-            if let SessionPlan::Fork(parent) = plan
-                && got.eq_ignore_ascii_case(parent)
-            {
-                return Some(Stop::NotForked);
-            }
-        }
-        if !checked_init && let Some(servers) = translator.mcp_servers() {
-            checked_init = true;
-            let missing = required.iter().find(|name| {
-                !servers
-                    .iter()
-                    .any(|s| s.name == **name && s.status == "connected")
-            });
-            if let Some(name) = missing {
-                return Some(Stop::McpUnavailable((*name).to_owned()));
-            }
+        if let Some(stop) = gate.check(translator) {
+            return Some(stop);
         }
         for event in events {
             sink.emit(event);
@@ -133,8 +123,60 @@ async fn read_events<T: Translator>(
     }
 }
 
+/// The stop rule's checks of one translated batch, before it is emitted: the session id
+/// against the plan, and (once) the required MCP servers against the start-up report.
+pub(crate) struct Gate<'a> {
+    plan: SessionPlan<'a>,
+    required: &'a [&'a str],
+    checked_init: bool,
+}
+
+impl<'a> Gate<'a> {
+    pub(crate) fn new(plan: SessionPlan<'a>, required: &'a [&'a str]) -> Self {
+        Self {
+            plan,
+            required,
+            checked_init: false,
+        }
+    }
+
+    /// `Some` when the batch must not be emitted and the turn stops.
+    pub(crate) fn check<T: Translator>(&mut self, translator: &Tracked<T>) -> Option<Stop> {
+        if let Some(stop) = translator
+            .session_id()
+            .and_then(|got| session_stop(self.plan, got))
+        {
+            return Some(stop);
+        }
+        if !self.checked_init
+            && let Some(servers) = translator.mcp_servers()
+        {
+            self.checked_init = true;
+            let missing = self.required.iter().find(|name| {
+                !servers
+                    .iter()
+                    .any(|s| s.name == **name && s.status == "connected")
+            });
+            if let Some(name) = missing {
+                return Some(Stop::McpUnavailable((*name).to_owned()));
+            }
+        }
+        None
+    }
+}
+
+/// The names of the request's required MCP servers.
+pub(crate) fn required_servers(request: &driver_spi::Request) -> Vec<&str> {
+    request
+        .mcp
+        .iter()
+        .filter(|s| s.required)
+        .map(|s| s.name.as_str())
+        .collect()
+}
+
 /// The error of a turn that stopped early; `RunFailed` first when the run had started.
-fn fail_early(
+pub(crate) fn fail_early(
     stop: Stop,
     plan: SessionPlan<'_>,
     started: bool,
@@ -159,6 +201,21 @@ fn fail_early(
         }
         Stop::Cli(err) => {
             let failure = err.to_run_failure(Some(&finished.stderr_tail));
+            (failure.kind, DriverError::Failed(failure))
+        }
+        Stop::Ended => {
+            let mut failure = RunFailure::new(
+                crate::failure_kind(finished.status).unwrap_or(FailureKind::Process),
+                format!(
+                    "the resident process ended during the turn ({}); the prompt is not sent again",
+                    finished.status
+                ),
+            );
+            append_stderr(&mut failure, finished);
+            (failure.kind, DriverError::Failed(failure))
+        }
+        Stop::Refused(mut failure) => {
+            append_stderr(&mut failure, finished);
             (failure.kind, DriverError::Failed(failure))
         }
     };
@@ -190,7 +247,7 @@ fn append_stderr(failure: &mut RunFailure, finished: &Finished) {
 ///   (unless stateless); its response carries a checkpoint (session id, driver data, guard).
 /// - Anything else fails ([`Dialect::failure`]): before `RunStarted` as an error, after it as
 ///   `RunFailed` and a response whose failure is set (partial output and usage kept).
-fn judge<D: Dialect>(
+pub(crate) fn judge<D: Dialect>(
     dialect: &D,
     turn: &Turn<'_>,
     mut translator: Tracked<D::Translator>,

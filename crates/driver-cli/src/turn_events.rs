@@ -214,6 +214,20 @@ impl<T: Translator> Tracked<T> {
             .get("type")
             .and_then(Value::as_str)
             .ok_or(MalformedEvent)?;
+        self.translate_kind(kind, event)
+    }
+
+    /// Translates one event whose kind the transport names (a JSON-RPC notification's
+    /// `method`, with its `params` as the event); a malformed one emits nothing and changes
+    /// nothing.
+    ///
+    /// # Errors
+    /// [`MalformedEvent`] for a known event whose shape is broken.
+    pub fn translate_kind(
+        &mut self,
+        kind: &str,
+        event: &Value,
+    ) -> Result<Vec<DriverEvent>, MalformedEvent> {
         let mark = self.turn.mark();
         let mut out = Vec::new();
         let event = CliEvent {

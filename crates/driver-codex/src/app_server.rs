@@ -2,27 +2,48 @@
 //! resident dialect of issue 25 speaks, in one place, and the check that the pinned binary's
 //! own schema (`codex app-server generate-json-schema`) has not changed for any of them.
 //!
-//! What the pinned binary does with these messages is recorded in `docs/codex-app-server.md`.
-//! Crate-private, and used only by the schema check until the dialect is built.
-#![cfg_attr(
-    not(test),
-    allow(
-        dead_code,
-        reason = "the resident Codex dialect of issue 25 speaks these"
-    )
-)]
+//! What the pinned binary does with these messages is recorded in `docs/codex-app-server.md`;
+//! the facts this module relies on:
+//! - the whole configuration goes in as `-c` overrides at launch, as for `exec`, so it is part
+//!   of the process signature: a thread is resumed with other config (a rotated MCP token, a
+//!   new endpoint) only on a new process, because a thread already loaded ignores the config
+//!   of a second `thread/resume`;
+//! - every refusal is code -32600 (one -32603, for a required MCP server that fails), so
+//!   refusals are told apart by Codex's words;
+//! - one process per loaded thread: a thread loaded elsewhere answers "already has an active
+//!   writer", which the pool avoids by keeping one process per conversation (and retiring a
+//!   fork's parent first);
+//! - on stdin EOF the process exits and an in-flight turn is saved as interrupted.
+
+use driver_cli::{
+    Call, Invocation, MalformedEvent, Rejection, ResidentProtocol, SessionPlan, Turn,
+};
+use driver_spi::{ConfigError, DriverError, FailureKind};
+use serde_json::{Value, json};
+
+use crate::dialect::{Codex, check_servers, is_unknown_session, overrides};
 
 /// Client requests the dialect sends.
+#[cfg_attr(not(test), allow(dead_code, reason = "the schema check's list"))]
 pub(crate) const REQUESTS: &[&str] = &[
-    "initialize",
-    "thread/start",
-    "thread/resume",
-    "thread/fork",
-    "turn/start",
-    "turn/interrupt",
+    INITIALIZE,
+    THREAD_START,
+    THREAD_RESUME,
+    THREAD_FORK,
+    TURN_START,
+    TURN_INTERRUPT,
 ];
+const INITIALIZE: &str = "initialize";
+const THREAD_START: &str = "thread/start";
+const THREAD_RESUME: &str = "thread/resume";
+const THREAD_FORK: &str = "thread/fork";
+const TURN_START: &str = "turn/start";
+const TURN_INTERRUPT: &str = "turn/interrupt";
+/// The client notification after `initialize` (not required by 0.169.0; sent anyway).
+const INITIALIZED: &str = "initialized";
 
 /// Server notifications the dialect maps to driver events.
+#[cfg_attr(not(test), allow(dead_code, reason = "the schema check's list"))]
 pub(crate) const NOTIFICATIONS: &[&str] = &[
     "thread/started",
     "turn/started",
@@ -34,12 +55,206 @@ pub(crate) const NOTIFICATIONS: &[&str] = &[
 ];
 
 /// Server requests the dialect answers (approvals and MCP elicitations).
-pub(crate) const SERVER_REQUESTS: &[&str] = &[
-    "mcpServer/elicitation/request",
-    "item/commandExecution/requestApproval",
-    "item/fileChange/requestApproval",
-];
+#[cfg_attr(not(test), allow(dead_code, reason = "the schema check's list"))]
+pub(crate) const SERVER_REQUESTS: &[&str] = &[ELICITATION, COMMAND_APPROVAL, FILE_APPROVAL];
+const ELICITATION: &str = "mcpServer/elicitation/request";
+const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
+const FILE_APPROVAL: &str = "item/fileChange/requestApproval";
+
+/// The config file `app-server` reads and cannot be told to ignore (it has no
+/// `--ignore-user-config`).
+const USER_CONFIG: &str = "config.toml";
+
+impl ResidentProtocol for Codex {
+    /// `codex app-server` (stdio transport) with the turn's `-c` overrides.
+    fn launch(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
+        let request = turn.request;
+        check_servers(&request.mcp)?;
+        if self.hermetic_config {
+            let state = turn
+                .env
+                .state_dir(&crate::RUNTIME.descriptor)
+                .map_err(driver_cli::CliError::from)?;
+            if state.join(USER_CONFIG).exists() {
+                return Err(ConfigError::invalid(
+                    "hermetic_config",
+                    "app-server cannot ignore the namespace's config.toml: remove it, or turn \
+                     hermetic_config off",
+                )
+                .into());
+            }
+        }
+        let mut args = vec!["app-server".to_owned()];
+        args.extend(overrides(
+            self,
+            request.model.as_deref(),
+            request.instructions.as_deref(),
+            &request.mcp,
+            &request.mcp_secret_names(),
+            true,
+        ));
+        Ok(Invocation::new(args))
+    }
+
+    fn handshake(&self) -> Vec<Call> {
+        let client = json!({
+            "clientInfo": {
+                "name": "agent-sdk",
+                "title": "agent-sdk driver-codex",
+                "version": env!("CARGO_PKG_VERSION"),
+            }
+        });
+        vec![
+            Call::request(INITIALIZE, client),
+            Call::notification(INITIALIZED, json!({})),
+        ]
+    }
+
+    fn open(&self, turn: &Turn<'_>, loaded: Option<&str>) -> Option<Call> {
+        let cwd = turn.request.workspace.as_deref();
+        let with_cwd = |mut params: Value| {
+            if let (Some(cwd), Some(map)) = (cwd, params.as_object_mut()) {
+                map.insert("cwd".into(), json!(cwd));
+            }
+            params
+        };
+        match turn.plan {
+            SessionPlan::Resume(id) if loaded.is_some_and(|l| l.eq_ignore_ascii_case(id)) => None,
+            SessionPlan::Resume(id) => Some(Call::request(
+                THREAD_RESUME,
+                with_cwd(json!({"threadId": id, "excludeTurns": true})),
+            )),
+            SessionPlan::Fork(id) => Some(Call::request(
+                THREAD_FORK,
+                with_cwd(json!({"threadId": id, "excludeTurns": true})),
+            )),
+            SessionPlan::Stateless => Some(Call::request(
+                THREAD_START,
+                with_cwd(json!({"ephemeral": true})),
+            )),
+            _ => Some(Call::request(THREAD_START, with_cwd(json!({})))),
+        }
+    }
+
+    fn opened(&self, answer: &Value) -> Result<String, MalformedEvent> {
+        let id = answer
+            .pointer("/thread/id")
+            .and_then(Value::as_str)
+            .filter(|id| driver_cli::is_safe_id(id))
+            .ok_or(MalformedEvent)?;
+        Ok(id.to_owned())
+    }
+
+    fn prompt(&self, turn: &Turn<'_>, session: &str) -> Call {
+        Call::request(
+            TURN_START,
+            json!({
+                "threadId": session,
+                "input": [{"type": "text", "text": turn.request.prompt}],
+            }),
+        )
+    }
+
+    fn prompt_accepted(&self, answer: &Value) -> Option<String> {
+        answer
+            .pointer("/turn/id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    fn interrupt(&self, session: &str, turn_id: &str) -> Option<Call> {
+        Some(Call::request(
+            TURN_INTERRUPT,
+            json!({"threadId": session, "turnId": turn_id}),
+        ))
+    }
+
+    fn rejection(&self, method: &str, code: i64, message: &str) -> Rejection {
+        rejection(method, code, message)
+    }
+
+    /// Approvals and elicitations are declined: the host has no say yet (issue 27), and the
+    /// approval policy is `never`, so Codex should not ask.
+    fn answer(&self, method: &str, _params: &Value) -> Option<Value> {
+        match method {
+            ELICITATION => Some(json!({"action": "decline"})),
+            COMMAND_APPROVAL | FILE_APPROVAL => Some(json!({"decision": "decline"})),
+            _ => None,
+        }
+    }
+}
+
+/// What Codex's refusal means: its words, since nearly every refusal is -32600.
+fn rejection(method: &str, code: i64, message: &str) -> Rejection {
+    const MCP_REQUIRED: &str = "required mcp servers failed";
+    let lower = message.to_ascii_lowercase();
+    let opening = method == THREAD_RESUME || method == THREAD_FORK;
+    if opening
+        && (is_unknown_session(&lower)
+            || lower.contains("invalid session id")
+            || lower.contains("invalid thread id"))
+    {
+        return Rejection::UnknownSession;
+    }
+    if lower.contains(MCP_REQUIRED) {
+        return Rejection::Failed(FailureKind::McpUnavailable);
+    }
+    if lower.contains("already has an active writer") {
+        // Another process (another host on this namespace) holds the thread.
+        return Rejection::Failed(FailureKind::Other);
+    }
+    match code {
+        -32600 | -32601 | -32602 | -32700 => Rejection::Failed(FailureKind::Protocol),
+        _ => Rejection::Failed(driver_cli::classify_text(&lower)),
+    }
+}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod schema_check;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_judged_by_codex_words() {
+        // Verbatim from codex app-server 0.169.0 (docs/codex-app-server.md §6, §9).
+        let unknown = "no rollout found for thread id 00000000-0000-0000-0000-000000000000";
+        assert_eq!(
+            rejection("thread/resume", -32600, unknown),
+            Rejection::UnknownSession
+        );
+        assert_eq!(
+            rejection(
+                "thread/fork",
+                -32600,
+                "invalid session id: invalid character"
+            ),
+            Rejection::UnknownSession
+        );
+        assert_eq!(
+            rejection("turn/start", -32600, unknown),
+            Rejection::Failed(FailureKind::Protocol),
+            "only opening a session can reject a resume"
+        );
+        let mcp = "error creating thread: Fatal error: Failed to initialize session: required \
+                   MCP servers failed to initialize: req: No such file or directory (os error 2)";
+        assert_eq!(
+            rejection("thread/start", -32603, mcp),
+            Rejection::Failed(FailureKind::McpUnavailable)
+        );
+        assert_eq!(
+            rejection(
+                "thread/resume",
+                -32600,
+                "thread T already has an active writer"
+            ),
+            Rejection::Failed(FailureKind::Other)
+        );
+        assert_eq!(
+            rejection("turn/start", -32000, "401 Unauthorized"),
+            Rejection::Failed(FailureKind::Authentication)
+        );
+    }
+}

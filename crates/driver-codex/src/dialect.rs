@@ -147,6 +147,11 @@ impl Dialect for Codex {
         EventTranslator::new(request.redactor()).with_previous_totals(previous)
     }
 
+    /// `codex app-server` ([`ProcessMode::Resident`](driver_cli::ProcessMode::Resident)).
+    fn resident(&self) -> Option<&dyn driver_cli::ResidentProtocol> {
+        Some(self)
+    }
+
     /// Codex's own words on stderr, or in an `error` event.
     fn unknown_session(&self, translator: &EventTranslator, finished: &Finished) -> bool {
         is_unknown_session(&finished.stderr_tail)
@@ -155,7 +160,7 @@ impl Dialect for Codex {
 }
 
 /// Whether `text` (stderr, or an `error` event's message) says the session is unknown.
-fn is_unknown_session(text: &str) -> bool {
+pub(crate) fn is_unknown_session(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     UNKNOWN_SESSION.iter().any(|p| lower.contains(p))
 }
@@ -172,7 +177,7 @@ fn is_config_key(key: &str) -> bool {
 /// Refuses MCP servers that cannot be expressed as Codex configuration: a name that is not a
 /// config key, a name given twice, a transport Codex lacks. The errors name a field and a
 /// rule, never a value.
-fn check_servers(mcp: &[McpServer]) -> Result<(), DriverError> {
+pub(crate) fn check_servers(mcp: &[McpServer]) -> Result<(), DriverError> {
     let mut seen = BTreeSet::new();
     for server in mcp {
         if !is_config_key(&server.name) {
@@ -219,10 +224,10 @@ impl Overrides {
 
 /// The names of the secret variables each MCP server's service carries, by server name
 /// ([`Request::mcp_secret_names`]); forwarded to stdio servers only.
-type ForwardedEnv<'a> = BTreeMap<&'a str, Vec<&'a str>>;
+pub(crate) type ForwardedEnv<'a> = BTreeMap<&'a str, Vec<&'a str>>;
 
-/// The argv (without the program) of one turn (the table in the [crate docs](crate)), whose
-/// MCP servers passed [`check_servers`] and whose continued id is a UUID
+/// The argv (without the program) of one `exec` turn (the table in the [crate docs](crate)),
+/// whose MCP servers passed [`check_servers`] and whose continued id is a UUID
 /// ([`SessionPlan::of`]). The prompt is read from stdin (`-`).
 fn build(
     options: &CodexOptions,
@@ -245,11 +250,41 @@ fn build(
     if options.mcp_approval == McpToolApproval::DangerouslyBypassAll {
         args.push("--dangerously-bypass-approvals-and-sandbox".into());
     }
+    args.extend(overrides(
+        options,
+        model,
+        instructions,
+        mcp,
+        stdio_env,
+        false,
+    ));
+    match plan {
+        SessionPlan::Resume(id) => args.extend(["resume".to_owned(), id.to_owned()]),
+        SessionPlan::Fork(id) => args.extend(["fork".to_owned(), id.to_owned()]),
+        _ => {}
+    }
+    args.push("-".into());
+    args
+}
 
+/// The `-c` overrides of a turn's whole configuration, for `exec` and `app-server` alike.
+/// `app-server` has no `--dangerously-bypass-approvals-and-sandbox` flag, so `bypass_as_config`
+/// spells that mode as the two settings it stands for.
+pub(crate) fn overrides(
+    options: &CodexOptions,
+    model: Option<&str>,
+    instructions: Option<&str>,
+    mcp: &[McpServer],
+    stdio_env: &ForwardedEnv<'_>,
+    bypass_as_config: bool,
+) -> Vec<String> {
     let mut c = Overrides::default();
     if options.mcp_approval != McpToolApproval::DangerouslyBypassAll {
         c.set("approval_policy", toml_str("never"));
         c.set("sandbox_mode", toml_str(options.sandbox.as_str()));
+    } else if bypass_as_config {
+        c.set("approval_policy", toml_str("never"));
+        c.set("sandbox_mode", toml_str("danger-full-access"));
     }
     if let Some(model) = model.or(options.cli.model.as_deref()) {
         c.set("model", toml_str(model));
@@ -324,15 +359,7 @@ fn build(
             );
         }
     }
-    args.extend(c.0);
-
-    match plan {
-        SessionPlan::Resume(id) => args.extend(["resume".to_owned(), id.to_owned()]),
-        SessionPlan::Fork(id) => args.extend(["fork".to_owned(), id.to_owned()]),
-        _ => {}
-    }
-    args.push("-".into());
-    args
+    c.0
 }
 
 #[cfg(test)]

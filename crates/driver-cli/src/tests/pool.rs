@@ -196,10 +196,13 @@ async fn idle_processes_expire_and_close_ends_every_process() {
     let (late, _) = fx.spawn();
     busy.check_in("b", late).await;
     assert_eq!(fx.stopped(), 3, "a process checked in after close ends too");
-    assert_eq!(
-        pool.check_out("ns", None, &sig).await.unwrap_err(),
-        PoolError::Closed
-    );
+    let after = pool.check_out("ns", None, &sig).await.unwrap();
+    assert_eq!(after.decision, PoolDecision::Start, "the pool serves again");
+    let (next, _) = fx.spawn();
+    after.check_in("c", next).await;
+    assert_eq!(fx.stopped(), 3, "a process checked out after close is kept");
+    assert_eq!(pool.stats().idle, 1);
     pool.close().await;
+    assert_eq!(fx.stopped(), 4);
     assert_eq!(pool.counts(), (0, 0));
 }

@@ -1,0 +1,542 @@
+//! Resident mode ([`ProcessMode::Resident`](crate::ProcessMode::Resident)): a dialect's
+//! [`ResidentProtocol`] (what to send, as values), the process the pool keeps between turns,
+//! and the one event loop of a resident turn.
+//!
+//! A resident turn, in this order:
+//! 1. the launch invocation and its exact [`ProcessSignature`] (argv, cwd, plain variables,
+//!    secret values keyed-hashed, MCP servers, model, namespace);
+//! 2. the pool's decision for the conversation: reuse its idle process when the signature is
+//!    equal, else retire it (recycle, or replace a dead one) *before* a new one starts; a
+//!    fork first retires its parent's idle process, so no other process holds the parent;
+//! 3. a new process: spawned like a per-turn one (same environment, group and limits) with
+//!    stdin kept open, then the protocol's handshake;
+//! 4. the session opened unless the process has it loaded (a start, a cold resume or a
+//!    fork); a peer's refusal is judged by the protocol (`UnknownSession` becomes
+//!    `ResumeRejected` before anything is emitted);
+//! 5. the prompt, sent once: nothing after this point sends it again, whatever happens;
+//! 6. notifications through the same translator bookkeeping and stop rule as one process
+//!    per turn, server requests answered by the protocol, until the translator says the turn
+//!    ended; idle and total timeouts as for a per-turn process;
+//! 7. the same judgement; the process goes back to the pool under the session's id. A turn
+//!    that stopped early, a bare (stateless) run and a dropped (cancelled) turn end their
+//!    process: a cancelled one is first asked to interrupt the turn, within the kill grace.
+
+use std::path::Path;
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use driver_spi::{
+    DriverError, EventSink, ExitStatus, FailureKind, ProcessSignature, Response,
+    ResumeRejectReason, RunFailure,
+};
+use runtime_env::RuntimeEnv;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::CommonOptions as _;
+use crate::dialect::{Dialect, Invocation, MalformedEvent, Turn};
+use crate::jsonrpc::{Incoming, RpcError, RpcPeer};
+use crate::pool::{Endings, ProcessPool, Resident};
+use crate::process::ResidentChild;
+use crate::turn::{Gate, Stop, fail_early, judge, required_servers};
+use crate::{CliCommand, CliError, CliProcess, Finished, Limits, SessionPlan, Tracked};
+
+/// One message of a resident protocol: a request whose answer the driver awaits, or a
+/// notification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    method: &'static str,
+    params: Value,
+    notification: bool,
+}
+
+impl Call {
+    /// A request: the driver waits for its answer (at most the idle timeout).
+    pub fn request(method: &'static str, params: Value) -> Self {
+        Self {
+            method,
+            params,
+            notification: false,
+        }
+    }
+
+    /// A notification: sent, never answered.
+    pub fn notification(method: &'static str, params: Value) -> Self {
+        Self {
+            method,
+            params,
+            notification: true,
+        }
+    }
+
+    /// The method.
+    pub fn method(&self) -> &'static str {
+        self.method
+    }
+
+    /// The params.
+    pub fn params(&self) -> &Value {
+        &self.params
+    }
+}
+
+/// What a peer's error answer means, in the dialect's judgement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// The session to resume or fork is unknown: the turn is
+    /// [`ResumeRejected`](DriverError::ResumeRejected).
+    UnknownSession,
+    /// Any other refusal, classified.
+    Failed(FailureKind),
+}
+
+/// The protocol of a dialect's resident mode, as values: the driver spawns, sends, waits and
+/// reads; the protocol only says what to send and what the answers mean. The transport is
+/// newline-delimited JSON-RPC on the process's stdio (Codex's app-server; ACP and a worker
+/// speak the same framing). Notifications reach the dialect's [`Translator`](crate::Translator)
+/// with the method as the event's kind and the params as its value; the translator's
+/// [`turn_ended`](crate::Translator::turn_ended) ends the turn.
+///
+/// Like a [`Dialect`], a protocol names variables, never their values.
+pub trait ResidentProtocol: Send + Sync {
+    /// The resident process's argv and variables for this turn's configuration (its stdin
+    /// stays open; [`Invocation::stdin`] is ignored). Everything in it is part of the
+    /// process signature: a turn whose invocation differs gets a new process.
+    ///
+    /// # Errors
+    /// The [`DriverError`] to report; nothing has been spawned.
+    fn launch(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError>;
+
+    /// What a new process is sent first, in order (requests are awaited).
+    fn handshake(&self) -> Vec<Call>;
+
+    /// The call that opens the turn's session on a process that has `loaded` loaded (`None`
+    /// for a new process); `None` when `loaded` is already the turn's session.
+    fn open(&self, turn: &Turn<'_>, loaded: Option<&str>) -> Option<Call>;
+
+    /// The session id in the answer to [`open`](Self::open)'s call.
+    ///
+    /// # Errors
+    /// [`MalformedEvent`] when the answer has none.
+    fn opened(&self, answer: &Value) -> Result<String, MalformedEvent>;
+
+    /// The call that sends the turn's prompt to `session`.
+    fn prompt(&self, turn: &Turn<'_>, session: &str) -> Call;
+
+    /// The turn's id in the answer to the prompt's call, when the protocol has one (for
+    /// [`interrupt`](Self::interrupt)).
+    fn prompt_accepted(&self, answer: &Value) -> Option<String>;
+
+    /// The call that interrupts turn `turn_id` of `session`, sent when a turn is cancelled.
+    fn interrupt(&self, session: &str, turn_id: &str) -> Option<Call>;
+
+    /// What the peer's error answer (`code`, and its message, which is never shown) to
+    /// `method` means.
+    fn rejection(&self, method: &str, code: i64, message: &str) -> Rejection;
+
+    /// The result to answer a request of the peer with (an approval, an elicitation), or
+    /// `None` to answer that the method is not supported.
+    fn answer(&self, method: &str, params: &Value) -> Option<Value>;
+}
+
+/// A resident process as the pool keeps it: its handle, its protocol peer, the channel of
+/// what it sent unprompted, and the session it has loaded.
+pub(crate) struct ResidentProcess {
+    child: ResidentChild,
+    peer: RpcPeer,
+    incoming: mpsc::UnboundedReceiver<Incoming>,
+    loaded: Option<String>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for ResidentProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResidentProcess")
+            .field("pid", &self.child.pid())
+            .field("loaded", &self.loaded.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl Resident for ResidentProcess {
+    fn is_alive(&mut self) -> bool {
+        !self.child.has_exited()
+    }
+
+    async fn shut_down(self) {
+        let _ = self.close().await;
+    }
+}
+
+impl ResidentProcess {
+    /// Spawns `command` with stdin kept open and runs the protocol's handshake.
+    async fn start(
+        env: &RuntimeEnv,
+        command: CliCommand,
+        limits: Limits,
+        protocol: &dyn ResidentProtocol,
+    ) -> Result<Self, DriverError> {
+        let (child, stdin, stdout) = CliProcess::spawn_resident(env, command.keep_stdin(), limits)?;
+        let (peer, incoming) = RpcPeer::new(stdout, stdin, limits.max_line_bytes);
+        tracing::debug!(pid = child.pid(), "resident process started");
+        let process = Self {
+            child,
+            peer,
+            incoming,
+            loaded: None,
+            limits,
+        };
+        for call in protocol.handshake() {
+            if let Err(err) = process.send(&call).await {
+                let failure = rpc_failure(protocol, call.method, err);
+                let finished = process.close().await;
+                return Err(DriverError::Failed(with_stderr(failure, &finished)));
+            }
+        }
+        Ok(process)
+    }
+
+    /// Sends `call`; a request's answer, `Null` for a notification.
+    async fn send(&self, call: &Call) -> Result<Value, RpcError> {
+        if call.notification {
+            self.peer.notify(call.method, call.params.clone()).await?;
+            return Ok(Value::Null);
+        }
+        self.peer
+            .request(call.method, call.params.clone(), self.limits.idle_timeout)
+            .await
+    }
+
+    /// Closes stdin (the protocols here exit on it), waits up to the kill grace, then ends
+    /// the group.
+    async fn close(self) -> Finished {
+        let Self {
+            child,
+            peer,
+            limits,
+            ..
+        } = self;
+        drop(peer);
+        let finished = child.wait_or_terminate(limits.kill_grace).await;
+        tracing::debug!(status = %finished.status, "resident process ended");
+        finished
+    }
+
+    /// The process id (for tests and tracing).
+    #[cfg(test)]
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+}
+
+/// The failure of a request the peer did not answer with a result.
+fn rpc_failure(protocol: &dyn ResidentProtocol, method: &str, err: RpcError) -> RunFailure {
+    let kind = match &err {
+        RpcError::Timeout { .. } => FailureKind::Timeout,
+        RpcError::Closed | RpcError::Write(_) => FailureKind::Process,
+        RpcError::Remote { code, message } => match protocol.rejection(method, *code, &message.0) {
+            Rejection::Failed(kind) => kind,
+            Rejection::UnknownSession => FailureKind::Protocol,
+        },
+    };
+    RunFailure::new(kind, format!("resident process: `{method}`: {err}"))
+}
+
+fn with_stderr(mut failure: RunFailure, finished: &Finished) -> RunFailure {
+    if !finished.stderr_tail.trim().is_empty() {
+        failure.message.push_str("\nstderr:\n");
+        failure.message.push_str(&finished.stderr_tail);
+    }
+    failure
+}
+
+/// The exact launch configuration of `command` for `turn`, as a private signature.
+fn signature(
+    binary: &Path,
+    invocation: &Invocation,
+    turn: &Turn<'_>,
+    default_model: Option<&str>,
+) -> ProcessSignature {
+    let request = turn.request;
+    let cwd = request
+        .workspace
+        .as_deref()
+        .unwrap_or(turn.env.cwd().to_string_lossy().as_ref())
+        .to_owned();
+    let mut builder = ProcessSignature::builder()
+        .command(binary.to_string_lossy(), invocation.args.iter().cloned())
+        .cwd(cwd)
+        .secret_env(&request.runtime.secret_env)
+        .secret_env(&invocation.secrets)
+        .services(&request.runtime.services)
+        .mcp(&request.mcp)
+        .model(request.model.as_deref().or(default_model))
+        .component("namespace", turn.env.namespace().as_str());
+    for (name, value) in &invocation.vars {
+        builder = builder.env(name.clone(), value.clone());
+    }
+    builder.finish()
+}
+
+/// A turn in flight on a resident process. Dropped before [`finish`](Self::finish) (the run
+/// future was dropped: a cancellation), it asks the process to interrupt the turn and ends
+/// it, in a task, within the kill grace; without a runtime, the process group just ends.
+struct InFlight {
+    process: Option<ResidentProcess>,
+    interrupt: Option<Call>,
+    endings: Endings,
+}
+
+impl InFlight {
+    fn process(&mut self) -> &mut ResidentProcess {
+        // Set at construction and taken only by `finish`, which consumes `self`.
+        self.process
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("an in-flight turn always holds its process"))
+    }
+
+    fn finish(mut self) -> ResidentProcess {
+        self.process
+            .take()
+            .unwrap_or_else(|| unreachable!("an in-flight turn always holds its process"))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some(process) = self.process.take() else {
+            return;
+        };
+        let interrupt = self.interrupt.take();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        tracing::debug!("resident turn cancelled: interrupting, then ending the process");
+        let ending = runtime.spawn(async move {
+            if let Some(call) = interrupt {
+                let grace = process.limits.kill_grace;
+                let _ = tokio::time::timeout(grace, process.send(&call)).await;
+            }
+            process.close().await;
+        });
+        let mut endings = self.endings.lock().unwrap_or_else(PoisonError::into_inner);
+        endings.retain(|e| !e.is_finished());
+        endings.push(ending);
+    }
+}
+
+/// One resident turn of `dialect` (steps 1–7 of the module docs).
+pub(crate) async fn run<D: Dialect>(
+    dialect: &D,
+    protocol: &dyn ResidentProtocol,
+    pool: &ProcessPool<ResidentProcess>,
+    turn: &Turn<'_>,
+    command: impl FnOnce(Invocation) -> CliCommand,
+    sink: &dyn EventSink,
+) -> Result<Response, DriverError> {
+    let request = turn.request;
+    let cli = dialect.cli();
+    let limits = cli.limits;
+    let invocation = protocol.launch(turn)?;
+    let signature = signature(&cli.binary, &invocation, turn, cli.model.as_deref());
+    let namespace = turn.env.namespace().as_str();
+    if let SessionPlan::Fork(parent) = turn.plan {
+        pool.retire(namespace, parent).await;
+    }
+    let conversation = match turn.plan {
+        SessionPlan::Resume(id) => Some(id),
+        _ => None,
+    };
+    let mut checkout = pool
+        .check_out(namespace, conversation, &signature)
+        .await
+        .map_err(|e| DriverError::Failed(RunFailure::new(FailureKind::Limit, e.to_string())))?;
+    let process = match checkout.process.take() {
+        Some(process) => process,
+        None => ResidentProcess::start(turn.env, command(invocation), limits, protocol).await?,
+    };
+
+    // Open the session, unless the process has it loaded.
+    let mut flight = InFlight {
+        process: Some(process),
+        interrupt: None,
+        endings: pool.endings(),
+    };
+    let loaded = flight.process().loaded.clone();
+    let session = match protocol.open(turn, loaded.as_deref()) {
+        None => loaded.ok_or_else(|| {
+            DriverError::Failed(RunFailure::new(
+                FailureKind::Protocol,
+                "the resident protocol opened no session",
+            ))
+        }),
+        Some(call) => match flight.process().send(&call).await {
+            Ok(answer) => protocol.opened(&answer).map_err(|_| {
+                DriverError::Failed(RunFailure::new(
+                    FailureKind::Protocol,
+                    format!("resident process: malformed answer to `{}`", call.method),
+                ))
+            }),
+            Err(RpcError::Remote { code, message })
+                if turn.plan.is_resuming()
+                    && protocol.rejection(call.method, code, &message.0)
+                        == Rejection::UnknownSession =>
+            {
+                Err(ResumeRejectReason::UnknownSession.into())
+            }
+            Err(err) => Err(DriverError::Failed(rpc_failure(protocol, call.method, err))),
+        },
+    };
+    let session = match session {
+        Ok(session) => session,
+        Err(err) => {
+            let finished = flight.finish().close().await;
+            return Err(match err {
+                DriverError::Failed(failure) => {
+                    DriverError::Failed(with_stderr(failure, &finished))
+                }
+                other => other,
+            });
+        }
+    };
+    if let Some(stop) = crate::turn::session_stop(turn.plan, &session) {
+        let finished = flight.finish().close().await;
+        return Err(fail_early(stop, turn.plan, false, &finished, sink));
+    }
+    flight.process().loaded = Some(session.clone());
+
+    // The prompt, sent once; then the turn's notifications.
+    let prompt = protocol.prompt(turn, &session);
+    let required = required_servers(request);
+    let mut translator = Tracked::new(dialect.translator(request));
+    let mut started = false;
+    let stop = read_turn(
+        &mut flight,
+        protocol,
+        &prompt,
+        &session,
+        &mut translator,
+        Gate::new(turn.plan, &required),
+        &mut started,
+        sink,
+    )
+    .await;
+    let process = flight.finish();
+    if let Some(stop) = stop {
+        let finished = process.close().await;
+        return Err(fail_early(stop, turn.plan, started, &finished, sink));
+    }
+    let finished = Finished {
+        status: ExitStatus::Success,
+        stderr_tail: process.child.stderr_tail(),
+    };
+    let result = judge(dialect, turn, translator, &finished, sink);
+    if turn.plan == SessionPlan::Stateless {
+        process.close().await;
+    } else {
+        checkout.check_in(&session, process).await;
+    }
+    result
+}
+
+/// Sends the prompt and forwards the turn's translated notifications until the translator
+/// says the turn ended; `Some` when it stopped early.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one turn's parts, borrowed separately"
+)]
+async fn read_turn<T: crate::Translator>(
+    flight: &mut InFlight,
+    protocol: &dyn ResidentProtocol,
+    prompt: &Call,
+    session: &str,
+    translator: &mut Tracked<T>,
+    mut gate: Gate<'_>,
+    started: &mut bool,
+    sink: &dyn EventSink,
+) -> Option<Stop> {
+    let InFlight {
+        process, interrupt, ..
+    } = flight;
+    let Some(process) = process.as_mut() else {
+        return Some(Stop::Ended);
+    };
+    let limits = process.limits;
+    let deadline = deadline_after(Instant::now(), limits.total_timeout);
+    let ResidentProcess { peer, incoming, .. } = process;
+    let mut answer =
+        std::pin::pin!(peer.request(prompt.method, prompt.params.clone(), limits.idle_timeout));
+    let mut answered = prompt.notification;
+    let mut received = 0usize;
+    let stop = loop {
+        if answered && translator.turn_ended() {
+            break None;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break Some(Stop::Cli(CliError::TotalTimeout {
+                after: limits.total_timeout,
+            }));
+        }
+        let idle = deadline_after(now, limits.idle_timeout).min(deadline);
+        tokio::select! {
+            result = &mut answer, if !answered => {
+                answered = true;
+                match result {
+                    Ok(value) => {
+                        // What a cancellation sends from now on.
+                        *interrupt = protocol
+                            .prompt_accepted(&value)
+                            .and_then(|id| protocol.interrupt(session, &id));
+                    }
+                    Err(err) => {
+                        break Some(Stop::Refused(rpc_failure(protocol, prompt.method, err)));
+                    }
+                }
+            }
+            message = incoming.recv() => match message {
+                None => break Some(Stop::Ended),
+                Some(Incoming::Notification { method, params }) => {
+                    received += 1;
+                    let Ok(events) = translator.translate_kind(&method, &params) else {
+                        break Some(Stop::Cli(CliError::MalformedJson { line: received }));
+                    };
+                    if let Some(stop) = gate.check(translator) {
+                        break Some(stop);
+                    }
+                    for event in events {
+                        sink.emit(event);
+                    }
+                    *started = translator.started();
+                }
+                Some(Incoming::Request { id, method, params }) => {
+                    let sent = match protocol.answer(&method, &params) {
+                        Some(result) => peer.respond(id, result).await,
+                        None => peer.respond_error(id, -32601, "not supported by this client").await,
+                    };
+                    if sent.is_err() {
+                        break Some(Stop::Ended);
+                    }
+                }
+            },
+            () = tokio::time::sleep_until(idle) => {
+                break Some(Stop::Cli(if idle >= deadline {
+                    CliError::TotalTimeout { after: limits.total_timeout }
+                } else {
+                    CliError::IdleTimeout { after: limits.idle_timeout }
+                }));
+            }
+        }
+    };
+    stop
+}
+
+/// `now + d`, saturating to a far future instead of overflowing.
+fn deadline_after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
+}
