@@ -40,6 +40,7 @@ pub(crate) const SERVER_REQUESTS: &[&str] = &[
     "item/fileChange/requestApproval",
 ];
 
+mod events;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod schema_check;
