@@ -16,7 +16,7 @@ use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, SessionState, U
 use serde_json::Value;
 
 /// The tool name reported for Codex's built-in shell.
-const SHELL_TOOL: &str = "shell";
+pub(crate) const SHELL_TOOL: &str = "shell";
 
 /// The session data key of the thread's usage totals: `input,cached_input,output`.
 pub(crate) const TOTAL_KEY: &str = "codex.usage_total";
@@ -207,7 +207,7 @@ impl Translator for EventTranslator {
 }
 
 /// The text of an MCP result: its text content blocks joined, else its structured content.
-fn mcp_result_text(result: Option<&Value>) -> String {
+pub(crate) fn mcp_result_text(result: Option<&Value>) -> String {
     let Some(result) = result else {
         return String::new();
     };
@@ -231,7 +231,7 @@ fn mcp_result_text(result: Option<&Value>) -> String {
 }
 
 /// The failure class of a Codex error message.
-fn classify(message: &str) -> FailureKind {
+pub(crate) fn classify(message: &str) -> FailureKind {
     let lower = message.to_ascii_lowercase();
     if lower.contains("401") || lower.contains("unauthorized") || lower.contains("api key") {
         FailureKind::Authentication
@@ -244,14 +244,16 @@ fn classify(message: &str) -> FailureKind {
     }
 }
 
-fn encode(total: Usage) -> String {
+/// The checkpoint encoding of a thread's totals: `input,cached_input,output`.
+pub(crate) fn encode(total: Usage) -> String {
     format!(
         "{},{},{}",
         total.input_tokens, total.cached_input_tokens, total.output_tokens
     )
 }
 
-fn decode(text: &str) -> Option<Usage> {
+/// The totals [`encode`] wrote; `None` for anything else.
+pub(crate) fn decode(text: &str) -> Option<Usage> {
     let mut parts = text.split(',').map(|p| p.parse::<u64>().ok());
     let (Some(Some(input)), Some(Some(cached)), Some(Some(output)), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -264,7 +266,7 @@ fn decode(text: &str) -> Option<Usage> {
 /// The usage of this turn: `total` minus the `previous` totals. When there are none, or the
 /// totals went down (Codex compacted or rewrote the thread), the total is the best figure
 /// there is.
-fn this_turn(total: Usage, previous: Option<Usage>) -> Usage {
+pub(crate) fn this_turn(total: Usage, previous: Option<Usage>) -> Usage {
     let Some(before) = previous else {
         return total;
     };
