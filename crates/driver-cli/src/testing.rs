@@ -407,6 +407,21 @@ impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeC
         request.with_workspace(self.harness.workspace.to_string_lossy())
     }
 
+    /// In resident mode, how many fake processes the drivers started are still running (read
+    /// from `/proc`, not from the pool); `None` with one process per turn.
+    fn live_processes(&self) -> Option<u64> {
+        let crate::ProcessMode::Resident(_) = self.options.cli().process_mode else {
+            return None;
+        };
+        let live = self
+            .harness
+            .invocations()
+            .iter()
+            .filter(|call| is_running(call.pid))
+            .count();
+        Some(live as u64)
+    }
+
     fn observed_materialization(&self) -> Option<secrecy::SecretString> {
         let call = self.harness.invocations().pop()?;
         let env: Vec<String> = call.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -418,6 +433,14 @@ impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeC
             env.join(" ")
         )))
     }
+}
+
+/// Whether process `pid` runs (exists and is not a zombie).
+fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        !state.starts_with('Z') && !state.starts_with('X')
+    })
 }
 
 impl<D: crate::CommonOptions + Clone> FakeCliFactory<D> {

@@ -209,7 +209,7 @@ fn rejection(method: &str, code: i64, message: &str) -> Rejection {
     }
 }
 
-mod events;
+pub(crate) mod events;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod schema_check;

@@ -11,16 +11,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use driver_cli::{
-    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, SessionPlan,
-    Translator as _, Turn, cli_capabilities,
+    CliEvent, ConfigFiles, Dialect, Finished, Identity, Invocation, MalformedEvent, NewSessionId,
+    ProcessMode, Runtime, SessionPlan, Translator, Turn, cli_capabilities,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, GuardedCodec, Request,
-    SessionMode, Unsupported,
+    RunFailure, SessionMode, Unsupported, Usage,
 };
 use run_service::{McpServer, McpTransport, TransportKind};
 use runtime_env::RuntimeEnv;
 
+use crate::app_server::events::AppServerTranslator;
 use crate::events::EventTranslator;
 use crate::options::{CodexOptions, McpToolApproval};
 
@@ -58,7 +59,7 @@ driver_cli::dialect!(
 );
 
 impl Dialect for Codex {
-    type Translator = EventTranslator;
+    type Translator = CodexTranslator;
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
@@ -137,14 +138,24 @@ impl Dialect for Codex {
         )))
     }
 
-    fn translator(&self, request: &Request) -> EventTranslator {
+    /// `exec --json` events, or app-server notifications in resident mode. Both measure a
+    /// continued turn's usage from the same checkpoint totals, so a Thread moves between
+    /// modes.
+    fn translator(&self, request: &Request) -> CodexTranslator {
         // Codex reports the thread's running totals (the source thread's included for a
         // fork): a continued turn's usage is measured from the totals its stored state kept.
         let previous = match request.session.mode {
             SessionMode::Stateless => None,
             _ => request.session.state.as_ref(),
         };
-        EventTranslator::new(request.redactor()).with_previous_totals(previous)
+        match self.cli.process_mode {
+            ProcessMode::Resident(_) => CodexTranslator::AppServer(
+                AppServerTranslator::new(request.redactor()).with_previous_totals(previous),
+            ),
+            _ => CodexTranslator::Exec(
+                EventTranslator::new(request.redactor()).with_previous_totals(previous),
+            ),
+        }
     }
 
     /// `codex app-server` ([`ProcessMode::Resident`](driver_cli::ProcessMode::Resident)).
@@ -153,9 +164,69 @@ impl Dialect for Codex {
     }
 
     /// Codex's own words on stderr, or in an `error` event.
-    fn unknown_session(&self, translator: &EventTranslator, finished: &Finished) -> bool {
+    fn unknown_session(&self, translator: &CodexTranslator, finished: &Finished) -> bool {
         is_unknown_session(&finished.stderr_tail)
             || translator.last_error().is_some_and(is_unknown_session)
+    }
+}
+
+/// The translator of a Codex turn: `exec --json` events or app-server notifications.
+#[derive(Debug)]
+pub enum CodexTranslator {
+    /// One process per turn.
+    Exec(EventTranslator),
+    /// Resident (`app-server`).
+    AppServer(AppServerTranslator),
+}
+
+/// Forwards a [`Translator`] method to the mode's translator.
+macro_rules! either {
+    ($self:ident.$method:ident($($arg:expr),*)) => {
+        match $self {
+            CodexTranslator::Exec(t) => t.$method($($arg),*),
+            CodexTranslator::AppServer(t) => t.$method($($arg),*),
+        }
+    };
+}
+
+impl Translator for CodexTranslator {
+    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
+        either!(self.translate(event))
+    }
+
+    fn session_id(&self) -> Option<&str> {
+        either!(self.session_id())
+    }
+
+    fn output(&self) -> &str {
+        either!(self.output())
+    }
+
+    fn succeeded(&self) -> bool {
+        either!(self.succeeded())
+    }
+
+    fn reported_failure(&self) -> Option<RunFailure> {
+        either!(self.reported_failure())
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        either!(self.usage())
+    }
+
+    fn last_error(&self) -> Option<&str> {
+        either!(self.last_error())
+    }
+
+    fn checkpoint_data(&self) -> Vec<(String, String)> {
+        either!(self.checkpoint_data())
+    }
+
+    fn turn_ended(&self) -> bool {
+        match self {
+            Self::Exec(_) => false,
+            Self::AppServer(t) => t.turn_ended(),
+        }
     }
 }
 

@@ -33,7 +33,7 @@ const FAILED: &str = "the turn failed";
 /// Translates one turn's `codex app-server` notifications into driver events, and keeps what
 /// the judgement needs: the thread id, the last agent message, usage and the turn's outcome.
 #[derive(Debug, Default)]
-pub(crate) struct AppServerTranslator {
+pub struct AppServerTranslator {
     /// Redacts provider text before it is emitted or kept.
     redactor: Redactor,
     /// The first non-empty `threadId` a well-formed notification carried.

@@ -16,3 +16,21 @@ fn codex_fake_cli() {
     println!("{report}");
     report.assert_passed_except(&[Clause::Prc01, Clause::Prc02]);
 }
+
+/// Every clause passes in app-server mode, the process clauses included: the kit closes the
+/// driver's processes and then counts the fake app-servers still running, from `/proc`.
+#[test]
+fn codex_app_server_fake_cli() {
+    use driver_cli::{PoolLimits, ProcessMode};
+    use driver_codex::CommonOptions as _;
+    let fake = FakeCodex::new(
+        crate::app_server_fake::app_server(),
+        &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
+    );
+    let options = fake
+        .options()
+        .with_process_mode(ProcessMode::Resident(PoolLimits::default()));
+    let report = FakeCliFactory::new(fake.into_harness(), options).run_kit();
+    println!("{report}");
+    report.assert_passed();
+}

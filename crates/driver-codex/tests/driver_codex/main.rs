@@ -8,6 +8,8 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod conformance;
+mod app_server_fake;
 mod fake_cli;
+mod real_app_server;
 mod real_binary;
 mod support;
