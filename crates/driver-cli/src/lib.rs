@@ -121,6 +121,7 @@ mod resident;
 mod runtime;
 mod session;
 mod side;
+mod spawn;
 mod stderr;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -2,26 +2,22 @@
 
 use std::fmt;
 use std::io;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::Stdio;
+use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use driver_spi::{ExitStatus, FailureKind, RunFailure};
 use runtime_env::RuntimeEnv;
-use rustix::process::Pid;
-use secrecy::ExposeSecret;
-use tokio::io::AsyncWriteExt;
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::command::{CliCommand, Limits};
 use crate::error::CliError;
-use crate::group::{self, ExitReport, GroupGuard};
+use crate::group::{ExitReport, GroupGuard};
 use crate::lines::{LineError, LineReader, parse_json_line};
-use crate::stderr::{self, Redaction, TailBuffer};
+use crate::stderr::{Redaction, TailBuffer};
 
 /// A running CLI process, the leader of its own process group.
 ///
@@ -126,30 +122,6 @@ fn deadline_after(now: Instant, d: Duration) -> Instant {
         .unwrap_or(now)
 }
 
-fn is_valid_var_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && name.len() <= 256
-}
-
-fn check_var(env: &RuntimeEnv, name: &str, secret: bool) -> Result<(), CliError> {
-    if !is_valid_var_name(name) {
-        return Err(CliError::InvalidVarName { len: name.len() });
-    }
-    if env.is_reserved_var(name) {
-        return Err(CliError::ReservedVar {
-            name: name.to_owned(),
-        });
-    }
-    if !secret && runtime_env::is_credential_var(name) {
-        return Err(CliError::CredentialVar {
-            name: name.to_owned(),
-        });
-    }
-    Ok(())
-}
-
 impl CliProcess {
     /// Starts `command` in `env`.
     ///
@@ -179,7 +151,7 @@ impl CliProcess {
         command: CliCommand,
         limits: Limits,
     ) -> Result<Self, CliError> {
-        let started = start(env, command, limits)?;
+        let started = crate::spawn::start(env, command, limits)?;
         Ok(Self {
             program: started.program,
             pid: started.pid,
@@ -207,7 +179,7 @@ impl CliProcess {
         command: CliCommand,
         limits: Limits,
     ) -> Result<(ResidentChild, ChildStdin, ChildStdout), CliError> {
-        let started = start(env, command, limits)?;
+        let started = crate::spawn::start(env, command, limits)?;
         let stdin = started.stdin.ok_or_else(|| CliError::Io {
             op: "attach to stdin",
             source: io::Error::other("stdin was not kept open"),
@@ -412,161 +384,6 @@ impl CliProcess {
             stderr_tail,
         }
     }
-}
-
-/// A process just started: its pipes, stderr drain, reaper and group guard.
-struct Started {
-    program: String,
-    pid: u32,
-    stdin: Option<ChildStdin>,
-    stdout: ChildStdout,
-    stderr: Arc<Mutex<TailBuffer>>,
-    stderr_task: JoinHandle<()>,
-    exit: oneshot::Receiver<ExitReport>,
-    guard: GroupGuard,
-    redaction: Redaction,
-}
-
-/// Starts `command` in `env` (see [`CliProcess::spawn`]).
-fn start(env: &RuntimeEnv, command: CliCommand, limits: Limits) -> Result<Started, CliError> {
-    let runtime = tokio::runtime::Handle::try_current().map_err(|_| CliError::NoRuntime)?;
-    for (name, _) in &command.vars {
-        check_var(env, name, false)?;
-    }
-    for binding in &command.secrets {
-        check_var(env, binding.name(), true)?;
-    }
-    for binding in &command.request_secrets {
-        check_var(env, binding.name(), true)?;
-        if let Some(class) = env.refused_request_var(binding.name()) {
-            return Err(CliError::RefusedRequestVar {
-                name: binding.name().to_owned(),
-                class,
-            });
-        }
-    }
-    let program = command.program.display().to_string();
-
-    let mut cmd = env.command(&command.program);
-    cmd.args(&command.args);
-    let cwd = command.cwd.as_deref().unwrap_or(env.cwd());
-    cmd.current_dir(cwd);
-    for (name, value) in &command.vars {
-        cmd.env(name, value);
-    }
-    // The dialect's own secrets last: no request binding can replace them.
-    for binding in command.request_secrets.iter().chain(&command.secrets) {
-        // The only place a secret value leaves its wrapper: the child's environment.
-        cmd.env(binding.name(), binding.value().expose_secret());
-    }
-    cmd.stdin(if command.stdin.is_some() || command.keep_stdin {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-
-    let mut child = cmd.spawn().map_err(|source| {
-        // ENOENT also reports a missing working directory; only a missing program is
-        // NotFound.
-        if source.kind() == io::ErrorKind::NotFound && cwd.is_dir() {
-            CliError::NotFound {
-                program: program.clone(),
-            }
-        } else {
-            CliError::Spawn {
-                program: program.clone(),
-                source,
-            }
-        }
-    })?;
-    let pid = child.id();
-    tracing::debug!(pid, program = %program, "spawned CLI process");
-    let stdin = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr_pipe = child.stderr.take();
-
-    let pgid = i32::try_from(pid).ok().and_then(Pid::from_raw);
-    let Some(pgid) = pgid else {
-        // A pid that is not a positive i32 cannot happen on Unix; never signal group 0.
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(CliError::Spawn {
-            program,
-            source: io::Error::other("the child has an invalid process id"),
-        });
-    };
-    let (watch, exit) =
-        group::start_reaper(child, pgid, limits.kill_grace).map_err(|e| CliError::Io {
-            op: "start the reaper thread",
-            source: e,
-        })?;
-    // From here on, an early return drops the guard, which ends the group.
-    let guard = GroupGuard::new(pgid, watch, limits.kill_grace);
-
-    let stdout = stdout
-        .ok_or_else(|| io::Error::other("stdout was not piped"))
-        .and_then(ChildStdout::from_std)
-        .map_err(|source| CliError::Io {
-            op: "attach to stdout",
-            source,
-        })?;
-    let stderr_pipe = stderr_pipe
-        .ok_or_else(|| io::Error::other("stderr was not piped"))
-        .and_then(ChildStderr::from_std)
-        .map_err(|source| CliError::Io {
-            op: "attach to stderr",
-            source,
-        })?;
-    let mut kept_stdin = None;
-    if command.keep_stdin {
-        kept_stdin = stdin
-            .map(ChildStdin::from_std)
-            .transpose()
-            .map_err(|source| CliError::Io {
-                op: "attach to stdin",
-                source,
-            })?;
-    } else if let (Some(stdin), Some(text)) = (stdin, command.stdin) {
-        let mut stdin = ChildStdin::from_std(stdin).map_err(|source| CliError::Io {
-            op: "attach to stdin",
-            source,
-        })?;
-        // A task, so a prompt larger than the pipe buffer cannot deadlock against a child
-        // that writes before it has read everything. Errors (the child exited without
-        // reading) are the child's business and show in its exit status.
-        runtime.spawn(async move {
-            let _ = stdin.write_all(text.as_bytes()).await;
-            let _ = stdin.shutdown().await;
-        });
-    }
-    let tail = Arc::new(Mutex::new(TailBuffer::new(limits.stderr_tail_bytes)));
-    let stderr_task = runtime.spawn(stderr::drain(stderr_pipe, Arc::clone(&tail)));
-
-    let mut redaction = env.redactor();
-    redaction.extend(
-        command
-            .secrets
-            .iter()
-            .chain(&command.request_secrets)
-            .map(|b| b.value().clone()),
-    );
-    if let Some(request) = &command.redactor {
-        redaction.merge(request);
-    }
-    Ok(Started {
-        program,
-        pid,
-        stdin: kept_stdin,
-        stdout,
-        stderr: tail,
-        stderr_task,
-        exit,
-        guard,
-        redaction,
-    })
 }
 
 /// A resident process's handle: its exit, group and stderr tail (its stdin and stdout belong

@@ -224,12 +224,6 @@ impl ResidentProcess {
         tracing::debug!(status = %finished.status, "resident process ended");
         finished
     }
-
-    /// The process id (for tests and tracing).
-    #[cfg(test)]
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.pid()
-    }
 }
 
 /// The failure of a request the peer did not answer with a result.
@@ -471,7 +465,7 @@ async fn read_turn<T: crate::Translator>(
         std::pin::pin!(peer.request(prompt.method, prompt.params.clone(), limits.idle_timeout));
     let mut answered = prompt.notification;
     let mut received = 0usize;
-    let stop = loop {
+    loop {
         if answered && translator.turn_ended() {
             break None;
         }
@@ -530,8 +524,7 @@ async fn read_turn<T: crate::Translator>(
                 }));
             }
         }
-    };
-    stop
+    }
 }
 
 /// `now + d`, saturating to a far future instead of overflowing.

@@ -417,7 +417,7 @@ impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeC
             .harness
             .invocations()
             .iter()
-            .filter(|call| is_running(call.pid))
+            .filter(|call| fake_cli::is_running(call.pid))
             .count();
         Some(live as u64)
     }
@@ -433,14 +433,6 @@ impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeC
             env.join(" ")
         )))
     }
-}
-
-/// Whether process `pid` runs (exists and is not a zombie).
-fn is_running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-        !state.starts_with('Z') && !state.starts_with('X')
-    })
 }
 
 impl<D: crate::CommonOptions + Clone> FakeCliFactory<D> {

@@ -6,8 +6,9 @@
 //!
 //! Run with `CODEX_BIN=… cargo bench -p driver-codex --bench turns -- --json`: one JSON object
 //! per mode, `{"mode","first_turn_ms","later_turn_median_ms","turns","rss_kib"}`. Without
-//! `--json` it prints a table. Without `CODEX_BIN` it says so and exits 0. Results go to
-//! docs/benchmarks.md.
+//! `--json` it prints a table. With `TURNS_VERBOSE=1` it also prints every turn's time and the
+//! resident set between turns on stderr. Without `CODEX_BIN` it says so and exits 0. Results
+//! go to docs/benchmarks.md.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -155,6 +156,13 @@ async fn thread_of_turns(bin: &Path, mode: &'static str, process_mode: ProcessMo
                 .clone(),
         );
     }
+    if std::env::var_os("TURNS_VERBOSE").is_some() {
+        // Between turns: what a resident process holds while it waits (0 with exec).
+        eprintln!(
+            "{mode}: turns {times:.1?} ms; between turns {} KiB",
+            rss_kib(&home)
+        );
+    }
     driver.close_processes().await.expect("close");
     sampling.store(false, Ordering::Relaxed);
     sampler.join().expect("sampler");
@@ -178,10 +186,7 @@ fn rss_kib(home: &Path) -> u64 {
     for entry in entries.flatten() {
         let dir = entry.path();
         let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
-        if !environ
-            .split(|b| *b == 0)
-            .any(|w| w == want.as_bytes())
-        {
+        if !environ.split(|b| *b == 0).any(|w| w == want.as_bytes()) {
             continue;
         }
         let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();

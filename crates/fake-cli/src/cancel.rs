@@ -49,3 +49,13 @@ pub async fn processes_ended(pid: u32, pid_file: &Path) -> bool {
     }
     false
 }
+
+/// Whether process `pid` is running: it exists and is neither a zombie nor dead (read from
+/// `/proc/<pid>/stat`).
+pub fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the parenthesised command name, which may contain anything.
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        !state.starts_with('Z') && !state.starts_with('X')
+    })
+}

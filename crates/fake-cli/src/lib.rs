@@ -121,7 +121,7 @@ mod harness;
 mod locate;
 mod scenario;
 
-pub use cancel::{processes_ended, run_until_pid_file};
+pub use cancel::{is_running, processes_ended, run_until_pid_file};
 pub use harness::{HOST_CREDENTIAL, Harness};
 pub use locate::{LocateError, binary_path, try_binary_path};
 pub use scenario::{

@@ -13,10 +13,10 @@ use driver_cli::{Limits, PoolLimits, ProcessMode};
 use driver_codex::{CodexDriver, CodexOptions, CommonOptions};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProcessLifecycle as _,
-    ProfilePayload, Request,
-    ResumeRejectReason, RuntimePayload, SessionContext, SessionState, check_sequence,
+    ProfilePayload, Request, ResumeRejectReason, RuntimePayload, SessionContext, SessionState,
+    check_sequence,
 };
-use fake_cli::{LineRule, Scenario, read_served_lines};
+use fake_cli::{LineRule, Scenario, is_running, read_served_lines};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
 use crate::support::FakeCodex;
@@ -143,13 +143,10 @@ fn resume(request: Request, state: &SessionState) -> Request {
 
 /// The pid a turn's answer names.
 fn pid_of(output: &str) -> u32 {
-    let rest = output.strip_prefix("pid ").expect("an answer naming its pid");
+    let rest = output
+        .strip_prefix("pid ")
+        .expect("an answer naming its pid");
     rest[..rest.find(':').unwrap()].parse().unwrap()
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
 }
 
 #[tokio::test]
@@ -167,14 +164,22 @@ async fn two_turns_of_a_thread_reuse_one_process_and_each_prompt_goes_once() {
     let (second, events) = run(&driver, resume(fake.request("two"), &state)).await;
     let second = second.unwrap();
     assert_eq!(check_sequence(&events), Ok(()));
-    assert_eq!(pid_of(&second.output), pid, "the same process served both turns");
+    assert_eq!(
+        pid_of(&second.output),
+        pid,
+        "the same process served both turns"
+    );
     assert_eq!(checkpoint(&second).resume_id, state.resume_id);
     let stats = driver.pool_stats().unwrap();
     assert_eq!((stats.started, stats.reused, stats.idle), (1, 1, 1));
     assert_eq!(fake.codex.invocations().len(), 1, "one spawn");
     assert_eq!(fake.count(INITIALIZE), 1);
     assert_eq!(fake.count(THREAD_START), 1);
-    assert_eq!(fake.count(THREAD_RESUME), 0, "the loaded thread is not resumed again");
+    assert_eq!(
+        fake.count(THREAD_RESUME),
+        0,
+        "the loaded thread is not resumed again"
+    );
     assert_eq!(fake.count(r#""text":"one""#), 1);
     assert_eq!(fake.count(r#""text":"two""#), 1);
     let argv = &fake.codex.invocations()[0].argv;
@@ -182,7 +187,7 @@ async fn two_turns_of_a_thread_reuse_one_process_and_each_prompt_goes_once() {
     assert!(!argv.iter().any(|a| a == "exec" || a == "-"));
 
     driver.close_processes().await.unwrap();
-    assert!(!alive(pid), "close ends the process");
+    assert!(!is_running(pid), "close ends the process");
     assert_eq!(driver.pool_stats().unwrap().idle, 0);
 }
 
@@ -200,7 +205,10 @@ async fn a_rotated_token_recycles_the_process_and_resumes_cold() {
     let second = second.unwrap();
     let new = pid_of(&second.output);
     assert_ne!(new, old, "a new process");
-    assert!(!alive(old), "the old process ended before the new one served");
+    assert!(
+        !is_running(old),
+        "the old process ended before the new one served"
+    );
     assert_eq!(checkpoint(&second).resume_id, state.resume_id);
     let stats = driver.pool_stats().unwrap();
     assert_eq!((stats.started, stats.recycled, stats.reused), (2, 1, 0));
@@ -208,7 +216,11 @@ async fn a_rotated_token_recycles_the_process_and_resumes_cold() {
     let served = fake.served();
     let resumed = served.iter().filter(|l| l.contains(THREAD_RESUME)).count();
     assert_eq!(resumed, 1);
-    assert!(served.iter().any(|l| l.contains(&state.resume_id) && l.contains(THREAD_RESUME)));
+    assert!(
+        served
+            .iter()
+            .any(|l| l.contains(&state.resume_id) && l.contains(THREAD_RESUME))
+    );
     for call in fake.codex.invocations() {
         assert!(!call.argv.join(" ").contains("token-"), "{:?}", call.argv);
     }
@@ -233,7 +245,7 @@ async fn a_process_that_died_between_turns_is_replaced_and_the_thread_resumed() 
     let (first, _) = run(&driver, fake.request("one")).await;
     let first = first.unwrap();
     let old = pid_of(&first.output);
-    wait_until(|| !alive(old)).await;
+    wait_until(|| !is_running(old)).await;
 
     let (second, _) = run(&driver, resume(fake.request("two"), &checkpoint(&first))).await;
     let second = second.unwrap();
@@ -269,7 +281,11 @@ async fn a_crash_mid_turn_fails_the_turn_and_the_prompt_is_never_sent_again() {
     let next = next.unwrap();
     assert!(next.output.ends_with(": three"));
     assert_eq!(fake.count(r#""text":"crash""#), 1, "no replay");
-    assert_eq!(fake.count(THREAD_RESUME), 1, "a new process resumed the thread");
+    assert_eq!(
+        fake.count(THREAD_RESUME),
+        1,
+        "a new process resumed the thread"
+    );
     driver.close_processes().await.unwrap();
 }
 
@@ -302,9 +318,12 @@ async fn cancelling_a_turn_interrupts_it_then_ends_the_process() {
         .iter()
         .find(|l| l.contains(TURN_INTERRUPT))
         .expect("the turn was interrupted");
-    assert!(interrupt.contains(r#""turnId":"turn-stuck""#), "{interrupt}");
+    assert!(
+        interrupt.contains(r#""turnId":"turn-stuck""#),
+        "{interrupt}"
+    );
     let pid = fake.codex.invocations()[0].pid;
-    assert!(!alive(pid), "the process ended");
+    assert!(!is_running(pid), "the process ended");
     assert_eq!(driver.pool_stats().unwrap().idle, 0);
 }
 
@@ -331,8 +350,15 @@ async fn malformed_and_unknown_messages_do_not_break_a_turn() {
     let response = result.unwrap();
     assert!(response.output.ends_with(": hi"));
     assert_eq!(check_sequence(&events), Ok(()));
-    let (again, _) = run(&driver, resume(fake.request("again"), &checkpoint(&response))).await;
-    assert!(again.unwrap().output.ends_with(": again"), "the process still serves");
+    let (again, _) = run(
+        &driver,
+        resume(fake.request("again"), &checkpoint(&response)),
+    )
+    .await;
+    assert!(
+        again.unwrap().output.ends_with(": again"),
+        "the process still serves"
+    );
     assert_eq!(driver.pool_stats().unwrap().reused, 1);
     driver.close_processes().await.unwrap();
 }
@@ -342,15 +368,14 @@ async fn an_unanswered_request_times_out_and_leaves_no_process() {
     // Nothing answers `initialize`.
     let fake = Fake::new(Scenario::new().serve(LineRule::when(["no line has this"])));
     let limits = Limits::default().with_idle_timeout(Duration::from_millis(500));
-    let driver = fake.codex.driver(
-        fake.options(PoolLimits::default())
-            .with_limits(limits),
-    );
+    let driver = fake
+        .codex
+        .driver(fake.options(PoolLimits::default()).with_limits(limits));
     let (result, events) = run(&driver, fake.request("hi")).await;
     assert_eq!(failed_kind(&result), Some(FailureKind::Timeout));
     assert!(events.is_empty());
     let pid = fake.codex.invocations()[0].pid;
-    wait_until(|| !alive(pid)).await;
+    wait_until(|| !is_running(pid)).await;
     let stats = driver.pool_stats().unwrap();
     assert_eq!((stats.idle, stats.busy), (0, 0));
 }
@@ -390,9 +415,17 @@ async fn bare_runs_get_a_fresh_process_each() {
     let (one, two) = (one.unwrap(), two.unwrap());
     assert!(one.persistable_checkpoint().is_none());
     assert_ne!(pid_of(&one.output), pid_of(&two.output));
-    assert!(!alive(pid_of(&one.output)));
-    assert_eq!(driver.pool_stats().unwrap().idle, 0, "a bare run's process is not kept");
-    assert!(fake.served().iter().any(|l| l.contains(r#""ephemeral":true"#)));
+    assert!(!is_running(pid_of(&one.output)));
+    assert_eq!(
+        driver.pool_stats().unwrap().idle,
+        0,
+        "a bare run's process is not kept"
+    );
+    assert!(
+        fake.served()
+            .iter()
+            .any(|l| l.contains(r#""ephemeral":true"#))
+    );
 }
 
 #[tokio::test]
@@ -410,7 +443,7 @@ async fn a_fork_runs_on_a_new_process_after_its_parent_is_retired() {
     let forked = forked.unwrap();
     assert_ne!(checkpoint(&forked).resume_id, state.resume_id);
     assert_ne!(pid_of(&forked.output), parent);
-    assert!(!alive(parent), "the parent's process was retired");
+    assert!(!is_running(parent), "the parent's process was retired");
     assert_eq!(fake.count(THREAD_FORK), 1);
     driver.close_processes().await.unwrap();
 }
@@ -425,13 +458,16 @@ async fn the_pool_evicts_the_least_recently_used_idle_process_at_its_cap() {
     let a = a.unwrap();
     let (b, _) = run(&driver, fake.request("b")).await;
     let b = b.unwrap();
-    assert!(!alive(pid_of(&a.output)), "a's process was evicted for b's");
+    assert!(
+        !is_running(pid_of(&a.output)),
+        "a's process was evicted for b's"
+    );
     let stats = driver.pool_stats().unwrap();
     assert_eq!((stats.evicted, stats.idle), (1, 1));
     // a's thread resumes on a new process, evicting b's.
     let (again, _) = run(&driver, resume(fake.request("a2"), &checkpoint(&a))).await;
     assert!(again.unwrap().output.ends_with(": a2"));
-    assert!(!alive(pid_of(&b.output)));
+    assert!(!is_running(pid_of(&b.output)));
     driver.close_processes().await.unwrap();
 }
 
@@ -453,7 +489,10 @@ async fn exec_mode_resumes_a_thread_started_in_app_server_mode() {
     assert_eq!(checkpoint(&second).resume_id, state.resume_id);
     let argv = fake.codex.last().argv;
     assert_eq!(argv[..2], ["exec", "--json"]);
-    assert_eq!(argv[argv.len() - 3..], ["resume", state.resume_id.as_str(), "-"]);
+    assert_eq!(
+        argv[argv.len() - 3..],
+        ["resume", state.resume_id.as_str(), "-"]
+    );
 }
 
 /// Polls `done` for up to 20 s (a bound for a loaded machine, not a timing assertion).

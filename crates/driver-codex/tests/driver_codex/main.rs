@@ -7,8 +7,8 @@
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-mod conformance;
 mod app_server_fake;
+mod conformance;
 mod fake_cli;
 mod real_app_server;
 mod real_binary;

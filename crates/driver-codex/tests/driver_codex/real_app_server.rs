@@ -75,14 +75,23 @@ fn app_servers(home: &Path) -> BTreeSet<u32> {
     let want = format!("CODEX_HOME={}", home.display());
     let mut pids = BTreeSet::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let dir = entry.path();
         let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
         let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
         let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        let zombie = stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z');
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z');
         let has = |bytes: &[u8], s: &str| bytes.split(|b| *b == 0).any(|w| w == s.as_bytes());
         if !zombie && has(&cmdline, "app-server") && has(&environ, &want) {
             pids.insert(pid);
@@ -141,7 +150,10 @@ async fn host(label: &'static str, driver: Arc<CodexDriver>, dir: &Path, calls: 
         move |call| {
             let calls = calls.clone();
             async move {
-                let text = call.arguments["text"].as_str().unwrap_or_default().to_owned();
+                let text = call.arguments["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
                 calls
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -174,10 +186,18 @@ fn codex_app_server_reuses_recycles_forks_and_closes() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
     let script = Script::new()
-        .then(Reply::tool_call(TOOL_SERVER, "ping", json!({"text": "one"})))
+        .then(Reply::tool_call(
+            TOOL_SERVER,
+            "ping",
+            json!({"text": "one"}),
+        ))
         .then(Reply::text("Answer one."))
         .then(Reply::text("Answer two, same process."))
-        .then(Reply::tool_call(TOOL_SERVER, "ping", json!({"text": "three"})))
+        .then(Reply::tool_call(
+            TOOL_SERVER,
+            "ping",
+            json!({"text": "three"}),
+        ))
         .then(Reply::text("Answer three, after the rotation."))
         .then(Reply::text("Answer of the fork."));
     let model = MockResponses::start(script).unwrap();
@@ -192,7 +212,10 @@ fn codex_app_server_reuses_recycles_forks_and_closes() {
         assert_eq!(one.session, SessionOutcome::Started);
         assert_eq!(one.output, "Answer one.");
         let first = app_servers(&home);
-        assert!(!first.is_empty(), "a resident app-server runs between turns");
+        assert!(
+            !first.is_empty(),
+            "a resident app-server runs between turns"
+        );
         let two = host1.thread("t").run("Just answer.").await.unwrap();
         assert_eq!(two.output, "Answer two, same process.");
         assert_eq!(app_servers(&home), first, "the same process, no respawn");
@@ -226,16 +249,31 @@ fn codex_app_server_reuses_recycles_forks_and_closes() {
             "the tool call reached host 2's server, which admits only the new token"
         );
         let history = model.model_requests()[before].input_texts().join("\n");
-        for earlier in ["Call ping with one.", "Answer one.", "Answer two, same process."] {
-            assert!(history.contains(earlier), "resumed without {earlier:?}: {history}");
+        for earlier in [
+            "Call ping with one.",
+            "Answer one.",
+            "Answer two, same process.",
+        ] {
+            assert!(
+                history.contains(earlier),
+                "resumed without {earlier:?}: {history}"
+            );
         }
 
         // A fork with its parent's history.
         let before = model.model_requests().len();
-        let forked = host2.thread("t").fork("t-fork").run("Fork here.").await.unwrap();
+        let forked = host2
+            .thread("t")
+            .fork("t-fork")
+            .run("Fork here.")
+            .await
+            .unwrap();
         assert_eq!(forked.output, "Answer of the fork.");
         let history = model.model_requests()[before].input_texts().join("\n");
-        assert!(history.contains("Answer three, after the rotation."), "{history}");
+        assert!(
+            history.contains("Answer three, after the rotation."),
+            "{history}"
+        );
         let parent = host2.thread("t").checkpoint().await.unwrap().unwrap();
         let child = host2.thread("t-fork").checkpoint().await.unwrap().unwrap();
         assert_ne!(parent.resume_id, child.resume_id);
@@ -243,6 +281,9 @@ fn codex_app_server_reuses_recycles_forks_and_closes() {
         // Agent::close leaves no process.
         host2.close().await;
         host1.close().await;
-        assert!(app_servers(&home).is_empty(), "a process outlived Agent::close");
+        assert!(
+            app_servers(&home).is_empty(),
+            "a process outlived Agent::close"
+        );
     });
 }
