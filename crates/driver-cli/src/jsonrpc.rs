@@ -141,6 +141,16 @@ impl RpcPeer {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
+        self.send_request(method, params).await?.wait(timeout).await
+    }
+
+    /// Sends a request; once this returns `Ok`, the request was written (a caller that must
+    /// deliver a message at most once may retry elsewhere only after an `Err`).
+    pub(crate) async fn send_request(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<Answer, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(id, tx);
@@ -151,14 +161,17 @@ impl RpcPeer {
             self.lock_pending().remove(&id);
             return Err(e);
         }
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(RpcError::Closed),
-            Err(_) => {
-                self.lock_pending().remove(&id);
-                Err(RpcError::Timeout { method, timeout })
-            }
-        }
+        Ok(Answer {
+            id,
+            method,
+            rx,
+            pending: Arc::clone(&self.pending),
+        })
+    }
+
+    /// Whether the peer's output ended (it exited, or closed stdout).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.reader.is_finished()
     }
 
     /// Sends a notification.
@@ -206,6 +219,37 @@ impl RpcPeer {
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The answer to a request that was written ([`RpcPeer::send_request`]).
+pub(crate) struct Answer {
+    id: u64,
+    method: &'static str,
+    rx: oneshot::Receiver<Result<Value, RpcError>>,
+    pending: Pending,
+}
+
+impl Answer {
+    /// Waits for the answer, at most `timeout`; a request that times out is forgotten.
+    pub(crate) async fn wait(self, timeout: Duration) -> Result<Value, RpcError> {
+        let Self {
+            id,
+            method,
+            rx,
+            pending,
+        } = self;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(RpcError::Closed),
+            Err(_) => {
+                pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id);
+                Err(RpcError::Timeout { method, timeout })
+            }
+        }
     }
 }
 

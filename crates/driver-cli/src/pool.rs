@@ -311,6 +311,15 @@ impl<P: Resident> ProcessPool<P> {
         }
     }
 
+    /// Counts a replacement the caller made itself: a reused process that turned out to be
+    /// gone before anything was delivered to it.
+    pub(crate) fn note_replaced(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.stats.replaced += 1;
+        state.stats.started += 1;
+        tracing::debug!(decision = "replace", "process pool");
+    }
+
     /// Shuts down the idle process of `conversation` in `namespace`, if there is one (a
     /// fork frees its parent this way, so no other process holds the parent's session).
     pub(crate) async fn retire(&self, namespace: &str, conversation: &str) {

@@ -162,8 +162,9 @@ impl std::fmt::Debug for ResidentProcess {
 
 #[async_trait::async_trait]
 impl Resident for ResidentProcess {
+    /// Alive until it exits or closes its output (seen first, before the exit is reaped).
     fn is_alive(&mut self) -> bool {
-        !self.child.has_exited()
+        !self.child.has_exited() && !self.peer.is_closed()
     }
 
     async fn shut_down(self) {
@@ -336,6 +337,7 @@ pub(crate) async fn run<D: Dialect>(
     let limits = cli.limits;
     let invocation = protocol.launch(turn)?;
     let signature = signature(&cli.binary, &invocation, turn, cli.model.as_deref());
+    let command = command(invocation);
     let namespace = turn.env.namespace().as_str();
     if let SessionPlan::Fork(parent) = turn.plan {
         pool.retire(namespace, parent).await;
@@ -348,92 +350,149 @@ pub(crate) async fn run<D: Dialect>(
         .check_out(namespace, conversation, &signature)
         .await
         .map_err(|e| DriverError::Failed(RunFailure::new(FailureKind::Limit, e.to_string())))?;
-    let process = match checkout.process.take() {
-        Some(process) => process,
-        None => ResidentProcess::start(turn.env, command(invocation), limits, protocol).await?,
+    let start = || ResidentProcess::start(turn.env, command.clone(), limits, protocol);
+    let (mut process, mut reused) = match checkout.process.take() {
+        Some(process) => (process, true),
+        None => (start().await?, false),
     };
+    let required = required_servers(request);
+    loop {
+        let mut flight = InFlight {
+            process: Some(process),
+            interrupt: None,
+            endings: pool.endings(),
+        };
+        let session = match open(&mut flight, protocol, turn).await {
+            Ok(session) => session,
+            // A reused process that died unseen: nothing was delivered, so a fresh one may
+            // serve the turn.
+            Err(Opened::Gone(_)) if reused => {
+                flight.finish().close().await;
+                pool.note_replaced();
+                (process, reused) = (start().await?, false);
+                continue;
+            }
+            Err(Opened::Gone(failure)) => {
+                let finished = flight.finish().close().await;
+                return Err(DriverError::Failed(with_stderr(failure, &finished)));
+            }
+            Err(Opened::Refused(err)) => {
+                let finished = flight.finish().close().await;
+                return Err(match err {
+                    DriverError::Failed(failure) => {
+                        DriverError::Failed(with_stderr(failure, &finished))
+                    }
+                    other => other,
+                });
+            }
+        };
+        if let Some(stop) = crate::turn::session_stop(turn.plan, &session) {
+            let finished = flight.finish().close().await;
+            return Err(fail_early(stop, turn.plan, false, &finished, sink));
+        }
+        flight.process().loaded = Some(session.clone());
 
-    // Open the session, unless the process has it loaded.
-    let mut flight = InFlight {
-        process: Some(process),
-        interrupt: None,
-        endings: pool.endings(),
-    };
+        // The prompt, sent once; then the turn's notifications.
+        let prompt = protocol.prompt(turn, &session);
+        let mut translator = Tracked::new(dialect.translator(request));
+        let mut started = false;
+        let read = read_turn(
+            &mut flight,
+            protocol,
+            &prompt,
+            &session,
+            &mut translator,
+            Gate::new(turn.plan, &required),
+            &mut started,
+            sink,
+        )
+        .await;
+        let done = flight.finish();
+        let stop = match read {
+            Read::Ended => None,
+            Read::Undelivered(_) if reused => {
+                done.close().await;
+                pool.note_replaced();
+                (process, reused) = (start().await?, false);
+                continue;
+            }
+            Read::Undelivered(failure) => Some(Stop::Refused(failure)),
+            Read::Stopped(stop) => Some(stop),
+        };
+        if let Some(stop) = stop {
+            let finished = done.close().await;
+            return Err(fail_early(stop, turn.plan, started, &finished, sink));
+        }
+        let finished = Finished {
+            status: ExitStatus::Success,
+            stderr_tail: done.child.stderr_tail(),
+        };
+        let result = judge(dialect, turn, translator, &finished, sink);
+        if turn.plan == SessionPlan::Stateless {
+            done.close().await;
+        } else {
+            checkout.check_in(&session, done).await;
+        }
+        return result;
+    }
+}
+
+/// Why a session could not be opened.
+enum Opened {
+    /// The process is gone (its output ended, or writing to it failed): nothing reached it.
+    Gone(RunFailure),
+    /// The process answered, and the answer ends the turn.
+    Refused(DriverError),
+}
+
+/// Opens the turn's session on the flight's process, unless it has it loaded.
+async fn open(
+    flight: &mut InFlight,
+    protocol: &dyn ResidentProtocol,
+    turn: &Turn<'_>,
+) -> Result<String, Opened> {
     let loaded = flight.process().loaded.clone();
-    let session = match protocol.open(turn, loaded.as_deref()) {
-        None => loaded.ok_or_else(|| {
-            DriverError::Failed(RunFailure::new(
+    let Some(call) = protocol.open(turn, loaded.as_deref()) else {
+        return loaded.ok_or_else(|| {
+            Opened::Refused(DriverError::Failed(RunFailure::new(
                 FailureKind::Protocol,
                 "the resident protocol opened no session",
-            ))
+            )))
+        });
+    };
+    match flight.process().send(&call).await {
+        Ok(answer) => protocol.opened(&answer).map_err(|_| {
+            Opened::Refused(DriverError::Failed(RunFailure::new(
+                FailureKind::Protocol,
+                format!("resident process: malformed answer to `{}`", call.method),
+            )))
         }),
-        Some(call) => match flight.process().send(&call).await {
-            Ok(answer) => protocol.opened(&answer).map_err(|_| {
-                DriverError::Failed(RunFailure::new(
-                    FailureKind::Protocol,
-                    format!("resident process: malformed answer to `{}`", call.method),
-                ))
-            }),
-            Err(RpcError::Remote { code, message })
-                if turn.plan.is_resuming()
-                    && protocol.rejection(call.method, code, &message.0)
-                        == Rejection::UnknownSession =>
-            {
-                Err(ResumeRejectReason::UnknownSession.into())
-            }
-            Err(err) => Err(DriverError::Failed(rpc_failure(protocol, call.method, err))),
-        },
-    };
-    let session = match session {
-        Ok(session) => session,
-        Err(err) => {
-            let finished = flight.finish().close().await;
-            return Err(match err {
-                DriverError::Failed(failure) => {
-                    DriverError::Failed(with_stderr(failure, &finished))
-                }
-                other => other,
-            });
+        Err(RpcError::Remote { code, message })
+            if turn.plan.is_resuming()
+                && protocol.rejection(call.method, code, &message.0)
+                    == Rejection::UnknownSession =>
+        {
+            Err(Opened::Refused(ResumeRejectReason::UnknownSession.into()))
         }
-    };
-    if let Some(stop) = crate::turn::session_stop(turn.plan, &session) {
-        let finished = flight.finish().close().await;
-        return Err(fail_early(stop, turn.plan, false, &finished, sink));
+        Err(err @ (RpcError::Write(_) | RpcError::Closed)) => {
+            Err(Opened::Gone(rpc_failure(protocol, call.method, err)))
+        }
+        Err(err) => Err(Opened::Refused(DriverError::Failed(rpc_failure(
+            protocol,
+            call.method,
+            err,
+        )))),
     }
-    flight.process().loaded = Some(session.clone());
+}
 
-    // The prompt, sent once; then the turn's notifications.
-    let prompt = protocol.prompt(turn, &session);
-    let required = required_servers(request);
-    let mut translator = Tracked::new(dialect.translator(request));
-    let mut started = false;
-    let stop = read_turn(
-        &mut flight,
-        protocol,
-        &prompt,
-        &session,
-        &mut translator,
-        Gate::new(turn.plan, &required),
-        &mut started,
-        sink,
-    )
-    .await;
-    let process = flight.finish();
-    if let Some(stop) = stop {
-        let finished = process.close().await;
-        return Err(fail_early(stop, turn.plan, started, &finished, sink));
-    }
-    let finished = Finished {
-        status: ExitStatus::Success,
-        stderr_tail: process.child.stderr_tail(),
-    };
-    let result = judge(dialect, turn, translator, &finished, sink);
-    if turn.plan == SessionPlan::Stateless {
-        process.close().await;
-    } else {
-        checkout.check_in(&session, process).await;
-    }
-    result
+/// How reading a turn ended.
+enum Read {
+    /// The translator said the turn ended.
+    Ended,
+    /// The prompt could not be written: it was never delivered.
+    Undelivered(RunFailure),
+    /// The turn stopped early, after the prompt was delivered.
+    Stopped(Stop),
 }
 
 /// Sends the prompt and forwards the turn's translated notifications until the translator
@@ -451,27 +510,44 @@ async fn read_turn<T: crate::Translator>(
     mut gate: Gate<'_>,
     started: &mut bool,
     sink: &dyn EventSink,
-) -> Option<Stop> {
+) -> Read {
     let InFlight {
         process, interrupt, ..
     } = flight;
     let Some(process) = process.as_mut() else {
-        return Some(Stop::Ended);
+        return Read::Stopped(Stop::Ended);
     };
     let limits = process.limits;
     let deadline = deadline_after(Instant::now(), limits.total_timeout);
     let ResidentProcess { peer, incoming, .. } = process;
-    let mut answer =
-        std::pin::pin!(peer.request(prompt.method, prompt.params.clone(), limits.idle_timeout));
-    let mut answered = prompt.notification;
+    let sent = if prompt.notification {
+        peer.notify(prompt.method, prompt.params.clone())
+            .await
+            .map(|()| None)
+    } else {
+        peer.send_request(prompt.method, prompt.params.clone())
+            .await
+            .map(Some)
+    };
+    let answer = match sent {
+        Ok(answer) => answer,
+        Err(err) => return Read::Undelivered(rpc_failure(protocol, prompt.method, err)),
+    };
+    let mut answered = answer.is_none();
+    let mut answer = std::pin::pin!(async move {
+        match answer {
+            Some(answer) => answer.wait(limits.idle_timeout).await,
+            None => std::future::pending().await,
+        }
+    });
     let mut received = 0usize;
     loop {
         if answered && translator.turn_ended() {
-            break None;
+            break Read::Ended;
         }
         let now = Instant::now();
         if now >= deadline {
-            break Some(Stop::Cli(CliError::TotalTimeout {
+            break Read::Stopped(Stop::Cli(CliError::TotalTimeout {
                 after: limits.total_timeout,
             }));
         }
@@ -487,19 +563,20 @@ async fn read_turn<T: crate::Translator>(
                             .and_then(|id| protocol.interrupt(session, &id));
                     }
                     Err(err) => {
-                        break Some(Stop::Refused(rpc_failure(protocol, prompt.method, err)));
+                        let failure = rpc_failure(protocol, prompt.method, err);
+                        break Read::Stopped(Stop::Refused(failure));
                     }
                 }
             }
             message = incoming.recv() => match message {
-                None => break Some(Stop::Ended),
+                None => break Read::Stopped(Stop::Ended),
                 Some(Incoming::Notification { method, params }) => {
                     received += 1;
                     let Ok(events) = translator.translate_kind(&method, &params) else {
-                        break Some(Stop::Cli(CliError::MalformedJson { line: received }));
+                        break Read::Stopped(Stop::Cli(CliError::MalformedJson { line: received }));
                     };
                     if let Some(stop) = gate.check(translator) {
-                        break Some(stop);
+                        break Read::Stopped(stop);
                     }
                     for event in events {
                         sink.emit(event);
@@ -512,12 +589,12 @@ async fn read_turn<T: crate::Translator>(
                         None => peer.respond_error(id, -32601, "not supported by this client").await,
                     };
                     if sent.is_err() {
-                        break Some(Stop::Ended);
+                        break Read::Stopped(Stop::Ended);
                     }
                 }
             },
             () = tokio::time::sleep_until(idle) => {
-                break Some(Stop::Cli(if idle >= deadline {
+                break Read::Stopped(Stop::Cli(if idle >= deadline {
                     CliError::TotalTimeout { after: limits.total_timeout }
                 } else {
                     CliError::IdleTimeout { after: limits.idle_timeout }
