@@ -193,6 +193,7 @@ async fn two_turns_of_a_thread_reuse_one_process_and_each_prompt_goes_once() {
 
 #[tokio::test]
 async fn a_rotated_token_recycles_the_process_and_resumes_cold() {
+    let log = test_kit::restart::trace_log();
     let fake = Fake::new(app_server());
     let driver = fake.driver();
     let (first, _) = run(&driver, with_token(fake.request("one"), "token-aaaa-1111")).await;
@@ -224,6 +225,14 @@ async fn a_rotated_token_recycles_the_process_and_resumes_cold() {
     for call in fake.codex.invocations() {
         assert!(!call.argv.join(" ").contains("token-"), "{:?}", call.argv);
     }
+    // The decision is traced with the changed component's name, never a value.
+    let log = log.text();
+    let recycle = log
+        .lines()
+        .find(|l| l.contains("recycle") && l.contains("secret_env:UI_TOKEN"))
+        .unwrap_or_else(|| panic!("no recycle decision naming the token variable in:\n{log}"));
+    assert!(!recycle.contains("4101"), "{recycle}");
+    assert!(!log.contains("token-aaaa") && !log.contains("token-bbbb"));
     driver.close_processes().await.unwrap();
 }
 
