@@ -21,6 +21,11 @@
 //!   in a CLI's own syntax;
 //! * [`Finished`], [`failure_kind`], [`default_failure`], [`classify_text`], [`is_uuid`],
 //!   [`is_safe_id`] and [`CliError`]: how a process ended and how failures are classified;
+//! * [`ProcessMode`], [`PoolLimits`], [`PoolStats`], [`ResidentProtocol`], [`Call`] and
+//!   [`Rejection`]: the resident mode, for dialects whose CLI keeps a process between turns
+//!   (Codex's `app-server`): the protocol as values, and the pool the driver keeps its
+//!   processes in, keyed by their exact private
+//!   [`ProcessSignature`](driver_spi::ProcessSignature);
 //! * [`CliDriver::side_command`]: a command of the CLI besides turns (Cursor's `create-chat`);
 //! * [`Runtime`], [`CommonArgs`], [`BuildError`]: the entry of the open runtime registry that
 //!   each driver crate exports (its descriptor, binary and key variables, and how its driver
@@ -56,7 +61,12 @@
 //! * A spawned process never outlives its turn unnoticed: dropping the run future, a total
 //!   timeout, or the end of the main process ends every remaining member of the process
 //!   group, and the direct child is always reaped (by a dedicated thread, so this holds even
-//!   when the Tokio runtime shuts down).
+//!   when the Tokio runtime shuts down). A resident process outlives a turn only idle in the
+//!   driver's pool, which ends it at its idle timeout, at a cap, when the next turn's
+//!   signature differs, and at [`close_processes`](driver_spi::ProcessLifecycle); a cancelled
+//!   resident turn is interrupted and its process ended, within the kill grace.
+//! * A prompt is delivered at most once: a resident turn falls back to a fresh process only
+//!   when writing to a reused one failed before the prompt was written.
 //!
 //! # What it deliberately does not do
 //!

@@ -1,5 +1,6 @@
-//! The Codex CLI driver: one `codex exec --json` process per turn, resumable across host
-//! restarts.
+//! The Codex CLI driver: one `codex exec --json` process per turn, or a resident
+//! `codex app-server` per Thread ([`ProcessMode`](driver_cli::ProcessMode)), resumable across
+//! host restarts in either mode.
 //!
 //! This crate is a dialect of the one CLI driver: [`CodexDriver`] is
 //! [`driver_cli::CliDriver`] over [`CodexOptions`], which implements
@@ -17,6 +18,15 @@
 //! | resume | `codex exec --json … resume <thread_id> -` |
 //! | fork | `codex exec --json … fork <thread_id> -` |
 //! | stateless | `codex exec --json --ephemeral … -` |
+//!
+//! In resident mode (`with_process_mode(ProcessMode::Resident(limits))`) the same `-c`
+//! overrides launch `codex app-server`, which speaks JSON-RPC on stdio (`initialize`, then
+//! `thread/start`, `thread/resume` or `thread/fork`, and one `turn/start` per turn; its
+//! notifications are translated like `exec`'s events). A Thread's process is kept between its
+//! turns while its launch configuration is exactly the same; a rotated endpoint or token
+//! starts a new process that resumes the thread cold (a loaded thread would ignore new
+//! config). Both modes store the same state (codec `codex/v1`), so a Thread moves between
+//! them. What the pinned app-server does is in `docs/codex-app-server.md`.
 //!
 //! # Invariants
 //! - **The current request, every turn.** Model, instructions, model provider and every MCP
@@ -41,15 +51,23 @@
 //!   them, and each turn reports the difference from the totals of the state it continued.
 //! - **Stored state is small and clean**: the thread id, the guard values and the usage
 //!   totals, nothing allocation-specific (codec `codex/v1`).
-//! - **Nothing outlives a run.** Dropping the run future ends Codex's whole process group
-//!   (SIGTERM, then SIGKILL); so does the end of a run.
+//! - **Nothing outlives a run unowned.** In exec mode, dropping the run future ends Codex's
+//!   whole process group (SIGTERM, then SIGKILL); so does the end of a run. In app-server
+//!   mode a process outlives a turn only inside the driver's pool: a cancelled turn is
+//!   interrupted (`turn/interrupt`) and its process ended; idle processes end at the pool's
+//!   idle timeout, at its caps, and at `Agent::close` (the driver's
+//!   [`ProcessLifecycle`](driver_spi::ProcessLifecycle)).
 //!
 //! # What it deliberately does not do
 //! - It holds no driver machinery: the order of checks, the version probe, spawning, the
 //!   event loop and its stop rule, terminate-then-fail and the judgement of a turn are
 //!   [`driver_cli::CliDriver`]'s, the same for every CLI.
-//! - It does not keep Codex processes across turns (`codex app-server`); every turn is one
-//!   `exec` process, so no process signature is needed.
+//! - It does not answer Codex's approval requests for the host: the approval policy is
+//!   `never` in both modes, and an approval or elicitation request that arrives anyway is
+//!   declined.
+//! - In app-server mode it cannot ignore `CODEX_HOME/config.toml` (app-server has no
+//!   `--ignore-user-config`): with the default hermetic config it refuses to launch while
+//!   that file exists.
 //! - It does not log Codex in: credentials come from the namespace (`CODEX_HOME/auth.json`)
 //!   or from secrets injected into the [`RuntimeEnv`](runtime_env::RuntimeEnv) or the request.
 //! - It does not support SSE MCP servers (Codex has no SSE transport).
