@@ -63,7 +63,7 @@ pub enum Rejection {
 /// with the method as the event's kind and the params as its value; the translator's
 /// [`turn_ended`](crate::Translator::turn_ended) ends the turn.
 ///
-/// Like a [`Dialect`], a protocol names variables, never their values.
+/// Like a [`Dialect`](crate::Dialect), a protocol names variables, never their values.
 pub trait ResidentProtocol: Send + Sync {
     /// The resident process's argv and variables for this turn's configuration (its stdin
     /// stays open; [`Invocation::stdin`] is ignored). Everything in it is part of the
