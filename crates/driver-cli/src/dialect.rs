@@ -141,6 +141,20 @@ pub trait Translator: fmt::Debug + Send {
     fn turn_ended(&self) -> bool {
         false
     }
+
+    /// Takes what the previous turn on the same resident process carried (see
+    /// [`carried`](Self::carried)); called before the turn's first event. The default ignores
+    /// it.
+    fn continue_from(&mut self, carried: Option<&Value>) {
+        let _ = carried;
+    }
+
+    /// What this turn's events leave for the next turn on the same resident process: counts
+    /// a CLI reports per process rather than per turn (CodeBuddy's usage), so the next turn
+    /// can report its own. Never secret. The default: nothing.
+    fn carried(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// How a dialect's CLI gets the config it cannot take as flags.

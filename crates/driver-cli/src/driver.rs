@@ -310,17 +310,17 @@ impl<D: Dialect> Driver for CliDriver<D> {
             run_file: None,
         };
         if let (Some(pool), Some(protocol)) = (&self.pool, self.options.resident()) {
-            if !matches!(config, ConfigFiles::None) {
-                // A resident process outlives a run's files and cannot hold the turn lock.
-                return Err(ConfigError::invalid(
-                    "process_mode",
-                    "this request needs config files, which resident mode cannot keep",
-                )
-                .into());
-            }
             let command = |invocation| self.command(&request, invocation);
-            return crate::resident::run(&self.options, protocol, pool, &turn, command, &*sink)
-                .await;
+            return crate::resident::run(
+                &self.options,
+                protocol,
+                pool,
+                &turn,
+                config,
+                command,
+                &*sink,
+            )
+            .await;
         }
         match config {
             ConfigFiles::None => self.spawn_and_drive(&turn, &*sink).await,

@@ -133,6 +133,35 @@ impl<'e> RunFiles<'e> {
     }
 }
 
+impl RunFiles<'_> {
+    /// The directory, with its files written, for a holder that outlives the environment
+    /// borrow (a resident process): removed when the returned guard is dropped.
+    pub(crate) fn keep(mut self) -> RunDir {
+        self.removed = true;
+        RunDir {
+            dir: std::mem::take(&mut self.dir),
+        }
+    }
+}
+
+/// A per-run directory whose files are written, removed when dropped ([`RunFiles::keep`]).
+#[derive(Debug)]
+pub(crate) struct RunDir {
+    dir: PathBuf,
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if let Err(e) = remove_dir(&self.dir) {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                error = %e,
+                "could not remove a resident process's config directory"
+            );
+        }
+    }
+}
+
 impl Drop for RunFiles<'_> {
     fn drop(&mut self) {
         if !self.removed

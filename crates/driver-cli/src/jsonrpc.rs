@@ -3,7 +3,11 @@
 //! in order on a channel.
 //!
 //! It is the transport any resident dialect shares (Codex's app-server, an ACP agent, a
-//! subprocess worker), so it knows no method. It sends `"jsonrpc":"2.0"` and accepts messages
+//! subprocess worker), so it knows no method. The same roles (requests with ids, their
+//! answers, messages the peer starts) have a second framing, [`Wire::StreamJson`]: the control
+//! protocol of Claude Code's and CodeBuddy's `--input-format stream-json`, where a request is a
+//! `control_request` with a `request_id`, its answer a `control_response`, every other line an
+//! event named by its `type`, and a notification a raw line. It sends `"jsonrpc":"2.0"` and accepts messages
 //! with or without it (Codex's app-server omits it). A line that is not a JSON object, a
 //! response to no pending request, or an over-long line is dropped and counted, never fatal:
 //! a peer's bad output cannot take the pool down. When the peer's output ends, every pending
@@ -82,8 +86,25 @@ pub(crate) enum Incoming {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
 
+/// How messages are framed on a resident process's stdio (one JSON object per line in both).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Wire {
+    /// JSON-RPC 2.0 (`id`, `method`, `params`, `result`, `error`), with or without the
+    /// `jsonrpc` member: Codex's app-server, ACP.
+    #[default]
+    JsonRpc,
+    /// The stream-json control protocol of Claude Code and CodeBuddy: requests both ways are
+    /// `{"type":"control_request","request_id","request":{"subtype",…}}`, answers
+    /// `{"type":"control_response","response":{"subtype":"success"|"error","request_id",…}}`;
+    /// every other line is an event whose kind is its `type`; a notification is written as its
+    /// params alone (a `user` message).
+    StreamJson,
+}
+
 /// The client side of one peer. Dropping it stops the reader task.
 pub(crate) struct RpcPeer {
+    wire: Wire,
     writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
     pending: Pending,
     next_id: AtomicU64,
@@ -110,7 +131,18 @@ impl RpcPeer {
     /// A peer reading `output` (the process's stdout) and writing `input` (its stdin), lines
     /// at most `max_line` bytes. Incoming notifications and requests arrive on the receiver,
     /// which ends when the output does. The reader runs as a task on the current Tokio runtime.
+    #[cfg(test)]
     pub(crate) fn new(
+        output: impl AsyncRead + Send + Unpin + 'static,
+        input: impl AsyncWrite + Send + Unpin + 'static,
+        max_line: usize,
+    ) -> (Self, mpsc::UnboundedReceiver<Incoming>) {
+        Self::with_wire(Wire::JsonRpc, output, input, max_line)
+    }
+
+    /// A peer framing its messages as `wire`.
+    pub(crate) fn with_wire(
+        wire: Wire,
         output: impl AsyncRead + Send + Unpin + 'static,
         input: impl AsyncWrite + Send + Unpin + 'static,
         max_line: usize,
@@ -119,12 +151,14 @@ impl RpcPeer {
         let dropped = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = mpsc::unbounded_channel();
         let reader = tokio::spawn(read_loop(
+            wire,
             LineReader::new(output, max_line),
             Arc::clone(&pending),
             Arc::clone(&dropped),
             tx,
         ));
         let peer = Self {
+            wire,
             writer: tokio::sync::Mutex::new(Box::new(input)),
             pending,
             next_id: AtomicU64::new(1),
@@ -154,9 +188,20 @@ impl RpcPeer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(id, tx);
-        let sent = self
-            .send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
+        let message = match self.wire {
+            Wire::JsonRpc => {
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+            }
+            Wire::StreamJson => {
+                let mut request = match params {
+                    Value::Object(map) => map,
+                    _ => Map::new(),
+                };
+                request.insert("subtype".into(), Value::from(method));
+                json!({"type": "control_request", "request_id": id.to_string(), "request": request})
+            }
+        };
+        let sent = self.send(message).await;
         if let Err(e) = sent {
             self.lock_pending().remove(&id);
             return Err(e);
@@ -176,14 +221,28 @@ impl RpcPeer {
 
     /// Sends a notification.
     pub(crate) async fn notify(&self, method: &'static str, params: Value) -> Result<(), RpcError> {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
-            .await
+        match self.wire {
+            Wire::JsonRpc => {
+                self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+                    .await
+            }
+            Wire::StreamJson => self.send(params).await,
+        }
     }
 
     /// Answers a request of the peer.
     pub(crate) async fn respond(&self, id: Value, result: Value) -> Result<(), RpcError> {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
-            .await
+        match self.wire {
+            Wire::JsonRpc => {
+                self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+                    .await
+            }
+            Wire::StreamJson => {
+                self.send(json!({"type": "control_response", "response": {
+                    "subtype": "success", "request_id": id, "response": result}}))
+                    .await
+            }
+        }
     }
 
     /// Answers a request of the peer with an error object.
@@ -193,8 +252,17 @@ impl RpcPeer {
         code: i64,
         message: &str,
     ) -> Result<(), RpcError> {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
-            .await
+        match self.wire {
+            Wire::JsonRpc => {
+                self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+                    .await
+            }
+            Wire::StreamJson => {
+                self.send(json!({"type": "control_response", "response": {
+                    "subtype": "error", "request_id": id, "error": message}}))
+                    .await
+            }
+        }
     }
 
     /// Lines dropped so far (not JSON objects, answers to nothing, too long).
@@ -255,6 +323,7 @@ impl Answer {
 
 /// Reads the peer's lines until its output ends; then fails every pending request.
 async fn read_loop<R: AsyncRead + Unpin>(
+    wire: Wire,
     mut lines: LineReader<R>,
     pending: Pending,
     dropped: Arc<AtomicUsize>,
@@ -273,7 +342,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
             continue;
         }
         let handled = match serde_json::from_slice::<Value>(&line) {
-            Ok(Value::Object(message)) => dispatch(message, &pending, &incoming),
+            Ok(Value::Object(message)) => match wire {
+                Wire::JsonRpc => dispatch(message, &pending, &incoming),
+                Wire::StreamJson => dispatch_stream_json(message, &pending, &incoming),
+            },
             _ => false,
         };
         if !handled {
@@ -289,6 +361,70 @@ async fn read_loop<R: AsyncRead + Unpin>(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clear();
+}
+
+/// Routes one stream-json line: a control request, a control response, or an event (a
+/// notification named by its `type`); `false` when it is none of them.
+fn dispatch_stream_json(
+    mut message: Map<String, Value>,
+    pending: &Pending,
+    incoming: &mpsc::UnboundedSender<Incoming>,
+) -> bool {
+    let kind = match message.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        _ => return false,
+    };
+    match kind.as_str() {
+        "control_request" => {
+            let id = message.remove("request_id").unwrap_or(Value::Null);
+            let params = message.remove("request").unwrap_or(Value::Null);
+            let Some(method) = params.get("subtype").and_then(Value::as_str) else {
+                return false;
+            };
+            let method = method.to_owned();
+            incoming
+                .send(Incoming::Request { id, method, params })
+                .is_ok()
+        }
+        "control_response" => {
+            let Some(Value::Object(mut response)) = message.remove("response") else {
+                return false;
+            };
+            let id = response
+                .get("request_id")
+                .and_then(Value::as_str)
+                .and_then(|id| id.parse::<u64>().ok());
+            let Some(waiter) = id.and_then(|id| {
+                pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id)
+            }) else {
+                return false;
+            };
+            let answer = match response.get("subtype").and_then(Value::as_str) {
+                Some("success") => Ok(response.remove("response").unwrap_or(Value::Null)),
+                _ => Err(RpcError::Remote {
+                    code: 0,
+                    message: RemoteText(
+                        response
+                            .get("error")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    ),
+                }),
+            };
+            let _ = waiter.send(answer);
+            true
+        }
+        _ => incoming
+            .send(Incoming::Notification {
+                method: kind,
+                params: Value::Object(message),
+            })
+            .is_ok(),
+    }
 }
 
 /// Routes one message; `false` when it is none of response, request or notification.

@@ -21,8 +21,8 @@
 //!   in a CLI's own syntax;
 //! * [`Finished`], [`failure_kind`], [`default_failure`], [`classify_text`], [`is_uuid`],
 //!   [`is_safe_id`] and [`CliError`]: how a process ended and how failures are classified;
-//! * [`ProcessMode`], [`PoolLimits`], [`PoolStats`], [`ResidentProtocol`], [`Call`] and
-//!   [`Rejection`]: the resident mode, for dialects whose CLI keeps a process between turns
+//! * [`ProcessMode`], [`PoolLimits`], [`PoolStats`], [`ResidentProtocol`], [`Wire`], [`Call`]
+//!   and [`Rejection`]: the resident mode, for dialects whose CLI keeps a process between turns
 //!   (Codex's `app-server`): the protocol as values, and the pool the driver keeps its
 //!   processes in, keyed by their exact private
 //!   [`ProcessSignature`](driver_spi::ProcessSignature);
@@ -150,6 +150,7 @@ pub use dialect::{
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};
 pub use error::CliError;
+pub use jsonrpc::Wire;
 pub use mcp_refs::{
     EnvRefs, McpEntry, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers,
 };

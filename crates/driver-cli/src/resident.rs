@@ -21,12 +21,12 @@
 //!    that stopped early, a bare (stateless) run and a dropped (cancelled) turn end their
 //!    process: a cancelled one is first asked to interrupt the turn, within the kill grace.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 use std::time::Duration;
 
 use driver_spi::{
-    DriverError, EventSink, ExitStatus, FailureKind, ProcessSignature, Response,
+    ConfigError, DriverError, EventSink, ExitStatus, FailureKind, ProcessSignature, Response,
     ResumeRejectReason, RunFailure,
 };
 use runtime_env::RuntimeEnv;
@@ -35,14 +35,16 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::CommonOptions as _;
-use crate::dialect::{Dialect, Invocation, Turn};
+use crate::dialect::{Dialect, Invocation, Translator as _, Turn};
 use crate::jsonrpc::{Incoming, RpcError, RpcPeer};
 use crate::pool::{Endings, ProcessPool, Resident};
 use crate::process::ResidentChild;
 use crate::turn::{Gate, Stop, fail_early, judge, required_servers};
 
 mod protocol;
-use crate::{CliCommand, CliError, CliProcess, Finished, Limits, SessionPlan, Tracked};
+use crate::dialect::ConfigFiles;
+use crate::files::RunDir;
+use crate::{CliCommand, CliError, CliProcess, Finished, Limits, RunFiles, SessionPlan, Tracked};
 pub use protocol::{Call, Rejection, ResidentProtocol};
 
 /// A resident process as the pool keeps it: its handle, its protocol peer, the channel of
@@ -53,6 +55,10 @@ pub(crate) struct ResidentProcess {
     incoming: mpsc::UnboundedReceiver<Incoming>,
     loaded: Option<String>,
     limits: Limits,
+    /// What the last turn's translator carried for the next ([`Translator::carried`]).
+    carried: Option<Value>,
+    /// The process's per-run config file, removed when the process is dropped.
+    files: Option<RunDir>,
 }
 
 impl std::fmt::Debug for ResidentProcess {
@@ -85,7 +91,8 @@ impl ResidentProcess {
         protocol: &dyn ResidentProtocol,
     ) -> Result<Self, DriverError> {
         let (child, stdin, stdout) = CliProcess::spawn_resident(env, command.keep_stdin(), limits)?;
-        let (peer, incoming) = RpcPeer::new(stdout, stdin, limits.max_line_bytes);
+        let (peer, incoming) =
+            RpcPeer::with_wire(protocol.wire(), stdout, stdin, limits.max_line_bytes);
         tracing::debug!(pid = child.pid(), "resident process started");
         let process = Self {
             child,
@@ -93,6 +100,8 @@ impl ResidentProcess {
             incoming,
             loaded: None,
             limits,
+            carried: None,
+            files: None,
         };
         for call in protocol.handshake() {
             if let Err(err) = process.send(&call).await {
@@ -156,6 +165,7 @@ fn with_stderr(mut failure: RunFailure, finished: &Finished) -> RunFailure {
 fn signature(
     binary: &Path,
     invocation: &Invocation,
+    run_file: Option<&[u8]>,
     turn: &Turn<'_>,
     default_model: Option<&str>,
 ) -> ProcessSignature {
@@ -176,6 +186,9 @@ fn signature(
         .component("namespace", turn.env.namespace().as_str());
     for (name, value) in &invocation.vars {
         builder = builder.env(name.clone(), value.clone());
+    }
+    if let Some(contents) = run_file {
+        builder = builder.component("run_file", String::from_utf8_lossy(contents));
     }
     builder.finish()
 }
@@ -227,21 +240,51 @@ impl Drop for InFlight {
     }
 }
 
+/// The file name a per-run config file has in the signature's argv: its real path differs
+/// per process, its contents are a component of their own.
+const RUN_FILE_PLACEHOLDER: &str = "<run-dir>";
+
 /// One resident turn of `dialect` (steps 1–7 of the module docs).
 pub(crate) async fn run<D: Dialect>(
     dialect: &D,
     protocol: &dyn ResidentProtocol,
     pool: &ProcessPool<ResidentProcess>,
     turn: &Turn<'_>,
-    command: impl FnOnce(Invocation) -> CliCommand,
+    config: ConfigFiles,
+    command: impl Fn(Invocation) -> CliCommand,
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {
     let request = turn.request;
     let cli = dialect.cli();
     let limits = cli.limits;
-    let invocation = protocol.launch(turn)?;
-    let signature = signature(&cli.binary, &invocation, turn, cli.model.as_deref());
-    let command = command(invocation);
+    let run_file = match config {
+        ConfigFiles::None => None,
+        ConfigFiles::RunFile { name, contents } => Some((name, contents)),
+        ConfigFiles::Namespace(_) => {
+            // A resident process cannot hold the namespace's turn lock between turns.
+            return Err(ConfigError::invalid(
+                "process_mode",
+                "this CLI reads its config from namespace files, which resident mode cannot keep",
+            )
+            .into());
+        }
+    };
+    let placeholder = run_file
+        .as_ref()
+        .map(|(name, _)| PathBuf::from(RUN_FILE_PLACEHOLDER).join(name));
+    let shown = Turn {
+        run_file: placeholder.as_deref(),
+        ..*turn
+    };
+    let invocation = protocol.launch(&shown)?;
+    let contents = run_file.as_ref().map(|(_, c)| c.as_slice());
+    let signature = signature(
+        &cli.binary,
+        &invocation,
+        contents,
+        turn,
+        cli.model.as_deref(),
+    );
     let namespace = turn.env.namespace().as_str();
     if let SessionPlan::Fork(parent) = turn.plan {
         pool.retire(namespace, parent).await;
@@ -254,7 +297,32 @@ pub(crate) async fn run<D: Dialect>(
         .check_out(namespace, conversation, &signature)
         .await
         .map_err(|e| DriverError::Failed(RunFailure::new(FailureKind::Limit, e.to_string())))?;
-    let start = || ResidentProcess::start(turn.env, command.clone(), limits, protocol);
+    // A new process: its own config file (removed when it ends), the session named at launch.
+    let start = || async {
+        let files = match &run_file {
+            None => None,
+            Some((name, contents)) => {
+                let files =
+                    RunFiles::create(turn.env, &D::RUNTIME.descriptor, request.run_id.as_str())?;
+                let path = files.write(name, contents)?;
+                Some((files.keep(), path))
+            }
+        };
+        let launched = Turn {
+            run_file: files.as_ref().map(|(_, path)| path.as_path()),
+            ..*turn
+        };
+        let mut invocation = protocol.launch(&launched)?;
+        invocation.args.extend(protocol.launch_session(turn));
+        let mut process =
+            ResidentProcess::start(turn.env, command(invocation), limits, protocol).await?;
+        process.files = files.map(|(files, _)| files);
+        if protocol.open(turn, None).is_none() {
+            // Named at launch: the plan's id, or the one the events will report.
+            process.loaded = turn.plan.expected_id().map(str::to_owned);
+        }
+        Ok::<_, DriverError>(process)
+    };
     let (mut process, mut reused) = match checkout.process.take() {
         Some(process) => (process, true),
         None => (start().await?, false),
@@ -290,28 +358,32 @@ pub(crate) async fn run<D: Dialect>(
                 });
             }
         };
-        if let Some(stop) = crate::turn::session_stop(turn.plan, &session) {
+        if let Some(stop) = session
+            .as_deref()
+            .and_then(|s| crate::turn::session_stop(turn.plan, s))
+        {
             let finished = flight.finish().close().await;
             return Err(fail_early(stop, turn.plan, false, &finished, sink));
         }
-        flight.process().loaded = Some(session.clone());
+        flight.process().loaded.clone_from(&session);
 
         // The prompt, sent once; then the turn's notifications.
-        let prompt = protocol.prompt(turn, &session);
+        let prompt = protocol.prompt(turn, session.as_deref());
         let mut translator = Tracked::new(dialect.translator(request));
+        translator.continue_from(flight.process().carried.as_ref());
         let mut started = false;
         let read = read_turn(
             &mut flight,
             protocol,
             &prompt,
-            &session,
+            session.as_deref(),
             &mut translator,
             Gate::new(turn.plan, &required),
             &mut started,
             sink,
         )
         .await;
-        let done = flight.finish();
+        let mut done = flight.finish();
         let stop = match read {
             Read::Ended => None,
             Read::Undelivered(_) if reused => {
@@ -325,17 +397,31 @@ pub(crate) async fn run<D: Dialect>(
         };
         if let Some(stop) = stop {
             let finished = done.close().await;
+            // A CLI that names the session at launch refuses an unknown one by exiting.
+            if matches!(stop, Stop::Ended)
+                && !started
+                && turn.plan.is_resuming()
+                && dialect.unknown_session(&translator, &finished)
+            {
+                return Err(ResumeRejectReason::UnknownSession.into());
+            }
             return Err(fail_early(stop, turn.plan, started, &finished, sink));
         }
+        done.carried = translator.carried();
         let finished = Finished {
             status: ExitStatus::Success,
             stderr_tail: done.child.stderr_tail(),
         };
+        let session = session.or_else(|| translator.session_id().map(str::to_owned));
         let result = judge(dialect, turn, translator, &finished, sink);
-        if turn.plan == SessionPlan::Stateless {
-            done.close().await;
-        } else {
-            checkout.check_in(&session, done).await;
+        match (&session, &result) {
+            (Some(session), Ok(_)) if turn.plan != SessionPlan::Stateless => {
+                done.loaded = Some(session.clone());
+                checkout.check_in(session, done).await;
+            }
+            _ => {
+                done.close().await;
+            }
         }
         return result;
     }
@@ -349,23 +435,19 @@ enum Opened {
     Refused(DriverError),
 }
 
-/// Opens the turn's session on the flight's process, unless it has it loaded.
+/// Opens the turn's session on the flight's process, unless it has it loaded or it was named
+/// at launch; `None` while the events have not named it.
 async fn open(
     flight: &mut InFlight,
     protocol: &dyn ResidentProtocol,
     turn: &Turn<'_>,
-) -> Result<String, Opened> {
+) -> Result<Option<String>, Opened> {
     let loaded = flight.process().loaded.clone();
     let Some(call) = protocol.open(turn, loaded.as_deref()) else {
-        return loaded.ok_or_else(|| {
-            Opened::Refused(DriverError::Failed(RunFailure::new(
-                FailureKind::Protocol,
-                "the resident protocol opened no session",
-            )))
-        });
+        return Ok(loaded);
     };
     match flight.process().send(&call).await {
-        Ok(answer) => protocol.opened(&answer).map_err(|_| {
+        Ok(answer) => protocol.opened(&answer).map(Some).map_err(|_| {
             Opened::Refused(DriverError::Failed(RunFailure::new(
                 FailureKind::Protocol,
                 format!("resident process: malformed answer to `{}`", call.method),
@@ -409,7 +491,7 @@ async fn read_turn<T: crate::Translator>(
     flight: &mut InFlight,
     protocol: &dyn ResidentProtocol,
     prompt: &Call,
-    session: &str,
+    session: Option<&str>,
     translator: &mut Tracked<T>,
     mut gate: Gate<'_>,
     started: &mut bool,
@@ -437,6 +519,8 @@ async fn read_turn<T: crate::Translator>(
         Ok(answer) => answer,
         Err(err) => return Read::Undelivered(rpc_failure(protocol, prompt.method, err)),
     };
+    // Delivered: from now on a cancellation interrupts the turn.
+    *interrupt = protocol.interrupt(session, None);
     let mut answered = answer.is_none();
     let mut answer = std::pin::pin!(async move {
         match answer {
@@ -461,10 +545,10 @@ async fn read_turn<T: crate::Translator>(
                 answered = true;
                 match result {
                     Ok(value) => {
-                        // What a cancellation sends from now on.
-                        *interrupt = protocol
-                            .prompt_accepted(&value)
-                            .and_then(|id| protocol.interrupt(session, &id));
+                        // What a cancellation sends from now on, with the turn's id.
+                        if let Some(id) = protocol.prompt_accepted(&value) {
+                            *interrupt = protocol.interrupt(session, Some(&id));
+                        }
                     }
                     Err(err) => {
                         let failure = rpc_failure(protocol, prompt.method, err);

@@ -250,6 +250,12 @@ impl<T: Translator> Tracked<T> {
         self.turn.started()
     }
 
+    /// Hands the translator what the previous turn on its resident process carried
+    /// ([`Translator::continue_from`]).
+    pub fn continue_from(&mut self, carried: Option<&Value>) {
+        self.translator.continue_from(carried);
+    }
+
     /// The session id the CLI reported: the translator's own, else the first `session_id`
     /// an event carried.
     pub fn session_id(&self) -> Option<&str> {

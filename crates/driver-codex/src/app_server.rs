@@ -145,7 +145,7 @@ impl ResidentProtocol for Codex {
         Ok(id.to_owned())
     }
 
-    fn prompt(&self, turn: &Turn<'_>, session: &str) -> Call {
+    fn prompt(&self, turn: &Turn<'_>, session: Option<&str>) -> Call {
         Call::request(
             TURN_START,
             json!({
@@ -162,10 +162,11 @@ impl ResidentProtocol for Codex {
             .map(str::to_owned)
     }
 
-    fn interrupt(&self, session: &str, turn_id: &str) -> Option<Call> {
+    /// Only once `turn/start` answered with the turn's id.
+    fn interrupt(&self, session: Option<&str>, turn_id: Option<&str>) -> Option<Call> {
         Some(Call::request(
             TURN_INTERRUPT,
-            json!({"threadId": session, "turnId": turn_id}),
+            json!({"threadId": session?, "turnId": turn_id?}),
         ))
     }
 

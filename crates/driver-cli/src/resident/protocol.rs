@@ -4,6 +4,7 @@
 use driver_spi::{DriverError, FailureKind};
 use serde_json::Value;
 
+use crate::Wire;
 use crate::dialect::{Invocation, MalformedEvent, Turn};
 
 /// One message of a resident protocol: a request whose answer the driver awaits, or a
@@ -25,7 +26,8 @@ impl Call {
         }
     }
 
-    /// A notification: sent, never answered.
+    /// A notification: sent, never answered. On [`Wire::StreamJson`] it is written as its
+    /// params alone (the method only names it), which is how a `user` message is sent.
     pub fn notification(method: &'static str, params: Value) -> Self {
         Self {
             method,
@@ -57,44 +59,72 @@ pub enum Rejection {
 }
 
 /// The protocol of a dialect's resident mode, as values: the driver spawns, sends, waits and
-/// reads; the protocol only says what to send and what the answers mean. The transport is
-/// newline-delimited JSON-RPC on the process's stdio (Codex's app-server; ACP and a worker
-/// speak the same framing). Notifications reach the dialect's [`Translator`](crate::Translator)
-/// with the method as the event's kind and the params as its value; the translator's
-/// [`turn_ended`](crate::Translator::turn_ended) ends the turn.
+/// reads; the protocol only says what to send and what the answers mean. The transport is one
+/// JSON object per line on the process's stdio, framed as the protocol's [`Wire`]: JSON-RPC
+/// (Codex's app-server; ACP and a worker speak the same) or the stream-json control protocol
+/// (Claude Code, CodeBuddy). Messages the process starts reach the dialect's
+/// [`Translator`](crate::Translator) with their method (or `type`) as the event's kind; the
+/// translator's [`turn_ended`](crate::Translator::turn_ended) ends the turn.
 ///
 /// Like a [`Dialect`](crate::Dialect), a protocol names variables, never their values.
 pub trait ResidentProtocol: Send + Sync {
+    /// How messages are framed. The default: JSON-RPC.
+    fn wire(&self) -> Wire {
+        Wire::JsonRpc
+    }
+
     /// The resident process's argv and variables for this turn's configuration (its stdin
     /// stays open; [`Invocation::stdin`] is ignored). Everything in it is part of the
-    /// process signature: a turn whose invocation differs gets a new process.
+    /// process signature, a per-run config file by its contents: a turn whose invocation
+    /// differs gets a new process.
     ///
     /// # Errors
     /// The [`DriverError`] to report; nothing has been spawned.
     fn launch(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError>;
 
+    /// Arguments naming the turn's session, appended to [`launch`](Self::launch)'s when a new
+    /// process starts for it (`--session-id`, `--resume`): not part of the signature, since a
+    /// process serves one conversation. The default: none (the protocol opens sessions).
+    fn launch_session(&self, turn: &Turn<'_>) -> Vec<String> {
+        let _ = turn;
+        Vec::new()
+    }
+
     /// What a new process is sent first, in order (requests are awaited).
     fn handshake(&self) -> Vec<Call>;
 
     /// The call that opens the turn's session on a process that has `loaded` loaded (`None`
-    /// for a new process); `None` when `loaded` is already the turn's session.
-    fn open(&self, turn: &Turn<'_>, loaded: Option<&str>) -> Option<Call>;
+    /// for a new process); `None` when `loaded` is already the turn's session, or when the
+    /// session was named at launch ([`launch_session`](Self::launch_session)): the plan's id
+    /// then, or the id the events report. The default: none.
+    fn open(&self, turn: &Turn<'_>, loaded: Option<&str>) -> Option<Call> {
+        let _ = (turn, loaded);
+        None
+    }
 
     /// The session id in the answer to [`open`](Self::open)'s call.
     ///
     /// # Errors
     /// [`MalformedEvent`] when the answer has none.
-    fn opened(&self, answer: &Value) -> Result<String, MalformedEvent>;
+    fn opened(&self, answer: &Value) -> Result<String, MalformedEvent> {
+        let _ = answer;
+        Err(MalformedEvent)
+    }
 
-    /// The call that sends the turn's prompt to `session`.
-    fn prompt(&self, turn: &Turn<'_>, session: &str) -> Call;
+    /// The call that sends the turn's prompt to `session` (`None` while the events have not
+    /// named it yet: a fork, a session the CLI names).
+    fn prompt(&self, turn: &Turn<'_>, session: Option<&str>) -> Call;
 
     /// The turn's id in the answer to the prompt's call, when the protocol has one (for
-    /// [`interrupt`](Self::interrupt)).
-    fn prompt_accepted(&self, answer: &Value) -> Option<String>;
+    /// [`interrupt`](Self::interrupt)). The default: none.
+    fn prompt_accepted(&self, answer: &Value) -> Option<String> {
+        let _ = answer;
+        None
+    }
 
-    /// The call that interrupts turn `turn_id` of `session`, sent when a turn is cancelled.
-    fn interrupt(&self, session: &str, turn_id: &str) -> Option<Call>;
+    /// The call that interrupts the running turn (of `session`, whose id is `turn_id` when
+    /// [`prompt_accepted`](Self::prompt_accepted) gave one), sent when a turn is cancelled.
+    fn interrupt(&self, session: Option<&str>, turn_id: Option<&str>) -> Option<Call>;
 
     /// What the peer's error answer (`code`, and its message, which is never shown) to
     /// `method` means.
