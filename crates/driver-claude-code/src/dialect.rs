@@ -2,7 +2,8 @@
 //! unknown-session phrase and failure classification. Everything else is the one CLI driver.
 
 use driver_cli::{
-    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, Turn, classify_text,
+    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, ProcessMode, Runtime, Turn,
+    classify_text,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, GuardedCodec,
@@ -31,6 +32,10 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
     ("DISABLE_ERROR_REPORTING", "1"),
     ("DISABLE_AUTOUPDATER", "1"),
 ];
+
+/// The resident mode (`--no-session-persistence` for a bare run).
+static RESIDENT: driver_stream_json::Resident =
+    driver_stream_json::Resident::new(Some("--no-session-persistence"));
 
 driver_cli::dialect!(
     /// The Claude Code dialect of the one CLI driver, over [`ClaudeCodeOptions`].
@@ -95,6 +100,11 @@ impl Dialect for ClaudeCode {
         StreamJson::new(request, classify)
     }
 
+    /// `--input-format stream-json`, one process per Thread.
+    fn resident(&self) -> Option<&dyn driver_cli::ResidentProtocol> {
+        Some(&RESIDENT)
+    }
+
     fn unknown_session(&self, translator: &StreamJson, finished: &driver_cli::Finished) -> bool {
         translator.unknown_session(&finished.stderr_tail)
     }
@@ -106,7 +116,15 @@ fn argv(options: &ClaudeCodeOptions, turn: &Turn<'_>) -> Vec<String> {
     let head = ["-p", "--output-format", "stream-json", "--verbose"];
     let model = options.cli.model.as_deref();
     let no_persistence = Some("--no-session-persistence");
-    let mut args = driver_stream_json::argv(&head, turn, model, no_persistence, options.max_turns);
+    let resident = matches!(options.cli.process_mode, ProcessMode::Resident(_));
+    let mut args = driver_stream_json::argv(
+        &head,
+        turn,
+        model,
+        no_persistence,
+        options.max_turns,
+        resident,
+    );
     let request = turn.request;
     let mode = match &options.permissions {
         PermissionPolicy::AllowRequestServers { mode } | PermissionPolicy::Explicit { mode } => {

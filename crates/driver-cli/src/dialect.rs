@@ -368,7 +368,10 @@ pub trait Dialect:
     fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError>;
 
     /// The turn's argv, variables and stdin, once its config files are in place (and, for
-    /// namespace files, under the turn lock).
+    /// namespace files, under the turn lock). In [`ProcessMode::Resident`](crate::ProcessMode)
+    /// it launches the resident process instead (stdin is then the protocol's): the
+    /// dialect returns its resident argv, without the arguments naming a session
+    /// ([`ResidentProtocol::launch_session`](crate::ResidentProtocol::launch_session)).
     ///
     /// # Errors
     /// The [`DriverError`] to report; nothing has been spawned.

@@ -276,7 +276,7 @@ pub(crate) async fn run<D: Dialect>(
         run_file: placeholder.as_deref(),
         ..*turn
     };
-    let invocation = protocol.launch(&shown)?;
+    let invocation = dialect.invocation(&shown)?;
     let contents = run_file.as_ref().map(|(_, c)| c.as_slice());
     let signature = signature(
         &cli.binary,
@@ -312,7 +312,7 @@ pub(crate) async fn run<D: Dialect>(
             run_file: files.as_ref().map(|(_, path)| path.as_path()),
             ..*turn
         };
-        let mut invocation = protocol.launch(&launched)?;
+        let mut invocation = dialect.invocation(&launched)?;
         invocation.args.extend(protocol.launch_session(turn));
         let mut process =
             ResidentProcess::start(turn.env, command(invocation), limits, protocol).await?;

@@ -3,7 +3,7 @@
 //! is the one CLI driver.
 
 use driver_cli::{
-    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, Turn,
+    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, ProcessMode, Runtime, Turn,
     classify_text,
 };
 use driver_spi::{
@@ -32,6 +32,9 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
     ("CODEBUDDY_SKIP_BUILTIN_MARKETPLACE", "1"),
     ("DISABLE_TELEMETRY", "1"),
 ];
+
+/// The resident mode (CodeBuddy has no stateless flag).
+static RESIDENT: driver_stream_json::Resident = driver_stream_json::Resident::new(None);
 
 driver_cli::dialect!(
     /// The CodeBuddy dialect of the one CLI driver, over [`CodeBuddyOptions`].
@@ -105,8 +108,14 @@ impl Dialect for CodeBuddy {
         Ok(invocation.vars_if(self.offline, OFFLINE_VARS))
     }
 
+    /// A resident CodeBuddy's `result.usage` counts its whole process.
     fn translator(&self, request: &Request) -> StreamJson {
-        StreamJson::new(request, classify)
+        StreamJson::new(request, classify).with_process_usage(is_resident(self))
+    }
+
+    /// `--input-format stream-json`, one process per Thread.
+    fn resident(&self) -> Option<&dyn driver_cli::ResidentProtocol> {
+        Some(&RESIDENT)
     }
 
     fn unknown_session(&self, translator: &StreamJson, finished: &Finished) -> bool {
@@ -120,14 +129,26 @@ impl Dialect for CodeBuddy {
 fn argv(options: &CodeBuddyOptions, turn: &Turn<'_>) -> Vec<String> {
     let head = ["-p", "--output-format", "stream-json"];
     let model = options.cli.model.as_deref();
-    let mut args = driver_stream_json::argv(&head, turn, model, None, options.max_turns);
+    let resident = is_resident(options);
+    let mut args = driver_stream_json::argv(&head, turn, model, None, options.max_turns, resident);
     if let Some(mode) = options.permission_mode {
         args.extend(["--permission-mode".to_owned(), mode.as_str().to_owned()]);
     }
-    if !options.allowed_tools.is_empty() {
-        args.extend(["--allowedTools".to_owned(), options.allowed_tools.join(",")]);
+    // A resident CodeBuddy asks `can_use_tool` before every MCP tool call, which one process
+    // per turn does not: the request's servers are allowed up front.
+    let mut allowed: Vec<String> = Vec::new();
+    if resident {
+        allowed.extend(turn.request.mcp.iter().map(|s| format!("mcp__{}", s.name)));
+    }
+    allowed.extend(options.allowed_tools.iter().cloned());
+    if !allowed.is_empty() {
+        args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
     }
     args
+}
+
+fn is_resident(options: &CodeBuddyOptions) -> bool {
+    matches!(options.cli.process_mode, ProcessMode::Resident(_))
 }
 
 /// The failure class of a failed `result` event. CodeBuddy reports no HTTP status field, only

@@ -66,36 +66,6 @@ const FILE_APPROVAL: &str = "item/fileChange/requestApproval";
 const USER_CONFIG: &str = "config.toml";
 
 impl ResidentProtocol for Codex {
-    /// `codex app-server` (stdio transport) with the turn's `-c` overrides.
-    fn launch(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
-        let request = turn.request;
-        check_servers(&request.mcp)?;
-        if self.hermetic_config {
-            let state = turn
-                .env
-                .state_dir(&crate::RUNTIME.descriptor)
-                .map_err(driver_cli::CliError::from)?;
-            if state.join(USER_CONFIG).exists() {
-                return Err(ConfigError::invalid(
-                    "hermetic_config",
-                    "app-server cannot ignore the namespace's config.toml: remove it, or turn \
-                     hermetic_config off",
-                )
-                .into());
-            }
-        }
-        let mut args = vec!["app-server".to_owned()];
-        args.extend(overrides(
-            self,
-            request.model.as_deref(),
-            request.instructions.as_deref(),
-            &request.mcp,
-            &request.mcp_secret_names(),
-            true,
-        ));
-        Ok(Invocation::new(args))
-    }
-
     fn handshake(&self) -> Vec<Call> {
         let client = json!({
             "clientInfo": {
@@ -183,6 +153,37 @@ impl ResidentProtocol for Codex {
             _ => None,
         }
     }
+}
+
+/// `codex app-server` (stdio transport) with the turn's `-c` overrides: the resident mode's
+/// [`Dialect::invocation`](driver_cli::Dialect::invocation).
+pub(crate) fn launch(codex: &Codex, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
+    let request = turn.request;
+    check_servers(&request.mcp)?;
+    if codex.hermetic_config {
+        let state = turn
+            .env
+            .state_dir(&crate::RUNTIME.descriptor)
+            .map_err(driver_cli::CliError::from)?;
+        if state.join(USER_CONFIG).exists() {
+            return Err(ConfigError::invalid(
+                "hermetic_config",
+                "app-server cannot ignore the namespace's config.toml: remove it, or turn \
+                 hermetic_config off",
+            )
+            .into());
+        }
+    }
+    let mut args = vec!["app-server".to_owned()];
+    args.extend(overrides(
+        codex,
+        request.model.as_deref(),
+        request.instructions.as_deref(),
+        &request.mcp,
+        &request.mcp_secret_names(),
+        true,
+    ));
+    Ok(Invocation::new(args))
 }
 
 /// What Codex's refusal means: its words, since nearly every refusal is -32600.

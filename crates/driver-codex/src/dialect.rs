@@ -126,7 +126,11 @@ impl Dialect for Codex {
         Ok(ConfigFiles::None)
     }
 
+    /// `codex exec` per turn, or `codex app-server` in resident mode.
     fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
+        if let ProcessMode::Resident(_) = self.cli.process_mode {
+            return crate::app_server::launch(self, turn);
+        }
         let request = turn.request;
         Ok(Invocation::new(build(
             self,

@@ -59,6 +59,10 @@ pub struct StreamJson {
     last_text: Option<String>,
     result: Option<TurnResult>,
     error: Option<String>,
+    /// `result.usage` counts the whole resident process (CodeBuddy), not the turn.
+    process_usage: bool,
+    /// The process's counts after the previous turn, when `process_usage`.
+    previous: Option<Usage>,
 }
 
 impl StreamJson {
@@ -85,7 +89,17 @@ impl StreamJson {
             last_text: None,
             result: None,
             error: None,
+            process_usage: false,
+            previous: None,
         }
+    }
+
+    /// Reads `result.usage` as the resident process's running count (CodeBuddy's, in
+    /// resident mode): a turn's usage is the difference from the count the previous turn on
+    /// the same process left ([`Translator::carried`](driver_cli::Translator::carried)).
+    pub fn with_process_usage(mut self, process_usage: bool) -> Self {
+        self.process_usage = process_usage;
+        self
     }
 
     /// Whether the CLI said it does not know the session it was asked to resume: Claude Code
@@ -255,7 +269,39 @@ impl Translator for StreamJson {
     }
 
     fn usage(&self) -> Option<Usage> {
-        self.result.as_ref().and_then(|r| r.usage)
+        let usage = self.result.as_ref().and_then(|r| r.usage)?;
+        Some(match self.previous {
+            Some(previous) if self.process_usage => Usage::new(
+                usage.input_tokens.saturating_sub(previous.input_tokens),
+                usage.output_tokens.saturating_sub(previous.output_tokens),
+            )
+            .with_cached_input_tokens(
+                usage
+                    .cached_input_tokens
+                    .saturating_sub(previous.cached_input_tokens),
+            ),
+            _ => usage,
+        })
+    }
+
+    /// The turn ends at `result`, or at a lone `error` before `system/init` (CodeBuddy's
+    /// unknown session, after which a resident process waits for the next message).
+    fn turn_ended(&self) -> bool {
+        self.result.is_some() || (self.error.is_some() && self.mcp_servers.is_none())
+    }
+
+    fn continue_from(&mut self, carried: Option<&Value>) {
+        if self.process_usage {
+            self.previous = carried.and_then(|v| serde_json::from_value(v.clone()).ok());
+        }
+    }
+
+    fn carried(&self) -> Option<Value> {
+        let usage = self.result.as_ref().and_then(|r| r.usage);
+        match (self.process_usage, usage) {
+            (true, Some(usage)) => serde_json::to_value(usage).ok(),
+            _ => None,
+        }
     }
 
     fn last_error(&self) -> Option<&str> {

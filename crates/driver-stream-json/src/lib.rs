@@ -14,7 +14,9 @@
 //! * [`mcp_file`]: the per-run `{"mcpServers": …}` file, with bearer tokens as `${VAR}`
 //!   references so that only variable names reach the disk, and an [`McpDialect`] for what
 //!   differs;
-//! * [`check_shared_options`]: the checks of the options both CLIs share.
+//! * [`check_shared_options`]: the checks of the options both CLIs share;
+//! * [`Resident`]: the resident mode both share (`--input-format stream-json`, one `user`
+//!   message per turn, the turn ending at `result`, `interrupt` as a control request).
 //!
 //! # Invariants
 //! - No secret value is ever written: bearer tokens and stdio secrets are `${NAME}`
@@ -27,7 +29,7 @@
 //!   is a [`MalformedEvent`](driver_cli::MalformedEvent) and changes nothing.
 //!
 //! # What it deliberately does not do
-//! It spawns nothing, writes no file and builds no command line: the shared driver does the
+//! It spawns nothing, writes no file and builds no whole command line: the shared driver does the
 //! first two, and argv, environment, permission flags, how an unknown session is reported and
 //! how failures are classified stay in each CLI's dialect.
 //!
@@ -39,6 +41,7 @@ mod events;
 #[cfg(test)]
 mod fuzz_tests;
 mod mcp_config;
+mod resident;
 
 use driver_cli::{ConfigFiles, Turn};
 use driver_spi::{Capabilities, ConfigError, DriverError, Request};
@@ -46,6 +49,7 @@ use run_service::TransportKind;
 
 pub use events::{StreamJson, TurnResult};
 pub use mcp_config::McpDialect;
+pub use resident::Resident;
 
 /// The request's MCP servers as the per-run `mcp.json` file that `--mcp-config` names.
 ///
@@ -65,15 +69,25 @@ pub fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, D
 /// `--append-system-prompt`, `--max-turns` and `--mcp-config <file> --strict-mcp-config`. The
 /// dialect appends its permission flags and its variadic `--allowedTools` last; the prompt
 /// goes to stdin, so no prompt argument can be read as a tool name.
+///
+/// In resident mode (`resident`) the messages come on stdin (`--input-format stream-json`)
+/// and the session flags are left out: they name the session of a new process only
+/// ([`Resident::launch_session`](driver_cli::ResidentProtocol::launch_session)), so they are not
+/// part of its signature.
 pub fn argv(
     head: &[&str],
     turn: &Turn<'_>,
     default_model: Option<&str>,
     no_persistence: Option<&str>,
     max_turns: Option<u32>,
+    resident: bool,
 ) -> Vec<String> {
     let mut args: Vec<String> = head.iter().map(|a| (*a).to_owned()).collect();
-    args.extend(turn.plan.session_id_flags(no_persistence));
+    if resident {
+        args.extend(["--input-format".to_owned(), "stream-json".to_owned()]);
+    } else {
+        args.extend(turn.plan.session_id_flags(no_persistence));
+    }
     if let Some(model) = turn.request.model.as_deref().or(default_model) {
         args.extend(["--model".to_owned(), model.to_owned()]);
     }

@@ -1,11 +1,15 @@
 //! What a dialect's resident mode says, as values: [`ResidentProtocol`], the [`Call`]s it
 //! sends and the [`Rejection`]s it judges.
 
-use driver_spi::{DriverError, FailureKind};
+use driver_spi::FailureKind;
 use serde_json::Value;
 
 use crate::Wire;
-use crate::dialect::{Invocation, MalformedEvent, Turn};
+#[cfg(doc)]
+use crate::dialect::Invocation;
+use crate::dialect::{MalformedEvent, Turn};
+#[cfg(doc)]
+use driver_spi::DriverError;
 
 /// One message of a resident protocol: a request whose answer the driver awaits, or a
 /// notification.
@@ -66,6 +70,13 @@ pub enum Rejection {
 /// [`Translator`](crate::Translator) with their method (or `type`) as the event's kind; the
 /// translator's [`turn_ended`](crate::Translator::turn_ended) ends the turn.
 ///
+/// The process itself is launched with the dialect's
+/// [`invocation`](crate::Dialect::invocation) for the turn (in resident mode, the dialect
+/// returns its resident argv there: its stdin stays open and [`Invocation::stdin`] is
+/// ignored); everything in it is part of the process signature, a per-run config file by its
+/// contents, so a turn whose invocation differs gets a new process. The protocol itself holds
+/// no options, so one static value can serve every dialect that speaks it.
+///
 /// Like a [`Dialect`](crate::Dialect), a protocol names variables, never their values.
 pub trait ResidentProtocol: Send + Sync {
     /// How messages are framed. The default: JSON-RPC.
@@ -73,16 +84,7 @@ pub trait ResidentProtocol: Send + Sync {
         Wire::JsonRpc
     }
 
-    /// The resident process's argv and variables for this turn's configuration (its stdin
-    /// stays open; [`Invocation::stdin`] is ignored). Everything in it is part of the
-    /// process signature, a per-run config file by its contents: a turn whose invocation
-    /// differs gets a new process.
-    ///
-    /// # Errors
-    /// The [`DriverError`] to report; nothing has been spawned.
-    fn launch(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError>;
-
-    /// Arguments naming the turn's session, appended to [`launch`](Self::launch)'s when a new
+    /// Arguments naming the turn's session, appended to the invocation's when a new
     /// process starts for it (`--session-id`, `--resume`): not part of the signature, since a
     /// process serves one conversation. The default: none (the protocol opens sessions).
     fn launch_session(&self, turn: &Turn<'_>) -> Vec<String> {

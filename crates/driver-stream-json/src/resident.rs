@@ -1,0 +1,85 @@
+//! [`Resident`]: the resident mode Claude Code and CodeBuddy share, as a
+//! [`ResidentProtocol`]: a process started with `--input-format stream-json` takes one `user`
+//! message per turn on stdin and ends each turn with a `result`; its session is named at
+//! launch (`--session-id`, `--resume`, `--resume … --fork-session`); a running turn is
+//! interrupted with the `interrupt` control request. What the pinned CLIs do with these is in
+//! `docs/stream-json-resident.md`.
+
+use driver_cli::{Call, Rejection, ResidentProtocol, Turn, Wire};
+use driver_spi::FailureKind;
+use serde_json::{Value, json};
+
+/// What the driver answers a CLI's permission request (`can_use_tool`) with: a refusal in
+/// both CLIs' shapes (Claude Code reads `behavior` and `message`, CodeBuddy `allowed` and
+/// `reason`). The request's tools are allowed up front by the dialects' flags; anything that
+/// still asks is refused until the host can be asked (issue 27).
+const PERMISSION_REFUSED: &str = "not allowed by the host's policy";
+
+/// The stream-json resident protocol, one static value per dialect.
+///
+/// ```
+/// use driver_cli::{ResidentProtocol, Wire};
+///
+/// static RESIDENT: driver_stream_json::Resident = driver_stream_json::Resident::new(None);
+/// assert_eq!(RESIDENT.wire(), Wire::StreamJson);
+/// assert_eq!(RESIDENT.interrupt(None, None).unwrap().method(), "interrupt");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Resident {
+    no_persistence: Option<&'static str>,
+}
+
+impl Resident {
+    /// The protocol of a CLI whose stateless flag is `no_persistence` (Claude Code's
+    /// `--no-session-persistence`; `None` for none).
+    pub const fn new(no_persistence: Option<&'static str>) -> Self {
+        Self { no_persistence }
+    }
+}
+
+impl ResidentProtocol for Resident {
+    fn wire(&self) -> Wire {
+        Wire::StreamJson
+    }
+
+    fn launch_session(&self, turn: &Turn<'_>) -> Vec<String> {
+        turn.plan.session_id_flags(self.no_persistence)
+    }
+
+    /// Nothing: `initialize` is optional in both CLIs.
+    fn handshake(&self) -> Vec<Call> {
+        Vec::new()
+    }
+
+    /// Sessions are named at launch; a reused process has its session loaded.
+    fn open(&self, turn: &Turn<'_>, loaded: Option<&str>) -> Option<Call> {
+        let _ = (turn, loaded);
+        None
+    }
+
+    fn prompt(&self, turn: &Turn<'_>, _session: Option<&str>) -> Call {
+        Call::notification(
+            "user",
+            json!({"type": "user", "message": {"role": "user", "content": turn.request.prompt}}),
+        )
+    }
+
+    fn interrupt(&self, _session: Option<&str>, _turn_id: Option<&str>) -> Option<Call> {
+        Some(Call::request("interrupt", json!({})))
+    }
+
+    fn rejection(&self, _method: &str, _code: i64, _message: &str) -> Rejection {
+        Rejection::Failed(FailureKind::Protocol)
+    }
+
+    fn answer(&self, method: &str, _params: &Value) -> Option<Value> {
+        (method == "can_use_tool").then(|| {
+            json!({
+                "behavior": "deny",
+                "message": PERMISSION_REFUSED,
+                "allowed": false,
+                "reason": PERMISSION_REFUSED,
+            })
+        })
+    }
+}
