@@ -445,6 +445,23 @@ impl<D: crate::CommonOptions + Clone> FakeCliFactory<D> {
         }
     }
 
+    /// A factory of drivers in resident mode ([`ProcessMode::Resident`](crate::ProcessMode),
+    /// default pool limits), whose process clauses the kit then exercises for real.
+    pub fn resident(harness: fake_cli::Harness, options: D) -> Self {
+        let resident = crate::ProcessMode::Resident(crate::PoolLimits::default());
+        Self::new(harness, options.with_process_mode(resident))
+    }
+
+    /// Runs the kit, prints its report, and asserts that every clause passed.
+    ///
+    /// # Panics
+    /// When a clause did not pass: this is the test.
+    pub fn assert_kit_passes(&self) {
+        let report = self.run_kit();
+        println!("{report}");
+        report.assert_passed();
+    }
+
     /// Runs `before_run` on every request the kit is about to run, for state the real CLI
     /// would have left that the fake does not (Gemini's recording of a forked session).
     pub fn with_before_run(

@@ -16,7 +16,8 @@
 //!   differs;
 //! * [`check_shared_options`]: the checks of the options both CLIs share;
 //! * [`Resident`]: the resident mode both share (`--input-format stream-json`, one `user`
-//!   message per turn, the turn ending at `result`, `interrupt` as a control request).
+//!   message per turn, the turn ending at `result`, `interrupt` as a control request);
+//! * `testing` (feature `testing`): the scripted resident fake both dialects' tests run.
 //!
 //! # Invariants
 //! - No secret value is ever written: bearer tokens and stdio secrets are `${NAME}`
@@ -42,6 +43,8 @@ mod events;
 mod fuzz_tests;
 mod mcp_config;
 mod resident;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use driver_cli::{ConfigFiles, Turn};
 use driver_spi::{Capabilities, ConfigError, DriverError, Request};

@@ -13,7 +13,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 use fake_cli::{
-    BAD_SCENARIO_EXIT, CapturedFile, GRANDCHILD_ENV, Invocation, SCENARIO_ENV, Scenario, Step,
+    BAD_SCENARIO_EXIT, CapturedFile, GRANDCHILD_ENV, Invocation, LineRule, SCENARIO_ENV, Scenario,
+    Step,
 };
 
 /// Exit code when a standard stream is closed under the fake.
@@ -74,8 +75,14 @@ fn run() -> Result<(), Fail> {
 
     let only_version = argv.len() == 1 && argv[0] == "--version";
     let version = scenario.version.as_deref().filter(|_| only_version);
+    let rule = scenario.rules.iter().find(|r| r.matches(&argv));
+    // The argv rule's own line rules, when it has some, else the scenario's.
+    let line_rules = match rule {
+        Some(rule) if !rule.serve.is_empty() => rule.serve.as_slice(),
+        _ => scenario.serve.as_slice(),
+    };
     // Serve mode reads stdin line by line after the record and the argv rule's steps.
-    let serving = !scenario.serve.is_empty() && !only_version;
+    let serving = !line_rules.is_empty() && !only_version;
     let stdin = if version.is_some() || serving {
         String::new()
     } else {
@@ -104,17 +111,12 @@ fn run() -> Result<(), Fail> {
             line: None,
         }),
     };
-    let steps = scenario
-        .rules
-        .iter()
-        .find(|r| r.matches(&argv))
-        .map(|r| r.steps.as_slice())
-        .unwrap_or_default();
+    let steps = rule.map(|r| r.steps.as_slice()).unwrap_or_default();
     for step in steps {
         run_step(step, &ctx)?;
     }
     if serving {
-        serve(&scenario, &mut ctx, serve_record)?;
+        serve(&scenario, line_rules, &mut ctx, serve_record)?;
     }
     Ok(())
 }
@@ -123,10 +125,11 @@ fn run() -> Result<(), Fail> {
 /// Returns at stdin EOF (after the exit delay).
 fn serve(
     scenario: &Scenario,
+    rules: &[LineRule],
     ctx: &mut Templates<'_>,
     mut record: Option<fs::File>,
 ) -> Result<(), Fail> {
-    let mut spent = vec![false; scenario.serve.len()];
+    let mut spent = vec![false; rules.len()];
     let mut input = io::stdin().lock();
     let mut raw = Vec::new();
     loop {
@@ -151,8 +154,7 @@ fn serve(
         }
         let line = String::from_utf8_lossy(&raw);
         ctx.receive(&line);
-        let found = scenario
-            .serve
+        let found = rules
             .iter()
             .zip(&mut spent)
             .find(|(rule, spent)| !**spent && rule.matches(&line));

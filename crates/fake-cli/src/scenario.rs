@@ -82,6 +82,11 @@ pub struct Rule {
     /// The steps, in order.
     #[serde(default)]
     pub steps: Vec<Step>,
+    /// Line rules of its own: an invocation this rule matches serves stdin with these instead
+    /// of the scenario's [`Scenario::serve`] (a resident CLI whose answers depend on its argv,
+    /// such as the session it was started with).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serve: Vec<LineRule>,
 }
 
 /// In serve mode, steps to run for a stdin line that contains every string of `when_contains`.
@@ -237,7 +242,14 @@ impl Rule {
         Self {
             when_args_contain: args.into_iter().map(Into::into).collect(),
             steps: Vec::new(),
+            serve: Vec::new(),
         }
+    }
+
+    /// Adds a line rule of its own (see [`Rule::serve`](Self#structfield.serve)).
+    pub fn serve(mut self, rule: LineRule) -> Self {
+        self.serve.push(rule);
+        self
     }
 
     /// Appends a step.

@@ -16,3 +16,15 @@ fn claude_code_fake_cli() {
     println!("{report}");
     report.assert_passed_except(&[Clause::Prc01, Clause::Prc02]);
 }
+
+/// Every clause passes in resident mode (`--input-format stream-json`), the process clauses
+/// included: the kit closes the driver's processes, then counts the fakes still running.
+#[test]
+fn claude_code_resident_fake_cli() {
+    let fake = FakeClaude::new(
+        driver_stream_json::testing::resident(&[]),
+        &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
+    );
+    let options = fake.options();
+    FakeCliFactory::resident(fake.into_harness(), options).assert_kit_passes();
+}

@@ -28,7 +28,7 @@ fn profile(exact: &str, session: &str) -> ProfilePayload {
     )
 }
 
-fn request(prompt: &str, url: &str, var: &str, fake: &FakeClaude) -> Request {
+pub(crate) fn request(prompt: &str, url: &str, var: &str, fake: &FakeClaude) -> Request {
     let mcp = McpServer::streamable_http("agent-ui", url)
         .with_bearer_token_env(var)
         .required(true);

@@ -3,6 +3,7 @@
 
 mod conformance;
 mod fake_cli;
+mod fake_resident;
 mod real_binary;
 mod real_binary_idle;
 mod support;

@@ -21,16 +21,10 @@ fn codex_fake_cli() {
 /// driver's processes and then counts the fake app-servers still running, from `/proc`.
 #[test]
 fn codex_app_server_fake_cli() {
-    use driver_cli::{PoolLimits, ProcessMode};
-    use driver_codex::CommonOptions as _;
     let fake = FakeCodex::new(
         crate::app_server_fake::app_server(),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );
-    let options = fake
-        .options()
-        .with_process_mode(ProcessMode::Resident(PoolLimits::default()));
-    let report = FakeCliFactory::new(fake.into_harness(), options).run_kit();
-    println!("{report}");
-    report.assert_passed();
+    let options = fake.options();
+    FakeCliFactory::resident(fake.into_harness(), options).assert_kit_passes();
 }
