@@ -173,3 +173,31 @@ async fn cancelling_a_turn_sends_interrupt_then_ends_the_process() {
     let pid = fake.claude.invocations()[0].pid;
     assert!(!is_running(pid));
 }
+
+#[tokio::test]
+async fn a_required_server_not_connected_at_init_stops_the_turn() {
+    let down = LineRule::when([USER_LINE, "down"]).stdout(
+        r#"{"type":"system","subtype":"init","session_id":"${ARG_AFTER:--session-id}","mcp_servers":[{"name":"agent-ui","status":"failed"}]}"#,
+    );
+    let fake = Fake::new(&[down]);
+    let driver = fake.driver();
+    let (result, events) = run(&driver, fake.request("down")).await;
+    assert_eq!(failed_kind(&result), Some(FailureKind::McpUnavailable));
+    assert!(events.is_empty(), "nothing emitted from the stopped batch");
+    assert_eq!(
+        driver.pool_stats().unwrap().idle,
+        0,
+        "the process was ended"
+    );
+}
+
+#[tokio::test]
+async fn a_very_long_prompt_does_not_deadlock() {
+    let fake = Fake::new(&[]);
+    let driver = fake.driver();
+    let prompt = "x".repeat(4 << 20);
+    let (result, _) = run(&driver, fake.request(&prompt)).await;
+    result.unwrap();
+    assert_eq!(fake.count(USER_LINE), 1);
+    driver.close_processes().await.unwrap();
+}
