@@ -1,5 +1,6 @@
 //! The Claude Code CLI driver: one `claude -p --output-format stream-json` process per turn,
-//! resumable across host restarts.
+//! or a resident one per Thread (`--input-format stream-json`,
+//! [`ProcessMode::Resident`](driver_cli::ProcessMode)), resumable across host restarts.
 //!
 //! [`ClaudeCodeDriver`] is the one CLI driver ([`driver_cli::CliDriver`]) with the Claude Code
 //! dialect: [`ClaudeCodeOptions`] say what differs (argv, environment, the `--mcp-config`
@@ -36,8 +37,9 @@
 //!   [`ResumeRejected`](driver_spi::DriverError::ResumeRejected).
 //!
 //! # What it deliberately does not do
-//! It keeps no Claude Code process across turns (no `--input-format stream-json` duplex
-//! mode), answers no permission prompt (there is nobody to ask in `-p` mode), and does not log
+//! It answers no permission prompt for the host (a resident process's `can_use_tool` request
+//! is refused; the request's MCP servers are allowed up front), uses no other control request
+//! than `interrupt`, and does not log
 //! Claude Code in: credentials come from the namespace or from secrets injected into the
 //! [`RuntimeEnv`](runtime_env::RuntimeEnv) (`ANTHROPIC_API_KEY`).
 //!

@@ -1,5 +1,6 @@
 //! The CodeBuddy Code CLI driver: one `codebuddy -p --output-format stream-json` process per
-//! turn, resumable across host restarts.
+//! turn, or a resident one per Thread (`--input-format stream-json`,
+//! [`ProcessMode::Resident`](driver_cli::ProcessMode)), resumable across host restarts.
 //!
 //! CodeBuddy Code mirrors Claude Code closely, so [`CodeBuddyDriver`] is the one CLI driver
 //! ([`driver_cli::CliDriver`]) with a dialect ([`CodeBuddyOptions`]) that shares the
@@ -28,8 +29,9 @@
 //!   server out of `system/init`).
 //!
 //! # What it deliberately does not do
-//! It keeps no CodeBuddy process across turns (no control or ACP mode) and does not log
-//! CodeBuddy in.
+//! It uses no control request but `interrupt` (a resident process's `can_use_tool` request is
+//! refused; the request's MCP servers are allowed up front with `--allowedTools`), speaks no
+//! ACP, and does not log CodeBuddy in.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
