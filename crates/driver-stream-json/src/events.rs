@@ -496,4 +496,47 @@ mod tests {
             Ok(vec![])
         );
     }
+
+    #[test]
+    fn a_resident_turn_ends_at_result_and_process_usage_is_per_turn() {
+        let result = |input: u64, output: u64| {
+            json!({"type":"result","subtype":"success","is_error":false,"result":"ok",
+                   "session_id":"s","usage":{"input_tokens":input,"output_tokens":output}})
+        };
+        let init = json!({"type":"system","subtype":"init","session_id":"s","mcp_servers":[]});
+        // Turn 1 of a CodeBuddy process: the counts are the turn's.
+        let mut first = Tracked::new(
+            translator(Redactor::default(), ToolNames::new(["agent-ui"])).with_process_usage(true),
+        );
+        first.continue_from(None);
+        first.translate(&init).unwrap();
+        assert!(!first.turn_ended());
+        first.translate(&result(100, 10)).unwrap();
+        assert!(first.turn_ended());
+        assert_eq!(first.usage(), Some(Usage::new(100, 10)));
+        let carried = first.carried();
+        // Turn 2: the process's counts grew to 250/25; the turn used 150/15.
+        let mut second = Tracked::new(
+            translator(Redactor::default(), ToolNames::new(["agent-ui"])).with_process_usage(true),
+        );
+        second.continue_from(carried.as_ref());
+        second.translate(&init).unwrap();
+        second.translate(&result(250, 25)).unwrap();
+        assert_eq!(second.usage(), Some(Usage::new(150, 15)));
+        // Claude Code's usage is per turn already: nothing is carried or subtracted.
+        let mut claude = Tracked::new(translator(Redactor::default(), ToolNames::new(["agent-ui"])));
+        claude.continue_from(carried.as_ref());
+        claude.translate(&result(40, 4)).unwrap();
+        assert_eq!(claude.usage(), Some(Usage::new(40, 4)));
+        assert_eq!(claude.carried(), None);
+    }
+
+    #[test]
+    fn a_lone_error_before_init_ends_a_resident_turn() {
+        let mut t = Tracked::new(translator(Redactor::default(), ToolNames::new(["agent-ui"])));
+        t.translate(&json!({"type":"error","error":"No conversation found with session ID: x"}))
+            .unwrap();
+        assert!(t.turn_ended());
+        assert!(t.unknown_session(""));
+    }
 }
