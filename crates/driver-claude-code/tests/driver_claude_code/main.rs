@@ -5,4 +5,5 @@ mod conformance;
 mod fake_cli;
 mod real_binary;
 mod real_binary_idle;
+mod real_resident;
 mod support;
