@@ -17,7 +17,9 @@
 //! [`real_cli::binary`] finds a real CLI for an end-to-end test and applies the skip rule:
 //! a visible `SKIPPED` locally, a failure under CI. [`restart::run_scenario`] is the
 //! host-restart scenario (rotated MCP endpoint, resume, semantic change, canary scan) that
-//! every real-CLI driver test runs.
+//! every real-CLI driver test runs; [`resident::run_resident_scenario`] is the
+//! resident-process scenario (one live process reused, recycled on a rotation, a fork,
+//! nothing left after `Agent::close`) that every resident-capable driver's test runs.
 //!
 //! # Invariants
 //! - **Loopback only.** Every server binds `127.0.0.1` on an ephemeral port; nothing here opens
@@ -76,10 +78,12 @@ pub mod anthropic;
 mod body;
 pub mod chat;
 pub mod gemini;
+mod hosts;
 mod names;
 mod openai;
 pub mod real_cli;
 mod record;
+pub mod resident;
 pub mod responses;
 pub mod restart;
 mod script;

@@ -27,7 +27,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use agent::tools::{HostedTool, ToolOutput};
 use agent::{Agent, SessionOutcome, ThreadError};
 use driver_spi::{
     ConfigError, ConfigFingerprinter, Descriptor, Driver, DriverError, EventSink, ProcessLifecycle,
@@ -38,9 +37,9 @@ use run_service::{
     ExposeSecret, ProviderError, RunAttachment, RunId, RunServiceProvider, SecretString,
 };
 use serde_json::json;
-use thread_store::sqlite::{SqliteConfig, SqliteStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::hosts::{Calls, agent, last_call, ping_tool};
 use crate::{RecordedRequest, Reply, Script};
 
 /// The Thread key of the scenario.
@@ -407,9 +406,6 @@ impl std::fmt::Debug for Setup<'_> {
     }
 }
 
-/// Tool calls that reached a hosted tool handler: `(host, text)`.
-type Calls = Arc<Mutex<Vec<(String, String)>>>;
-
 async fn host(
     setup: &Setup<'_>,
     label: &'static str,
@@ -421,50 +417,13 @@ async fn host(
         inner: (setup.driver)(label),
         runs: runs.clone(),
     };
-    let calls = calls.clone();
-    let ping = HostedTool::new(
-        "ping",
-        "Answers pong with the text it was given.",
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-        move |call| {
-            let calls = calls.clone();
-            async move {
-                let text = call.arguments["text"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                calls
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push((label.to_owned(), text.clone()));
-                Ok(ToolOutput::text(format!("pong from {label}: {text}")))
-            }
-        },
-    )
-    .with_revision(revision);
+    let ping = ping_tool(label, revision, calls);
     let tools = Arc::new(RecordingTools::new(
         HostedToolsProvider::new(ToolSet::new([ping]).expect("a valid tool set")),
         setup.secrets.clone(),
     ));
-    let store = SqliteStore::open(SqliteConfig::new(setup.dir.join("threads.sqlite")))
-        .await
-        .expect("the SQLite store opens");
-    let workspace = setup.dir.join("workspace");
-    let agent = Agent::builder(Arc::new(driver))
-        .store(Arc::new(store))
-        .provider(tools.clone())
-        .workspace(workspace.to_str().expect("a UTF-8 path"))
-        .build()
-        .expect("the agent builds");
+    let agent = agent(setup.dir, Arc::new(driver), tools.clone()).await;
     Host { agent, tools, runs }
-}
-
-fn last_call(calls: &Calls) -> Option<(String, String)> {
-    calls
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .last()
-        .cloned()
 }
 
 /// Plays the restart scenario (see the [module docs](self)) and panics at the first outcome

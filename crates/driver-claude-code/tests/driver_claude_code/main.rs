@@ -6,4 +6,5 @@ mod fake_cli;
 mod fake_resident;
 mod real_binary;
 mod real_binary_idle;
+mod real_resident;
 mod support;

@@ -4,4 +4,5 @@
 mod conformance;
 mod fake_cli;
 mod real_binary;
+mod real_resident;
 mod support;

@@ -1,0 +1,147 @@
+//! The real `claude` as a resident stream-json process
+//! (`-p --input-format stream-json --output-format stream-json`), fully offline against the
+//! test kit's Anthropic mock: the restart scenario with its canary scan in resident mode
+//! ([`test_kit::restart`]), and the resident scenario ([`test_kit::resident`]): two turns of
+//! one Thread on one live process, a rotation that recycles it and resumes the session on a
+//! new one, a fork with its parent's history, `Agent::close` leaving no process.
+//!
+//! Needs `CLAUDE_BIN` (a visible `SKIPPED` locally, a failure under CI).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
+use driver_cli::{Limits, PoolLimits, ProcessMode};
+use driver_spi::ProcessLifecycle as _;
+use run_service::SecretString;
+use runtime_env::{HostEnv, RuntimeEnv};
+use test_kit::anthropic::MockAnthropic;
+use test_kit::resident::{self, ResidentSetup};
+use test_kit::restart::{self, Secrets, Setup};
+
+/// The model API key: a canary that must reach only Claude Code's environment.
+const MODEL_KEY: &str = "sk-ant-model-key-canary-resident-5c07";
+
+/// What every command line of a resident Claude Code process contains.
+const RESIDENT_ARGV: &str = "--input-format stream-json";
+
+/// A resident Claude Code driver over the mock, in `<dir>/rt`.
+fn driver(dir: &Path, bin: &Path, model: &MockAnthropic) -> ClaudeCodeDriver {
+    let env = RuntimeEnv::builder(
+        dir.join("rt"),
+        "user:e2e".parse().unwrap(),
+        dir.join("workspace"),
+    )
+    .host_env(HostEnv::from_vars([(
+        "PATH",
+        std::env::var("PATH").unwrap_or_default(),
+    )]))
+    .secret("ANTHROPIC_API_KEY", SecretString::from(MODEL_KEY))
+    .runtimes([&driver_claude_code::RUNTIME.descriptor])
+    .build()
+    .unwrap();
+    let options = ClaudeCodeOptions::new()
+        .with_binary(bin)
+        .with_model("claude-mock")
+        .with_base_url(model.base_url())
+        .with_max_retries(0)
+        .with_process_mode(ProcessMode::Resident(PoolLimits::default()))
+        .with_limits(
+            Limits::default()
+                .with_idle_timeout(Duration::from_secs(90))
+                .with_total_timeout(Duration::from_secs(240)),
+        );
+    ClaudeCodeDriver::new(Arc::new(env), options)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The driver's `CLAUDE_CONFIG_DIR`.
+fn config_dir(driver: &ClaudeCodeDriver) -> PathBuf {
+    driver
+        .runtime_env()
+        .state_dir(&driver_claude_code::RUNTIME.descriptor)
+        .unwrap()
+        .to_owned()
+}
+
+/// The live resident Claude Code processes whose `CLAUDE_CONFIG_DIR` is `dir`.
+fn residents(dir: &Path) -> std::collections::BTreeSet<u32> {
+    resident::processes_with_env(
+        RESIDENT_ARGV,
+        driver_claude_code::RUNTIME.descriptor.state_var,
+        dir,
+    )
+}
+
+#[test]
+fn claude_resident_resumes_across_a_host_restart_and_keeps_secrets_out() {
+    let Some(bin) = test_kit::real_cli::binary(
+        "CLAUDE_BIN",
+        "driver-claude-code resident mode end to end against the real claude",
+    ) else {
+        return;
+    };
+    let log = restart::trace_log();
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockAnthropic::start(restart::script()).unwrap();
+    runtime().block_on(async {
+        restart::run_scenario(Setup {
+            dir: dir.path(),
+            driver: &|_| Arc::new(driver(dir.path(), &bin, &model)),
+            model_requests: &|| model.model_requests(),
+            argv_marker: RESIDENT_ARGV,
+            secrets: Secrets::new([MODEL_KEY.to_owned()]),
+            log,
+        })
+        .await;
+        // The CLI itself refuses a session its namespace does not hold.
+        let resident = driver(dir.path(), &bin, &model);
+        restart::unknown_session_is_rejected(&resident, &|| model.model_requests()).await;
+        resident.close_processes().await.unwrap();
+        assert!(residents(&config_dir(&resident)).is_empty());
+        for request in model.model_requests() {
+            assert_eq!(
+                request.bearer(),
+                Some(MODEL_KEY),
+                "the key reached claude's env"
+            );
+        }
+    });
+}
+
+#[test]
+fn claude_resident_reuses_recycles_forks_and_closes() {
+    let Some(bin) = test_kit::real_cli::binary(
+        "CLAUDE_BIN",
+        "driver-claude-code resident process pool against the real claude",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+    let model = MockAnthropic::start(resident::resident_script()).unwrap();
+    runtime().block_on(async {
+        let driver = Arc::new(driver(dir.path(), &bin, &model));
+        let config = config_dir(&driver);
+        resident::run_resident_scenario(ResidentSetup {
+            dir: dir.path(),
+            driver: driver.clone(),
+            live_pids: &|| residents(&config),
+            pool_counts: &|| {
+                driver
+                    .pool_stats()
+                    .map(|s| (s.started, s.reused, s.recycled))
+            },
+            model_requests: &|| model.model_requests(),
+        })
+        .await;
+    });
+}

@@ -1,0 +1,159 @@
+//! The real `codebuddy` as a resident stream-json process
+//! (`-p --input-format stream-json --output-format stream-json`), fully offline against the
+//! test kit's Chat Completions mock: the restart scenario with its canary scan in resident mode
+//! ([`test_kit::restart`]), and the resident scenario ([`test_kit::resident`]): two turns of
+//! one Thread on one live process, a rotation that recycles it and resumes the session on a
+//! new one, a fork with its parent's history, `Agent::close` leaving no process.
+//!
+//! Needs `CODEBUDDY_BIN` (a visible `SKIPPED` locally, a failure under CI).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use driver_cli::{Limits, PoolLimits, ProcessMode};
+use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
+use driver_spi::ProcessLifecycle as _;
+use run_service::SecretString;
+use runtime_env::{HostEnv, RuntimeEnv};
+use test_kit::chat::MockChat;
+use test_kit::resident::{self, ResidentSetup};
+use test_kit::restart::{self, Secrets, Setup};
+
+/// The model API key: a canary that must reach only CodeBuddy's environment.
+const MODEL_KEY: &str = "cb-model-key-canary-resident-91d4e6";
+
+/// What every command line of a resident CodeBuddy process (the Node shim and
+/// whatever it starts) contains.
+const RESIDENT_ARGV: &str = "--input-format stream-json";
+
+/// A resident CodeBuddy driver over the mock, in `<dir>/rt`.
+fn driver(dir: &Path, bin: &Path, model: &MockChat) -> CodeBuddyDriver {
+    let env = RuntimeEnv::builder(
+        dir.join("rt"),
+        "user:e2e".parse().unwrap(),
+        dir.join("workspace"),
+    )
+    .host_env(HostEnv::from_vars([(
+        "PATH",
+        std::env::var("PATH").unwrap_or_default(),
+    )]))
+    .runtimes([&driver_codebuddy::RUNTIME.descriptor])
+    .build()
+    .unwrap();
+    let options = CodeBuddyOptions::new()
+        .with_binary(bin)
+        .with_base_url(model.base_url())
+        .with_api_key(SecretString::from(MODEL_KEY))
+        .with_offline(true)
+        .with_process_mode(ProcessMode::Resident(PoolLimits::default()))
+        // CodeBuddy hangs when the model endpoint refuses connections: bound every turn.
+        .with_limits(
+            Limits::default()
+                .with_idle_timeout(Duration::from_secs(90))
+                .with_total_timeout(Duration::from_secs(240)),
+        );
+    CodeBuddyDriver::new(Arc::new(env), options)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The driver's `CODEBUDDY_CONFIG_DIR`.
+fn config_dir(driver: &CodeBuddyDriver) -> PathBuf {
+    driver
+        .runtime_env()
+        .state_dir(&driver_codebuddy::RUNTIME.descriptor)
+        .unwrap()
+        .to_owned()
+}
+
+/// The live resident CodeBuddy processes whose `CODEBUDDY_CONFIG_DIR` is `dir`.
+fn residents(dir: &Path) -> std::collections::BTreeSet<u32> {
+    resident::processes_with_env(
+        RESIDENT_ARGV,
+        driver_codebuddy::RUNTIME.descriptor.state_var,
+        dir,
+    )
+}
+
+#[test]
+fn codebuddy_resident_resumes_across_a_host_restart_and_keeps_secrets_out() {
+    let Some(bin) = test_kit::real_cli::binary(
+        "CODEBUDDY_BIN",
+        "driver-codebuddy resident mode end to end against the real codebuddy",
+    ) else {
+        return;
+    };
+    let log = restart::trace_log();
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockChat::start(restart::script()).unwrap();
+    runtime().block_on(async {
+        restart::run_scenario(Setup {
+            dir: dir.path(),
+            driver: &|_| Arc::new(driver(dir.path(), &bin, &model)),
+            model_requests: &|| model.model_requests(),
+            argv_marker: RESIDENT_ARGV,
+            // The key's tail too: without ACC_USER_ID CodeBuddy would log it.
+            secrets: Secrets::new([
+                MODEL_KEY.to_owned(),
+                MODEL_KEY[MODEL_KEY.len() - 8..].to_owned(),
+            ]),
+            log,
+        })
+        .await;
+        // The CLI itself refuses a session its namespace does not hold.
+        let resident = driver(dir.path(), &bin, &model);
+        restart::unknown_session_is_rejected(&resident, &|| model.model_requests()).await;
+        resident.close_processes().await.unwrap();
+        assert!(residents(&config_dir(&resident)).is_empty());
+        let tail = &MODEL_KEY[MODEL_KEY.len() - 8..];
+        for request in model.model_requests() {
+            assert_eq!(
+                request.bearer(),
+                Some(MODEL_KEY),
+                "the key reached codebuddy's env"
+            );
+            // ACC_USER_ID keeps the key's tail out of the user id CodeBuddy sends and logs.
+            let user = request.header("x-user-id").unwrap_or_default();
+            assert!(
+                !user.contains(tail),
+                "x-user-id carries part of the key: {user}"
+            );
+        }
+    });
+}
+
+#[test]
+fn codebuddy_resident_reuses_recycles_forks_and_closes() {
+    let Some(bin) = test_kit::real_cli::binary(
+        "CODEBUDDY_BIN",
+        "driver-codebuddy resident process pool against the real codebuddy",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+    let model = MockChat::start(resident::resident_script()).unwrap();
+    runtime().block_on(async {
+        let driver = Arc::new(driver(dir.path(), &bin, &model));
+        let config = config_dir(&driver);
+        resident::run_resident_scenario(ResidentSetup {
+            dir: dir.path(),
+            driver: driver.clone(),
+            live_pids: &|| residents(&config),
+            pool_counts: &|| {
+                driver
+                    .pool_stats()
+                    .map(|s| (s.started, s.reused, s.recycled))
+            },
+            model_requests: &|| model.model_requests(),
+        })
+        .await;
+    });
+}
