@@ -63,6 +63,10 @@ pub const ENV_READERS: &[(&str, &str)] = &[
         "the driver test kit (feature `testing`): `BLESS=1` re-blesses the transcript goldens",
     ),
     (
+        "crates/driver-cli/src/testing/turns.rs",
+        "the `turns` benches' shared measuring part (feature `testing`): `TURNS_VERBOSE=1` prints every turn",
+    ),
+    (
         "crates/fake-cli/src/",
         "the scripted fake CLI reads its scenario and records its environment, as a real CLI would",
     ),

@@ -31,7 +31,8 @@
 //!   each driver crate exports (its descriptor, binary and key variables, and how its driver
 //!   is built from common arguments);
 //! * `testing` (feature `testing`): the driver test kit's shared fuzz, transcript replay and
-//!   conformance factory, for the driver crates' own tests.
+//!   conformance factory, for the driver crates' own tests, and the measuring part of their
+//!   `turns` benches.
 //!
 //! Underneath, private to the crate, is the process layer every turn runs on: a program run
 //! directly (never through a shell) in the namespace's isolated environment and in its own

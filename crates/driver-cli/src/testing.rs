@@ -1,5 +1,6 @@
 //! The driver test kit's translator half (feature `testing`): one fuzz that every
-//! [`Translator`] runs, and the replay of recorded CLI transcripts against blessed goldens.
+//! [`Translator`] runs, and the replay of recorded CLI transcripts against blessed goldens;
+//! and the measuring part of every driver's `turns` bench ([`thread_of_turns`]).
 //!
 //! Translators are private to their driver crates, so both are called from a `#[cfg(test)]`
 //! module inside the crate:
@@ -25,6 +26,10 @@ use run_service::{McpServer, RunId};
 use serde_json::Value;
 
 use crate::{Tracked, Translator};
+
+mod turns;
+
+pub use turns::{TurnsRow, thread_of_turns};
 
 /// Text that breaks naive parsers: control characters, JSON punctuation, non-BMP and
 /// zero-width characters, long runs.

@@ -1,0 +1,219 @@
+//! The `turns` benches' measuring part, shared by every driver crate's `benches/turns.rs`:
+//! a Thread of N turns through one [`CliDriver`], each turn timed from [`Driver::run`] to its
+//! response, while a sampler reads `/proc` every 10 ms and keeps the largest total resident
+//! set of the namespace's CLI processes (found by their environment: the runtime's state
+//! variable naming the namespace's state directory, so a Node wrapper and the native binary it
+//! starts both count, and nothing of another namespace does).
+//!
+//! A bench's `main` skips without its binary, starts its crate's model mock, builds the
+//! environment and the driver for each process mode, and prints what this returns:
+//!
+//! ```ignore
+//! if let Some(row) = driver_cli::testing::thread_of_turns("per-turn", &driver, 10).await {
+//!     row.print(json);
+//! }
+//! ```
+//!
+//! With `TURNS_VERBOSE` set, every turn's time and the resident set between turns (what a
+//! resident process holds while it waits) go to stderr.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use compat_fingerprint::{Fingerprint, Kind};
+use driver_spi::{
+    CollectingSink, Driver, ProcessLifecycle as _, ProfilePayload, Request, SessionContext,
+};
+use run_service::RunId;
+
+use crate::{CliDriver, Dialect};
+
+/// How often the sampler reads `/proc`.
+const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+
+/// One measured Thread: a row of a `turns` bench.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnsRow {
+    /// The process mode's name in the bench's output (`"per-turn"`, `"resident"`; Codex's
+    /// `"exec"`, `"app-server"`).
+    pub mode: String,
+    /// The first turn, in milliseconds: a new session (and, resident, a new process).
+    pub first_turn_ms: f64,
+    /// The median of the later turns, in milliseconds: each continues the Thread.
+    pub later_turn_median_ms: f64,
+    /// How many turns the Thread had.
+    pub turns: usize,
+    /// The largest total resident set (KiB) of the namespace's CLI processes seen while the
+    /// Thread ran.
+    pub rss_kib: u64,
+}
+
+impl TurnsRow {
+    /// The row as the benches' JSON line:
+    /// `{"mode","first_turn_ms","later_turn_median_ms","turns","rss_kib"}`, times rounded to
+    /// a tenth of a millisecond.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "mode": self.mode,
+            "first_turn_ms": round(self.first_turn_ms),
+            "later_turn_median_ms": round(self.later_turn_median_ms),
+            "turns": self.turns,
+            "rss_kib": self.rss_kib,
+        })
+    }
+
+    /// Prints the row on stdout: its JSON line with `json`, else a line of a table.
+    pub fn print(&self, json: bool) {
+        if json {
+            println!("{}", self.to_json());
+        } else {
+            println!(
+                "{:<10} first turn {:>8.1} ms   later turns (median) {:>8.1} ms   peak RSS {:>7} KiB",
+                self.mode, self.first_turn_ms, self.later_turn_median_ms, self.rss_kib
+            );
+        }
+    }
+}
+
+fn round(ms: f64) -> f64 {
+    (ms * 10.0).round() / 10.0
+}
+
+/// Runs a Thread of `turns` turns ("Say OK.", each continuing the last one's checkpoint) on
+/// `driver` in its environment's working directory, closes its resident processes, and
+/// measures it as `mode`.
+///
+/// `None`, with a line on stderr saying the mode is not available and why, when the driver
+/// refuses its configuration ([`Driver::validate_config`]): a CLI without a resident mode
+/// refuses [`ProcessMode::Resident`](crate::ProcessMode::Resident).
+///
+/// # Panics
+/// When `turns` is under 2, the binary does not run, or a turn fails: a bench measures clean
+/// turns only. This is bench support.
+pub async fn thread_of_turns<D: Dialect>(
+    mode: &str,
+    driver: &CliDriver<D>,
+    turns: usize,
+) -> Option<TurnsRow> {
+    assert!(turns >= 2, "a first turn and at least one later turn");
+    if let Err(refused) = driver.validate_config() {
+        eprintln!("turns: {mode} mode is not available: {refused} (SKIPPED)");
+        return None;
+    }
+    let env = driver.runtime_env();
+    let state_var = D::RUNTIME.descriptor.state_var;
+    let state_dir = env
+        .state_dir(&D::RUNTIME.descriptor)
+        .expect("validate_config checked the environment serves the runtime")
+        .to_owned();
+    driver.check_version().await.expect("the binary runs");
+
+    let sampler = Sampler::start(state_var, state_dir.clone());
+    let k = Kind::new("driver-cli bench turns v1");
+    let profile = ProfilePayload::new(
+        Fingerprint::of(k, |e| e.str("exact")),
+        Fingerprint::of(k, |e| e.str("session")),
+    );
+    let mut state = None;
+    let mut times = Vec::with_capacity(turns);
+    for turn in 0..turns {
+        let mut request = Request::new(RunId::new(format!("turn-{turn}")), "Say OK.", profile)
+            .with_workspace(env.cwd().to_string_lossy());
+        if let Some(state) = &state {
+            request = request.with_session(SessionContext::continue_only(Clone::clone(state)));
+        }
+        let started = Instant::now();
+        let response = driver
+            .run(request, Arc::new(CollectingSink::new()))
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: turn {turn} failed: {e:?}"));
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        if let Some(failure) = &response.failure {
+            panic!("{mode}: turn {turn} failed: {failure:?}");
+        }
+        state = Some(super::checkpoint(&response));
+    }
+    if verbose() {
+        eprintln!(
+            "{mode}: turns {times:.1?} ms; between turns {} KiB",
+            rss_kib(state_var, &state_dir)
+        );
+    }
+    driver.close_processes().await.expect("close");
+    let rss_kib = sampler.stop();
+    let mut later = times[1..].to_vec();
+    later.sort_by(f64::total_cmp);
+    Some(TurnsRow {
+        mode: mode.to_owned(),
+        first_turn_ms: times[0],
+        later_turn_median_ms: later[later.len() / 2],
+        turns,
+        rss_kib,
+    })
+}
+
+/// Whether `TURNS_VERBOSE` asks for every turn's time and the resident set between turns.
+fn verbose() -> bool {
+    std::env::var_os("TURNS_VERBOSE").is_some()
+}
+
+/// A thread keeping the largest [`rss_kib`] it reads every [`SAMPLE_EVERY`].
+struct Sampler {
+    sampling: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Sampler {
+    fn start(state_var: &'static str, state_dir: PathBuf) -> Self {
+        let sampling = Arc::new(AtomicBool::new(true));
+        let peak = Arc::new(AtomicU64::new(0));
+        let thread = {
+            let (sampling, peak) = (sampling.clone(), peak.clone());
+            std::thread::spawn(move || {
+                while sampling.load(Ordering::Relaxed) {
+                    peak.fetch_max(rss_kib(state_var, &state_dir), Ordering::Relaxed);
+                    std::thread::sleep(SAMPLE_EVERY);
+                }
+            })
+        };
+        Self {
+            sampling,
+            peak,
+            thread,
+        }
+    }
+
+    /// Stops sampling; the largest total seen, in KiB.
+    fn stop(self) -> u64 {
+        self.sampling.store(false, Ordering::Relaxed);
+        self.thread.join().expect("the sampler");
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+/// The total resident set (KiB) of the running processes whose environment sets `state_var`
+/// to `state_dir`.
+fn rss_kib(state_var: &str, state_dir: &Path) -> u64 {
+    let want = format!("{state_var}={}", state_dir.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+        if !environ.split(|b| *b == 0).any(|w| w == want.as_bytes()) {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    total
+}

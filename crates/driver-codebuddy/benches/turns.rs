@@ -1,0 +1,87 @@
+//! Benchmark: a 10-turn Thread through the CodeBuddy driver against the real `codebuddy` and
+//! the test kit's offline Chat Completions mock (every reply "OK"), once per process mode:
+//! `per-turn` (a process per turn) and `resident` (one process kept between turns). Each turn
+//! is timed from `Driver::run` to its response; while a mode runs, a sampler reads `/proc`
+//! every 10 ms and keeps the largest total resident set of the namespace's CodeBuddy
+//! processes. The measuring is `driver_cli::testing::thread_of_turns`, shared with the other
+//! drivers' benches.
+//!
+//! Run with `CODEBUDDY_BIN=… cargo bench -p driver-codebuddy --bench turns -- --json`: one
+//! JSON object per mode, `{"mode","first_turn_ms","later_turn_median_ms","turns","rss_kib"}`.
+//! Without `--json` it prints a table. With `TURNS_VERBOSE=1` it also prints every turn's time
+//! and the resident set between turns on stderr. Without `CODEBUDDY_BIN` it says so and exits
+//! 0; a mode the driver refuses (a build without resident mode) is skipped with a line on
+//! stderr. Results go to docs/benchmarks.md.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use driver_cli::testing::thread_of_turns;
+use driver_cli::{Limits, PoolLimits, ProcessMode};
+use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
+use run_service::SecretString;
+use runtime_env::{HostEnv, RuntimeEnv};
+use test_kit::chat::MockChat;
+use test_kit::{Reply, Script};
+
+const TURNS: usize = 10;
+
+fn main() {
+    let json = std::env::args().any(|a| a == "--json");
+    let Some(bin) = std::env::var_os("CODEBUDDY_BIN").map(PathBuf::from) else {
+        eprintln!("turns: CODEBUDDY_BIN is not set; nothing to measure (SKIPPED)");
+        return;
+    };
+    let model = MockChat::start(Script::new().with_default(Reply::text("OK"))).expect("mock");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    for (mode, process_mode) in [
+        ("per-turn", ProcessMode::PerTurn),
+        ("resident", ProcessMode::Resident(PoolLimits::default())),
+    ] {
+        let base = tempfile::tempdir().expect("temp dir");
+        let work = tempfile::tempdir().expect("temp dir");
+        let driver = driver(base.path(), work.path(), &bin, &model, process_mode);
+        if let Some(row) = runtime.block_on(thread_of_turns(mode, &driver, TURNS)) {
+            row.print(json);
+        }
+    }
+}
+
+/// A CodeBuddy driver in a fresh namespace under `base`, working in `work`, talking to
+/// `model`, set up as the real-binary tests set it up.
+fn driver(
+    base: &Path,
+    work: &Path,
+    bin: &Path,
+    model: &MockChat,
+    process_mode: ProcessMode,
+) -> CodeBuddyDriver {
+    let env = RuntimeEnv::builder(base.join("rt"), "user:bench".parse().expect("ns"), work)
+        .host_env(HostEnv::from_vars([(
+            "PATH",
+            std::env::var("PATH").unwrap_or_default(),
+        )]))
+        .runtimes([&driver_codebuddy::RUNTIME.descriptor])
+        .build()
+        .expect("runtime env");
+    CodeBuddyDriver::new(
+        Arc::new(env),
+        CodeBuddyOptions::new()
+            .with_binary(bin)
+            .with_base_url(model.base_url())
+            .with_api_key(SecretString::from("cb-bench-key"))
+            .with_offline(true)
+            // CodeBuddy hangs when the model endpoint refuses connections: bound every turn.
+            .with_limits(
+                Limits::default()
+                    .with_idle_timeout(Duration::from_secs(90))
+                    .with_total_timeout(Duration::from_secs(180)),
+            )
+            .with_process_mode(process_mode),
+    )
+}
