@@ -524,7 +524,10 @@ mod tests {
         second.translate(&result(250, 25)).unwrap();
         assert_eq!(second.usage(), Some(Usage::new(150, 15)));
         // Claude Code's usage is per turn already: nothing is carried or subtracted.
-        let mut claude = Tracked::new(translator(Redactor::default(), ToolNames::new(["agent-ui"])));
+        let mut claude = Tracked::new(translator(
+            Redactor::default(),
+            ToolNames::new(["agent-ui"]),
+        ));
         claude.continue_from(carried.as_ref());
         claude.translate(&result(40, 4)).unwrap();
         assert_eq!(claude.usage(), Some(Usage::new(40, 4)));
@@ -533,7 +536,10 @@ mod tests {
 
     #[test]
     fn a_lone_error_before_init_ends_a_resident_turn() {
-        let mut t = Tracked::new(translator(Redactor::default(), ToolNames::new(["agent-ui"])));
+        let mut t = Tracked::new(translator(
+            Redactor::default(),
+            ToolNames::new(["agent-ui"]),
+        ));
         t.translate(&json!({"type":"error","error":"No conversation found with session ID: x"}))
             .unwrap();
         assert!(t.turn_ended());
