@@ -23,13 +23,19 @@ pub fn turn(rule: LineRule, session: &str) -> LineRule {
 
 /// A resident stream-json CLI: each `user` line is one clean turn ([`turn`]) on the session
 /// its argv names (a fork gets a new id, a resume keeps its id, a new session the host's id,
-/// a bare run a new one). `extra` line rules come first (a crash, a stall, noise).
+/// a bare run a new one). `extra` line rules come first (a crash, a stall, noise). Its rules
+/// match resident invocations only, so a per-turn script's rules can be appended.
 pub fn resident(extra: &[LineRule]) -> Scenario {
+    // Every rule needs `--input-format`, so a per-turn script's rules may follow these.
+    const RESIDENT: &str = "--input-format";
     let rules: [(Rule, &str); 4] = [
-        (Rule::when(["--fork-session"]), "${SESSION}"),
-        (Rule::when(["--resume"]), "${ARG_AFTER:--resume}"),
-        (Rule::when(["--session-id"]), "${ARG_AFTER:--session-id}"),
-        (Rule::any(), "${SESSION}"),
+        (Rule::when([RESIDENT, "--fork-session"]), "${SESSION}"),
+        (Rule::when([RESIDENT, "--resume"]), "${ARG_AFTER:--resume}"),
+        (
+            Rule::when([RESIDENT, "--session-id"]),
+            "${ARG_AFTER:--session-id}",
+        ),
+        (Rule::when([RESIDENT]), "${SESSION}"),
     ];
     let mut scenario = Scenario::new().capture_arg_flag("--mcp-config");
     for (mut rule, session) in rules {

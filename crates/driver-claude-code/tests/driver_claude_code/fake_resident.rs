@@ -201,3 +201,43 @@ async fn a_very_long_prompt_does_not_deadlock() {
     assert_eq!(fake.count(USER_LINE), 1);
     driver.close_processes().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_thread_moves_between_resident_and_per_turn_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut scenario = resident(&[]).serve_record(dir.path().join("served.jsonl"));
+    scenario.rules.extend(crate::support::claude_like().rules);
+    let claude = FakeClaude::new(scenario, &[]);
+    let resident_driver = claude.driver(
+        claude
+            .options()
+            .with_process_mode(ProcessMode::Resident(PoolLimits::default())),
+    );
+    let per_turn = claude.driver(claude.options());
+    let request =
+        |p: &str| crate::fake_cli::request(p, "http://127.0.0.1:4101/mcp", "UI_TOKEN", &claude);
+    // Started resident, continued per turn, then resident again: one session throughout.
+    let (first, _) = run(&resident_driver, request("one")).await;
+    let state = checkpoint(&first.unwrap());
+    resident_driver.close_processes().await.unwrap();
+    let (second, _) = run(&per_turn, resume(request("two"), &state)).await;
+    let second = second.unwrap();
+    assert_eq!(second.output, "resumed: two");
+    assert_eq!(checkpoint(&second).resume_id, state.resume_id);
+    let (third, _) = run(
+        &resident_driver,
+        resume(request("three"), &checkpoint(&second)),
+    )
+    .await;
+    assert_eq!(checkpoint(&third.unwrap()).resume_id, state.resume_id);
+    let argv: Vec<Vec<String>> = claude.invocations().into_iter().map(|c| c.argv).collect();
+    assert_eq!(argv.len(), 3);
+    assert!(argv[0].contains(&"--input-format".to_owned()));
+    assert!(!argv[1].contains(&"--input-format".to_owned()));
+    assert!(
+        argv[2]
+            .windows(2)
+            .any(|w| w[0] == "--resume" && w[1] == state.resume_id)
+    );
+    resident_driver.close_processes().await.unwrap();
+}
