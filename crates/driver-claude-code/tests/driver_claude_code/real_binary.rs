@@ -13,6 +13,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use driver_cli::ProcessMode;
+
 use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
@@ -20,9 +22,19 @@ use test_kit::anthropic::MockAnthropic;
 use test_kit::restart::{self, Secrets, Setup};
 
 /// The model API key: a canary that must reach only Claude Code's environment.
-const MODEL_KEY: &str = "sk-ant-model-key-canary-8d2e41";
+pub(crate) const MODEL_KEY: &str = "sk-ant-model-key-canary-8d2e41";
 
 fn driver(dir: &Path, bin: &Path, model: &MockAnthropic) -> ClaudeCodeDriver {
+    driver_with(dir, bin, model, ProcessMode::PerTurn)
+}
+
+/// The driver of these tests in process `mode` (the resident tests share it).
+pub(crate) fn driver_with(
+    dir: &Path,
+    bin: &Path,
+    model: &MockAnthropic,
+    mode: ProcessMode,
+) -> ClaudeCodeDriver {
     let env = RuntimeEnv::builder(
         dir.join("rt"),
         "user:e2e".parse().unwrap(),
@@ -38,6 +50,7 @@ fn driver(dir: &Path, bin: &Path, model: &MockAnthropic) -> ClaudeCodeDriver {
     .unwrap();
     let options = ClaudeCodeOptions::new()
         .with_binary(bin)
+        .with_process_mode(mode)
         .with_model("claude-mock")
         .with_base_url(model.base_url())
         .with_max_retries(0);

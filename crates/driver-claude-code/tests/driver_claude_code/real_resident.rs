@@ -9,50 +9,27 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
-use driver_cli::{Limits, PoolLimits, ProcessMode};
+use driver_claude_code::ClaudeCodeDriver;
+use driver_cli::{PoolLimits, ProcessMode};
 use driver_spi::ProcessLifecycle as _;
-use run_service::SecretString;
-use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::anthropic::MockAnthropic;
 use test_kit::resident::{self, ResidentSetup};
 use test_kit::restart::{self, Secrets, Setup};
 
-/// The model API key: a canary that must reach only Claude Code's environment.
-const MODEL_KEY: &str = "sk-ant-model-key-canary-resident-5c07";
+use crate::real_binary::MODEL_KEY;
 
 /// What every command line of a resident Claude Code process contains.
 const RESIDENT_ARGV: &str = "--input-format stream-json";
 
-/// A resident Claude Code driver over the mock, in `<dir>/rt`.
+/// A resident driver over the mock: the per-turn tests' driver in resident mode.
 fn driver(dir: &Path, bin: &Path, model: &MockAnthropic) -> ClaudeCodeDriver {
-    let env = RuntimeEnv::builder(
-        dir.join("rt"),
-        "user:e2e".parse().unwrap(),
-        dir.join("workspace"),
+    crate::real_binary::driver_with(
+        dir,
+        bin,
+        model,
+        ProcessMode::Resident(PoolLimits::default()),
     )
-    .host_env(HostEnv::from_vars([(
-        "PATH",
-        std::env::var("PATH").unwrap_or_default(),
-    )]))
-    .secret("ANTHROPIC_API_KEY", SecretString::from(MODEL_KEY))
-    .runtimes([&driver_claude_code::RUNTIME.descriptor])
-    .build()
-    .unwrap();
-    let options = ClaudeCodeOptions::new()
-        .with_binary(bin)
-        .with_model("claude-mock")
-        .with_base_url(model.base_url())
-        .with_max_retries(0)
-        .with_process_mode(ProcessMode::Resident(PoolLimits::default()))
-        .with_limits(
-            Limits::default()
-                .with_idle_timeout(Duration::from_secs(90))
-                .with_total_timeout(Duration::from_secs(240)),
-        );
-    ClaudeCodeDriver::new(Arc::new(env), options)
 }
 
 fn runtime() -> tokio::runtime::Runtime {

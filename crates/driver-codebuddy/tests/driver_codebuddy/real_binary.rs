@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use driver_cli::Limits;
+use driver_cli::{Limits, ProcessMode};
 use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
@@ -22,9 +22,19 @@ use test_kit::chat::MockChat;
 use test_kit::restart::{self, Secrets, Setup};
 
 /// The model API key: a canary that must reach only CodeBuddy's environment.
-const MODEL_KEY: &str = "cb-model-key-canary-3f9a2c71";
+pub(crate) const MODEL_KEY: &str = "cb-model-key-canary-3f9a2c71";
 
 fn driver(dir: &Path, bin: &Path, model: &MockChat) -> CodeBuddyDriver {
+    driver_with(dir, bin, model, ProcessMode::PerTurn)
+}
+
+/// The driver of these tests in process `mode` (the resident tests share it).
+pub(crate) fn driver_with(
+    dir: &Path,
+    bin: &Path,
+    model: &MockChat,
+    mode: ProcessMode,
+) -> CodeBuddyDriver {
     let env = RuntimeEnv::builder(
         dir.join("rt"),
         "user:e2e".parse().unwrap(),
@@ -39,6 +49,7 @@ fn driver(dir: &Path, bin: &Path, model: &MockChat) -> CodeBuddyDriver {
     .unwrap();
     let options = CodeBuddyOptions::new()
         .with_binary(bin)
+        .with_process_mode(mode)
         .with_base_url(model.base_url())
         .with_api_key(SecretString::from(MODEL_KEY))
         .with_offline(true)

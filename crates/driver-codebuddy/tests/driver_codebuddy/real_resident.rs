@@ -9,51 +9,28 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use driver_cli::{Limits, PoolLimits, ProcessMode};
-use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
+use driver_cli::{PoolLimits, ProcessMode};
+use driver_codebuddy::CodeBuddyDriver;
 use driver_spi::ProcessLifecycle as _;
-use run_service::SecretString;
-use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::chat::MockChat;
 use test_kit::resident::{self, ResidentSetup};
 use test_kit::restart::{self, Secrets, Setup};
 
-/// The model API key: a canary that must reach only CodeBuddy's environment.
-const MODEL_KEY: &str = "cb-model-key-canary-resident-91d4e6";
+use crate::real_binary::MODEL_KEY;
 
 /// What every command line of a resident CodeBuddy process (the Node shim and
 /// whatever it starts) contains.
 const RESIDENT_ARGV: &str = "--input-format stream-json";
 
-/// A resident CodeBuddy driver over the mock, in `<dir>/rt`.
+/// A resident driver over the mock: the per-turn tests' driver in resident mode.
 fn driver(dir: &Path, bin: &Path, model: &MockChat) -> CodeBuddyDriver {
-    let env = RuntimeEnv::builder(
-        dir.join("rt"),
-        "user:e2e".parse().unwrap(),
-        dir.join("workspace"),
+    crate::real_binary::driver_with(
+        dir,
+        bin,
+        model,
+        ProcessMode::Resident(PoolLimits::default()),
     )
-    .host_env(HostEnv::from_vars([(
-        "PATH",
-        std::env::var("PATH").unwrap_or_default(),
-    )]))
-    .runtimes([&driver_codebuddy::RUNTIME.descriptor])
-    .build()
-    .unwrap();
-    let options = CodeBuddyOptions::new()
-        .with_binary(bin)
-        .with_base_url(model.base_url())
-        .with_api_key(SecretString::from(MODEL_KEY))
-        .with_offline(true)
-        .with_process_mode(ProcessMode::Resident(PoolLimits::default()))
-        // CodeBuddy hangs when the model endpoint refuses connections: bound every turn.
-        .with_limits(
-            Limits::default()
-                .with_idle_timeout(Duration::from_secs(90))
-                .with_total_timeout(Duration::from_secs(240)),
-        );
-    CodeBuddyDriver::new(Arc::new(env), options)
 }
 
 fn runtime() -> tokio::runtime::Runtime {

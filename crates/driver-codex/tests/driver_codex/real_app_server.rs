@@ -9,52 +9,23 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use driver_cli::{Limits, PoolLimits, ProcessMode};
-use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
+use driver_cli::{PoolLimits, ProcessMode};
+use driver_codex::CodexDriver;
 use driver_spi::ProcessLifecycle as _;
-use run_service::SecretString;
-use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::resident::{self, ResidentSetup};
 use test_kit::responses::MockResponses;
 use test_kit::restart::{self, Secrets, Setup};
 
-/// The model API key: a canary that must reach only Codex's environment.
-const MODEL_KEY: &str = "model-key-canary-app-server-3e81";
+use crate::real_binary::MODEL_KEY;
 
-fn namespace(dir: &Path) -> RuntimeEnv {
-    RuntimeEnv::builder(
-        dir.join("rt"),
-        "user:e2e".parse().unwrap(),
-        dir.join("workspace"),
-    )
-    .host_env(HostEnv::from_vars([(
-        "PATH",
-        std::env::var("PATH").unwrap_or_default(),
-    )]))
-    .secret("MOCK_MODEL_KEY", SecretString::from(MODEL_KEY))
-    .runtimes([&driver_codex::RUNTIME.descriptor])
-    .build()
-    .unwrap()
-}
-
-/// A resident Codex driver over the mock.
+/// A resident driver over the mock: the per-turn tests' driver in resident mode.
 fn driver(dir: &Path, bin: &Path, model: &MockResponses) -> CodexDriver {
-    let options = CodexOptions::new()
-        .with_binary(bin)
-        .with_model("mock-model")
-        .with_provider(
-            ModelProvider::new("mock", model.base_url())
-                .with_env_key("MOCK_MODEL_KEY")
-                .with_request_max_retries(0)
-                .with_stream_max_retries(0),
-        )
-        .with_process_mode(ProcessMode::Resident(PoolLimits::default()))
-        .with_limits(
-            Limits::default()
-                .with_idle_timeout(std::time::Duration::from_secs(90))
-                .with_total_timeout(std::time::Duration::from_secs(240)),
-        );
-    CodexDriver::new(Arc::new(namespace(dir)), options)
+    crate::real_binary::driver_with(
+        dir,
+        bin,
+        model,
+        ProcessMode::Resident(PoolLimits::default()),
+    )
 }
 
 fn runtime() -> tokio::runtime::Runtime {

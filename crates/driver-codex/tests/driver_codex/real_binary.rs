@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use driver_cli::Limits;
+use driver_cli::{Limits, ProcessMode};
 use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
@@ -22,7 +22,7 @@ use test_kit::responses::MockResponses;
 use test_kit::restart::{self, Secrets, Setup};
 
 /// The model API key: a canary that must reach only Codex's environment.
-const MODEL_KEY: &str = "model-key-canary-5b0c9e2f7a1d";
+pub(crate) const MODEL_KEY: &str = "model-key-canary-5b0c9e2f7a1d";
 
 /// The shared credential namespace of every host, with the model key injected.
 fn namespace(dir: &Path) -> RuntimeEnv {
@@ -42,8 +42,19 @@ fn namespace(dir: &Path) -> RuntimeEnv {
 }
 
 fn driver(dir: &Path, bin: &Path, model: &MockResponses) -> CodexDriver {
+    driver_with(dir, bin, model, ProcessMode::PerTurn)
+}
+
+/// The driver of these tests in process `mode` (the resident tests share it).
+pub(crate) fn driver_with(
+    dir: &Path,
+    bin: &Path,
+    model: &MockResponses,
+    mode: ProcessMode,
+) -> CodexDriver {
     let options = CodexOptions::new()
         .with_binary(bin)
+        .with_process_mode(mode)
         .with_model("mock-model")
         .with_provider(
             ModelProvider::new("mock", model.base_url())
