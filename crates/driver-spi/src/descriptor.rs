@@ -83,6 +83,10 @@ pub struct Capabilities {
     pub streaming: bool,
     /// Provider processes are kept alive across turns.
     pub persistent_processes: bool,
+    /// The runtime's approval requests reach the host ([`Approvals`](crate::Approvals)), so a
+    /// [`PermissionPolicy`](crate::PermissionPolicy) may [`Ask`](crate::Permission::Ask).
+    #[serde(default)]
+    pub approvals: bool,
 }
 
 impl Capabilities {
@@ -121,13 +125,19 @@ impl Capabilities {
         self
     }
 
+    /// Declares (or not) approval requests.
+    pub fn with_approvals(mut self, approvals: bool) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
     /// Whether an MCP transport is supported.
     pub fn supports_mcp_transport(&self, transport: TransportKind) -> bool {
         self.mcp_transports.contains(&transport)
     }
 
     /// Checks that a request asks for nothing these capabilities lack: resuming a stored
-    /// session, forking, or an MCP transport. The core calls this before launch; drivers may
+    /// session, forking, an MCP transport, or a permission policy that asks. The core calls this before launch; drivers may
     /// call it again as the first step of [`Driver::run`](crate::Driver::run).
     pub fn check(&self, request: &Request) -> Result<(), Unsupported> {
         match request.session.mode {
@@ -143,6 +153,9 @@ impl Capabilities {
             if !self.supports_mcp_transport(kind) {
                 return Err(Unsupported::McpTransport(kind));
             }
+        }
+        if request.permissions.asks() && !self.approvals {
+            return Err(Unsupported::Approvals);
         }
         Ok(())
     }
@@ -161,6 +174,22 @@ pub enum Unsupported {
     /// An MCP transport.
     #[error("MCP transport {} is not supported by this driver", transport_name(*.0))]
     McpTransport(TransportKind),
+    /// A policy that asks the host, from a driver whose runtime cannot deliver approval
+    /// requests (in its current mode).
+    #[error("approval requests are not supported by this driver in its current mode")]
+    Approvals,
+    /// One permission of the policy, which the runtime cannot enforce.
+    #[error(
+        "permission {}={} cannot be enforced by this runtime",
+        .action.as_str(),
+        .permission.as_str()
+    )]
+    Permission {
+        /// The action.
+        action: crate::Action,
+        /// The permission asked for it.
+        permission: crate::Permission,
+    },
 }
 
 fn transport_name(kind: TransportKind) -> &'static str {

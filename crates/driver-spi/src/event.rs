@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
-use crate::FailureKind;
+use crate::{Action, ApprovalOutcome, FailureKind};
 
 /// One event of a run, as a driver emits it.
 ///
@@ -18,6 +18,8 @@ use crate::FailureKind;
 ///    [`ToolCallStarted`](Self::ToolCallStarted), then its
 ///    [`ToolCallArguments`](Self::ToolCallArguments), then its
 ///    [`ToolCallResult`](Self::ToolCallResult);
+///    and approvals: [`ApprovalRequested`](Self::ApprovalRequested), then its one
+///    [`ApprovalResolved`](Self::ApprovalResolved) (all resolved before `RunFinished`);
 /// 3. exactly one terminal event, last: [`RunFinished`](Self::RunFinished) when `run` returns
 ///    a clean response (every tool call closed by then), otherwise
 ///    [`RunFailed`](Self::RunFailed).
@@ -56,6 +58,27 @@ pub enum DriverEvent {
         output: String,
         /// Whether the tool reported an error.
         is_error: bool,
+    },
+    /// The runtime asks the host to approve an action (see
+    /// [`Approvals::ask`](crate::Approvals::ask)).
+    ApprovalRequested {
+        /// Unique within the run.
+        approval_id: String,
+        /// The tool call it approves, when the runtime names one.
+        call_id: Option<String>,
+        /// The kind of action.
+        action: Action,
+        /// The tool or command name, redacted.
+        tool: String,
+        /// The arguments, redacted.
+        arguments: String,
+    },
+    /// An approval request ended; closes it.
+    ApprovalResolved {
+        /// The request.
+        approval_id: String,
+        /// How it ended.
+        outcome: ApprovalOutcome,
     },
     /// Terminal: the run finished cleanly.
     RunFinished,
@@ -220,6 +243,19 @@ pub enum SequenceError {
         /// How many were open.
         open: usize,
     },
+    /// An approval request with an empty or reused id, or a resolution of a request that is
+    /// not pending.
+    #[error("event {index} breaks an approval request's lifecycle")]
+    ApprovalLifecycle {
+        /// The offending event.
+        index: usize,
+    },
+    /// `RunFinished` while an approval request is pending.
+    #[error("run finished with {pending} approval request(s) pending")]
+    PendingApproval {
+        /// How many were pending.
+        pending: usize,
+    },
 }
 
 impl SequenceError {
@@ -234,7 +270,9 @@ impl SequenceError {
             Self::EmptyDelta { .. }
             | Self::BadToolCallId { .. }
             | Self::ToolCallNotOpen { .. }
-            | Self::UnclosedToolCall { .. } => SequenceRule::Lifecycle,
+            | Self::UnclosedToolCall { .. }
+            | Self::ApprovalLifecycle { .. }
+            | Self::PendingApproval { .. } => SequenceRule::Lifecycle,
         }
     }
 }
@@ -250,7 +288,7 @@ pub enum SequenceRule {
     /// Nothing after the terminal event.
     AfterTerminal,
     /// Deltas are non-empty; tool calls open once, then get arguments and one result, and are
-    /// all closed before `RunFinished`.
+    /// all closed before `RunFinished`; so are approval requests, resolved once each.
     Lifecycle,
 }
 
@@ -317,8 +355,21 @@ pub(crate) fn check_lifecycles(events: &[DriverEvent]) -> Result<(), SequenceErr
         Closed,
     }
     let mut calls: BTreeMap<&str, Call> = BTreeMap::new();
+    let mut approvals: BTreeMap<&str, Call> = BTreeMap::new();
     for (index, event) in events.iter().enumerate() {
         match event {
+            DriverEvent::ApprovalRequested { approval_id, .. }
+                if approval_id.is_empty()
+                    || approvals.insert(approval_id, Call::Open).is_some() =>
+            {
+                return Err(SequenceError::ApprovalLifecycle { index });
+            }
+            DriverEvent::ApprovalResolved { approval_id, .. } => {
+                match approvals.get_mut(approval_id.as_str()) {
+                    Some(state @ Call::Open) => *state = Call::Closed,
+                    _ => return Err(SequenceError::ApprovalLifecycle { index }),
+                }
+            }
             DriverEvent::TextDelta { delta } if delta.is_empty() => {
                 return Err(SequenceError::EmptyDelta { index });
             }
@@ -343,6 +394,10 @@ pub(crate) fn check_lifecycles(events: &[DriverEvent]) -> Result<(), SequenceErr
                 let open = calls.values().filter(|c| **c == Call::Open).count();
                 if open > 0 {
                     return Err(SequenceError::UnclosedToolCall { open });
+                }
+                let pending = approvals.values().filter(|c| **c == Call::Open).count();
+                if pending > 0 {
+                    return Err(SequenceError::PendingApproval { pending });
                 }
             }
             _ => {}

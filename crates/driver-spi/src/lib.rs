@@ -34,7 +34,9 @@
 //! | [`Request`] | the concrete, current invocation: prompt, [`SessionContext`], [`RuntimePayload`] (services, secret env), effective MCP servers, [`ProfilePayload`], workspace, model, instructions, metadata |
 //! | [`Response`] | output, [`ExitStatus`], [`Usage`], [`Checkpoint`], typed [`RunFailure`] |
 //! | [`DriverError`] | typed: [`ResumeRejected`](DriverError::ResumeRejected), invalid config, unsupported, failed, cancelled |
-//! | [`DriverEvent`] | run started, text deltas, tool-call start/arguments/result, one terminal event |
+//! | [`DriverEvent`] | run started, text deltas, tool-call start/arguments/result, approval requested/resolved, one terminal event |
+//! | [`PermissionPolicy`] | what the runtime may do without asking (write, commands, network, MCP): allow, ask or deny |
+//! | [`Approvals`] | where a run's approval requests go: the host's [`ApprovalHandler`] gets an [`ApprovalTicket`], answered exactly once, denied on timeout |
 //! | [`ProcessSignature`] | private, keyed, in-memory signature of a persistent process's exact configuration |
 //!
 //! # Invariants
@@ -53,6 +55,9 @@
 //!   sequence numbers or timestamps: the core assigns them.
 //! - **Capabilities are truthful**: resume iff a codec and a config fingerprinter exist;
 //!   persistent processes iff a lifecycle exists (see [`Capabilities`]).
+//! - **Permissions fail closed.** A driver enforces the request's [`PermissionPolicy`] through
+//!   its runtime or refuses it ([`Unsupported::Permission`]); an approval request nobody
+//!   answers in time is denied, and an answer is taken once.
 //!
 //! # What this crate deliberately does not do
 //! It spawns no process, stores nothing, performs no I/O and needs no async runtime (the
@@ -96,6 +101,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod approval;
 mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -103,6 +109,7 @@ mod descriptor;
 mod driver;
 mod error;
 mod event;
+mod permission;
 mod process;
 pub mod reference;
 mod request;
@@ -111,6 +118,10 @@ mod session;
 
 pub use async_trait::async_trait;
 
+pub use approval::{
+    AnswerError, ApprovalDecision, ApprovalHandler, ApprovalOutcome, ApprovalQuery,
+    ApprovalRequest, ApprovalTicket, Approvals,
+};
 pub use config::{ConfigFingerprintBuilder, ConfigFingerprinter};
 pub use descriptor::{Capabilities, Descriptor, Unsupported};
 pub use driver::Driver;
@@ -118,6 +129,7 @@ pub use error::{ConfigError, DriverError, ResumeRejectReason};
 pub use event::{
     CollectingSink, DriverEvent, EventSink, SequenceError, SequenceRule, check_sequence,
 };
+pub use permission::{Action, ParsePolicyError, Permission, PermissionPolicy};
 pub use process::{ProcessAction, ProcessLifecycle, ProcessSignature, ProcessSignatureBuilder};
 pub use request::{ProfilePayload, Redactor, Request, RuntimePayload};
 pub use response::{Checkpoint, ExitStatus, FailureKind, Response, RunFailure, Usage};

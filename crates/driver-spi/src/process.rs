@@ -232,8 +232,8 @@ impl ProcessSignatureBuilder {
     }
 
     /// Everything process-relevant in a request: workspace as cwd (unless set), the runtime
-    /// secret env by value, services, MCP servers, model, instructions and the profile's
-    /// exact fingerprint.
+    /// secret env by value, services, MCP servers, model, instructions, the permission policy
+    /// and the profile's exact fingerprint.
     pub fn request(mut self, request: &Request) -> Self {
         if self.cwd.is_none() {
             self.cwd = request.workspace.clone();
@@ -243,7 +243,8 @@ impl ProcessSignatureBuilder {
             .services(&request.runtime.services)
             .mcp(&request.mcp)
             .model(request.model.as_deref())
-            .component("profile.exact", request.profile.exact.to_string());
+            .component("profile.exact", request.profile.exact.to_string())
+            .component("permissions", request.permissions.to_string());
         if let Some(instructions) = &request.instructions {
             self = self.component("instructions", instructions.clone());
         }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use compat_fingerprint::Fingerprint;
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
-use crate::SessionContext;
+use crate::{Approvals, PermissionPolicy, SessionContext};
 
 /// One invocation of a driver: everything it needs, concrete and current.
 ///
@@ -73,6 +73,12 @@ pub struct Request {
     pub instructions: Option<String>,
     /// Free-form, non-secret metadata from the host.
     pub metadata: BTreeMap<String, String>,
+    /// What the runtime may do without asking; the driver enforces it through its CLI or
+    /// refuses it as [`Unsupported`](crate::Unsupported).
+    pub permissions: PermissionPolicy,
+    /// Where approval requests go (never serialized).
+    #[serde(skip)]
+    pub approvals: Approvals,
 }
 
 impl Request {
@@ -90,7 +96,21 @@ impl Request {
             model: None,
             instructions: None,
             metadata: BTreeMap::new(),
+            permissions: PermissionPolicy::default(),
+            approvals: Approvals::default(),
         }
+    }
+
+    /// Sets the permission policy.
+    pub fn with_permissions(mut self, permissions: PermissionPolicy) -> Self {
+        self.permissions = permissions;
+        self
+    }
+
+    /// Sets where approval requests go.
+    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = approvals;
+        self
     }
 
     /// Sets the session context.

@@ -128,7 +128,7 @@ impl Wire for AnthropicWire {
                 json!({
                     "type": "tool_use",
                     "id": call.call_id,
-                    "name": mcp_tool_name(call.server, call.tool),
+                    "name": call.name(mcp_tool_name),
                     "input": call.arguments,
                 }),
                 "tool_use",

@@ -96,7 +96,7 @@ impl Wire for ChatWire {
                     "id": call.call_id,
                     "type": "function",
                     "function": {
-                        "name": mcp_tool_name(call.server, call.tool),
+                        "name": call.name(mcp_tool_name),
                         "arguments": call.arguments.to_string(),
                     },
                 }]}),

@@ -157,7 +157,7 @@ impl Wire for GeminiWire {
             Turn::Text(text) => json!({"text": text}),
             Turn::ToolCall(call) => json!({"functionCall": {
                 "id": call.call_id,
-                "name": declared_name(request, call.server, call.tool),
+                "name": call.name(|server, tool| declared_name(request, server, tool)),
                 "args": call.arguments,
             }}),
         };

@@ -130,15 +130,20 @@ impl Wire for ResponsesWire {
                 "status": "completed",
                 "content": [{"type": "output_text", "text": text, "annotations": []}],
             }),
-            Turn::ToolCall(call) => json!({
-                "type": "function_call",
-                "id": format!("fc_{sequence}"),
-                "call_id": call.call_id,
-                "namespace": mcp_namespace(call.server),
-                "name": mcp_function_name(call.tool),
-                "arguments": call.arguments.to_string(),
-                "status": "completed",
-            }),
+            Turn::ToolCall(call) => {
+                let mut item = json!({
+                    "type": "function_call",
+                    "id": format!("fc_{sequence}"),
+                    "call_id": call.call_id,
+                    "name": call.name(|_, tool| mcp_function_name(tool)),
+                    "arguments": call.arguments.to_string(),
+                    "status": "completed",
+                });
+                if let Some(server) = call.server {
+                    item["namespace"] = json!(mcp_namespace(server));
+                }
+                item
+            }
         };
         let events = [
             json!({"type": "response.created", "response": {"id": response_id}}),

@@ -58,9 +58,10 @@ impl Default for Usage {
 pub(crate) enum ReplyKind {
     /// A final assistant text.
     Text(String),
-    /// A call of tool `tool` of MCP server `server` (the server's configuration key).
+    /// A call of tool `tool` of MCP server `server` (the server's configuration key), or of
+    /// the runtime's own built-in tool `tool` when `server` is `None`.
     ToolCall {
-        server: String,
+        server: Option<String>,
         tool: String,
         arguments: serde_json::Value,
     },
@@ -115,8 +116,19 @@ impl Reply {
         arguments: serde_json::Value,
     ) -> Self {
         Reply::of(ReplyKind::ToolCall {
-            server: server.into(),
+            server: Some(server.into()),
             tool: tool.into(),
+            arguments,
+        })
+    }
+
+    /// The model calls the runtime's own built-in tool `name` (Codex's `shell`, Claude Code's
+    /// `Write`, …) with these arguments (a JSON object), unmangled. The call id follows the
+    /// rule of [`Reply::tool_call`].
+    pub fn builtin_call(name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        Reply::of(ReplyKind::ToolCall {
+            server: None,
+            tool: name.into(),
             arguments,
         })
     }

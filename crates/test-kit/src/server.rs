@@ -76,21 +76,32 @@ pub(crate) fn no_route(method: &str, path: &str) -> String {
 pub(crate) enum Turn<'a> {
     /// A final assistant text.
     Text(&'a str),
-    /// A call of an MCP tool.
+    /// A call of an MCP tool or of a built-in tool.
     ToolCall(ToolCall<'a>),
 }
 
 /// A call of `tool` of MCP server `server` (names as configured; each wire mangles them its
-/// CLI's way), with its call id already chosen.
+/// CLI's way), or of the built-in tool `tool` (no server, name unmangled), with its call id
+/// already chosen.
 pub(crate) struct ToolCall<'a> {
-    /// The MCP server's configuration key.
-    pub(crate) server: &'a str,
+    /// The MCP server's configuration key; `None` for a built-in tool.
+    pub(crate) server: Option<&'a str>,
     /// The tool's name on that server.
     pub(crate) tool: &'a str,
     /// The arguments, a JSON object.
     pub(crate) arguments: &'a serde_json::Value,
     /// The scripted id, else `call_<sequence>`.
     pub(crate) call_id: String,
+}
+
+impl ToolCall<'_> {
+    /// The name the model calls: the built-in tool's own name, else `mangle(server, tool)`.
+    pub(crate) fn name(&self, mangle: impl FnOnce(&str, &str) -> String) -> String {
+        match self.server {
+            Some(server) => mangle(server, self.tool),
+            None => self.tool.to_owned(),
+        }
+    }
 }
 
 /// Declares a public mock server: a struct around a [`LoopbackServer`] serving one [`Wire`],
@@ -198,7 +209,7 @@ pub(crate) fn render<W: Wire>(
             tool,
             arguments,
         } => Turn::ToolCall(ToolCall {
-            server,
+            server: server.as_deref(),
             tool,
             arguments,
             call_id: reply

@@ -51,6 +51,27 @@ kit_report::clauses! {
         /// CUR-01: a resumed turn materializes the current MCP URL, env-var name and secret, and
         /// none of the old ones.
         Cur01 = "CUR-01": "current request: a resumed turn materializes the new endpoint and secret only",
+        /// POL-01: an action the policy allows runs without an approval request.
+        Pol01 = "POL-01": "policy: an allowed action runs without asking",
+        /// POL-02: an action the policy denies never runs and never asks.
+        Pol02 = "POL-02": "policy: a denied action never runs and never asks",
+        /// POL-03: a policy that asks is served (an approval request arrives) when approvals are
+        /// declared, and refused as unsupported before any event when they are not.
+        Pol03 = "POL-03": "policy: asking is served iff approvals are declared",
+        /// APR-01: an approved request is resolved once as approved and the action runs.
+        Apr01 = "APR-01": "approvals: approved once, the action runs",
+        /// APR-02: a denied request is resolved once as denied and the action does not run.
+        Apr02 = "APR-02": "approvals: denied once, the action does not run",
+        /// APR-03: an answer stands in for the tool where answerable, and is refused otherwise.
+        Apr03 = "APR-03": "approvals: an answer stands in for the tool, or is refused",
+        /// APR-04: an unanswered request is denied at the timeout; a late answer is refused.
+        Apr04 = "APR-04": "approvals: timeout denies; a late answer is refused",
+        /// APR-05: a second answer is refused and the first stands.
+        Apr05 = "APR-05": "approvals: a second answer is refused",
+        /// APR-06: after the run is cancelled, an answer is refused and the action does not run.
+        Apr06 = "APR-06": "approvals: an answer after cancellation is refused",
+        /// APR-07: no secret value reaches an approval request or event in clear.
+        Apr07 = "APR-07": "approvals: no secret in requests or events",
         /// PRC-01: closing processes is idempotent and the driver runs again afterwards.
         Prc01 = "PRC-01": "processes: close is idempotent and the driver runs again afterwards",
         /// PRC-02: no live process remains after close.

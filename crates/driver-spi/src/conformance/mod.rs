@@ -26,7 +26,11 @@
 //! 4. Turn C: resumes with profile `(exact B, session S')`: it must be rejected with
 //!    [`DriverError::ResumeRejected`] (SES-06).
 //! 5. A fork of B, if declared (RSP-03).
-//! 6. Process lifecycle, if declared: close twice, check nothing is alive, run again (PRC).
+//! 6. Permission policy and approvals (POL, APR), where the factory can script a tool use:
+//!    allowed, denied, and (if declared) asked and approved, denied, answered, timed out,
+//!    answered twice, cancelled while pending; a policy that asks without declared approvals
+//!    is refused.
+//! 7. Process lifecycle, if declared: close twice, check nothing is alive, run again (PRC).
 //!
 //! Every turn's events are checked (EVT) and every response's checkpoint (RSP).
 //!
@@ -39,6 +43,7 @@
 //! run it under the test harness's timeout. Driver panics are caught and reported as
 //! failures.
 
+mod approvals;
 mod clause;
 mod statics;
 mod turns;
@@ -93,6 +98,20 @@ pub trait Factory: Send + Sync {
     /// How many provider processes the factory's drivers have alive now. `None` makes PRC-02
     /// a visible skip.
     fn live_processes(&self) -> Option<u64> {
+        None
+    }
+
+    /// Scripts the provider so that its **next** run uses one tool, with these arguments
+    /// (which carry a secret value the driver must redact), and returns the kind of action
+    /// that tool takes. `None` (the default) makes the POL and APR clauses visible skips.
+    fn script_tool_use(&self, arguments: &str) -> Option<crate::Action> {
+        let _ = arguments;
+        None
+    }
+
+    /// How many scripted tools have run so far (their side effect happened). `None` leaves
+    /// "the tool ran / did not run" unchecked in the POL and APR clauses.
+    fn tools_run(&self) -> Option<usize> {
         None
     }
 }
@@ -158,6 +177,20 @@ impl Factory for ReferenceFactory {
 
     fn live_processes(&self) -> Option<u64> {
         Some(self.backend.process_stats().live)
+    }
+
+    fn script_tool_use(&self, arguments: &str) -> Option<crate::Action> {
+        self.backend
+            .push_behavior(crate::reference::Behavior::UseTool {
+                action: crate::Action::Write,
+                tool: "kit-write".to_owned(),
+                arguments: arguments.to_owned(),
+            });
+        Some(crate::Action::Write)
+    }
+
+    fn tools_run(&self) -> Option<usize> {
+        Some(self.backend.performed().len())
     }
 }
 
@@ -411,6 +444,9 @@ pub async fn run(factory: &dyn Factory) -> Report {
         kit.r
             .fail(Clause::Rsp03, "not checked: no valid checkpoint to fork");
     }
+
+    // ---- POL, APR ----
+    kit.check_policy(caps.approvals).await;
 
     // ---- PRC ----
     kit.check_processes(fresh, profile_b).await;

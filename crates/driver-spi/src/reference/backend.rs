@@ -64,6 +64,7 @@ pub(super) struct State {
     stats: ProcessStats,
     deliveries: Vec<Delivery>,
     last_materialization: Option<SecretString>,
+    performed: Vec<String>,
 }
 
 impl State {
@@ -78,6 +79,7 @@ impl State {
             stats: ProcessStats::default(),
             deliveries: Vec::new(),
             last_materialization: None,
+            performed: Vec::new(),
         }
     }
 }
@@ -295,6 +297,16 @@ impl ReferenceBackend {
     /// Counts of simulated processes.
     pub fn process_stats(&self) -> ProcessStats {
         self.lock().stats
+    }
+
+    /// The tools that ran under [`Behavior::UseTool`](super::Behavior::UseTool) (allowed by the
+    /// policy or approved by the host), in order: the reference runtime's side effects.
+    pub fn performed(&self) -> Vec<String> {
+        self.lock().performed.clone()
+    }
+
+    pub(super) fn perform(&self, tool: &str) {
+        self.lock().performed.push(tool.to_owned());
     }
 
     /// Every prompt delivery, in order.

@@ -11,8 +11,10 @@
 //! - With persistent processes (the default) each session has a simulated provider process,
 //!   reused while its [`ProcessSignature`] matches and replaced before the prompt when it does
 //!   not ([`ReferenceBackend::process_stats`], [`ReferenceBackend::deliveries`]).
-//! - Behaviours are scripted per run ([`Behavior`]): reply, call a tool, fail, stall, reject a
-//!   resume, or emit a given event sequence.
+//! - Behaviours are scripted per run ([`Behavior`]): reply, call a tool, use a tool governed by
+//!   the request's [`PermissionPolicy`](crate::PermissionPolicy) (asking the host through
+//!   [`Approvals`](crate::Approvals) where the policy says so), fail, stall, reject a resume,
+//!   or emit a given event sequence.
 //! - [`Fault`]s make it break the contract on purpose, so tests can prove that a check
 //!   (the conformance kit, the agent core) catches it.
 //!
@@ -65,10 +67,11 @@ pub use sessions::{
 };
 
 use crate::{
-    Capabilities, Checkpoint, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter,
-    Descriptor, Driver, DriverError, DriverEvent, EventSink, ExitStatus, FailureKind,
-    ProcessLifecycle, ProcessSignature, Request, Response, ResumeRejectReason, RunFailure,
-    SessionCodec, SessionGuard, SessionMode, SessionState, Usage,
+    ApprovalDecision, ApprovalQuery, Capabilities, Checkpoint, ConfigError,
+    ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver, DriverError, DriverEvent,
+    EventSink, ExitStatus, FailureKind, Permission, ProcessLifecycle, ProcessSignature, Request,
+    Response, ResumeRejectReason, RunFailure, SessionCodec, SessionGuard, SessionMode,
+    SessionState, Usage,
 };
 
 /// What one run of the reference driver does. Queue them with
@@ -87,6 +90,19 @@ pub enum Behavior {
         arguments: String,
         /// Result text.
         result: String,
+    },
+    /// Use a tool that takes `action`, as the request's policy says: allowed, it runs
+    /// ([`ReferenceBackend::performed`]) and its result is `<tool> done`; denied by the
+    /// policy, it does not run and its result is an error, without asking; asked, the host
+    /// decides (approved: it runs; denied: an error result with the host's reason; answered:
+    /// the host's text is the result). Then reply. The tool call is answerable.
+    UseTool {
+        /// The kind of action.
+        action: crate::Action,
+        /// Tool name.
+        tool: String,
+        /// Arguments text.
+        arguments: String,
     },
     /// Start, then fail: emits `RunFailed` and returns [`DriverError::Failed`].
     Fail(FailureKind),
@@ -412,7 +428,8 @@ impl Driver for ReferenceDriver {
                 .with_mcp_transport(run_service::TransportKind::StreamableHttp)
                 .with_mcp_transport(run_service::TransportKind::Sse)
                 .with_streaming(true)
-                .with_persistent_processes(self.persistent),
+                .with_persistent_processes(self.persistent)
+                .with_approvals(true),
         )
     }
 
@@ -482,6 +499,49 @@ impl Driver for ReferenceDriver {
                     sink.emit(DriverEvent::tool_call_arguments(&call_id, arguments));
                 }
                 sink.emit(DriverEvent::tool_call_result(&call_id, result, false));
+                reply_events(&*sink, turn, &request.prompt, earlier)
+            }
+            Behavior::UseTool {
+                action,
+                tool,
+                arguments,
+            } => {
+                let call_id = format!("call-{turn}");
+                sink.emit(DriverEvent::tool_call_started(&call_id, tool.clone()));
+                if !arguments.is_empty() {
+                    sink.emit(DriverEvent::tool_call_arguments(
+                        &call_id,
+                        redactor.redact(&arguments),
+                    ));
+                }
+                let (output, is_error) = match request.permissions.get(action) {
+                    Permission::Allow => {
+                        self.backend.perform(&tool);
+                        (format!("{tool} done"), false)
+                    }
+                    Permission::Ask => {
+                        let query = ApprovalQuery::new(action, tool.clone())
+                            .with_call_id(call_id.clone())
+                            .with_arguments(arguments)
+                            .answerable();
+                        match request.approvals.ask(&request, &*sink, query).await {
+                            ApprovalDecision::Approve => {
+                                self.backend.perform(&tool);
+                                (format!("{tool} done"), false)
+                            }
+                            ApprovalDecision::Deny { reason } => {
+                                (format!("denied by the host: {reason}"), true)
+                            }
+                            ApprovalDecision::Answer { output } => (output, false),
+                        }
+                    }
+                    _ => (format!("{} is denied by the policy", action.as_str()), true),
+                };
+                sink.emit(DriverEvent::tool_call_result(
+                    &call_id,
+                    redactor.redact(&output),
+                    is_error,
+                ));
                 reply_events(&*sink, turn, &request.prompt, earlier)
             }
             Behavior::Stall => {

@@ -9,11 +9,11 @@ use compat_fingerprint::Fingerprint;
 use driver_spi::conformance::{self, Clause, ReferenceFactory, Report, Verdict};
 use driver_spi::reference::{Fault, ReferenceCodec, ReferenceDriver};
 use driver_spi::{
-    CodecError, ConfigError, ConfigFingerprinter, Descriptor, Driver, DriverError, DriverEvent,
-    EventSink, ExitStatus, FailureKind, ProcessLifecycle, Request, Response, RunFailure,
-    SessionCodec, SessionMode, SessionParams, SessionState,
+    Action, CodecError, ConfigError, ConfigFingerprinter, Descriptor, Driver, DriverError,
+    DriverEvent, EventSink, ExitStatus, FailureKind, Permission, ProcessLifecycle, Request,
+    Response, RunFailure, SessionCodec, SessionMode, SessionParams, SessionState,
 };
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
 use crate::block_on;
 
@@ -43,6 +43,11 @@ enum Breakage {
     ReplaysFirstEndpoint,
     SecondCloseFails,
     CloseLeavesProcesses,
+    AsksWhenAllowed,
+    RunsWhenDenied,
+    AsksWithoutDeclaring,
+    IgnoresAsk,
+    LeaksApprovalArguments,
 }
 
 /// The reference driver with one breakage.
@@ -106,6 +111,8 @@ impl SessionCodec for BrokenCodec {
 struct BrokenSink {
     inner: Arc<dyn EventSink>,
     breakage: Breakage,
+    /// A secret value of the run, for `LeaksApprovalArguments`.
+    secret: Option<String>,
 }
 
 impl EventSink for BrokenSink {
@@ -130,6 +137,22 @@ impl EventSink for BrokenSink {
                     kind: FailureKind::Other,
                 });
             }
+            (
+                Breakage::LeaksApprovalArguments,
+                DriverEvent::ApprovalRequested {
+                    approval_id,
+                    call_id,
+                    action,
+                    tool,
+                    ..
+                },
+            ) => self.inner.emit(DriverEvent::ApprovalRequested {
+                approval_id: approval_id.clone(),
+                call_id: call_id.clone(),
+                action: *action,
+                tool: tool.clone(),
+                arguments: self.secret.clone().unwrap_or_default(),
+            }),
             _ => self.inner.emit(event),
         }
     }
@@ -165,6 +188,7 @@ impl Driver for Broken {
                 d.display_name = format!("Reference driver #{n}");
             }
             Breakage::ForkWithoutResume => d.capabilities.resume = false,
+            Breakage::AsksWithoutDeclaring => d.capabilities.approvals = false,
             _ => {}
         }
         d
@@ -196,9 +220,30 @@ impl Driver for Broken {
         let fork_parent = (request.session.mode == SessionMode::Fork)
             .then(|| request.session.state.clone())
             .flatten();
+        let swap = |from: Permission, to: Permission| {
+            let mut policy = request.permissions;
+            for action in Action::ALL {
+                if policy.get(action) == from {
+                    policy = policy.with(action, to);
+                }
+            }
+            policy
+        };
+        request.permissions = match self.breakage {
+            Breakage::AsksWhenAllowed => swap(Permission::Allow, Permission::Ask),
+            Breakage::RunsWhenDenied => swap(Permission::Deny, Permission::Allow),
+            Breakage::IgnoresAsk => swap(Permission::Ask, Permission::Allow),
+            _ => request.permissions,
+        };
+        let secret = request
+            .runtime
+            .secret_env
+            .first()
+            .map(|b| b.value().expose_secret().to_owned());
         let sink: Arc<dyn EventSink> = Arc::new(BrokenSink {
             inner: sink,
             breakage: self.breakage,
+            secret,
         });
         let mut response = self.inner.run(request, sink).await?;
         match self.breakage {
@@ -293,6 +338,14 @@ impl conformance::Factory for BrokenFactory {
     fn live_processes(&self) -> Option<u64> {
         self.reference.live_processes()
     }
+
+    fn script_tool_use(&self, arguments: &str) -> Option<Action> {
+        self.reference.script_tool_use(arguments)
+    }
+
+    fn tools_run(&self) -> Option<usize> {
+        self.reference.tools_run()
+    }
 }
 
 fn run_kit(factory: &dyn conformance::Factory) -> Report {
@@ -354,6 +407,16 @@ broken! {
     cur_01_replays_first_endpoint: ReplaysFirstEndpoint => Cur01;
     prc_01_second_close_fails: SecondCloseFails => Prc01;
     prc_02_close_leaves_processes: CloseLeavesProcesses => Prc02;
+    pol_01_asks_when_allowed: AsksWhenAllowed => Pol01;
+    pol_02_runs_when_denied: RunsWhenDenied => Pol02;
+    pol_03_asks_without_declaring: AsksWithoutDeclaring => Pol03;
+    apr_01_ignores_ask: IgnoresAsk => Apr01;
+    apr_02_ignores_ask: IgnoresAsk => Apr02;
+    apr_03_ignores_ask: IgnoresAsk => Apr03;
+    apr_04_ignores_ask: IgnoresAsk => Apr04;
+    apr_05_ignores_ask: IgnoresAsk => Apr05;
+    apr_06_ignores_ask: IgnoresAsk => Apr06;
+    apr_07_leaks_approval_arguments: LeaksApprovalArguments => Apr07;
 }
 
 /// SES-06 through the reference driver's own fault: a guard from the exact fingerprint.
@@ -396,6 +459,16 @@ fn every_clause_has_a_breaking_test() {
         Clause::Rsp02,
         Clause::Rsp03,
         Clause::Cur01,
+        Clause::Pol01,
+        Clause::Pol02,
+        Clause::Pol03,
+        Clause::Apr01,
+        Clause::Apr02,
+        Clause::Apr03,
+        Clause::Apr04,
+        Clause::Apr05,
+        Clause::Apr06,
+        Clause::Apr07,
         Clause::Prc01,
         Clause::Prc02,
     ];
@@ -426,7 +499,21 @@ fn skips_are_visible_and_never_count_as_passed() {
     }
     let report = run_kit(&NoHooks(ReferenceFactory::new()));
     assert!(report.failures().is_empty(), "{report}");
-    assert_eq!(report.skipped(), vec![Clause::Cur01, Clause::Prc02]);
+    let mut skipped = vec![Clause::Cur01];
+    skipped.extend([
+        Clause::Pol01,
+        Clause::Pol02,
+        Clause::Pol03,
+        Clause::Apr01,
+        Clause::Apr02,
+        Clause::Apr03,
+        Clause::Apr04,
+        Clause::Apr05,
+        Clause::Apr06,
+        Clause::Apr07,
+    ]);
+    skipped.push(Clause::Prc02);
+    assert_eq!(report.skipped(), skipped);
 }
 
 /// A stateless driver: resume clauses are skipped, the rest still apply.
