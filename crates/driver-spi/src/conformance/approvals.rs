@@ -165,6 +165,26 @@ impl PolicyTurn {
 }
 
 impl Kit<'_> {
+    /// Scripts a tool use, then runs [`policy_turn`](Self::policy_turn) with a handler that
+    /// answers as `host` (within `timeout`, when given).
+    async fn scripted_turn(
+        &mut self,
+        label: &'static str,
+        permissions: PermissionPolicy,
+        host: Host,
+        timeout: Option<Duration>,
+        cancel: bool,
+    ) -> PolicyTurn {
+        self.factory.script_tool_use(&arguments(&NEW));
+        let shared = Shared::default();
+        let mut approvals = handler(host, shared.clone());
+        if let Some(timeout) = timeout {
+            approvals = approvals.with_timeout(timeout);
+        }
+        self.policy_turn(label, permissions, approvals, shared, cancel)
+            .await
+    }
+
     /// One stateless turn in which the provider uses a tool under `policy`; `cancel` drops the
     /// run once a ticket arrives.
     async fn policy_turn(
@@ -214,7 +234,10 @@ impl Kit<'_> {
     pub(super) async fn check_policy(&mut self, approvals_declared: bool) {
         let secret = NEW.secret;
         let Some(action) = self.factory.script_tool_use(&arguments(&NEW)) else {
-            for clause in POLICY_CLAUSES {
+            for clause in [Clause::Pol01, Clause::Pol02, Clause::Pol03]
+                .into_iter()
+                .chain(APPROVAL_CLAUSES)
+            {
                 self.r.skip(
                     clause,
                     "the factory cannot script a tool use (script_tool_use)",
@@ -246,16 +269,8 @@ impl Kit<'_> {
         );
 
         // POL-02: denied → no request, the tool does not run.
-        self.factory.script_tool_use(&arguments(&NEW));
-        let shared = Shared::default();
         let turn = self
-            .policy_turn(
-                "policy deny",
-                base.deny(action),
-                handler(Host::Approve, shared.clone()),
-                shared,
-                false,
-            )
+            .scripted_turn("policy deny", base.deny(action), Host::Approve, None, false)
             .await;
         self.r.check(
             Clause::Pol02,
@@ -303,16 +318,8 @@ impl Kit<'_> {
         let ask = base.ask(action);
 
         // APR-01: approved → resolved Approved, the tool runs; the request carries no secret.
-        self.factory.script_tool_use(&arguments(&NEW));
-        let shared = Shared::default();
         let turn = self
-            .policy_turn(
-                "approve",
-                ask,
-                handler(Host::Approve, shared.clone()),
-                shared,
-                false,
-            )
+            .scripted_turn("approve", ask, Host::Approve, None, false)
             .await;
         self.r.check(
             Clause::Apr01,
@@ -351,16 +358,8 @@ impl Kit<'_> {
         );
 
         // APR-02: denied → resolved Denied, the tool does not run.
-        self.factory.script_tool_use(&arguments(&NEW));
-        let shared = Shared::default();
         let turn = self
-            .policy_turn(
-                "deny",
-                ask,
-                handler(Host::Deny, shared.clone()),
-                shared,
-                false,
-            )
+            .scripted_turn("deny", ask, Host::Deny, None, false)
             .await;
         self.r.check(
             Clause::Apr02,
@@ -371,16 +370,8 @@ impl Kit<'_> {
         );
 
         // APR-03: answered in place of the tool, where the request is answerable.
-        self.factory.script_tool_use(&arguments(&NEW));
-        let shared = Shared::default();
         let turn = self
-            .policy_turn(
-                "answer",
-                ask,
-                handler(Host::Answer, shared.clone()),
-                shared,
-                false,
-            )
+            .scripted_turn("answer", ask, Host::Answer, None, false)
             .await;
         let answerable = turn.tickets.seen.first().map(|t| t.request().answerable);
         match answerable {
@@ -407,16 +398,8 @@ impl Kit<'_> {
         }
 
         // APR-04: no answer before the timeout → denied; a late answer is refused as closed.
-        self.factory.script_tool_use(&arguments(&NEW));
-        let shared = Shared::default();
         let turn = self
-            .policy_turn(
-                "timeout",
-                ask,
-                handler(Host::Hold, shared.clone()).with_timeout(SHORT_TIMEOUT),
-                shared,
-                false,
-            )
+            .scripted_turn("timeout", ask, Host::Hold, Some(SHORT_TIMEOUT), false)
             .await;
         let late = turn.tickets.seen.first().map(ApprovalTicket::approve);
         self.r.check(
@@ -431,16 +414,8 @@ impl Kit<'_> {
         );
 
         // APR-05: a second answer is refused; the first stands.
-        self.factory.script_tool_use(&arguments(&NEW));
-        let shared = Shared::default();
         let turn = self
-            .policy_turn(
-                "duplicate",
-                ask,
-                handler(Host::ApproveTwice, shared.clone()),
-                shared,
-                false,
-            )
+            .scripted_turn("duplicate", ask, Host::ApproveTwice, None, false)
             .await;
         self.r.check(
             Clause::Apr05,
@@ -455,16 +430,8 @@ impl Kit<'_> {
 
         // APR-06: the run is cancelled while a request is pending: a later answer is refused
         // as closed and the tool does not run.
-        self.factory.script_tool_use(&arguments(&NEW));
-        let shared = Shared::default();
         let turn = self
-            .policy_turn(
-                "cancel",
-                ask,
-                handler(Host::Hold, shared.clone()),
-                shared,
-                true,
-            )
+            .scripted_turn("cancel", ask, Host::Hold, None, true)
             .await;
         let late = turn.tickets.seen.first().map(ApprovalTicket::approve);
         self.r.check(
@@ -485,19 +452,6 @@ impl Kit<'_> {
         );
     }
 }
-
-const POLICY_CLAUSES: [Clause; 10] = [
-    Clause::Pol01,
-    Clause::Pol02,
-    Clause::Pol03,
-    Clause::Apr01,
-    Clause::Apr02,
-    Clause::Apr03,
-    Clause::Apr04,
-    Clause::Apr05,
-    Clause::Apr06,
-    Clause::Apr07,
-];
 
 const APPROVAL_CLAUSES: [Clause; 7] = [
     Clause::Apr01,
