@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use compat_fingerprint::Breakdown;
-use driver_spi::Driver;
+use driver_spi::{Approvals, Driver, PermissionPolicy};
 use run_service::{
     EnvBinding, McpServer, RunId, RunServiceProvider, check_host_bearers, validate_run,
 };
@@ -62,6 +62,8 @@ pub(crate) struct Inner {
     /// Runs in flight, with the switch that cancels each.
     pub(crate) runs: Mutex<HashMap<RunId, watch::Sender<bool>>>,
     pub(crate) runs_done: tokio::sync::Notify,
+    /// Where approval requests go, unless a Thread handle says otherwise.
+    pub(crate) approvals: Approvals,
 }
 
 impl Agent {
@@ -82,6 +84,7 @@ impl Agent {
             migrations: Vec::new(),
             lease_ttl: DEFAULT_LEASE_TTL,
             teardown_budget: DEFAULT_TEARDOWN_BUDGET,
+            approvals: Approvals::default(),
             #[cfg(feature = "tools")]
             tools: Registry::default(),
         }
@@ -174,6 +177,7 @@ pub struct AgentBuilder {
     migrations: Vec<SchemeMigration>,
     lease_ttl: Duration,
     teardown_budget: Duration,
+    approvals: Approvals,
     #[cfg(feature = "tools")]
     pub(crate) tools: Registry,
 }
@@ -310,6 +314,54 @@ impl AgentBuilder {
         self
     }
 
+    /// What the runtime may do without asking (default: [`PermissionPolicy::default`]: the
+    /// request's MCP tools only). Part of every Thread's compatibility fingerprint when it is
+    /// not the default; [`Thread::with_permissions`](crate::Thread::with_permissions)
+    /// overrides it per handle. A policy that asks needs a driver that declares approvals
+    /// (else runs fail with [`Unsupported::Approvals`](driver_spi::Unsupported::Approvals)
+    /// before anything starts) and a handler ([`approvals`](Self::approvals)); without one,
+    /// every request is denied.
+    pub fn permissions(mut self, permissions: PermissionPolicy) -> Self {
+        self.profile.permissions = permissions;
+        self
+    }
+
+    /// Where approval requests go (the handler and the approval timeout);
+    /// [`Thread::with_approvals`](crate::Thread::with_approvals) overrides it per handle.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use agent::{Agent, ThreadEventKind};
+    /// use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
+    /// use driver_spi::{Action, ApprovalTicket, Approvals, PermissionPolicy};
+    /// use thread_store::memory::MemoryStore;
+    ///
+    /// let backend = ReferenceBackend::new();
+    /// backend.push_behavior(Behavior::UseTool {
+    ///     action: Action::Write,
+    ///     tool: "write_file".into(),
+    ///     arguments: r#"{"path":"notes.txt"}"#.into(),
+    /// });
+    /// let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
+    ///     .store(Arc::new(MemoryStore::new()))
+    ///     .permissions(PermissionPolicy::default().ask(Action::Write))
+    ///     .approvals(Approvals::new(Arc::new(|ticket: ApprovalTicket| {
+    ///         // A real host would show `ticket.request()` to a person; this one approves.
+    ///         let _ = ticket.approve();
+    ///     })))
+    ///     .build()?;
+    /// let result = agent.thread("notes").run("write the notes").await?;
+    /// assert_eq!(backend.performed(), ["write_file"]);
+    /// # let _ = result;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
     /// Validates the configuration and builds the agent. No I/O happens here.
     pub fn build(mut self) -> Result<Agent, BuildError> {
         self.driver.validate_config()?;
@@ -352,6 +404,7 @@ impl AgentBuilder {
                 closed: AtomicBool::new(false),
                 runs: Mutex::new(HashMap::new()),
                 runs_done: tokio::sync::Notify::new(),
+                approvals: self.approvals,
             }),
         })
     }

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use compat_fingerprint::{Breakdown, ComponentName, Encoder, Fingerprint, Kind};
-use driver_spi::{Driver, ProfilePayload};
+use driver_spi::{Driver, PermissionPolicy, ProfilePayload};
 use run_service::RunViews;
 
 /// The version of the Thread fingerprint scheme. A stored record with another version fails
@@ -44,6 +44,8 @@ pub(crate) struct Profile {
     pub(crate) identity: String,
     pub(crate) skills: BTreeMap<String, String>,
     pub(crate) resources: BTreeMap<String, String>,
+    /// The agent's permission policy (a Thread handle may override it).
+    pub(crate) permissions: PermissionPolicy,
 }
 
 fn name(s: &'static str) -> ComponentName {
@@ -76,6 +78,8 @@ pub(crate) struct DriverInfo {
     pub(crate) config: Option<Fingerprint>,
     pub(crate) resume: bool,
     pub(crate) fork: bool,
+    /// Whether the driver delivers approval requests.
+    pub(crate) approvals: bool,
     /// The driver's endpoint-carrying variables, for the endpoint policy.
     pub(crate) endpoint_vars: Vec<String>,
 }
@@ -91,6 +95,7 @@ impl DriverInfo {
                 .map(|c| c.config_fingerprint()),
             resume: descriptor.capabilities.resume,
             fork: descriptor.capabilities.fork,
+            approvals: descriptor.capabilities.approvals,
             endpoint_vars: descriptor.endpoint_vars,
         }
     }
@@ -143,8 +148,21 @@ pub(crate) fn static_components(driver: &DriverInfo, profile: &Profile) -> Break
 
 /// The Thread breakdown of one run: static components plus the session view's attachment and
 /// MCP components.
-pub(crate) fn thread_breakdown(statics: &Breakdown, views: &RunViews) -> Breakdown {
+/// The Thread's components: the statics, the run-service components of the session view,
+/// and `permissions` when the policy is not the default (so Threads stored before policies
+/// existed keep their fingerprint; a policy change is a semantic change).
+pub(crate) fn thread_breakdown(
+    statics: &Breakdown,
+    views: &RunViews,
+    permissions: &PermissionPolicy,
+) -> Breakdown {
     let mut b = statics.clone();
+    if !permissions.is_default() {
+        b.insert_or_replace(
+            name("permissions"),
+            component("permissions", |e| e.str(&permissions.to_string())),
+        );
+    }
     for (n, fp) in views.session.components().iter() {
         b.insert_or_replace(n.clone(), *fp);
     }
@@ -158,7 +176,11 @@ pub(crate) fn thread_fingerprint(breakdown: &Breakdown) -> Fingerprint {
 
 /// The profile payload: `exact` over the concrete MCP view, `session_compatibility` over the
 /// session MCP view; both also cover model, instructions, skills and profile resources.
-pub(crate) fn profile_payload(profile: &Profile, views: &RunViews) -> ProfilePayload {
+pub(crate) fn profile_payload(
+    profile: &Profile,
+    views: &RunViews,
+    permissions: &PermissionPolicy,
+) -> ProfilePayload {
     let project = |kind: Kind, mcp: Fingerprint| {
         Fingerprint::of(kind, |e| {
             e.record(|r| {
@@ -167,6 +189,10 @@ pub(crate) fn profile_payload(profile: &Profile, views: &RunViews) -> ProfilePay
                 r.field(3, |e| string_map(e, &profile.skills));
                 r.field(4, |e| string_map(e, &profile.resources));
                 r.field(5, |e| e.bytes(mcp.as_bytes()));
+                // Absent for the default policy: earlier fingerprints stay the same.
+                if !permissions.is_default() {
+                    r.field(6, |e| e.str(&permissions.to_string()));
+                }
             })
         })
     };

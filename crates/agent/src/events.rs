@@ -51,6 +51,27 @@ pub enum ThreadEventKind {
         /// Whether the tool reported an error.
         is_error: bool,
     },
+    /// The runtime asks the host to approve an action; the host's
+    /// [`ApprovalHandler`](driver_spi::ApprovalHandler) has its ticket.
+    ApprovalRequested {
+        /// Unique within the run.
+        approval_id: String,
+        /// The tool call it approves, when the runtime names one.
+        call_id: Option<String>,
+        /// The kind of action.
+        action: driver_spi::Action,
+        /// The tool or command name, redacted.
+        tool: String,
+        /// The arguments, redacted.
+        arguments: String,
+    },
+    /// An approval request ended.
+    ApprovalResolved {
+        /// The request.
+        approval_id: String,
+        /// How it ended.
+        outcome: driver_spi::ApprovalOutcome,
+    },
     /// A run service reported an event.
     ServiceEvent {
         /// The service's id.
@@ -334,6 +355,26 @@ impl EventSink for CoreSink {
                 call_id: r(&call_id),
                 output: r(&output),
                 is_error,
+            },
+            DriverEvent::ApprovalRequested {
+                approval_id,
+                call_id,
+                action,
+                tool,
+                arguments,
+            } => ThreadEventKind::ApprovalRequested {
+                approval_id: r(&approval_id),
+                call_id: call_id.as_deref().map(r),
+                action,
+                tool: r(&tool),
+                arguments: r(&arguments),
+            },
+            DriverEvent::ApprovalResolved {
+                approval_id,
+                outcome,
+            } => ThreadEventKind::ApprovalResolved {
+                approval_id: r(&approval_id),
+                outcome,
             },
             DriverEvent::RunFinished => ThreadEventKind::RunFinished,
             DriverEvent::RunFailed { kind } => ThreadEventKind::RunFailed { kind },

@@ -1,6 +1,7 @@
 //! [`Thread`]: a durable conversation under a key.
 
 use compat_fingerprint::Fingerprint;
+use driver_spi::{Approvals, PermissionPolicy};
 use run_service::RunId;
 use thread_store::{Query, RecordId, Timestamp};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -38,6 +39,10 @@ pub struct Thread {
     pub(crate) key: String,
     pub(crate) mode: Mode,
     pub(crate) fork_from: Option<String>,
+    /// Overrides the agent's permission policy for this handle's runs.
+    pub(crate) permissions: Option<PermissionPolicy>,
+    /// Overrides the agent's approvals for this handle's runs.
+    pub(crate) approvals: Option<Approvals>,
 }
 
 /// The stored resume handle of a Thread, for audit. Carries no secret.
@@ -67,6 +72,8 @@ impl Thread {
             key,
             mode: Mode::ContinueOrStart,
             fork_from: None,
+            permissions: None,
+            approvals: None,
         }
     }
 
@@ -91,7 +98,39 @@ impl Thread {
             key: new_key.into(),
             mode: Mode::ContinueOrStart,
             fork_from: Some(self.key.clone()),
+            permissions: self.permissions,
+            approvals: self.approvals.clone(),
         }
+    }
+
+    /// Runs of this handle use this permission policy instead of the agent's
+    /// ([`AgentBuilder::permissions`](crate::AgentBuilder::permissions)). The policy is part of
+    /// the Thread's compatibility fingerprint: a stored conversation started under another
+    /// policy does not resume under this one (a resume-only handle refuses).
+    pub fn with_permissions(mut self, permissions: PermissionPolicy) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Runs of this handle send approval requests here instead of to the agent's
+    /// ([`AgentBuilder::approvals`](crate::AgentBuilder::approvals)).
+    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = Some(approvals);
+        self
+    }
+
+    /// The permission policy this handle's runs use.
+    pub fn permissions(&self) -> PermissionPolicy {
+        self.permissions
+            .unwrap_or(self.agent.inner.profile.permissions)
+    }
+
+    /// The approvals this handle's runs use, named after this Thread.
+    pub(crate) fn approvals(&self) -> Approvals {
+        self.approvals
+            .clone()
+            .unwrap_or_else(|| self.agent.inner.approvals.clone())
+            .with_thread(self.key.clone())
     }
 
     /// The stored resume handle, or `None` when nothing is stored.

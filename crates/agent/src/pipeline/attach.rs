@@ -29,6 +29,9 @@ pub(super) fn check_contract(thread: &Thread) -> Result<Arc<dyn ThreadStore>, Th
     if thread.fork_from.is_some() && !driver.fork {
         return Err(ThreadError::Unsupported(driver_spi::Unsupported::Fork));
     }
+    if thread.permissions().asks() && !driver.approvals {
+        return Err(ThreadError::Unsupported(driver_spi::Unsupported::Approvals));
+    }
     Ok(store)
 }
 
@@ -109,7 +112,7 @@ pub(super) fn identity(
         "step finished"
     );
     let started = Instant::now();
-    let breakdown = thread_breakdown(&inner.statics, &views);
+    let breakdown = thread_breakdown(&inner.statics, &views, &thread.permissions());
     let fingerprint = thread_fingerprint(&breakdown);
     tracing::debug!(
         step = "fingerprint",

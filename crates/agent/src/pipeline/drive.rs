@@ -71,10 +71,12 @@ pub(super) fn request(
     let mut base = Request::new(
         cx.run_id.clone(),
         prompt,
-        profile_payload(&inner.profile, views),
+        profile_payload(&inner.profile, views, &cx.thread.permissions()),
     )
     .with_runtime(runtime)
-    .with_mcp(mcp);
+    .with_mcp(mcp)
+    .with_permissions(cx.thread.permissions())
+    .with_approvals(cx.thread.approvals());
     if let Some(workspace) = &inner.profile.workspace {
         base = base.with_workspace(workspace.clone());
     }

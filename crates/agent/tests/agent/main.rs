@@ -2,6 +2,7 @@
 //! races, and secret hygiene.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod approvals;
 mod contract;
 mod endpoints;
 mod explain;
