@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent::{Agent, SessionOutcome, ThreadError, ThreadEventKind};
+use agent::{Agent, RunResult, SessionOutcome, ThreadError, ThreadEventKind};
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
 use driver_spi::{
     Action, AnswerError, ApprovalTicket, Approvals, Driver, PermissionPolicy, Unsupported,
@@ -48,6 +48,21 @@ fn agent(backend: &ReferenceBackend, policy: PermissionPolicy, approvals: Approv
         .unwrap()
 }
 
+/// One run of Thread `t` in which the reference runtime uses `write_file`.
+async fn write_turn(
+    policy: PermissionPolicy,
+    approvals: Approvals,
+) -> (ReferenceBackend, RunResult) {
+    let backend = ReferenceBackend::new();
+    use_tool(&backend);
+    let result = agent(&backend, policy, approvals)
+        .thread("t")
+        .run("write")
+        .await
+        .unwrap();
+    (backend, result)
+}
+
 fn ask_write() -> PermissionPolicy {
     PermissionPolicy::default().ask(Action::Write)
 }
@@ -84,14 +99,8 @@ fn tool_output(events: &[agent::ThreadEvent]) -> String {
 
 #[tokio::test]
 async fn approved_runs_the_tool_and_the_events_come_in_order() {
-    let backend = ReferenceBackend::new();
-    use_tool(&backend);
     let (approvals, seen) = handler(|t| t.approve().unwrap());
-    let result = agent(&backend, ask_write(), approvals)
-        .thread("t")
-        .run("write")
-        .await
-        .unwrap();
+    let (backend, result) = write_turn(ask_write(), approvals).await;
     assert_eq!(backend.performed(), ["write_file"]);
     assert_eq!(
         approval_trace(&result.events),
@@ -112,14 +121,8 @@ async fn approved_runs_the_tool_and_the_events_come_in_order() {
 
 #[tokio::test]
 async fn denied_never_runs_and_the_runtime_sees_the_reason() {
-    let backend = ReferenceBackend::new();
-    use_tool(&backend);
     let (approvals, _) = handler(|t| t.deny("not in this workspace").unwrap());
-    let result = agent(&backend, ask_write(), approvals)
-        .thread("t")
-        .run("write")
-        .await
-        .unwrap();
+    let (backend, result) = write_turn(ask_write(), approvals).await;
     assert!(backend.performed().is_empty());
     assert_eq!(
         approval_trace(&result.events)[1..],
@@ -134,14 +137,8 @@ async fn denied_never_runs_and_the_runtime_sees_the_reason() {
 
 #[tokio::test]
 async fn an_answer_stands_in_for_the_tool() {
-    let backend = ReferenceBackend::new();
-    use_tool(&backend);
     let (approvals, _) = handler(|t| t.answer("pretend it is written").unwrap());
-    let result = agent(&backend, ask_write(), approvals)
-        .thread("t")
-        .run("write")
-        .await
-        .unwrap();
+    let (backend, result) = write_turn(ask_write(), approvals).await;
     assert!(backend.performed().is_empty());
     assert_eq!(tool_output(&result.events), "pretend it is written");
     assert!(
@@ -153,15 +150,9 @@ async fn an_answer_stands_in_for_the_tool() {
 
 #[tokio::test]
 async fn no_answer_before_the_timeout_is_a_denial_and_a_late_answer_is_refused() {
-    let backend = ReferenceBackend::new();
-    use_tool(&backend);
     let (approvals, seen) = handler(|_| {});
     let approvals = approvals.with_timeout(Duration::from_millis(200));
-    let result = agent(&backend, ask_write(), approvals)
-        .thread("t")
-        .run("write")
-        .await
-        .unwrap();
+    let (backend, result) = write_turn(ask_write(), approvals).await;
     assert!(backend.performed().is_empty());
     assert!(approval_trace(&result.events).contains(&"resolved TimedOut".to_owned()));
     let late = seen.lock().unwrap()[0].approve();
@@ -223,14 +214,8 @@ async fn an_answer_after_cancellation_is_refused_and_nothing_runs() {
 
 #[tokio::test]
 async fn canary_secrets_never_reach_the_handler_or_the_events() {
-    let backend = ReferenceBackend::new();
-    use_tool(&backend);
     let (approvals, seen) = handler(|t| t.approve().unwrap());
-    let result = agent(&backend, ask_write(), approvals)
-        .thread("t")
-        .run("write")
-        .await
-        .unwrap();
+    let (_, result) = write_turn(ask_write(), approvals).await;
     let request = seen.lock().unwrap()[0].request().clone();
     assert!(!format!("{request:?}").contains(CANARY));
     assert!(
