@@ -2,17 +2,18 @@
 //! unknown-session phrase and failure classification. Everything else is the one CLI driver.
 
 use driver_cli::{
-    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, ProcessMode, Runtime, Turn,
-    classify_text,
+    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, Turn, classify_text,
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, GuardedCodec,
     Request,
 };
-use driver_stream_json::{McpDialect, StreamJson, TurnResult, check_shared_options, mcp_file};
+use driver_stream_json::{
+    McpDialect, PermissionFlags, StreamJson, TurnResult, check_base_url, mcp_file,
+};
 use runtime_env::RuntimeEnv;
 
-use crate::options::{ClaudeCodeOptions, PermissionPolicy};
+use crate::options::ClaudeCodeOptions;
 
 /// The driver type: part of every Claude Code Thread's fingerprint.
 pub(crate) const DRIVER_TYPE: &str = "claude-code";
@@ -32,6 +33,9 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
     ("DISABLE_ERROR_REPORTING", "1"),
     ("DISABLE_AUTOUPDATER", "1"),
 ];
+
+/// How Claude Code takes the permission policy.
+const PERMISSIONS: PermissionFlags = PermissionFlags::CLAUDE_CODE;
 
 /// The resident mode (`--no-session-persistence` for a bare run).
 static RESIDENT: driver_stream_json::Resident =
@@ -59,9 +63,11 @@ impl Dialect for ClaudeCode {
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
+        // The permission options moved to the request's policy (issue 27); their fields keep
+        // the values the default options had, so stored Threads keep resuming.
         builder
-            .str("permissions", &self.permissions.fingerprint_name())
-            .list("allowed_tools", &self.allowed_tools)
+            .str("permissions", "allow_request_servers/dontAsk")
+            .list("allowed_tools", &[] as &[String])
             .opt_str("base_url", self.base_url.as_deref())
             .opt_str(
                 "max_turns",
@@ -70,15 +76,11 @@ impl Dialect for ClaudeCode {
     }
 
     fn validate(&self, _env: &RuntimeEnv) -> Result<(), ConfigError> {
-        if self.permissions == PermissionPolicy::DangerouslySkipPermissions
-            && rustix::process::geteuid().is_root()
-        {
-            return Err(ConfigError::invalid(
-                "permissions",
-                "Claude Code refuses --dangerously-skip-permissions as root",
-            ));
-        }
-        check_shared_options(&self.allowed_tools, self.base_url.as_deref())
+        check_base_url(self.base_url.as_deref())
+    }
+
+    fn check_request(&self, request: &Request) -> Result<(), DriverError> {
+        Ok(PERMISSIONS.check(&request.permissions)?)
     }
 
     fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
@@ -116,37 +118,16 @@ fn argv(options: &ClaudeCodeOptions, turn: &Turn<'_>) -> Vec<String> {
     let head = ["-p", "--output-format", "stream-json", "--verbose"];
     let model = options.cli.model.as_deref();
     let no_persistence = Some("--no-session-persistence");
-    let resident = matches!(options.cli.process_mode, ProcessMode::Resident(_));
     let mut args = driver_stream_json::argv(
         &head,
         turn,
         model,
         no_persistence,
         options.max_turns,
-        resident,
+        turn.resident,
     );
-    let request = turn.request;
-    let mode = match &options.permissions {
-        PermissionPolicy::AllowRequestServers { mode } | PermissionPolicy::Explicit { mode } => {
-            Some(*mode)
-        }
-        PermissionPolicy::DangerouslySkipPermissions => None,
-    };
-    match mode {
-        Some(mode) => args.extend(["--permission-mode".to_owned(), mode.as_str().to_owned()]),
-        None => args.push("--dangerously-skip-permissions".to_owned()),
-    }
-    let mut allowed: Vec<String> = Vec::new();
-    if matches!(
-        options.permissions,
-        PermissionPolicy::AllowRequestServers { .. }
-    ) {
-        allowed.extend(request.mcp.iter().map(|s| format!("mcp__{}", s.name)));
-    }
-    allowed.extend(options.allowed_tools.iter().cloned());
-    if !allowed.is_empty() {
-        args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
-    }
+    let servers = turn.request.mcp.iter().map(|s| s.name.as_str());
+    args.extend(PERMISSIONS.args(&turn.request.permissions, servers, turn.resident));
     args
 }
 

@@ -26,9 +26,14 @@
 //! - **No secret on disk or in argv.** The bearer travels as `"Authorization": "Bearer
 //!   ${VAR}"`: only the variable's name is in the file; Claude Code expands it from its own
 //!   environment, which alone holds the value.
-//! - **Permissions are explicit** ([`PermissionPolicy`]): by default exactly the request's MCP
-//!   servers are allowed by name; skipping permissions is refused as root before anything
-//!   runs.
+//! - **The request's permission policy, enforced by Claude Code**
+//!   ([`PermissionPolicy`](driver_spi::PermissionPolicy)): `--permission-mode`
+//!   (`dontAsk`, `default` when the policy asks, `acceptEdits` when writes are allowed),
+//!   `--allowedTools` and `--disallowedTools`; a policy Claude Code cannot hold (commands
+//!   allowed while writes or network are not: it has no sandbox) is refused as
+//!   [`Unsupported::Permission`](driver_spi::Unsupported::Permission). A policy that asks
+//!   runs the turn on a stream-json stdin with `--permission-prompt-tool stdio`, in either
+//!   process mode, and each `can_use_tool` request is decided by the policy or the host.
 //! - **A required MCP server that does not connect stops the run** at `system/init`
 //!   ([`FailureKind::McpUnavailable`](driver_spi::FailureKind::McpUnavailable)), rather than
 //!   letting the model work without its tools.
@@ -37,9 +42,9 @@
 //!   [`ResumeRejected`](driver_spi::DriverError::ResumeRejected).
 //!
 //! # What it deliberately does not do
-//! It answers no permission prompt for the host (a resident process's `can_use_tool` request
-//! is refused; the request's MCP servers are allowed up front), uses no other control request
-//! than `interrupt`, and does not log
+//! It cannot ask the host from a plain `-p` turn (only a stream-json stdin carries
+//! `can_use_tool`), uses no other control request than `interrupt` and `can_use_tool`'s
+//! answer, and does not log
 //! Claude Code in: credentials come from the namespace or from secrets injected into the
 //! [`RuntimeEnv`](runtime_env::RuntimeEnv) (`ANTHROPIC_API_KEY`).
 //!
@@ -75,7 +80,7 @@ mod runtime;
 mod transcripts;
 
 pub use driver_cli::CommonOptions;
-pub use options::{ClaudeCodeOptions, MINIMUM_VERSION, PermissionMode, PermissionPolicy};
+pub use options::{ClaudeCodeOptions, MINIMUM_VERSION};
 pub use runtime::RUNTIME;
 
 /// The Claude Code driver: the one CLI driver with the Claude Code dialect.

@@ -252,6 +252,11 @@ pub struct Turn<'a> {
     pub plan: SessionPlan<'a>,
     /// The per-run config file, for [`ConfigFiles::RunFile`].
     pub run_file: Option<&'a Path>,
+    /// Whether the turn runs on a process speaking the dialect's
+    /// [`ResidentProtocol`](crate::ResidentProtocol): in resident mode, and for a per-turn
+    /// turn whose policy asks the host (a one-turn process, closed after it). The dialect's
+    /// [`invocation`](Dialect::invocation) then returns its resident argv.
+    pub resident: bool,
 }
 
 /// How a new session gets its id.
@@ -368,8 +373,8 @@ pub trait Dialect:
     fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError>;
 
     /// The turn's argv, variables and stdin, once its config files are in place (and, for
-    /// namespace files, under the turn lock). In [`ProcessMode::Resident`](crate::ProcessMode)
-    /// it launches the resident process instead (stdin is then the protocol's): the
+    /// namespace files, under the turn lock). For a [`resident`](Turn::resident) turn it
+    /// launches the resident process instead (stdin is then the protocol's): the
     /// dialect returns its resident argv, without the arguments naming a session
     /// ([`ResidentProtocol::launch_session`](crate::ResidentProtocol::launch_session)).
     ///

@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use compat_fingerprint::Fingerprint;
 use driver_spi::{
-    ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver, DriverError,
-    EventSink, FailureKind, ProcessLifecycle, Request, Response, RunFailure, SessionCodec,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver,
+    DriverError, EventSink, FailureKind, ProcessLifecycle, Request, Response, RunFailure,
+    SessionCodec,
 };
 use runtime_env::RuntimeEnv;
 
@@ -48,9 +49,22 @@ pub struct CliDriver<D: Dialect> {
     version: VersionCheck,
     /// The resident processes, in [`ProcessMode::Resident`].
     pool: Option<ProcessPool<ResidentProcess>>,
+    /// One-turn protocol processes of per-turn runs whose policy asks the host: a per-turn
+    /// CLI cannot ask, so such a turn runs on a resident-protocol process closed after it.
+    asking: ProcessPool<ResidentProcess>,
 }
 
 impl<D: Dialect> CliDriver<D> {
+    /// The dialect's capabilities, with persistent processes in resident mode and approvals
+    /// where the dialect's protocol delivers them (in either mode: a per-turn run that asks
+    /// gets a one-turn protocol process).
+    fn capabilities(&self) -> Capabilities {
+        self.options
+            .capabilities()
+            .with_persistent_processes(self.pool.is_some())
+            .with_approvals(self.options.resident().is_some_and(|p| p.approvals()))
+    }
+
     /// A driver that runs the CLI in `env` with `options` (the driver crate's options type).
     pub fn new(env: Arc<RuntimeEnv>, options: impl Into<D>) -> Self {
         let options: D = options.into();
@@ -71,6 +85,7 @@ impl<D: Dialect> CliDriver<D> {
             fingerprint,
             version: VersionCheck::new(),
             pool,
+            asking: ProcessPool::new(crate::PoolLimits::default()),
         }
     }
 
@@ -138,6 +153,7 @@ impl<D: Dialect> CliDriver<D> {
             request,
             plan,
             run_file,
+            resident: self.pool.is_some(),
         };
         Ok(self.options.invocation(&turn)?.args)
     }
@@ -149,7 +165,7 @@ impl<D: Dialect> CliDriver<D> {
         new_id: &'r str,
     ) -> Result<(SessionPlan<'r>, ConfigFiles), DriverError> {
         self.validate_config()?;
-        self.options.capabilities().check(request)?;
+        self.capabilities().check(request)?;
         let new_id = (D::IDENTITY.new_session_id == NewSessionId::Host).then_some(new_id);
         let plan = SessionPlan::of(request, D::IDENTITY.codec, new_id)?;
         if request.model.as_deref().is_some_and(str::is_empty) {
@@ -161,6 +177,7 @@ impl<D: Dialect> CliDriver<D> {
             request,
             plan,
             run_file: None,
+            resident: false,
         };
         let config = self.options.config(&turn)?;
         Ok((plan, config))
@@ -263,11 +280,7 @@ impl<D: Dialect> CliDriver<D> {
 impl<D: Dialect> Driver for CliDriver<D> {
     fn descriptor(&self) -> Descriptor {
         Descriptor::new(D::IDENTITY.driver_type, D::IDENTITY.display_name)
-            .with_capabilities(
-                self.options
-                    .capabilities()
-                    .with_persistent_processes(self.pool.is_some()),
-            )
+            .with_capabilities(self.capabilities())
             .with_endpoint_vars(D::RUNTIME.descriptor.endpoint_vars.iter().copied())
     }
 
@@ -303,15 +316,19 @@ impl<D: Dialect> Driver for CliDriver<D> {
         let new_id = uuid::Uuid::now_v7().to_string();
         let (plan, config) = self.prepare(&request, &new_id)?;
         self.check_version().await?;
+        let protocol = self.options.resident();
+        let asking = request.permissions.asks() && protocol.is_some_and(|p| p.approvals());
         let mut turn = Turn {
             env: &self.env,
             request: &request,
             plan,
             run_file: None,
+            resident: self.pool.is_some() || asking,
         };
-        if let (Some(pool), Some(protocol)) = (&self.pool, self.options.resident()) {
+        if let (Some(protocol), true) = (protocol, turn.resident) {
+            let pool = self.pool.as_ref().unwrap_or(&self.asking);
             let command = |invocation| self.command(&request, invocation);
-            return crate::resident::run(
+            let result = crate::resident::run(
                 &self.options,
                 protocol,
                 pool,
@@ -321,6 +338,11 @@ impl<D: Dialect> Driver for CliDriver<D> {
                 &*sink,
             )
             .await;
+            if self.pool.is_none() {
+                // A per-turn run: its process ends with the turn.
+                self.asking.close().await;
+            }
+            return result;
         }
         match config {
             ConfigFiles::None => self.spawn_and_drive(&turn, &*sink).await,

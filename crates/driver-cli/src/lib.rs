@@ -116,6 +116,7 @@
 #[cfg(not(unix))]
 compile_error!("driver-cli supports Unix only: it relies on process groups and signals");
 
+mod approval;
 mod command;
 mod dialect;
 mod driver;

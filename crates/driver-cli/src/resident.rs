@@ -26,8 +26,8 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use driver_spi::{
-    ConfigError, DriverError, EventSink, ExitStatus, FailureKind, ProcessSignature, Response,
-    ResumeRejectReason, RunFailure,
+    ConfigError, DriverError, EventSink, ExitStatus, FailureKind, ProcessSignature, Request,
+    Response, ResumeRejectReason, RunFailure,
 };
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
@@ -374,6 +374,7 @@ pub(crate) async fn run<D: Dialect>(
         let mut started = false;
         let read = read_turn(
             &mut flight,
+            request,
             protocol,
             &prompt,
             session.as_deref(),
@@ -489,6 +490,7 @@ enum Read {
 )]
 async fn read_turn<T: crate::Translator>(
     flight: &mut InFlight,
+    request: &Request,
     protocol: &dyn ResidentProtocol,
     prompt: &Call,
     session: Option<&str>,
@@ -572,9 +574,18 @@ async fn read_turn<T: crate::Translator>(
                     *started = translator.started();
                 }
                 Some(Incoming::Request { id, method, params }) => {
-                    let sent = match protocol.answer(&method, &params) {
-                        Some(result) => peer.respond(id, result).await,
-                        None => peer.respond_error(id, -32601, "not supported by this client").await,
+                    let sent = if let Some(query) = protocol.approval(request, &method, &params) {
+                        // The CLI waits for this answer: no idle time runs meanwhile.
+                        let decision = crate::approval::decide(request, sink, query).await;
+                        let result = protocol.approval_answer(&method, &params, &decision);
+                        peer.respond(id, result).await
+                    } else {
+                        match protocol.answer(&method, &params) {
+                            Some(result) => peer.respond(id, result).await,
+                            None => {
+                                peer.respond_error(id, -32601, "not supported by this client").await
+                            }
+                        }
                     };
                     if sent.is_err() {
                         break Read::Stopped(Stop::Ended);

@@ -396,6 +396,35 @@ pub struct FakeCliFactory<D> {
     harness: fake_cli::Harness,
     options: D,
     before_run: fn(&fake_cli::Harness, &driver_spi::Request),
+    tool_use: Option<ToolUse>,
+    /// A tool use scripted for the next run: its prompt is rewritten to [`TOOL_USE_PROMPT`].
+    scripted: std::sync::atomic::AtomicBool,
+}
+
+/// The permission-policy and approval clauses (POL, APR) the kit skips for a factory that
+/// scripts no tool use (a per-turn fake, which cannot model its CLI's permission flags), to
+/// name as accepted skips: all of them for a driver that declares approvals; POL-03 (a policy
+/// that asks is refused) still runs for one that does not.
+pub fn unscripted_policy_clauses(approvals: bool) -> Vec<driver_spi::conformance::Clause> {
+    use driver_spi::conformance::Clause::*;
+    let mut clauses = vec![Pol01, Pol02];
+    if approvals {
+        clauses.push(Pol03);
+    }
+    clauses.extend([Apr01, Apr02, Apr03, Apr04, Apr05, Apr06, Apr07]);
+    clauses
+}
+
+/// The prompt a [`FakeCliFactory`] gives a run the kit scripted a tool use for (see
+/// [`FakeCliFactory::with_tool_use`]): the fake's line rules match it.
+pub const TOOL_USE_PROMPT: &str = "KIT-TOOL-USE";
+
+/// How a fake serves the kit's tool uses.
+#[derive(Debug)]
+struct ToolUse {
+    action: driver_spi::Action,
+    served: std::path::PathBuf,
+    allowed: &'static str,
 }
 
 impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeCliFactory<D> {
@@ -407,9 +436,38 @@ impl<D: crate::CommonOptions + Clone> driver_spi::conformance::Factory for FakeC
         ))
     }
 
-    fn prepare(&self, request: driver_spi::Request) -> driver_spi::Request {
+    fn prepare(&self, mut request: driver_spi::Request) -> driver_spi::Request {
         (self.before_run)(&self.harness, &request);
+        if self
+            .scripted
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            request.prompt = TOOL_USE_PROMPT.to_owned();
+        }
         request.with_workspace(self.harness.workspace.to_string_lossy())
+    }
+
+    /// With [`with_tool_use`](FakeCliFactory::with_tool_use): the next run's prompt becomes
+    /// [`TOOL_USE_PROMPT`], which the fake's line rules answer with a tool use of
+    /// [`TOOL_ARGUMENTS`](driver_spi::conformance::TOOL_ARGUMENTS).
+    fn script_tool_use(&self, _arguments: &str) -> Option<driver_spi::Action> {
+        let tool_use = self.tool_use.as_ref()?;
+        self.scripted
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Some(tool_use.action)
+    }
+
+    /// The answers that let the fake's tool run: lines sent to the fakes that contain the
+    /// factory's `allowed` marker.
+    fn tools_run(&self) -> Option<usize> {
+        let tool_use = self.tool_use.as_ref()?;
+        let lines = fake_cli::read_served_lines(&tool_use.served).ok()?;
+        Some(
+            lines
+                .iter()
+                .filter(|l| l.contains(tool_use.allowed))
+                .count(),
+        )
     }
 
     /// In resident mode, how many fake processes the drivers started are still running (read
@@ -447,7 +505,28 @@ impl<D: crate::CommonOptions + Clone> FakeCliFactory<D> {
             harness,
             options,
             before_run: |_, _| {},
+            tool_use: None,
+            scripted: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Lets the kit script tool uses (the POL and APR clauses): a run the kit scripts one for
+    /// gets the prompt [`TOOL_USE_PROMPT`], which the fake's line rules answer with a permission
+    /// request of the CLI for a tool taking `action`; the fake records every line it is sent in
+    /// `served` ([`Scenario::serve_record`](fake_cli::Scenario::serve_record)), and a line
+    /// containing `allowed` is an answer that lets the tool run.
+    pub fn with_tool_use(
+        mut self,
+        action: driver_spi::Action,
+        served: impl Into<std::path::PathBuf>,
+        allowed: &'static str,
+    ) -> Self {
+        self.tool_use = Some(ToolUse {
+            action,
+            served: served.into(),
+            allowed,
+        });
+        self
     }
 
     /// A factory of drivers in resident mode ([`ProcessMode::Resident`](crate::ProcessMode),

@@ -10,11 +10,13 @@ use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, GuardedCodec,
     Request,
 };
-use driver_stream_json::{McpDialect, StreamJson, TurnResult, check_shared_options, mcp_file};
+use driver_stream_json::{
+    McpDialect, PermissionFlags, StreamJson, TurnResult, check_base_url, mcp_file,
+};
 use run_service::EnvBinding;
 use runtime_env::RuntimeEnv;
 
-use crate::options::{CodeBuddyOptions, PermissionMode};
+use crate::options::CodeBuddyOptions;
 
 /// The driver type: part of every CodeBuddy Thread's fingerprint.
 pub(crate) const DRIVER_TYPE: &str = "codebuddy";
@@ -32,6 +34,9 @@ const OFFLINE_VARS: &[(&str, &str)] = &[
     ("CODEBUDDY_SKIP_BUILTIN_MARKETPLACE", "1"),
     ("DISABLE_TELEMETRY", "1"),
 ];
+
+/// How CodeBuddy takes the permission policy.
+const PERMISSIONS: PermissionFlags = PermissionFlags::CODEBUDDY;
 
 /// The resident mode (CodeBuddy has no stateless flag).
 static RESIDENT: driver_stream_json::Resident = driver_stream_json::Resident::new(None);
@@ -58,12 +63,11 @@ impl Dialect for CodeBuddy {
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
+        // The permission options moved to the request's policy (issue 27); their fields keep
+        // the values the default options had, so stored Threads keep resuming.
         builder
-            .opt_str(
-                "permission_mode",
-                self.permission_mode.map(PermissionMode::as_str),
-            )
-            .list("allowed_tools", &self.allowed_tools)
+            .opt_str("permission_mode", None)
+            .list("allowed_tools", &[] as &[String])
             .opt_str("base_url", self.base_url.as_deref())
             .opt_str(
                 "max_turns",
@@ -78,7 +82,11 @@ impl Dialect for CodeBuddy {
                 "must be 1-64 ASCII letters, digits, `-`, `_`, `.` or `@`",
             ));
         }
-        check_shared_options(&self.allowed_tools, self.base_url.as_deref())
+        check_base_url(self.base_url.as_deref())
+    }
+
+    fn check_request(&self, request: &Request) -> Result<(), DriverError> {
+        Ok(PERMISSIONS.check(&request.permissions)?)
     }
 
     fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
@@ -129,21 +137,10 @@ impl Dialect for CodeBuddy {
 fn argv(options: &CodeBuddyOptions, turn: &Turn<'_>) -> Vec<String> {
     let head = ["-p", "--output-format", "stream-json"];
     let model = options.cli.model.as_deref();
-    let resident = is_resident(options);
-    let mut args = driver_stream_json::argv(&head, turn, model, None, options.max_turns, resident);
-    if let Some(mode) = options.permission_mode {
-        args.extend(["--permission-mode".to_owned(), mode.as_str().to_owned()]);
-    }
-    // A resident CodeBuddy asks `can_use_tool` before every MCP tool call, which one process
-    // per turn does not: the request's servers are allowed up front.
-    let mut allowed: Vec<String> = Vec::new();
-    if resident {
-        allowed.extend(turn.request.mcp.iter().map(|s| format!("mcp__{}", s.name)));
-    }
-    allowed.extend(options.allowed_tools.iter().cloned());
-    if !allowed.is_empty() {
-        args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
-    }
+    let mut args =
+        driver_stream_json::argv(&head, turn, model, None, options.max_turns, turn.resident);
+    let servers = turn.request.mcp.iter().map(|s| s.name.as_str());
+    args.extend(PERMISSIONS.args(&turn.request.permissions, servers, turn.resident));
     args
 }
 

@@ -14,7 +14,7 @@
 //! | privacy | `CODEBUDDY_SKIP_BUILTIN_MARKETPLACE=1`, `DISABLE_TELEMETRY=1` ([`CodeBuddyOptions::with_offline`]), and `ACC_USER_ID`/`ACC_USER_NICKNAME` so no part of the key is sent or logged as the user |
 //! | MCP tools | deferred behind a search tool by default: every server is written with `"defer_loading": false` so the request's tools are directly callable |
 //! | tool names | `mcp__agent-ui__ping` in `system/init`, `mcp__agent_ui__ping` in `tool_use`: both are reported as the declared `mcp__agent-ui__ping` |
-//! | permissions | MCP tools run in `-p` mode without asking, also as root; [`PermissionMode`] is optional |
+//! | permissions | the request's [`PermissionPolicy`](driver_spi::PermissionPolicy) as `--permission-mode`, `--allowedTools` and `--disallowedTools` (MCP tools only: a disallowed built-in fails CodeBuddy's turn); a policy that asks runs the turn on a stream-json stdin, where CodeBuddy sends `can_use_tool` |
 //! | failures | exit status 0 even for a failed turn: success is judged from the `result` event; an unknown resume id is a lone `{"type":"error"}` line |
 //! | hangs | with the model endpoint refusing connections CodeBuddy never prints a result: the idle and total timeouts end the run (`Timeout`) |
 //! | stateless | no flag to skip persistence: a new session whose checkpoint is not returned |
@@ -44,7 +44,7 @@ mod runtime;
 mod transcripts;
 
 pub use driver_cli::CommonOptions;
-pub use options::{CodeBuddyOptions, MINIMUM_VERSION, PermissionMode};
+pub use options::{CodeBuddyOptions, MINIMUM_VERSION};
 pub use runtime::RUNTIME;
 
 /// The CodeBuddy driver: the one CLI driver with the CodeBuddy dialect.

@@ -7,43 +7,11 @@ use std::fmt;
 /// The oldest `codebuddy` release this driver is tested with.
 pub const MINIMUM_VERSION: Version = Version::new(2, 117, 0);
 
-/// A CodeBuddy permission mode (`--permission-mode`).
-///
-/// In `-p` mode CodeBuddy runs MCP tools without asking, also as root, so the CLI's own
-/// default is usually enough.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum PermissionMode {
-    /// `default`.
-    Default,
-    /// `acceptEdits`: file edits are accepted without asking.
-    AcceptEdits,
-    /// `plan`: the model may read and plan, not change anything.
-    Plan,
-    /// `dontAsk`: every tool that is not allowed is denied at once.
-    DontAsk,
-    /// `bypassPermissions`: every tool runs without asking, shell included. Only inside an
-    /// external sandbox.
-    BypassPermissions,
-}
-
-impl PermissionMode {
-    /// The value CodeBuddy expects.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Default => "default",
-            Self::AcceptEdits => "acceptEdits",
-            Self::Plan => "plan",
-            Self::DontAsk => "dontAsk",
-            Self::BypassPermissions => "bypassPermissions",
-        }
-    }
-}
-
 /// The construction options of a [`CodeBuddyDriver`](crate::CodeBuddyDriver).
 ///
 /// Everything here except the binary path, the limits, the API key value, the user id and the
-/// offline switch is part of the driver's config fingerprint.
+/// offline switch is part of the driver's config fingerprint. What CodeBuddy may do without
+/// asking is the request's [`PermissionPolicy`](driver_spi::PermissionPolicy), not an option.
 ///
 /// ```
 /// use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
@@ -58,8 +26,6 @@ impl PermissionMode {
 #[derive(Clone)]
 pub struct CodeBuddyOptions {
     pub(crate) cli: CliOptions,
-    pub(crate) permission_mode: Option<PermissionMode>,
-    pub(crate) allowed_tools: Vec<String>,
     pub(crate) base_url: Option<String>,
     pub(crate) api_key: Option<SecretString>,
     pub(crate) user_id: String,
@@ -80,30 +46,12 @@ impl CodeBuddyOptions {
     pub fn new() -> Self {
         Self {
             cli: CliOptions::new("codebuddy", MINIMUM_VERSION),
-            permission_mode: None,
-            allowed_tools: Vec::new(),
             base_url: None,
             api_key: None,
             user_id: "agent-sdk".to_owned(),
             max_turns: None,
             offline: true,
         }
-    }
-
-    /// The permission mode (`--permission-mode`); CodeBuddy's default when unset.
-    pub fn with_permission_mode(mut self, mode: PermissionMode) -> Self {
-        self.permission_mode = Some(mode);
-        self
-    }
-
-    /// Tools allowed without asking (`--allowedTools`).
-    pub fn with_allowed_tools<I, S>(mut self, tools: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.allowed_tools.extend(tools.into_iter().map(Into::into));
-        self
     }
 
     /// The model endpoint (`CODEBUDDY_BASE_URL`): an OpenAI Chat Completions server
@@ -148,8 +96,6 @@ impl fmt::Debug for CodeBuddyOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CodeBuddyOptions")
             .field("cli", &self.cli)
-            .field("permission_mode", &self.permission_mode)
-            .field("allowed_tools", &self.allowed_tools)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
             .field("user_id", &self.user_id)

@@ -18,7 +18,7 @@
 use driver_cli::{
     Call, Invocation, MalformedEvent, Rejection, ResidentProtocol, SessionPlan, Turn,
 };
-use driver_spi::{ConfigError, DriverError, FailureKind};
+use driver_spi::{ApprovalDecision, ApprovalQuery, ConfigError, DriverError, FailureKind, Request};
 use serde_json::{Value, json};
 
 use crate::dialect::{Codex, check_servers, is_unknown_session, overrides};
@@ -82,9 +82,15 @@ impl ResidentProtocol for Codex {
 
     fn open(&self, turn: &Turn<'_>, loaded: Option<&str>) -> Option<Call> {
         let cwd = turn.request.workspace.as_deref();
+        let approval = crate::permissions::thread_policy(&turn.request.permissions);
         let with_cwd = |mut params: Value| {
-            if let (Some(cwd), Some(map)) = (cwd, params.as_object_mut()) {
-                map.insert("cwd".into(), json!(cwd));
+            if let Some(map) = params.as_object_mut() {
+                if let Some(cwd) = cwd {
+                    map.insert("cwd".into(), json!(cwd));
+                }
+                if let Some(approval) = approval {
+                    map.insert("approvalPolicy".into(), json!(approval));
+                }
             }
             params
         };
@@ -144,14 +150,26 @@ impl ResidentProtocol for Codex {
         rejection(method, code, message)
     }
 
-    /// Approvals and elicitations are declined: the host has no say yet (issue 27), and the
-    /// approval policy is `never`, so Codex should not ask.
+    /// MCP elicitations are declined (the host is not asked for form input).
     fn answer(&self, method: &str, _params: &Value) -> Option<Value> {
-        match method {
-            ELICITATION => Some(json!({"action": "decline"})),
-            COMMAND_APPROVAL | FILE_APPROVAL => Some(json!({"decision": "decline"})),
-            _ => None,
-        }
+        (method == ELICITATION).then(|| json!({"action": "decline"}))
+    }
+
+    fn approvals(&self) -> bool {
+        true
+    }
+
+    fn approval(&self, request: &Request, method: &str, params: &Value) -> Option<ApprovalQuery> {
+        crate::permissions::approval(request, method, params)
+    }
+
+    fn approval_answer(
+        &self,
+        _method: &str,
+        _params: &Value,
+        decision: &ApprovalDecision,
+    ) -> Value {
+        crate::permissions::answer(decision)
     }
 }
 
@@ -177,11 +195,11 @@ pub(crate) fn launch(codex: &Codex, turn: &Turn<'_>) -> Result<Invocation, Drive
     let mut args = vec!["app-server".to_owned()];
     args.extend(overrides(
         codex,
+        &request.permissions,
         request.model.as_deref(),
         request.instructions.as_deref(),
         &request.mcp,
         &request.mcp_secret_names(),
-        true,
     ));
     Ok(Invocation::new(args))
 }

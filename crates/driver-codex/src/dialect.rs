@@ -15,15 +15,15 @@ use driver_cli::{
     ProcessMode, Runtime, SessionPlan, Translator, Turn, cli_capabilities,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, GuardedCodec, Request,
-    RunFailure, SessionMode, Unsupported, Usage,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, GuardedCodec, Permission,
+    PermissionPolicy, Request, RunFailure, SessionMode, Unsupported, Usage,
 };
 use run_service::{McpServer, McpTransport, TransportKind};
 use runtime_env::RuntimeEnv;
 
 use crate::app_server::events::AppServerTranslator;
 use crate::events::EventTranslator;
-use crate::options::{CodexOptions, McpToolApproval};
+use crate::options::CodexOptions;
 
 /// The driver type: part of every Codex Thread's fingerprint.
 pub(crate) const DRIVER_TYPE: &str = "codex";
@@ -78,8 +78,10 @@ impl Dialect for Codex {
                 "reasoning_effort",
                 self.reasoning_effort.map(|e| e.as_str()),
             )
-            .str("sandbox", self.sandbox.as_str())
-            .str("mcp_approval", self.mcp_approval.as_str())
+            // The sandbox and approval options moved to the request's policy (issue 27);
+            // their fields keep the default options' values, so stored Threads keep resuming.
+            .str("sandbox", "read-only")
+            .str("mcp_approval", "approve_request_servers")
             .opt_str("provider.id", provider.map(|p| p.id.as_str()))
             .opt_str("provider.base_url", provider.map(|p| p.base_url.as_str()))
             .opt_str("provider.wire_api", provider.map(|p| p.wire_api.as_str()))
@@ -121,6 +123,10 @@ impl Dialect for Codex {
     /// Nothing is written: argv carries the whole configuration. The request's MCP servers
     /// are checked here (the provider id was, by [`validate`](Dialect::validate)), so that a
     /// request Codex would misread is refused before the version probe and the spawn.
+    fn check_request(&self, request: &Request) -> Result<(), DriverError> {
+        Ok(crate::permissions::check(&request.permissions)?)
+    }
+
     fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
         check_servers(&turn.request.mcp)?;
         Ok(ConfigFiles::None)
@@ -128,12 +134,13 @@ impl Dialect for Codex {
 
     /// `codex exec` per turn, or `codex app-server` in resident mode.
     fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
-        if let ProcessMode::Resident(_) = self.cli.process_mode {
+        if turn.resident {
             return crate::app_server::launch(self, turn);
         }
         let request = turn.request;
         Ok(Invocation::new(build(
             self,
+            &request.permissions,
             request.model.as_deref(),
             request.instructions.as_deref(),
             &request.mcp,
@@ -152,13 +159,18 @@ impl Dialect for Codex {
             SessionMode::Stateless => None,
             _ => request.session.state.as_ref(),
         };
-        match self.cli.process_mode {
-            ProcessMode::Resident(_) => CodexTranslator::AppServer(
+        // App-server speaks in resident mode, and for a per-turn run whose policy asks (the
+        // driver runs it on a one-turn app-server: `exec` cannot ask).
+        let app_server =
+            matches!(self.cli.process_mode, ProcessMode::Resident(_)) || request.permissions.asks();
+        if app_server {
+            CodexTranslator::AppServer(
                 AppServerTranslator::new(request.redactor()).with_previous_totals(previous),
-            ),
-            _ => CodexTranslator::Exec(
+            )
+        } else {
+            CodexTranslator::Exec(
                 EventTranslator::new(request.redactor()).with_previous_totals(previous),
-            ),
+            )
         }
     }
 
@@ -306,6 +318,7 @@ pub(crate) type ForwardedEnv<'a> = BTreeMap<&'a str, Vec<&'a str>>;
 /// ([`SessionPlan::of`]). The prompt is read from stdin (`-`).
 fn build(
     options: &CodexOptions,
+    permissions: &PermissionPolicy,
     model: Option<&str>,
     instructions: Option<&str>,
     mcp: &[McpServer],
@@ -322,16 +335,13 @@ fn build(
     if plan == SessionPlan::Stateless {
         args.push("--ephemeral".into());
     }
-    if options.mcp_approval == McpToolApproval::DangerouslyBypassAll {
-        args.push("--dangerously-bypass-approvals-and-sandbox".into());
-    }
     args.extend(overrides(
         options,
+        permissions,
         model,
         instructions,
         mcp,
         stdio_env,
-        false,
     ));
     match plan {
         SessionPlan::Resume(id) => args.extend(["resume".to_owned(), id.to_owned()]),
@@ -342,24 +352,19 @@ fn build(
     args
 }
 
-/// The `-c` overrides of a turn's whole configuration, for `exec` and `app-server` alike.
-/// `app-server` has no `--dangerously-bypass-approvals-and-sandbox` flag, so `bypass_as_config`
-/// spells that mode as the two settings it stands for.
+/// The `-c` overrides of a turn's whole configuration, for `exec` and `app-server` alike: the
+/// permission policy's settings first.
 pub(crate) fn overrides(
     options: &CodexOptions,
+    permissions: &PermissionPolicy,
     model: Option<&str>,
     instructions: Option<&str>,
     mcp: &[McpServer],
     stdio_env: &ForwardedEnv<'_>,
-    bypass_as_config: bool,
 ) -> Vec<String> {
     let mut c = Overrides::default();
-    if options.mcp_approval != McpToolApproval::DangerouslyBypassAll {
-        c.set("approval_policy", toml_str("never"));
-        c.set("sandbox_mode", toml_str(options.sandbox.as_str()));
-    } else if bypass_as_config {
-        c.set("approval_policy", toml_str("never"));
-        c.set("sandbox_mode", toml_str("danger-full-access"));
+    for (key, value) in crate::permissions::settings(permissions) {
+        c.set(key, value.to_owned());
     }
     if let Some(model) = model.or(options.cli.model.as_deref()) {
         c.set("model", toml_str(model));
@@ -427,7 +432,7 @@ pub(crate) fn overrides(
         if server.required {
             c.set(&format!("{key}.required"), "true".to_owned());
         }
-        if options.mcp_approval == McpToolApproval::ApproveRequestServers {
+        if permissions.mcp == Permission::Allow {
             c.set(
                 &format!("{key}.default_tools_approval_mode"),
                 toml_str("approve"),
@@ -454,7 +459,7 @@ mod tests {
                 .is_err()
         );
     }
-    use crate::options::{ModelProvider, SandboxMode};
+    use crate::options::ModelProvider;
 
     fn overrides(args: &[String]) -> BTreeMap<String, toml::Value> {
         args.windows(2)
@@ -468,7 +473,15 @@ mod tests {
     }
 
     fn argv(options: &CodexOptions, plan: SessionPlan<'_>) -> Vec<String> {
-        build(options, None, None, &[], &ForwardedEnv::new(), plan)
+        build(
+            options,
+            &PermissionPolicy::allow_all(),
+            None,
+            None,
+            &[],
+            &ForwardedEnv::new(),
+            plan,
+        )
     }
 
     #[test]
@@ -479,6 +492,7 @@ mod tests {
             .with_env("MODE", "a=b");
         let args = build(
             &CodexOptions::new(),
+            &PermissionPolicy::default(),
             Some(tricky),
             Some("line 1\nline 2"),
             &[server],
@@ -498,7 +512,7 @@ mod tests {
 
     #[test]
     fn resume_and_fork_put_the_id_after_the_subcommand() {
-        let options = CodexOptions::new().with_sandbox(SandboxMode::WorkspaceWrite);
+        let options = CodexOptions::new();
         let resume = argv(
             &options,
             SessionPlan::Resume("0199a213-81c0-7800-8aa1-bbab2a035a53"),

@@ -108,15 +108,13 @@ mod events;
 #[cfg(test)]
 mod fuzz_tests;
 mod options;
+mod permissions;
 mod runtime;
 #[cfg(test)]
 mod transcripts;
 
 pub use driver_cli::CommonOptions;
-pub use options::{
-    CodexOptions, MINIMUM_VERSION, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode,
-    WireApi,
-};
+pub use options::{CodexOptions, MINIMUM_VERSION, ModelProvider, ReasoningEffort, WireApi};
 pub use runtime::RUNTIME;
 
 /// The Codex CLI driver: [`driver_cli::CliDriver`] over the [`CodexOptions`] dialect, one

@@ -36,62 +36,6 @@ impl ReasoningEffort {
     }
 }
 
-/// Where model-generated shell commands may write (`sandbox_mode`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum SandboxMode {
-    /// `read-only`: commands may read the disk, not write it. The default.
-    #[default]
-    ReadOnly,
-    /// `workspace-write`: commands may write inside the workspace.
-    WorkspaceWrite,
-    /// `danger-full-access`: no sandbox at all. Only inside an external sandbox.
-    DangerFullAccess,
-}
-
-impl SandboxMode {
-    /// The value Codex expects.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::WorkspaceWrite => "workspace-write",
-            Self::DangerFullAccess => "danger-full-access",
-        }
-    }
-}
-
-/// How the request's MCP tools are approved in `codex exec`, which cannot ask anyone.
-///
-/// In `exec` the approval policy is `never`: nobody can answer a prompt. Codex then refuses
-/// every MCP tool call that needs approval ("requires approval, but approval policy is
-/// never"), so a host that wants its tools called must approve them up front.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum McpToolApproval {
-    /// Approve the tools of the servers in the request, and only those
-    /// (`mcp_servers.<name>.default_tools_approval_mode = "approve"`). Shell commands stay
-    /// under the sandbox. The default: the request's servers are the host's own.
-    #[default]
-    ApproveRequestServers,
-    /// Approve nothing: MCP tool calls that need approval fail inside the run.
-    Never,
-    /// `--dangerously-bypass-approvals-and-sandbox`: approve everything and turn the sandbox
-    /// off, shell commands included. Only inside an external sandbox (a container or VM that
-    /// holds nothing else).
-    DangerouslyBypassAll,
-}
-
-impl McpToolApproval {
-    /// A stable name, for fingerprints and logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ApproveRequestServers => "approve_request_servers",
-            Self::Never => "never",
-            Self::DangerouslyBypassAll => "dangerously_bypass_all",
-        }
-    }
-}
-
 /// The Responses or Chat wire API of a model provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -193,13 +137,12 @@ impl ModelProvider {
 /// incompatible.
 ///
 /// ```
-/// use driver_codex::{CodexOptions, CommonOptions, ModelProvider, ReasoningEffort, SandboxMode};
+/// use driver_codex::{CodexOptions, CommonOptions, ModelProvider, ReasoningEffort};
 ///
 /// let options = CodexOptions::new()
 ///     .with_binary("/opt/codex/bin/codex")
 ///     .with_model("gpt-5.1-codex")
 ///     .with_reasoning_effort(ReasoningEffort::High)
-///     .with_sandbox(SandboxMode::WorkspaceWrite)
 ///     .with_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY"));
 /// assert_eq!(options.model(), Some("gpt-5.1-codex"));
 /// ```
@@ -207,8 +150,6 @@ impl ModelProvider {
 pub struct CodexOptions {
     pub(crate) cli: CliOptions,
     pub(crate) reasoning_effort: Option<ReasoningEffort>,
-    pub(crate) sandbox: SandboxMode,
-    pub(crate) mcp_approval: McpToolApproval,
     pub(crate) provider: Option<ModelProvider>,
     pub(crate) hermetic_config: bool,
     pub(crate) skip_git_repo_check: bool,
@@ -222,16 +163,14 @@ impl Default for CodexOptions {
 }
 
 impl CodexOptions {
-    /// Defaults: binary `codex` from `PATH`, Codex's default model and effort, a read-only
-    /// sandbox, the request's MCP tools approved, Codex's built-in provider, a hermetic config
+    /// Defaults: binary `codex` from `PATH`, Codex's default model and effort, Codex's
+    /// built-in provider, a hermetic config
     /// (the namespace's `config.toml` is not loaded), git repository check skipped, bounded
     /// connection retries, the default [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
             cli: CliOptions::new("codex", MINIMUM_VERSION),
             reasoning_effort: None,
-            sandbox: SandboxMode::default(),
-            mcp_approval: McpToolApproval::default(),
             provider: None,
             hermetic_config: true,
             skip_git_repo_check: true,
@@ -242,18 +181,6 @@ impl CodexOptions {
     /// The reasoning effort.
     pub fn with_reasoning_effort(mut self, effort: ReasoningEffort) -> Self {
         self.reasoning_effort = Some(effort);
-        self
-    }
-
-    /// The sandbox of model-generated shell commands.
-    pub fn with_sandbox(mut self, sandbox: SandboxMode) -> Self {
-        self.sandbox = sandbox;
-        self
-    }
-
-    /// How MCP tool calls are approved; see [`McpToolApproval`] for the risk of each.
-    pub fn with_mcp_approval(mut self, approval: McpToolApproval) -> Self {
-        self.mcp_approval = approval;
         self
     }
 

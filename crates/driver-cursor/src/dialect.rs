@@ -12,7 +12,7 @@ use driver_cli::{
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
-    GuardedCodec, Request, RunFailure, Unsupported,
+    GuardedCodec, PermissionPolicy, Request, RunFailure, Unsupported,
 };
 use run_service::TransportKind;
 use runtime_env::RuntimeEnv;
@@ -73,9 +73,11 @@ impl Dialect for Cursor {
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
+        // `force` moved to the request's policy (issue 27); its field keeps the default
+        // options' value, so stored Threads keep resuming.
         builder
             .bool("trust_workspace", self.trust_workspace)
-            .bool("force", self.force)
+            .bool("force", false)
     }
 
     fn validate(&self, _env: &RuntimeEnv) -> Result<(), ConfigError> {
@@ -86,6 +88,7 @@ impl Dialect for Cursor {
     }
 
     fn check_request(&self, request: &Request) -> Result<(), DriverError> {
+        request.permissions.one_of(&POLICIES)?;
         if request.model.as_deref().is_some_and(|m| !is_flag_value(m)) {
             return Err(invalid_model().into());
         }
@@ -111,7 +114,8 @@ impl Dialect for Cursor {
         let request = turn.request;
         let prompt = prompt_text(request);
         let model = request.model.as_deref().or(self.cli.model.as_deref());
-        let mut args = args(self, model, workspace(turn)?, turn.plan)?;
+        let force = request.permissions.one_of(&POLICIES)? == 1;
+        let mut args = args(self, model, workspace(turn)?, turn.plan, force)?;
         let stdin = match self.prompt {
             PromptTransport::Argument => {
                 args.push(prompt);
@@ -186,7 +190,12 @@ pub(crate) fn classify(text: &str, fallback: FailureKind) -> FailureKind {
     }
 }
 
-/// The argv (without the program and the prompt).
+/// The policies Cursor enforces: the default (no `--force`: no command runs, no file is
+/// written, without the asking a `-p` run cannot do) and everything allowed (`--force`).
+/// MCP tools are always allowed (`--approve-mcps`).
+const POLICIES: [PermissionPolicy; 2] = [PermissionPolicy::DEFAULT, PermissionPolicy::ALLOW_ALL];
+
+/// The argv (without the program and the prompt); `force` for an all-allowing policy.
 ///
 /// `--approve-mcps` is always passed: nobody can approve the request's MCP servers in `-p`
 /// mode, and the driver wrote them itself.
@@ -195,6 +204,7 @@ fn args(
     model: Option<&str>,
     workspace: &str,
     plan: SessionPlan<'_>,
+    force: bool,
 ) -> Result<Vec<String>, DriverError> {
     let mut args: Vec<String> = ["-p", "--output-format", "stream-json", "--workspace"]
         .map(str::to_owned)
@@ -212,7 +222,7 @@ fn args(
     if options.trust_workspace {
         args.push("--trust".to_owned());
     }
-    if options.force {
+    if force {
         args.push("--force".to_owned());
     }
     Ok(args)
@@ -269,9 +279,7 @@ mod tests {
     #[test]
     fn argv_table() {
         let plain = CursorOptions::new();
-        let tuned = CursorOptions::new()
-            .with_trust_workspace(false)
-            .with_force(true);
+        let tuned = CursorOptions::new().with_trust_workspace(false);
         let head = "-p --output-format stream-json --workspace /srv/ws";
         let cases: [(&CursorOptions, Option<&str>, SessionPlan<'_>, String); 6] = [
             (
@@ -312,11 +320,12 @@ mod tests {
             ),
         ];
         for (options, model, plan, want) in cases {
-            let got = args(options, model, "/srv/ws", plan).map(|a| a.join(" "));
+            let force = std::ptr::eq(options, &tuned);
+            let got = args(options, model, "/srv/ws", plan, force).map(|a| a.join(" "));
             assert_eq!(got, Ok(want), "{plan:?}");
         }
         assert_eq!(
-            args(&plain, None, "/srv/ws", SessionPlan::Fork(ID)),
+            args(&plain, None, "/srv/ws", SessionPlan::Fork(ID), false),
             Err(Unsupported::Fork.into())
         );
     }

@@ -19,7 +19,11 @@
 //! | stateless | as a new chat; no checkpoint is returned |
 //!
 //! `<dir>` is the request's workspace, else the namespace's cwd. `--trust` can be turned off
-//! ([`CursorOptions::with_trust_workspace`]) and `--force` on ([`CursorOptions::with_force`]).
+//! ([`CursorOptions::with_trust_workspace`]). The request's
+//! [`PermissionPolicy`](driver_spi::PermissionPolicy) is enforced as Cursor can: the default
+//! policy as is, everything allowed as `--force`; any other policy, and any that asks (Cursor
+//! cannot ask the host headless), is refused as
+//! [`Unsupported`](driver_spi::Unsupported).
 //! Instructions are put before the prompt (Cursor has no system-prompt flag); with
 //! [`PromptTransport::Argument`] the prompt is the last argument instead of stdin.
 //!

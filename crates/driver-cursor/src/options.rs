@@ -34,7 +34,7 @@ pub enum PromptTransport {
 /// The construction options of a [`CursorDriver`](crate::CursorDriver); the common ones
 /// (binary, model, limits, minimum version) through [`CommonOptions`](driver_cli::CommonOptions).
 ///
-/// The model, `trust_workspace` and `force` are part of the driver's config fingerprint:
+/// The model and `trust_workspace` are part of the driver's config fingerprint:
 /// changing them makes stored Threads incompatible. The binary, the prompt transport, the
 /// limits and the version check are not.
 ///
@@ -43,8 +43,7 @@ pub enum PromptTransport {
 ///
 /// let options = CursorOptions::new()
 ///     .with_binary("agent")
-///     .with_model("sonnet-4")
-///     .with_force(false);
+///     .with_model("sonnet-4");
 /// assert_eq!(options.model(), Some("sonnet-4"));
 /// assert_eq!(options.binary().to_str(), Some("agent"));
 /// ```
@@ -55,7 +54,6 @@ pub enum PromptTransport {
 pub struct CursorOptions {
     pub(crate) cli: CliOptions,
     pub(crate) trust_workspace: bool,
-    pub(crate) force: bool,
     pub(crate) prompt: PromptTransport,
 }
 
@@ -67,13 +65,12 @@ impl Default for CursorOptions {
 
 impl CursorOptions {
     /// Defaults: binary [`DEFAULT_BINARY`] from `PATH`, Cursor's default model, the workspace
-    /// trusted (`--trust`), no `--force`, the prompt on stdin, the default
+    /// trusted (`--trust`), the prompt on stdin, the default
     /// [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
             cli: CliOptions::new(DEFAULT_BINARY, MINIMUM_VERSION),
             trust_workspace: true,
-            force: false,
             prompt: PromptTransport::Stdin,
         }
     }
@@ -83,13 +80,6 @@ impl CursorOptions {
     /// this off only suits a workspace that Cursor already trusts.
     pub fn with_trust_workspace(mut self, trust: bool) -> Self {
         self.trust_workspace = trust;
-        self
-    }
-
-    /// Whether every tool call runs without asking, shell commands included (`--force`). Off
-    /// by default: only inside an external sandbox.
-    pub fn with_force(mut self, force: bool) -> Self {
-        self.force = force;
         self
     }
 

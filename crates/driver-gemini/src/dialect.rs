@@ -24,7 +24,7 @@ use driver_cli::{
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
-    GuardedCodec, Request, ResumeRejectReason, RunFailure,
+    GuardedCodec, PermissionPolicy, Request, ResumeRejectReason, RunFailure,
 };
 use run_service::{EnvBinding, TransportKind};
 use runtime_env::{IsolationLevel, RuntimeEnv};
@@ -109,7 +109,11 @@ impl Dialect for Gemini {
         Ok(())
     }
 
+    /// Only the default permission policy: headless Gemini runs without its tools that
+    /// need a confirmation (shell, file edits), and the request's MCP servers are allowed by
+    /// name; the driver cannot widen that, nor ask the host.
     fn check_request(&self, request: &Request) -> Result<(), DriverError> {
+        request.permissions.one_of(&[PermissionPolicy::DEFAULT])?;
         if request.prompt.len() > MAX_PROMPT_BYTES {
             return Err(
                 ConfigError::invalid("prompt", "Gemini reads at most 8 MiB of prompt").into(),

@@ -131,29 +131,36 @@ pub struct PermissionPolicy {
 
 impl Default for PermissionPolicy {
     fn default() -> Self {
-        Self {
-            write: Permission::Deny,
-            commands: Permission::Deny,
-            network: Permission::Deny,
-            mcp: Permission::Allow,
-        }
+        Self::DEFAULT
     }
 }
 
 impl PermissionPolicy {
-    /// The default policy (see the type's docs).
-    pub fn new() -> Self {
-        Self::default()
-    }
+    /// The default policy (see the type's docs): the request's MCP tools allowed; writes,
+    /// commands and network denied.
+    pub const DEFAULT: Self = Self {
+        write: Permission::Deny,
+        commands: Permission::Deny,
+        network: Permission::Deny,
+        mcp: Permission::Allow,
+    };
 
     /// Everything allowed without asking: for runtimes inside an external sandbox only.
+    pub const ALLOW_ALL: Self = Self {
+        write: Permission::Allow,
+        commands: Permission::Allow,
+        network: Permission::Allow,
+        mcp: Permission::Allow,
+    };
+
+    /// The default policy ([`DEFAULT`](Self::DEFAULT)).
+    pub fn new() -> Self {
+        Self::DEFAULT
+    }
+
+    /// [`ALLOW_ALL`](Self::ALLOW_ALL).
     pub fn allow_all() -> Self {
-        Self {
-            write: Permission::Allow,
-            commands: Permission::Allow,
-            network: Permission::Allow,
-            mcp: Permission::Allow,
-        }
+        Self::ALLOW_ALL
     }
 
     /// The permission for an action.
@@ -195,6 +202,39 @@ impl PermissionPolicy {
     /// Whether any action asks the host (so the driver must deliver approval requests).
     pub fn asks(&self) -> bool {
         Action::ALL.iter().any(|a| self.get(*a) == Permission::Ask)
+    }
+
+    /// For a runtime that enforces only some whole policies: the position of `self` among
+    /// `supported`.
+    ///
+    /// # Errors
+    /// [`Unsupported::Permission`](crate::Unsupported::Permission) naming the first action
+    /// whose permission differs from the first supported policy's (the default's, usually).
+    ///
+    /// ```
+    /// use driver_spi::{Action, Permission, PermissionPolicy, Unsupported};
+    ///
+    /// let supported = [PermissionPolicy::default(), PermissionPolicy::allow_all()];
+    /// assert_eq!(PermissionPolicy::allow_all().one_of(&supported), Ok(1));
+    /// let writes = PermissionPolicy::default().allow(Action::Write);
+    /// assert_eq!(
+    ///     writes.one_of(&supported),
+    ///     Err(Unsupported::Permission { action: Action::Write, permission: Permission::Allow })
+    /// );
+    /// ```
+    pub fn one_of(&self, supported: &[Self]) -> Result<usize, crate::Unsupported> {
+        if let Some(i) = supported.iter().position(|p| p == self) {
+            return Ok(i);
+        }
+        let base = supported.first().copied().unwrap_or_default();
+        let action = Action::ALL
+            .into_iter()
+            .find(|a| self.get(*a) != base.get(*a))
+            .unwrap_or(Action::Write);
+        Err(crate::Unsupported::Permission {
+            action,
+            permission: self.get(action),
+        })
     }
 
     /// Whether this is the default policy.

@@ -122,6 +122,8 @@ impl StreamJson {
         let id = str_field(block, "id")?;
         let name = str_field(block, "name")?;
         let arguments = driver_cli::json_text(block.get("input"));
+        // A tool's input may carry a run secret (a token the model read): redacted, like text.
+        let arguments = self.redactor.redact(&arguments);
         turn.open_call(id, &self.names.report(name), &arguments, out);
         Ok(())
     }
@@ -147,6 +149,7 @@ impl StreamJson {
             .get("is_error")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let output = self.redactor.redact(&output).into_owned();
         turn.close_call(id, output, is_error, out);
         Ok(())
     }

@@ -42,6 +42,7 @@ mod events;
 #[cfg(test)]
 mod fuzz_tests;
 mod mcp_config;
+mod permissions;
 mod resident;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -52,6 +53,7 @@ use run_service::TransportKind;
 
 pub use events::{StreamJson, TurnResult};
 pub use mcp_config::McpDialect;
+pub use permissions::{PermissionFlags, tool_action};
 pub use resident::Resident;
 
 /// The request's MCP servers as the per-run `mcp.json` file that `--mcp-config` names.
@@ -124,34 +126,18 @@ pub fn capabilities() -> Capabilities {
     )
 }
 
-/// The checks Claude Code and CodeBuddy make of the options they share: tool rules that
-/// are non-empty, without commas and not starting with `-` (the CLI would read one as a
-/// flag), and an http(s) model endpoint.
+/// The check Claude Code and CodeBuddy make of the option they share: an http(s) model
+/// endpoint.
 ///
 /// # Errors
-/// A [`ConfigError::invalid`] naming the option (`allowed_tools`, `base_url`).
-pub fn check_shared_options(
-    allowed_tools: &[String],
-    base_url: Option<&str>,
-) -> Result<(), ConfigError> {
-    if allowed_tools
-        .iter()
-        .any(|t| t.is_empty() || t.contains(',') || t.starts_with('-'))
-    {
-        return Err(ConfigError::invalid(
-            "allowed_tools",
-            "tool rules must be non-empty, without commas, and not start with `-`",
-        ));
+/// A [`ConfigError::invalid`] naming `base_url`.
+pub fn check_base_url(base_url: Option<&str>) -> Result<(), ConfigError> {
+    match base_url {
+        Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => Err(
+            ConfigError::invalid("base_url", "must be an http or https URL"),
+        ),
+        _ => Ok(()),
     }
-    if let Some(url) = base_url
-        && !(url.starts_with("http://") || url.starts_with("https://"))
-    {
-        return Err(ConfigError::invalid(
-            "base_url",
-            "must be an http or https URL",
-        ));
-    }
-    Ok(())
 }
 
 /// A failure class from an error text: authentication, rate limits, else a provider error.

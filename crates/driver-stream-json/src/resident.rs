@@ -6,14 +6,8 @@
 //! `docs/stream-json-resident.md`.
 
 use driver_cli::{Call, Rejection, ResidentProtocol, Turn, Wire};
-use driver_spi::FailureKind;
+use driver_spi::{ApprovalDecision, ApprovalQuery, FailureKind, Request};
 use serde_json::{Value, json};
-
-/// What the driver answers a CLI's permission request (`can_use_tool`) with: a refusal in
-/// both CLIs' shapes (Claude Code reads `behavior` and `message`, CodeBuddy `allowed` and
-/// `reason`). The request's tools are allowed up front by the dialects' flags; anything that
-/// still asks is refused until the host can be asked (issue 27).
-const PERMISSION_REFUSED: &str = "not allowed by the host's policy";
 
 /// The stream-json resident protocol, one static value per dialect.
 ///
@@ -72,14 +66,24 @@ impl ResidentProtocol for Resident {
         Rejection::Failed(FailureKind::Protocol)
     }
 
-    fn answer(&self, method: &str, _params: &Value) -> Option<Value> {
-        (method == "can_use_tool").then(|| {
-            json!({
-                "behavior": "deny",
-                "message": PERMISSION_REFUSED,
-                "allowed": false,
-                "reason": PERMISSION_REFUSED,
-            })
-        })
+    /// A `can_use_tool` request that is no [`approval`](Self::approval) is for a tool that only
+    /// reads: allowed.
+    fn answer(&self, method: &str, params: &Value) -> Option<Value> {
+        (method == "can_use_tool")
+            .then(|| crate::permissions::answer(params, &ApprovalDecision::Approve))
+    }
+
+    /// Both CLIs ask `can_use_tool` on a stream-json stdin (Claude Code with
+    /// `--permission-prompt-tool stdio`).
+    fn approvals(&self) -> bool {
+        true
+    }
+
+    fn approval(&self, _request: &Request, method: &str, params: &Value) -> Option<ApprovalQuery> {
+        crate::permissions::approval(method, params)
+    }
+
+    fn approval_answer(&self, _method: &str, params: &Value, decision: &ApprovalDecision) -> Value {
+        crate::permissions::answer(params, decision)
     }
 }

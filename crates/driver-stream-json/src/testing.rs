@@ -46,3 +46,62 @@ pub fn resident(extra: &[LineRule]) -> Scenario {
     }
     scenario
 }
+
+/// The conformance factory of a resident stream-json dialect over the fake: [`resident`]
+/// with the kit's [`tool_use`] rules, every line recorded in `served`, so the kit runs every
+/// clause, the policy and approval clauses included.
+pub fn resident_factory<D: driver_cli::CommonOptions + Clone>(
+    harness: fake_cli::Harness,
+    options: D,
+    served: &std::path::Path,
+) -> driver_cli::testing::FakeCliFactory<D> {
+    driver_cli::testing::FakeCliFactory::resident(harness, options).with_tool_use(
+        driver_spi::Action::Write,
+        served,
+        ALLOWED,
+    )
+}
+
+/// [`resident`] with the kit's [`tool_use`] rules first, recording every line it is sent in
+/// `served`: the scenario of [`resident_factory`].
+pub fn resident_kit(served: &std::path::Path) -> Scenario {
+    resident(&tool_use()).serve_record(served)
+}
+
+/// What the driver's answer to a permission request contains when it lets the tool run: the
+/// marker for [`FakeCliFactory::with_tool_use`](driver_cli::testing::FakeCliFactory::with_tool_use).
+pub const ALLOWED: &str = r#""allowed":true"#;
+
+/// Line rules for the kit's scripted tool use, before [`resident`]'s turn rule: a `user` line
+/// of [`TOOL_USE_PROMPT`](driver_cli::testing::TOOL_USE_PROMPT) starts a turn on the bare
+/// session that uses `Write` with the kit's
+/// [`TOOL_ARGUMENTS`](driver_spi::conformance::TOOL_ARGUMENTS) and asks `can_use_tool`; an
+/// answer that allows it ([`ALLOWED`]) gets the tool's result and the turn's end, one that
+/// refuses it an error result and the turn's end.
+pub fn tool_use() -> [LineRule; 3] {
+    let args = driver_spi::conformance::TOOL_ARGUMENTS;
+    let ask = LineRule::when([USER_LINE, driver_cli::testing::TOOL_USE_PROMPT])
+        .stdout(r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"${SESSION}","tools":["Write"],"mcp_servers":[{"name":"agent-ui","status":"connected"}],"model":"claude-test","permissionMode":"default"}"#)
+        .stdout(format!(
+            r#"{{"type":"assistant","message":{{"id":"msg_tool","type":"message","role":"assistant","content":[{{"type":"tool_use","id":"toolu_kit","name":"Write","input":{args}}}]}},"parent_tool_use_id":null,"session_id":"${{SESSION}}"}}"#
+        ))
+        .stdout(format!(
+            r#"{{"type":"control_request","request_id":"perm_${{COUNT}}","request":{{"subtype":"can_use_tool","tool_name":"Write","input":{args},"tool_use_id":"toolu_kit"}}}}"#
+        ));
+    let end = |rule: LineRule, result: &str, is_error: bool| {
+        rule.stdout(format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_kit","content":"{result}","is_error":{is_error}}}]}},"session_id":"${{SESSION}}"}}"#
+        ))
+        .stdout(r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"done","session_id":"${SESSION}","usage":{"input_tokens":11,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"output_tokens":7}}"#)
+    };
+    const ANSWER: &str = r#""type":"control_response""#;
+    [
+        ask,
+        end(LineRule::when([ANSWER, ALLOWED]), "written", false),
+        end(
+            LineRule::when([ANSWER, r#""allowed":false"#]),
+            "permission denied",
+            true,
+        ),
+    ]
+}

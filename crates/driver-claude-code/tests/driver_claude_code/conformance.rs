@@ -1,30 +1,42 @@
 //! The driver-spi conformance kit over the Claude Code driver and the fake CLI (`cargo xtask
 //! conformance` runs `conformance::claude_code_fake_cli` by exact name).
 
-use driver_cli::testing::FakeCliFactory;
+use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
 use crate::support::{FakeClaude, claude_like};
 
-/// Every clause passes. The only skips are the process-lifecycle clauses (PRC-01, PRC-02),
-/// for a capability the driver does not claim: one `claude` process per turn.
+/// Every clause passes. The skips are the process-lifecycle clauses (PRC-01, PRC-02), for a
+/// capability the driver does not claim, and the policy clauses (see below): one `claude` process per turn.
 #[test]
 fn claude_code_fake_cli() {
     let fake = FakeClaude::new(claude_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
     let options = fake.options();
     let report = FakeCliFactory::new(fake.into_harness(), options).run_kit();
     println!("{report}");
-    report.assert_passed_except(&[Clause::Prc01, Clause::Prc02]);
+    // The per-turn fake cannot model the CLI's permission flags: the policy and approval
+    // clauses run on the resident factory below (a per-turn run that asks takes the same
+    // protocol path), and the flags are checked by the argv tests and the real binary.
+    let accepted = [
+        &[Clause::Prc01, Clause::Prc02][..],
+        &unscripted_policy_clauses(true),
+    ]
+    .concat();
+    report.assert_passed_except(&accepted);
 }
 
 /// Every clause passes in resident mode (`--input-format stream-json`), the process clauses
-/// included: the kit closes the driver's processes, then counts the fakes still running.
+/// included (the kit closes the driver's processes, then counts the fakes still running), and
+/// the policy and approval clauses, on the fake's scripted `can_use_tool` requests.
 #[test]
 fn claude_code_resident_fake_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served.jsonl");
     let fake = FakeClaude::new(
-        driver_stream_json::testing::resident(&[]),
+        driver_stream_json::testing::resident_kit(&served),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );
     let options = fake.options();
-    FakeCliFactory::resident(fake.into_harness(), options).assert_kit_passes();
+    driver_stream_json::testing::resident_factory(fake.into_harness(), options, &served)
+        .assert_kit_passes();
 }

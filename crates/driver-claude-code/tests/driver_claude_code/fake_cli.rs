@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use crate::support::{FakeClaude, claude_like};
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_claude_code::{ClaudeCodeOptions, CommonOptions, PermissionMode, PermissionPolicy};
+use driver_claude_code::{ClaudeCodeOptions, CommonOptions};
 use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
+use driver_spi::{Action, Permission, PermissionPolicy, Unsupported};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
     ResumeRejectReason, RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
@@ -72,6 +73,8 @@ async fn start_resume_and_fork_argv_and_the_mcp_file() {
             "--strict-mcp-config",
             "--permission-mode",
             "dontAsk",
+            "--disallowedTools",
+            "Bash,WebFetch,WebSearch",
             "--allowedTools",
             "mcp__agent-ui",
         ]
@@ -132,58 +135,55 @@ async fn start_resume_and_fork_argv_and_the_mcp_file() {
 #[tokio::test]
 async fn permission_policies_and_instructions() {
     let fake = FakeClaude::new(claude_like(), &[]);
-    let driver = fake.driver(
-        ClaudeCodeOptions::new()
-            .with_permissions(PermissionPolicy::Explicit {
-                mode: PermissionMode::AcceptEdits,
-            })
-            .with_allowed_tools(["Read", "Bash(git diff:*)"])
-            .with_max_turns(4),
-    );
-    let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
-        .with_instructions("Be brief.");
-    run(&driver, req).await.0.unwrap();
-    let call = fake.last();
+    let driver = fake.driver(ClaudeCodeOptions::new().with_max_turns(4));
+    let argv = |policy: PermissionPolicy| {
+        let driver = &driver;
+        let fake = &fake;
+        async move {
+            let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", fake)
+                .with_instructions("Be brief.")
+                .with_permissions(policy);
+            let result = run(driver, req).await.0;
+            result.map(|_| fake.last())
+        }
+    };
+    // Writes allowed: acceptEdits; commands and web tools still disallowed by name (Claude
+    // Code runs read-only commands in every mode otherwise).
+    let call = argv(PermissionPolicy::default().allow(Action::Write))
+        .await
+        .unwrap();
     assert_eq!(call.arg_after("--permission-mode"), Some("acceptEdits"));
     assert_eq!(
-        call.arg_after("--allowedTools"),
-        Some("Read,Bash(git diff:*)")
+        call.arg_after("--disallowedTools"),
+        Some("Bash,WebFetch,WebSearch")
     );
+    assert_eq!(call.arg_after("--allowedTools"), Some("mcp__agent-ui"));
     assert_eq!(call.arg_after("--append-system-prompt"), Some("Be brief."));
     assert_eq!(call.arg_after("--max-turns"), Some("4"));
-    // Skipping permissions is refused up front as root, and passed through otherwise.
-    let skip = fake.driver(
-        ClaudeCodeOptions::new().with_permissions(PermissionPolicy::DangerouslySkipPermissions),
-    );
-    if rustix_is_root() {
-        assert!(matches!(
-            run(
-                &skip,
-                request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
-            )
-            .await
-            .0,
-            Err(DriverError::InvalidConfig(_))
-        ));
-    } else {
-        run(
-            &skip,
-            request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
-        )
+    // Everything allowed, MCP denied.
+    let call = argv(PermissionPolicy::allow_all().deny(Action::Mcp))
         .await
-        .0
         .unwrap();
-        assert!(fake.last().has_arg("--dangerously-skip-permissions"));
-    }
-}
-
-fn rustix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0")
+    assert_eq!(call.arg_after("--disallowedTools"), Some("mcp__agent-ui"));
+    assert_eq!(
+        call.arg_after("--allowedTools"),
+        Some("Bash,WebFetch,WebSearch")
+    );
+    // Commands without writes: Claude Code has no sandbox to hold them, so it is refused
+    // before anything runs.
+    let calls = fake.invocations().len();
+    let refused = argv(PermissionPolicy::default().allow(Action::Commands)).await;
+    assert!(
+        matches!(
+            refused,
+            Err(DriverError::Unsupported(Unsupported::Permission {
+                action: Action::Commands,
+                permission: Permission::Allow
+            }))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(fake.invocations().len(), calls, "nothing ran");
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! What a dialect's resident mode says, as values: [`ResidentProtocol`], the [`Call`]s it
 //! sends and the [`Rejection`]s it judges.
 
-use driver_spi::FailureKind;
+use driver_spi::{ApprovalDecision, ApprovalQuery, FailureKind, Request};
 use serde_json::Value;
 
 use crate::Wire;
@@ -132,7 +132,28 @@ pub trait ResidentProtocol: Send + Sync {
     /// `method` means.
     fn rejection(&self, method: &str, code: i64, message: &str) -> Rejection;
 
-    /// The result to answer a request of the peer with (an approval, an elicitation), or
-    /// `None` to answer that the method is not supported.
+    /// The result to answer a request of the peer with (an elicitation, anything that is not
+    /// an [`approval`](Self::approval)), or `None` to answer that the method is not supported.
     fn answer(&self, method: &str, params: &Value) -> Option<Value>;
+
+    /// Whether the protocol turns the runtime's permission requests into
+    /// [`approval`](Self::approval)s, so a run's policy may ask the host. The default: no.
+    fn approvals(&self) -> bool {
+        false
+    }
+
+    /// What a request of the peer during a turn of `request` asks permission for, when it is
+    /// a permission request: the driver decides it by the run's policy (allowed, denied, or
+    /// asked of the host) and answers with [`approval_answer`](Self::approval_answer). The
+    /// default: none.
+    fn approval(&self, request: &Request, method: &str, params: &Value) -> Option<ApprovalQuery> {
+        let _ = (request, method, params);
+        None
+    }
+
+    /// The answer that carries `decision` to a permission request of the peer.
+    fn approval_answer(&self, method: &str, params: &Value, decision: &ApprovalDecision) -> Value {
+        let _ = (method, params, decision);
+        Value::Null
+    }
 }

@@ -1,13 +1,13 @@
 //! The driver-spi conformance kit over the CodeBuddy driver and the fake CLI (`cargo xtask
 //! conformance` runs `conformance::codebuddy_fake_cli` by exact name).
 
-use driver_cli::testing::FakeCliFactory;
+use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
 use crate::support::{FakeCodeBuddy, codebuddy_like};
 
-/// Every clause passes. The only skips are the process-lifecycle clauses (PRC-01, PRC-02),
-/// for a capability the driver does not claim: one `codebuddy` process per turn.
+/// Every clause passes. The skips are the process-lifecycle clauses (PRC-01, PRC-02), for a
+/// capability the driver does not claim, and the policy clauses (see below): one `codebuddy` process per turn.
 #[test]
 fn codebuddy_fake_cli() {
     let fake = FakeCodeBuddy::new(
@@ -17,17 +17,29 @@ fn codebuddy_fake_cli() {
     let options = fake.options();
     let report = FakeCliFactory::new(fake.into_harness(), options).run_kit();
     println!("{report}");
-    report.assert_passed_except(&[Clause::Prc01, Clause::Prc02]);
+    // The per-turn fake cannot model the CLI's permission flags: the policy and approval
+    // clauses run on the resident factory below (a per-turn run that asks takes the same
+    // protocol path), and the flags are checked by the argv tests and the real binary.
+    let accepted = [
+        &[Clause::Prc01, Clause::Prc02][..],
+        &unscripted_policy_clauses(true),
+    ]
+    .concat();
+    report.assert_passed_except(&accepted);
 }
 
 /// Every clause passes in resident mode (`--input-format stream-json`), the process clauses
-/// included: the kit closes the driver's processes, then counts the fakes still running.
+/// included (the kit closes the driver's processes, then counts the fakes still running), and
+/// the policy and approval clauses, on the fake's scripted `can_use_tool` requests.
 #[test]
 fn codebuddy_resident_fake_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served.jsonl");
     let fake = FakeCodeBuddy::new(
-        driver_stream_json::testing::resident(&[]),
+        driver_stream_json::testing::resident_kit(&served),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );
     let options = fake.options();
-    FakeCliFactory::resident(fake.into_harness(), options).assert_kit_passes();
+    driver_stream_json::testing::resident_factory(fake.into_harness(), options, &served)
+        .assert_kit_passes();
 }

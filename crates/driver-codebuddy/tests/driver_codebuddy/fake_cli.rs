@@ -10,7 +10,8 @@ use crate::support::{FakeCodeBuddy, codebuddy_like};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
-use driver_codebuddy::{CodeBuddyOptions, CommonOptions, PermissionMode};
+use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
+use driver_spi::{Action, PermissionPolicy};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
     ResumeRejectReason, RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
@@ -73,6 +74,10 @@ async fn start_resume_and_fork_argv_and_the_mcp_file() {
             "--mcp-config",
             config_path.as_str(),
             "--strict-mcp-config",
+            "--permission-mode",
+            "dontAsk",
+            "--allowedTools",
+            "mcp__agent-ui",
         ]
     );
     assert_eq!(call.stdin, "one");
@@ -138,16 +143,22 @@ async fn options_and_the_child_environment() {
         CodeBuddyOptions::new()
             .with_base_url("http://127.0.0.1:9")
             .with_api_key(SecretString::from(API_KEY))
-            .with_permission_mode(PermissionMode::AcceptEdits)
-            .with_allowed_tools(["Read", "Grep"])
             .with_max_turns(3),
     );
+    // The request's policy: writes allowed (acceptEdits), MCP allowed by server name; a
+    // disallowed built-in would fail CodeBuddy's turn, so none is passed.
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
-        .with_instructions("Be brief.");
+        .with_instructions("Be brief.")
+        .with_permissions(PermissionPolicy::default().allow(Action::Write));
     run(&driver, req).await.0.unwrap();
     let call = fake.last();
     assert_eq!(call.arg_after("--permission-mode"), Some("acceptEdits"));
-    assert_eq!(call.arg_after("--allowedTools"), Some("Read,Grep"));
+    assert_eq!(call.arg_after("--allowedTools"), Some("mcp__agent-ui"));
+    assert!(!call.has_arg("--disallowedTools"));
+    assert!(
+        !call.has_arg("--permission-prompt-tool"),
+        "a per-turn text prompt"
+    );
     assert_eq!(call.arg_after("--append-system-prompt"), Some("Be brief."));
     assert_eq!(call.arg_after("--max-turns"), Some("3"));
     assert!(!call.has_arg("--verbose"));

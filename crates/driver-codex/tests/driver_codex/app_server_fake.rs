@@ -59,10 +59,53 @@ fn turn() -> LineRule {
         .stdout(r#"{"method":"turn/completed","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-${COUNT}","items":[],"status":"completed","error":null}}}"#)
 }
 
+/// What the driver's answer to an approval request contains when it lets the command run.
+pub(crate) const ACCEPTED: &str = r#""decision":"accept""#;
+
+/// The kit's scripted tool use (before [`turn`]): a turn of the prompt
+/// [`TOOL_USE_PROMPT`](driver_cli::testing::TOOL_USE_PROMPT) starts a command that writes a
+/// file (its command line carries the kit's arguments, secret included) and asks
+/// `item/commandExecution/requestApproval`; an accepting answer completes the command and the
+/// turn, a declining one declines the command and completes the turn.
+pub(crate) fn tool_use() -> [LineRule; 3] {
+    let command = format!(
+        "write kit-approval.txt {}",
+        driver_spi::conformance::TOOL_ARGUMENTS
+    );
+    let command = serde_json::to_string(&command).unwrap();
+    let item = |status: &str| {
+        format!(
+            r#"{{"type":"commandExecution","id":"call_kit","command":{command},"status":"{status}","aggregatedOutput":"","exitCode":null}}"#
+        )
+    };
+    let ask = LineRule::when([TURN_START, driver_cli::testing::TOOL_USE_PROMPT])
+        .stdout(r#"{"id":${ID},"result":{"turn":{"id":"turn-kit","status":"inProgress"}}}"#)
+        .stdout(r#"{"method":"turn/started","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-kit","status":"inProgress"}}}"#)
+        .stdout(format!(
+            r#"{{"method":"item/started","params":{{"threadId":"${{PARAM:threadId}}","turnId":"turn-kit","item":{}}}}}"#,
+            item("inProgress")
+        ))
+        .stdout(format!(
+            r#"{{"id":"perm-${{COUNT}}","method":"item/commandExecution/requestApproval","params":{{"threadId":"${{PARAM:threadId}}","turnId":"turn-kit","itemId":"call_kit","command":{command}}}}}"#
+        ));
+    let end = |rule: LineRule, status: &str| {
+        rule.stdout(format!(
+            r#"{{"method":"item/completed","params":{{"turnId":"turn-kit","item":{}}}}}"#,
+            item(status)
+        ))
+        .stdout(r#"{"method":"turn/completed","params":{"turn":{"id":"turn-kit","items":[],"status":"completed","error":null}}}"#)
+    };
+    [
+        ask,
+        end(LineRule::when([ACCEPTED]), "completed"),
+        end(LineRule::when([r#""decision":"decline""#]), "declined"),
+    ]
+}
+
 /// The usual script: initialize, threads, turns.
 pub(crate) fn app_server() -> Scenario {
     let mut scenario = Scenario::new().serve(initialize());
-    for rule in threads() {
+    for rule in threads().into_iter().chain(tool_use()) {
         scenario = scenario.serve(rule);
     }
     scenario.serve(turn())

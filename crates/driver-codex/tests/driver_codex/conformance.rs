@@ -1,7 +1,7 @@
 //! The driver-spi conformance kit over the Codex driver and the fake CLI (`cargo xtask
 //! conformance` runs `conformance::codex_fake_cli` by exact name).
 
-use driver_cli::testing::FakeCliFactory;
+use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
 use crate::support::{FakeCodex, codex_like};
@@ -14,17 +14,34 @@ fn codex_fake_cli() {
     let options = fake.options();
     let report = FakeCliFactory::new(fake.into_harness(), options).run_kit();
     println!("{report}");
-    report.assert_passed_except(&[Clause::Prc01, Clause::Prc02]);
+    // The per-turn fake cannot model Codex's sandbox: the policy and approval clauses run on
+    // the app-server factory below (a per-turn run that asks takes the same protocol path),
+    // and the settings are checked by the argv tests and the real binary.
+    let accepted = [
+        &[Clause::Prc01, Clause::Prc02][..],
+        &unscripted_policy_clauses(true),
+    ]
+    .concat();
+    report.assert_passed_except(&accepted);
 }
 
-/// Every clause passes in app-server mode, the process clauses included: the kit closes the
-/// driver's processes and then counts the fake app-servers still running, from `/proc`.
+/// Every clause passes in app-server mode, the process clauses included (the kit closes the
+/// driver's processes and then counts the fake app-servers still running, from `/proc`), and
+/// the policy and approval clauses, on the fake's scripted command approvals.
 #[test]
 fn codex_app_server_fake_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served.jsonl");
     let fake = FakeCodex::new(
-        crate::app_server_fake::app_server(),
+        crate::app_server_fake::app_server().serve_record(&served),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );
     let options = fake.options();
-    FakeCliFactory::resident(fake.into_harness(), options).assert_kit_passes();
+    FakeCliFactory::resident(fake.into_harness(), options)
+        .with_tool_use(
+            driver_spi::Action::Write,
+            &served,
+            crate::app_server_fake::ACCEPTED,
+        )
+        .assert_kit_passes();
 }

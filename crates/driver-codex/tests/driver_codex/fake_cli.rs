@@ -8,12 +8,11 @@ use crate::support::{FakeCodex, codex_like, overrides, text_turn};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
-use driver_codex::{
-    CodexOptions, CommonOptions, McpToolApproval, ModelProvider, ReasoningEffort, SandboxMode,
-};
+use driver_codex::{CodexOptions, CommonOptions, ModelProvider, ReasoningEffort};
 use driver_spi::{
-    CollectingSink, Driver, DriverError, DriverEvent, ExitStatus, FailureKind, ProfilePayload,
-    Request, ResumeRejectReason, RuntimePayload, SessionContext, SessionState, check_sequence,
+    Action, CollectingSink, Driver, DriverError, DriverEvent, ExitStatus, FailureKind,
+    PermissionPolicy, ProfilePayload, Request, ResumeRejectReason, RuntimePayload, SessionContext,
+    SessionState, Unsupported, check_sequence,
 };
 use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
@@ -65,6 +64,10 @@ async fn start_argv_is_exact_and_the_prompt_goes_on_stdin() {
             r#"approval_policy="never""#,
             "-c",
             r#"sandbox_mode="read-only""#,
+            "-c",
+            "features.shell_tool=false",
+            "-c",
+            "features.unified_exec=false",
             "-c",
             r#"model="gpt-test""#,
             "-c",
@@ -136,7 +139,6 @@ async fn every_option_has_its_flag() {
     let options = CodexOptions::new()
         .with_model("gpt-default")
         .with_reasoning_effort(ReasoningEffort::High)
-        .with_sandbox(SandboxMode::WorkspaceWrite)
         .with_provider(
             ModelProvider::new("gateway", "http://127.0.0.1:9/v1")
                 .with_env_key("GATEWAY_KEY")
@@ -149,7 +151,8 @@ async fn every_option_has_its_flag() {
     let driver = fake.driver(options);
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
         .with_model("gpt-override")
-        .with_instructions("Be brief.\nAlways.");
+        .with_instructions("Be brief.\nAlways.")
+        .with_permissions(PermissionPolicy::allow_all());
     run(&driver, req).await.0.unwrap();
     let call = fake.last();
     assert!(!call.has_arg("--skip-git-repo-check"));
@@ -179,34 +182,37 @@ async fn every_option_has_its_flag() {
     );
     assert!(!c.contains_key("features.unbounded_connection_retries"));
 
-    // Bypass replaces the approval and sandbox settings with Codex's own flag.
-    let bypass =
-        fake.driver(CodexOptions::new().with_mcp_approval(McpToolApproval::DangerouslyBypassAll));
-    run(
-        &bypass,
-        request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
-    )
-    .await
-    .0
-    .unwrap();
-    let call = fake.last();
-    assert!(call.has_arg("--dangerously-bypass-approvals-and-sandbox"));
-    let c = overrides(&call.argv);
-    assert!(!c.contains_key("approval_policy"));
-    assert!(!c.contains_key("mcp_servers.agent-ui.default_tools_approval_mode"));
+    assert_eq!(
+        c["sandbox_workspace_write.network_access"].as_bool(),
+        Some(true)
+    );
+    assert!(!c.contains_key("features.shell_tool"), "commands allowed");
+    assert_eq!(
+        s("mcp_servers.agent-ui.default_tools_approval_mode"),
+        "approve"
+    );
 
-    // Never approve: no per-server approval.
-    let never = fake.driver(CodexOptions::new().with_mcp_approval(McpToolApproval::Never));
-    run(
-        &never,
-        request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
-    )
-    .await
-    .0
-    .unwrap();
+    // MCP denied: no per-server approval, so Codex refuses the calls (approval `never`).
+    let never = fake.driver(CodexOptions::new());
+    let denied = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
+        .with_permissions(PermissionPolicy::default().deny(Action::Mcp));
+    run(&never, denied).await.0.unwrap();
     let c = overrides(&fake.last().argv);
     assert!(!c.contains_key("mcp_servers.agent-ui.default_tools_approval_mode"));
     assert_eq!(c["approval_policy"].as_str(), Some("never"));
+
+    // What Codex cannot enforce is refused before anything runs: network without writes.
+    let calls = fake.invocations().len();
+    let refused = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
+        .with_permissions(PermissionPolicy::default().allow(Action::Network));
+    assert!(matches!(
+        run(&never, refused).await.0,
+        Err(DriverError::Unsupported(Unsupported::Permission {
+            action: Action::Network,
+            ..
+        }))
+    ));
+    assert_eq!(fake.invocations().len(), calls);
 
     // Stateless: --ephemeral and no checkpoint.
     let stateless = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
@@ -776,8 +782,6 @@ fn the_config_fingerprint_is_unchanged() {
         CodexOptions::new()
             .with_model("gpt-x")
             .with_reasoning_effort(ReasoningEffort::High)
-            .with_sandbox(SandboxMode::WorkspaceWrite)
-            .with_mcp_approval(McpToolApproval::Never)
             .with_provider(
                 ModelProvider::new("gw", "http://127.0.0.1:9/v1")
                     .with_env_key("GW_KEY")
@@ -793,8 +797,8 @@ fn the_config_fingerprint_is_unchanged() {
         before(
             Some("gpt-x"),
             Some("high"),
-            "workspace-write",
-            "never",
+            "read-only",
+            "approve_request_servers",
             Some(("gw", "http://127.0.0.1:9/v1", "responses", Some("GW_KEY"))),
             false,
             false

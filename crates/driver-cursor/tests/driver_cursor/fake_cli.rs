@@ -125,11 +125,20 @@ async fn model_force_trust_instructions_and_a_request_model() {
     let driver = fake.driver(
         fake.options()
             .with_model("gpt-5")
-            .with_force(true)
             .with_trust_workspace(false),
     );
+    // Everything allowed is `--force`; another policy is refused before anything runs.
+    let writes = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
+        .with_permissions(driver_spi::PermissionPolicy::default().allow(driver_spi::Action::Write));
+    assert!(matches!(
+        run(&driver, writes).await.0,
+        Err(driver_spi::DriverError::Unsupported(
+            driver_spi::Unsupported::Permission { .. }
+        ))
+    ));
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
-        .with_instructions("Be brief.");
+        .with_instructions("Be brief.")
+        .with_permissions(driver_spi::PermissionPolicy::allow_all());
     run(&driver, req).await.0.unwrap();
     let call = fake.last();
     assert_eq!(
@@ -536,7 +545,6 @@ fn the_config_fingerprint_is_unchanged() {
         .options()
         .with_model("gpt-5")
         .with_trust_workspace(false)
-        .with_force(true)
         .with_prompt_transport(PromptTransport::Argument);
-    assert_eq!(of(tuned), expected(Some("gpt-5"), false, true));
+    assert_eq!(of(tuned), expected(Some("gpt-5"), false, false));
 }

@@ -233,11 +233,39 @@ impl Kit<'_> {
 
     pub(super) async fn check_policy(&mut self, approvals_declared: bool) {
         let secret = NEW.secret;
+        if !approvals_declared {
+            // POL-03: a policy that asks is refused before anything runs (no tool needed).
+            let shared = Shared::default();
+            let turn = self
+                .policy_turn(
+                    "policy ask without approvals",
+                    PermissionPolicy::default().ask(Action::Write),
+                    handler(Host::Approve, shared.clone()),
+                    shared,
+                    false,
+                )
+                .await;
+            self.r.check(
+                Clause::Pol03,
+                match &turn.turn.result {
+                    Ok(Err(DriverError::Unsupported(Unsupported::Approvals))) => {
+                        if turn.turn.events.is_empty() {
+                            Ok(())
+                        } else {
+                            Err("events were emitted before the refusal".into())
+                        }
+                    }
+                    _ => Err(format!(
+                        "expected Unsupported(Approvals), got {}",
+                        turn.turn.outcome()
+                    )),
+                },
+            );
+        }
         let Some(action) = self.factory.script_tool_use(&arguments(&NEW)) else {
-            for clause in [Clause::Pol01, Clause::Pol02, Clause::Pol03]
-                .into_iter()
-                .chain(APPROVAL_CLAUSES)
-            {
+            let skipped = [Clause::Pol01, Clause::Pol02].into_iter();
+            let skipped = skipped.chain(approvals_declared.then_some(Clause::Pol03));
+            for clause in skipped.chain(APPROVAL_CLAUSES) {
                 self.r.skip(
                     clause,
                     "the factory cannot script a tool use (script_tool_use)",
@@ -283,33 +311,6 @@ impl Kit<'_> {
         );
 
         if !approvals_declared {
-            // POL-03: a policy that asks is refused before anything runs.
-            let shared = Shared::default();
-            let turn = self
-                .policy_turn(
-                    "policy ask without approvals",
-                    base.ask(action),
-                    handler(Host::Approve, shared.clone()),
-                    shared,
-                    false,
-                )
-                .await;
-            self.r.check(
-                Clause::Pol03,
-                match &turn.turn.result {
-                    Ok(Err(DriverError::Unsupported(Unsupported::Approvals))) => {
-                        if turn.turn.events.is_empty() {
-                            Ok(())
-                        } else {
-                            Err("events were emitted before the refusal".into())
-                        }
-                    }
-                    _ => Err(format!(
-                        "expected Unsupported(Approvals), got {}",
-                        turn.turn.outcome()
-                    )),
-                },
-            );
             for clause in APPROVAL_CLAUSES {
                 self.r.skip(clause, "approvals are not declared");
             }
@@ -338,20 +339,25 @@ impl Kit<'_> {
                 _ => Ok(()),
             },
         );
-        let leaked =
+        let in_request =
             turn.tickets.seen.iter().any(|t| {
                 t.request().arguments.contains(secret) || t.request().tool.contains(secret)
-            }) || turn
-                .turn
-                .events
-                .iter()
-                .any(|e| serde_json::to_string(e).is_ok_and(|text| text.contains(secret)));
+            });
+        let in_event = turn
+            .turn
+            .events
+            .iter()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .find(|v| v.to_string().contains(secret));
         self.r.check(
             Clause::Apr07,
             if turn.tickets.seen.is_empty() {
                 Err("no ticket to inspect".into())
-            } else if leaked {
-                Err("a secret value reached an approval request or event in clear".into())
+            } else if in_request {
+                Err("a secret value reached an approval request in clear".into())
+            } else if let Some(event) = in_event {
+                let kind = event.get("type").and_then(|t| t.as_str()).unwrap_or("?");
+                Err(format!("a secret value reached a `{kind}` event in clear"))
             } else {
                 Ok(())
             },
@@ -471,13 +477,18 @@ fn answers_ok(answers: &[Result<(), AnswerError>]) -> Result<(), String> {
     }
 }
 
-/// The tool arguments the kit scripts: they carry the turn's secret, which must never reach
-/// a request or an event in clear.
+/// The arguments of every tool use the kit scripts ([`Factory::script_tool_use`]): a JSON
+/// object that carries the secret of the kit's current endpoint, which must never reach an
+/// approval request or event in clear. A scripted fake CLI may embed this text verbatim.
+///
+/// [`Factory::script_tool_use`]: super::Factory::script_tool_use
+pub const TOOL_ARGUMENTS: &str =
+    r#"{"file_path":"kit-approval.txt","token":"kit-canary-secret-new-a93e27"}"#;
+
+/// [`TOOL_ARGUMENTS`], which carries the endpoint's secret.
 fn arguments(endpoint: &Endpoint) -> String {
-    format!(
-        "{{\"path\":\"kit-approval.txt\",\"token\":\"{}\"}}",
-        endpoint.secret
-    )
+    debug_assert!(TOOL_ARGUMENTS.contains(endpoint.secret));
+    TOOL_ARGUMENTS.to_owned()
 }
 
 fn kit_profile() -> ProfilePayload {

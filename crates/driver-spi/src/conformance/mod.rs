@@ -60,6 +60,7 @@ use compat_fingerprint::{Fingerprint, Kind};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef, TransportKind};
 use secrecy::{ExposeSecret, SecretString};
 
+pub use approvals::TOOL_ARGUMENTS;
 pub use clause::Clause;
 pub use kit_report::Verdict;
 
@@ -102,8 +103,8 @@ pub trait Factory: Send + Sync {
     }
 
     /// Scripts the provider so that its **next** run uses one tool, with these arguments
-    /// (which carry a secret value the driver must redact), and returns the kind of action
-    /// that tool takes. `None` (the default) makes the POL and APR clauses visible skips.
+    /// (always [`TOOL_ARGUMENTS`], which carry a secret value the driver must redact), and
+    /// returns the kind of action that tool takes. `None` (the default) makes the POL and APR clauses visible skips.
     fn script_tool_use(&self, arguments: &str) -> Option<crate::Action> {
         let _ = arguments;
         None
