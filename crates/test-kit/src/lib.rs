@@ -17,7 +17,9 @@
 //! [`real_cli::binary`] finds a real CLI for an end-to-end test and applies the skip rule:
 //! a visible `SKIPPED` locally, a failure under CI. [`restart::run_scenario`] is the
 //! host-restart scenario (rotated MCP endpoint, resume, semantic change, canary scan) that
-//! every real-CLI driver test runs; [`resident::run_resident_scenario`] is the
+//! every real-CLI driver test runs; [`approvals::run_approval_scenario`] is the permission
+//! and approval scenario (deny, approve, allow, forbid a file write) of every CLI with
+//! approvals; [`resident::run_resident_scenario`] is the
 //! resident-process scenario (one live process reused, recycled on a rotation, a fork,
 //! nothing left after `Agent::close`) that every resident-capable driver's test runs.
 //!
@@ -75,6 +77,7 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+pub mod approvals;
 mod body;
 pub mod chat;
 pub mod gemini;

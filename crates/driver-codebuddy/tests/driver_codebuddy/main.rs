@@ -3,6 +3,7 @@
 
 mod conformance;
 mod fake_cli;
+mod real_approvals;
 mod real_binary;
 mod real_resident;
 mod support;

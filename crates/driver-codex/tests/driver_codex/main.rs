@@ -11,5 +11,6 @@ mod app_server_fake;
 mod conformance;
 mod fake_cli;
 mod real_app_server;
+mod real_approvals;
 mod real_binary;
 mod support;
