@@ -27,6 +27,7 @@
 //! Long operations (listing, probing CLIs) note their progress on stderr when it is a terminal.
 #![forbid(unsafe_code)]
 
+mod approve;
 mod bundle;
 mod env;
 mod log;

@@ -59,6 +59,16 @@ pub(crate) struct RunOptions {
     /// `ANTHROPIC_API_KEY`, `CODEBUDDY_API_KEY`, `CURSOR_API_KEY` or `GEMINI_API_KEY`).
     #[arg(long, value_name = "VAR")]
     provider_key_env: Option<String>,
+    /// What the runtime may do without asking (part of the Thread's fingerprint).
+    #[command(flatten)]
+    policy: crate::approve::PolicyOptions,
+    /// Who answers the runtime's approval requests: `ask` (on a terminal: each request is
+    /// shown and answered y/n), `deny` or `allow`. Default: `ask` on a terminal, else `deny`.
+    #[arg(long, value_enum, value_name = "WHO")]
+    approve: Option<crate::approve::Approve>,
+    /// Seconds an approval request waits for its answer before it is denied.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    approval_timeout: u64,
     /// Where the runtime's state lives: the credential namespace and level.
     #[command(flatten)]
     env: EnvOptions,
@@ -91,7 +101,8 @@ pub(crate) fn build_agent(
     };
     let mut builder = Agent::builder(driver)
         .store(store)
-        .workspace(workspace.to_string_lossy().into_owned());
+        .workspace(workspace.to_string_lossy().into_owned())
+        .permissions(options.policy.policy()?);
     if let Some(model) = &options.model {
         builder = builder.model(model.clone());
     }
@@ -131,7 +142,9 @@ fn reference_driver(
             format!("cannot build the runtime environment: {e}"),
         )
     })?;
-    Ok(Arc::new(driver))
+    // `/tool <action> <name> [arguments]` prompts try the policy and approvals without a CLI.
+    let config = driver_spi::reference::ReferenceConfig::new().with_prompt_tools(true);
+    Ok(Arc::new(driver.with_config(config)))
 }
 
 /// A registered runtime's driver, built by its registry entry: the namespace's isolated
@@ -410,7 +423,10 @@ pub(crate) async fn run(
     json: bool,
 ) -> Result<(), Failure> {
     let agent = build_agent(options, store)?;
+    let approvals = crate::approve::approvals(options.approve)?
+        .with_timeout(std::time::Duration::from_secs(options.approval_timeout));
     let mut stream = thread(&agent, key, options)
+        .with_approvals(approvals)
         .stream(prompt)
         .map_err(|e| failure(&e))?;
     let mut out = output::Out::stdout();
@@ -436,6 +452,12 @@ pub(crate) async fn run(
             ThreadEventKind::ToolCallStarted { name, .. } => eprintln!("[tool] {name}"),
             ThreadEventKind::ToolCallResult { is_error: true, .. } => eprintln!("[tool] failed"),
             ThreadEventKind::Warning { code, message } => eprintln!("[warning] {code}: {message}"),
+            ThreadEventKind::ApprovalResolved { outcome, .. } => {
+                eprintln!(
+                    "[approval] {}",
+                    serde_json::to_value(outcome).unwrap_or_default()
+                );
+            }
             // A failed run ends in an error, which `main` prints once, in words.
             _ => {}
         }

@@ -145,6 +145,11 @@ pub struct ReferenceConfig {
     pub model: Option<String>,
     /// Construction-time secret env (for example a provider API key).
     pub env: Vec<EnvBinding>,
+    /// Whether a prompt `/tool <action> <tool> [arguments]` makes the run use that tool
+    /// ([`Behavior::UseTool`]) when no behaviour is queued: a way to try the permission
+    /// policy and approvals from a command line (`agentctl`). Not part of the config
+    /// fingerprint: it changes what the simulated model does, not the runtime.
+    pub prompt_tools: bool,
 }
 
 impl Default for ReferenceConfig {
@@ -154,6 +159,7 @@ impl Default for ReferenceConfig {
             flags: Vec::new(),
             model: None,
             env: Vec::new(),
+            prompt_tools: false,
         }
     }
 }
@@ -185,6 +191,30 @@ impl ReferenceConfig {
     /// Adds a construction-time secret env binding.
     pub fn with_env(mut self, binding: EnvBinding) -> Self {
         self.env.push(binding);
+        self
+    }
+
+    /// Turns prompt-scripted tool use on or off ([`prompt_tools`](Self::prompt_tools)).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// # use compat_fingerprint::{Fingerprint, Kind};
+    /// use driver_spi::reference::{ReferenceConfig, ReferenceDriver};
+    /// use driver_spi::{Action, CollectingSink, Driver, PermissionPolicy, ProfilePayload, Request};
+    /// use run_service::RunId;
+    /// # const K: Kind = Kind::new("example 2026-12-03 profile v1");
+    /// # let fp = Fingerprint::of(K, |e| e.str("p"));
+    ///
+    /// let driver = ReferenceDriver::new().with_config(ReferenceConfig::new().with_prompt_tools(true));
+    /// let request = Request::new(RunId::new("r"), "/tool write notes {\"path\":\"a.txt\"}", ProfilePayload::new(fp, fp))
+    ///     .with_permissions(PermissionPolicy::default().allow(Action::Write));
+    /// driver.run(request, Arc::new(CollectingSink::new())).await.unwrap();
+    /// assert_eq!(driver.backend().performed(), ["notes"]);
+    /// # });
+    /// ```
+    pub fn with_prompt_tools(mut self, on: bool) -> Self {
+        self.prompt_tools = on;
         self
     }
 }
@@ -378,6 +408,20 @@ impl ReferenceDriver {
     }
 }
 
+/// The tool use a prompt `/tool <action> <tool> [arguments]` asks for.
+fn prompt_tool(prompt: &str) -> Option<Behavior> {
+    let rest = prompt.trim().strip_prefix("/tool ")?;
+    let mut words = rest.trim_start().splitn(3, ' ');
+    let action = words.next()?.parse().ok()?;
+    let tool = words.next().filter(|t| !t.is_empty())?.to_owned();
+    let arguments = words.next().unwrap_or("").trim().to_owned();
+    Some(Behavior::UseTool {
+        action,
+        tool,
+        arguments,
+    })
+}
+
 /// How many earlier prompts a reply shows.
 const SHOWN_HISTORY: usize = 3;
 
@@ -454,7 +498,12 @@ impl Driver for ReferenceDriver {
         self.backend.record(self.id, &request);
         self.validate_config()?;
         self.descriptor().capabilities.check(&request)?;
-        let behavior = self.backend.next_behavior();
+        let behavior = match self.backend.next_behavior() {
+            Behavior::Reply if self.config.prompt_tools => {
+                prompt_tool(&request.prompt).unwrap_or(Behavior::Reply)
+            }
+            behavior => behavior,
+        };
         if let Behavior::RejectResume(reason) = behavior {
             return Err(reason.into());
         }
