@@ -29,6 +29,13 @@
 //! them. What the pinned app-server does is in `docs/codex-app-server.md`.
 //!
 //! # Invariants
+//! - **The request's permission policy, enforced by Codex** (`permissions.rs`): the sandbox
+//!   (`read-only`, or `workspace-write` when writes are allowed, with network only when
+//!   allowed), the approval policy (`never`, `on-request` when writes ask, `untrusted` on the
+//!   thread when commands ask) and the command tool (off when commands are denied); a policy
+//!   Codex cannot hold is refused as
+//!   [`Unsupported::Permission`](driver_spi::Unsupported::Permission). Its approval requests
+//!   are decided by the policy or the host.
 //! - **The current request, every turn.** Model, instructions, model provider and every MCP
 //!   server of the request are passed as `-c` overrides on each invocation, resumed or not:
 //!   streamable HTTP as `url` + `bearer_token_env_var`, stdio as `command`, `args`, `env` and
@@ -62,9 +69,11 @@
 //! - It holds no driver machinery: the order of checks, the version probe, spawning, the
 //!   event loop and its stop rule, terminate-then-fail and the judgement of a turn are
 //!   [`driver_cli::CliDriver`]'s, the same for every CLI.
-//! - It does not answer Codex's approval requests for the host: the approval policy is
-//!   `never` in both modes, and an approval or elicitation request that arrives anyway is
-//!   declined.
+//! - It cannot ask the host from `codex exec` (approval `never`): a per-turn run whose
+//!   permission policy asks runs on a one-turn app-server instead. It asks the host about
+//!   file changes and commands only (Codex's MCP tool approvals arrive as elicitations, which
+//!   are declined: a policy that asks about MCP tools is refused), and answers no other
+//!   elicitation.
 //! - In app-server mode it cannot ignore `CODEX_HOME/config.toml` (app-server has no
 //!   `--ignore-user-config`): with the default hermetic config it refuses to launch while
 //!   that file exists.
