@@ -9,4 +9,5 @@ mod conformance;
 mod fake_cli;
 mod namespace;
 mod real_binary;
+mod real_permissions;
 mod support;

@@ -26,7 +26,7 @@ use test_kit::restart::{self, Secrets, Setup};
 const MODEL_KEY: &str = "AIza-model-key-canary-3f8a61d2";
 
 /// A driver over the shared credential namespace of every host.
-fn driver(dir: &Path, bin: &Path, model: &MockGemini) -> GeminiDriver {
+pub(crate) fn driver(dir: &Path, bin: &Path, model: &MockGemini) -> GeminiDriver {
     let env = RuntimeEnv::builder(
         dir.join("rt"),
         "user:e2e".parse().unwrap(),
