@@ -14,9 +14,12 @@
 //! * [`mcp_file`]: the per-run `{"mcpServers": …}` file, with bearer tokens as `${VAR}`
 //!   references so that only variable names reach the disk, and an [`McpDialect`] for what
 //!   differs;
-//! * [`check_shared_options`]: the checks of the options both CLIs share;
+//! * [`check_base_url`]: the check of the option both CLIs share;
+//! * [`PermissionFlags`]: the request's permission policy as both CLIs' flags, and
+//!   [`tool_action`], which action a tool of theirs takes;
 //! * [`Resident`]: the resident mode both share (`--input-format stream-json`, one `user`
-//!   message per turn, the turn ending at `result`, `interrupt` as a control request);
+//!   message per turn, the turn ending at `result`, `interrupt` as a control request,
+//!   `can_use_tool` permission requests decided by the policy or the host);
 //! * `testing` (feature `testing`): the scripted resident fake both dialects' tests run.
 //!
 //! # Invariants
