@@ -42,10 +42,13 @@ use crate::process::ResidentChild;
 use crate::turn::{Gate, Stop, fail_early, judge, required_servers};
 
 mod protocol;
+mod read;
+
 use crate::dialect::ConfigFiles;
 use crate::files::RunDir;
 use crate::{CliCommand, CliError, CliProcess, Finished, Limits, RunFiles, SessionPlan, Tracked};
 pub use protocol::{Call, Rejection, ResidentProtocol};
+use read::{Read, read_turn};
 
 /// A resident process as the pool keeps it: its handle, its protocol peer, the channel of
 /// what it sent unprompted, and the session it has loaded.
@@ -470,142 +473,4 @@ async fn open(
             err,
         )))),
     }
-}
-
-/// How reading a turn ended.
-enum Read {
-    /// The translator said the turn ended.
-    Ended,
-    /// The prompt could not be written: it was never delivered.
-    Undelivered(RunFailure),
-    /// The turn stopped early, after the prompt was delivered.
-    Stopped(Stop),
-}
-
-/// Sends the prompt and forwards the turn's translated notifications until the translator
-/// says the turn ended; `Some` when it stopped early.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one turn's parts, borrowed separately"
-)]
-async fn read_turn<T: crate::Translator>(
-    flight: &mut InFlight,
-    request: &Request,
-    protocol: &dyn ResidentProtocol,
-    prompt: &Call,
-    session: Option<&str>,
-    translator: &mut Tracked<T>,
-    mut gate: Gate<'_>,
-    started: &mut bool,
-    sink: &dyn EventSink,
-) -> Read {
-    let InFlight {
-        process, interrupt, ..
-    } = flight;
-    let Some(process) = process.as_mut() else {
-        return Read::Stopped(Stop::Ended);
-    };
-    let limits = process.limits;
-    let deadline = deadline_after(Instant::now(), limits.total_timeout);
-    let ResidentProcess { peer, incoming, .. } = process;
-    let sent = if prompt.notification {
-        peer.notify(prompt.method, prompt.params.clone())
-            .await
-            .map(|()| None)
-    } else {
-        peer.send_request(prompt.method, prompt.params.clone())
-            .await
-            .map(Some)
-    };
-    let answer = match sent {
-        Ok(answer) => answer,
-        Err(err) => return Read::Undelivered(rpc_failure(protocol, prompt.method, err)),
-    };
-    // Delivered: from now on a cancellation interrupts the turn.
-    *interrupt = protocol.interrupt(session, None);
-    let mut answered = answer.is_none();
-    let mut answer = std::pin::pin!(async move {
-        match answer {
-            Some(answer) => answer.wait(limits.idle_timeout).await,
-            None => std::future::pending().await,
-        }
-    });
-    let mut received = 0usize;
-    loop {
-        if answered && translator.turn_ended() {
-            break Read::Ended;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break Read::Stopped(Stop::Cli(CliError::TotalTimeout {
-                after: limits.total_timeout,
-            }));
-        }
-        let idle = deadline_after(now, limits.idle_timeout).min(deadline);
-        tokio::select! {
-            result = &mut answer, if !answered => {
-                answered = true;
-                match result {
-                    Ok(value) => {
-                        // What a cancellation sends from now on, with the turn's id.
-                        if let Some(id) = protocol.prompt_accepted(&value) {
-                            *interrupt = protocol.interrupt(session, Some(&id));
-                        }
-                    }
-                    Err(err) => {
-                        let failure = rpc_failure(protocol, prompt.method, err);
-                        break Read::Stopped(Stop::Refused(failure));
-                    }
-                }
-            }
-            message = incoming.recv() => match message {
-                None => break Read::Stopped(Stop::Ended),
-                Some(Incoming::Notification { method, params }) => {
-                    received += 1;
-                    let Ok(events) = translator.translate_kind(&method, &params) else {
-                        break Read::Stopped(Stop::Cli(CliError::MalformedJson { line: received }));
-                    };
-                    if let Some(stop) = gate.check(translator) {
-                        break Read::Stopped(stop);
-                    }
-                    for event in events {
-                        sink.emit(event);
-                    }
-                    *started = translator.started();
-                }
-                Some(Incoming::Request { id, method, params }) => {
-                    let sent = if let Some(query) = protocol.approval(request, &method, &params) {
-                        // The CLI waits for this answer: no idle time runs meanwhile.
-                        let decision = crate::approval::decide(request, sink, query).await;
-                        let result = protocol.approval_answer(&method, &params, &decision);
-                        peer.respond(id, result).await
-                    } else {
-                        match protocol.answer(&method, &params) {
-                            Some(result) => peer.respond(id, result).await,
-                            None => {
-                                peer.respond_error(id, -32601, "not supported by this client").await
-                            }
-                        }
-                    };
-                    if sent.is_err() {
-                        break Read::Stopped(Stop::Ended);
-                    }
-                }
-            },
-            () = tokio::time::sleep_until(idle) => {
-                break Read::Stopped(Stop::Cli(if idle >= deadline {
-                    CliError::TotalTimeout { after: limits.total_timeout }
-                } else {
-                    CliError::IdleTimeout { after: limits.idle_timeout }
-                }));
-            }
-        }
-    }
-}
-
-/// `now + d`, saturating to a far future instead of overflowing.
-fn deadline_after(now: Instant, d: Duration) -> Instant {
-    now.checked_add(d)
-        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
-        .unwrap_or(now)
 }
