@@ -4,6 +4,8 @@ use run_service::EnvBinding;
 
 #[cfg(doc)]
 use super::{Behavior, ReferenceDriver};
+#[cfg(doc)]
+use crate::ConfigFingerprinter;
 
 /// The construction config of a [`ReferenceDriver`]: what its
 /// [`ConfigFingerprinter`] covers and its simulated processes run with.
