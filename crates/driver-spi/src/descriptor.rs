@@ -87,6 +87,10 @@ pub struct Capabilities {
     /// [`PermissionPolicy`](crate::PermissionPolicy) may [`Ask`](crate::Permission::Ask).
     #[serde(default)]
     pub approvals: bool,
+    /// The runtime constrains its final answer to a request's
+    /// [`OutputSchema`](crate::OutputSchema) natively.
+    #[serde(default)]
+    pub structured_output: bool,
 }
 
 impl Capabilities {
@@ -125,6 +129,12 @@ impl Capabilities {
         self
     }
 
+    /// Declares (or not) native structured output.
+    pub fn with_structured_output(mut self, structured: bool) -> Self {
+        self.structured_output = structured;
+        self
+    }
+
     /// Declares (or not) approval requests.
     pub fn with_approvals(mut self, approvals: bool) -> Self {
         self.approvals = approvals;
@@ -157,6 +167,13 @@ impl Capabilities {
         if request.permissions.asks() && !self.approvals {
             return Err(Unsupported::Approvals);
         }
+        let native = request
+            .output_schema
+            .as_ref()
+            .is_some_and(|s| s.delivery() == crate::SchemaDelivery::Native);
+        if native && !self.structured_output {
+            return Err(Unsupported::StructuredOutput);
+        }
         Ok(())
     }
 }
@@ -174,6 +191,10 @@ pub enum Unsupported {
     /// An MCP transport.
     #[error("MCP transport {} is not supported by this driver", transport_name(*.0))]
     McpTransport(TransportKind),
+    /// A native output schema, from a driver whose runtime has no structured output (the host
+    /// may choose [`SchemaDelivery::PromptOnly`](crate::SchemaDelivery::PromptOnly)).
+    #[error("structured output is not supported natively by this driver")]
+    StructuredOutput,
     /// A policy that asks the host, from a driver whose runtime cannot deliver approval
     /// requests (in its current mode).
     #[error("approval requests are not supported by this driver in its current mode")]

@@ -35,6 +35,7 @@
 //! | [`Response`] | output, [`ExitStatus`], [`Usage`], [`Checkpoint`], typed [`RunFailure`] |
 //! | [`DriverError`] | typed: [`ResumeRejected`](DriverError::ResumeRejected), invalid config, unsupported, failed, cancelled |
 //! | [`DriverEvent`] | run started, text deltas, tool-call start/arguments/result, approval requested/resolved, one terminal event |
+//! | [`OutputSchema`] | the JSON Schema one run's final answer must match (per call, never fingerprinted), passed natively where the runtime can |
 //! | [`PermissionPolicy`] | what the runtime may do without asking (write, commands, network, MCP): allow, ask or deny |
 //! | [`Approvals`] | where a run's approval requests go: the host's [`ApprovalHandler`] gets an [`ApprovalTicket`], answered exactly once, denied on timeout |
 //! | [`ProcessSignature`] | private, keyed, in-memory signature of a persistent process's exact configuration |
@@ -109,6 +110,7 @@ mod descriptor;
 mod driver;
 mod error;
 mod event;
+mod output;
 mod permission;
 mod process;
 pub mod reference;
@@ -129,6 +131,7 @@ pub use error::{ConfigError, DriverError, ResumeRejectReason};
 pub use event::{
     CollectingSink, DriverEvent, EventSink, SequenceError, SequenceRule, check_sequence,
 };
+pub use output::{OutputSchema, SchemaDelivery};
 pub use permission::{Action, ParsePolicyError, Permission, PermissionPolicy};
 pub use process::{ProcessAction, ProcessLifecycle, ProcessSignature, ProcessSignatureBuilder};
 pub use request::{ProfilePayload, Redactor, Request, RuntimePayload};

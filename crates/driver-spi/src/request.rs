@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use compat_fingerprint::Fingerprint;
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
-use crate::{Approvals, PermissionPolicy, SessionContext};
+use crate::{Approvals, OutputSchema, PermissionPolicy, SessionContext};
 
 /// One invocation of a driver: everything it needs, concrete and current.
 ///
@@ -79,6 +79,9 @@ pub struct Request {
     /// Where approval requests go (never serialized).
     #[serde(skip)]
     pub approvals: Approvals,
+    /// The JSON Schema the final answer must match, for this run only; delivered natively by
+    /// a driver that declares [`structured_output`](crate::Capabilities::structured_output).
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl Request {
@@ -98,7 +101,14 @@ impl Request {
             metadata: BTreeMap::new(),
             permissions: PermissionPolicy::default(),
             approvals: Approvals::default(),
+            output_schema: None,
         }
+    }
+
+    /// Sets the output schema.
+    pub fn with_output_schema(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     /// Sets the permission policy.

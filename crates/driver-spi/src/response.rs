@@ -30,6 +30,12 @@ pub struct Response {
     pub checkpoint: Option<Checkpoint>,
     /// A typed failure of a run that started.
     pub failure: Option<RunFailure>,
+    /// The final answer as data, when the runtime reports it apart from its text (Claude
+    /// Code's and CodeBuddy's `structured_output`); otherwise the core reads
+    /// [`output`](Self::output) as JSON. Only for a request with an
+    /// [`OutputSchema`](crate::OutputSchema).
+    #[serde(default)]
+    pub structured_output: Option<serde_json::Value>,
 }
 
 impl Response {
@@ -41,7 +47,14 @@ impl Response {
             usage: None,
             checkpoint: None,
             failure: None,
+            structured_output: None,
         }
+    }
+
+    /// Sets the structured answer.
+    pub fn with_structured_output(mut self, value: serde_json::Value) -> Self {
+        self.structured_output = Some(value);
+        self
     }
 
     /// Sets the exit status.

@@ -105,6 +105,9 @@ pub enum Behavior {
         /// Arguments text.
         arguments: String,
     },
+    /// Answer with exactly this text (one delta; none when empty), with a valid checkpoint:
+    /// a structured answer, or a malformed one, for a request with an output schema.
+    Answer(String),
     /// Start, then fail: emits `RunFailed` and returns [`DriverError::Failed`].
     Fail(FailureKind),
     /// Start, then return a response whose failure is set, exit code 1 and an invalid
@@ -387,7 +390,8 @@ impl Driver for ReferenceDriver {
                 .with_mcp_transport(run_service::TransportKind::Sse)
                 .with_streaming(true)
                 .with_persistent_processes(self.persistent)
-                .with_approvals(true),
+                .with_approvals(true)
+                .with_structured_output(true),
         )
     }
 
@@ -506,6 +510,12 @@ impl Driver for ReferenceDriver {
                     is_error,
                 ));
                 reply_events(&*sink, turn, &request.prompt, earlier)
+            }
+            Behavior::Answer(text) => {
+                if !text.is_empty() {
+                    sink.emit(DriverEvent::text(redactor.redact(&text)));
+                }
+                redactor.redact(&text).into_owned()
             }
             Behavior::Stall => {
                 self.backend.stall().await;
