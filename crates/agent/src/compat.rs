@@ -80,6 +80,8 @@ pub(crate) struct DriverInfo {
     pub(crate) fork: bool,
     /// Whether the driver delivers approval requests.
     pub(crate) approvals: bool,
+    /// Whether the driver passes an output schema to its runtime natively.
+    pub(crate) structured_output: bool,
     /// The driver's endpoint-carrying variables, for the endpoint policy.
     pub(crate) endpoint_vars: Vec<String>,
 }
@@ -96,6 +98,7 @@ impl DriverInfo {
             resume: descriptor.capabilities.resume,
             fork: descriptor.capabilities.fork,
             approvals: descriptor.capabilities.approvals,
+            structured_output: descriptor.capabilities.structured_output,
             endpoint_vars: descriptor.endpoint_vars,
         }
     }

@@ -189,6 +189,10 @@ pub enum ThreadError {
     /// fork ([`Unsupported::Fork`](driver_spi::Unsupported::Fork)). Nothing ran.
     #[error(transparent)]
     Unsupported(#[from] driver_spi::Unsupported),
+    /// The run's final answer is not the data its output schema asks for (or the schema is
+    /// not a valid JSON Schema, before anything ran). Nothing was persisted.
+    #[error("structured output: {0}")]
+    Output(#[from] crate::OutputError),
     /// The thread store failed.
     #[error("thread store error")]
     Store(#[source] StoreError),
@@ -214,6 +218,7 @@ impl ThreadError {
             Self::Closed => "closed",
             Self::InvalidKey { .. } => "invalid_key",
             Self::Unsupported(_) => "unsupported",
+            Self::Output(_) => "output",
             Self::Store(_) => "store",
         }
     }

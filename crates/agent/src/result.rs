@@ -78,6 +78,10 @@ pub struct RunResult {
     /// `None` when the checkpoint was stored. The run's events carry a
     /// [`Warning`](crate::ThreadEventKind::Warning) with [`NotPersisted::CODE`] as well.
     pub not_persisted: Option<NotPersisted>,
+    /// The final answer as data, checked against the run's output schema
+    /// ([`Thread::with_output_schema`](crate::Thread::with_output_schema)); `None` for a run
+    /// without one.
+    pub structured: Option<serde_json::Value>,
     /// The run's events (for [`Thread::run`](crate::Thread::run): all of them; for a stream:
     /// the ones not read before [`RunStream::result`](crate::RunStream::result)).
     pub events: Vec<ThreadEvent>,

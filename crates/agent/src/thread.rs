@@ -1,7 +1,7 @@
 //! [`Thread`]: a durable conversation under a key.
 
 use compat_fingerprint::Fingerprint;
-use driver_spi::{Approvals, PermissionPolicy};
+use driver_spi::{Approvals, OutputSchema, PermissionPolicy};
 use run_service::RunId;
 use thread_store::{Query, RecordId, Timestamp};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -43,6 +43,8 @@ pub struct Thread {
     pub(crate) permissions: Option<PermissionPolicy>,
     /// Overrides the agent's approvals for this handle's runs.
     pub(crate) approvals: Option<Approvals>,
+    /// The output schema of this handle's runs.
+    pub(crate) output_schema: Option<OutputSchema>,
 }
 
 /// The stored resume handle of a Thread, for audit. Carries no secret.
@@ -74,6 +76,7 @@ impl Thread {
             fork_from: None,
             permissions: None,
             approvals: None,
+            output_schema: None,
         }
     }
 
@@ -100,7 +103,75 @@ impl Thread {
             fork_from: Some(self.key.clone()),
             permissions: self.permissions,
             approvals: self.approvals.clone(),
+            output_schema: self.output_schema.clone(),
         }
+    }
+
+    /// Runs of this handle answer as data matching `schema` ([`RunResult::structured`]): the
+    /// driver passes it to its runtime natively ([`SchemaDelivery::Native`], refused with
+    /// [`Unsupported::StructuredOutput`](driver_spi::Unsupported::StructuredOutput) by a
+    /// driver without structured output), or it goes into the prompt
+    /// ([`SchemaDelivery::PromptOnly`]). Either way the core checks the final answer against
+    /// it and fails the run with [`ThreadError::Output`] (nothing persisted) when it is not
+    /// that data. The schema is per call: it is not part of the Thread's compatibility
+    /// fingerprint.
+    ///
+    /// [`SchemaDelivery::Native`]: driver_spi::SchemaDelivery::Native
+    /// [`SchemaDelivery::PromptOnly`]: driver_spi::SchemaDelivery::PromptOnly
+    pub fn with_output_schema(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Runs one prompt whose answer is a `T`: its JSON Schema derived by `schemars`, delivered
+    /// natively, the answer checked against it and deserialized.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); [`ThreadError::Output`] when the answer is not JSON, breaks the
+    /// schema (naming the path and keyword, never a value) or does not deserialize into `T`.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use agent::Agent;
+    /// use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
+    /// use thread_store::memory::MemoryStore;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Verdict {
+    ///     pass: bool,
+    ///     reason: String,
+    /// }
+    ///
+    /// let backend = ReferenceBackend::new();
+    /// backend.push_behavior(Behavior::Answer(r#"{"pass":true,"reason":"tests pass"}"#.into()));
+    /// let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend)))
+    ///     .store(Arc::new(MemoryStore::new()))
+    ///     .build()?;
+    /// let (verdict, result) = agent.thread("review").run_as::<Verdict>("Judge the change.").await?;
+    /// assert!(verdict.pass);
+    /// assert_eq!(result.structured.unwrap()["reason"], "tests pass");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn run_as<T>(&self, prompt: impl Into<String>) -> Result<(T, RunResult), ThreadError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+    {
+        let schema = serde_json::to_value(schemars::schema_for!(T))
+            .map_err(|_| ThreadError::Output(crate::OutputError::InvalidSchema))?;
+        let result = self
+            .clone()
+            .with_output_schema(OutputSchema::new(schema))
+            .run(prompt)
+            .await?;
+        let value = result
+            .structured
+            .clone()
+            .ok_or(ThreadError::Output(crate::OutputError::NotJson))?;
+        let typed = serde_json::from_value(value)
+            .map_err(|_| ThreadError::Output(crate::OutputError::Type))?;
+        Ok((typed, result))
     }
 
     /// Runs of this handle use this permission policy instead of the agent's

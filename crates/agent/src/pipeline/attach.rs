@@ -32,6 +32,15 @@ pub(super) fn check_contract(thread: &Thread) -> Result<Arc<dyn ThreadStore>, Th
     if thread.permissions().asks() && !driver.approvals {
         return Err(ThreadError::Unsupported(driver_spi::Unsupported::Approvals));
     }
+    let native = thread
+        .output_schema
+        .as_ref()
+        .is_some_and(|s| s.delivery() == driver_spi::SchemaDelivery::Native);
+    if native && !driver.structured_output {
+        return Err(ThreadError::Unsupported(
+            driver_spi::Unsupported::StructuredOutput,
+        ));
+    }
     Ok(store)
 }
 

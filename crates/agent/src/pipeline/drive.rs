@@ -68,6 +68,13 @@ pub(super) fn request(
         RuntimePayload::from_services(services),
         RuntimePayload::with_secret_env,
     );
+    let schema = cx.thread.output_schema.as_ref();
+    let prompt = match schema {
+        Some(s) if s.delivery() == driver_spi::SchemaDelivery::PromptOnly => {
+            crate::output::prompt_only(&prompt, s)
+        }
+        _ => prompt,
+    };
     let mut base = Request::new(
         cx.run_id.clone(),
         prompt,
@@ -85,6 +92,9 @@ pub(super) fn request(
     }
     if let Some(instructions) = &inner.profile.instructions {
         base = base.with_instructions(instructions.clone());
+    }
+    if let Some(schema) = schema.and_then(crate::output::for_driver) {
+        base = base.with_output_schema(schema);
     }
     base
 }

@@ -115,8 +115,13 @@ async fn execute_inner(
     cancel: watch::Receiver<bool>,
 ) -> Result<RunResult, ThreadError> {
     let inner = &thread.agent.inner;
-    // 1. The thread contract.
+    // 1. The thread contract, and the output schema compiled.
     let store = check_contract(thread)?;
+    let checker = thread
+        .output_schema
+        .as_ref()
+        .map(crate::output::Checker::new)
+        .transpose()?;
     // 2. Attach providers in order; unwind in reverse if one fails.
     let (attached, mut attachments) = attach_providers(thread, run_id, &cancel).await?;
 
@@ -135,6 +140,7 @@ async fn execute_inner(
         sink: Arc::clone(&sink),
         redactor,
         cancel,
+        checker,
     };
     let result = attached_run(&cx, prompt, &mut attachments).await;
     // The terminal event follows the outcome, persistence included: a run whose checkpoint
@@ -235,6 +241,8 @@ struct RunCx<'a> {
     sink: Arc<CoreSink>,
     redactor: Redactor,
     cancel: watch::Receiver<bool>,
+    /// The run's output schema, compiled.
+    checker: Option<crate::output::Checker>,
 }
 
 /// The run's compatibility identity, computed once from its session view.
@@ -333,9 +341,15 @@ async fn leased_run(
         rejected,
         response,
     } = driven?;
-    let response = response.and_then(|r| drive::check_response(r, &cx.redactor));
+    // A clean answer that is not the data the schema asks for is a failure: nothing persists.
+    let response = response
+        .and_then(|r| drive::check_response(r, &cx.redactor))
+        .and_then(|r| match &cx.checker {
+            Some(checker) => Ok((Some(checker.check(&r)?), r)),
+            None => Ok((None, r)),
+        });
     match &response {
-        Ok(r) => tracing::debug!(
+        Ok((_, r)) => tracing::debug!(
             step = "drive",
             session = plan.label(),
             restarted_after_rejection = rejected,
@@ -350,7 +364,7 @@ async fn leased_run(
             "step failed"
         ),
     }
-    let response = response?;
+    let (structured, response) = response?;
 
     // 6. Persist.
     let started = Instant::now();
@@ -371,6 +385,7 @@ async fn leased_run(
         session,
         record_id,
         not_persisted,
+        structured,
         events: Vec::new(),
     })
 }
