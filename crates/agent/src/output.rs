@@ -127,8 +127,8 @@ mod tests {
         assert_eq!(value["score"], 3);
         let fenced = "```json\n{\"verdict\":\"fail\",\"score\":0}\n```";
         assert_eq!(checker().check(&answer(fenced)).unwrap()["verdict"], "fail");
-        let structured =
-            Response::new("ignored prose").with_structured_output(json!({"verdict":"pass","score":1}));
+        let structured = Response::new("ignored prose")
+            .with_structured_output(json!({"verdict":"pass","score":1}));
         assert_eq!(checker().check(&structured).unwrap()["score"], 1);
     }
 
@@ -145,7 +145,9 @@ mod tests {
             }
         );
         assert!(!err.to_string().contains("secret-canary-42"));
-        let missing = checker().check(&answer(r#"{"verdict":"pass"}"#)).unwrap_err();
+        let missing = checker()
+            .check(&answer(r#"{"verdict":"pass"}"#))
+            .unwrap_err();
         assert_eq!(
             missing,
             OutputError::Mismatch {
@@ -158,7 +160,11 @@ mod tests {
     #[test]
     fn prose_truncated_empty_and_huge_answers_are_not_json() {
         for text in ["The verdict is pass.", r#"{"verdict":"pass","#, "", "   "] {
-            assert_eq!(checker().check(&answer(text)), Err(OutputError::NotJson), "{text:?}");
+            assert_eq!(
+                checker().check(&answer(text)),
+                Err(OutputError::NotJson),
+                "{text:?}"
+            );
         }
         let huge = format!("\"{}\"", "x".repeat(MAX_ANSWER_BYTES));
         assert_eq!(checker().check(&answer(&huge)), Err(OutputError::NotJson));
@@ -188,6 +194,9 @@ mod tests {
     #[test]
     fn an_invalid_schema_is_refused() {
         let bad = OutputSchema::new(json!({"type": "no-such-type"}));
-        assert!(matches!(Checker::new(&bad), Err(OutputError::InvalidSchema)));
+        assert!(matches!(
+            Checker::new(&bad),
+            Err(OutputError::InvalidSchema)
+        ));
     }
 }

@@ -12,4 +12,5 @@ mod matrix;
 mod persistence;
 mod races;
 mod streams;
+mod structured;
 mod tools;

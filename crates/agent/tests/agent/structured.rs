@@ -1,0 +1,271 @@
+//! Structured output through the agent (issue 28), on the reference driver: the final answer
+//! checked against the run's output schema in the core; a valid answer is data
+//! (`RunResult::structured`, `run_as::<T>`), anything else a typed error naming the path and
+//! keyword (never the value) with nothing persisted; prompt-only delivery; a driver without
+//! native support refuses; an invalid schema is refused before anything runs; the schema is
+//! not part of the Thread's fingerprint.
+
+use std::sync::Arc;
+
+use agent::{Agent, OutputError, SessionOutcome, ThreadError};
+use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
+use driver_spi::{Driver, OutputSchema, SchemaDelivery, Unsupported};
+use serde_json::json;
+use thread_store::memory::MemoryStore;
+
+fn verdict_schema() -> OutputSchema {
+    OutputSchema::new(json!({
+        "type": "object",
+        "properties": {"verdict": {"enum": ["pass", "fail"]}, "score": {"type": "integer"}},
+        "required": ["verdict", "score"],
+        "additionalProperties": false,
+    }))
+}
+
+fn agent(backend: &ReferenceBackend) -> Agent {
+    Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_valid_answer_is_data_and_reaches_the_driver_as_a_native_schema() {
+    let backend = ReferenceBackend::new();
+    backend.push_behavior(Behavior::Answer(r#"{"verdict":"pass","score":7}"#.into()));
+    let result = agent(&backend)
+        .thread("t")
+        .with_output_schema(verdict_schema())
+        .run("judge")
+        .await
+        .unwrap();
+    assert_eq!(
+        result.structured,
+        Some(json!({"verdict": "pass", "score": 7}))
+    );
+    assert!(result.record_id.is_some(), "a valid answer persists");
+    let request = backend.last_request().unwrap();
+    let sent = request.request().output_schema.clone().unwrap();
+    assert_eq!(sent.delivery(), SchemaDelivery::Native);
+    assert_eq!(sent.schema(), verdict_schema().schema());
+    assert_eq!(
+        request.request().prompt,
+        "judge",
+        "a native schema leaves the prompt alone"
+    );
+}
+
+#[tokio::test]
+async fn a_breaking_answer_is_a_typed_error_and_nothing_persists() {
+    for (answer, want) in [
+        (
+            r#"{"verdict":"canary-9f3e","score":7}"#,
+            OutputError::Mismatch {
+                path: "/verdict".into(),
+                keyword: "enum".into(),
+            },
+        ),
+        (
+            r#"{"verdict":"pass"}"#,
+            OutputError::Mismatch {
+                path: String::new(),
+                keyword: "required".into(),
+            },
+        ),
+        ("The verdict is pass.", OutputError::NotJson),
+        (r#"{"verdict":"pass","sco"#, OutputError::NotJson),
+    ] {
+        let backend = ReferenceBackend::new();
+        backend.push_behavior(Behavior::Answer(answer.into()));
+        let agent = agent(&backend);
+        let thread = agent.thread("t").with_output_schema(verdict_schema());
+        let error = thread.run("judge").await.unwrap_err();
+        assert!(
+            matches!(&error, ThreadError::Output(e) if *e == want),
+            "{answer:?}: {error:?}"
+        );
+        assert!(!error.to_string().contains("canary-9f3e"), "{error}");
+        assert!(
+            thread.checkpoint().await.unwrap().is_none(),
+            "{answer:?}: nothing persisted"
+        );
+    }
+}
+
+#[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+struct Review {
+    pass: bool,
+    findings: Vec<String>,
+}
+
+#[tokio::test]
+async fn run_as_derives_the_schema_and_deserializes() {
+    let backend = ReferenceBackend::new();
+    backend.push_behavior(Behavior::Answer(
+        r#"{"pass":false,"findings":["unchecked input"]}"#.into(),
+    ));
+    let (review, result) = agent(&backend)
+        .thread("t")
+        .run_as::<Review>("review")
+        .await
+        .unwrap();
+    assert_eq!(
+        review,
+        Review {
+            pass: false,
+            findings: vec!["unchecked input".into()]
+        }
+    );
+    assert!(result.structured.is_some());
+    let sent = backend
+        .last_request()
+        .unwrap()
+        .request()
+        .output_schema
+        .clone();
+    assert_eq!(
+        sent.unwrap().schema()["required"],
+        json!(["pass", "findings"])
+    );
+
+    // A wrong type is refused by the schema before deserialization.
+    backend.push_behavior(Behavior::Answer(r#"{"pass":"yes","findings":[]}"#.into()));
+    let error = agent(&backend).thread("u").run_as::<Review>("review").await;
+    assert!(
+        matches!(
+            error,
+            Err(ThreadError::Output(OutputError::Mismatch { ref path, ref keyword }))
+                if path == "/pass" && keyword == "type"
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn prompt_only_puts_the_schema_in_the_prompt_and_validates_the_same() {
+    let backend = ReferenceBackend::new();
+    backend.push_behavior(Behavior::Answer(r#"{"verdict":"fail","score":0}"#.into()));
+    let result = agent(&backend)
+        .thread("t")
+        .with_output_schema(verdict_schema().prompt_only())
+        .run("judge")
+        .await
+        .unwrap();
+    assert_eq!(result.structured.unwrap()["verdict"], "fail");
+    let request = backend.last_request().unwrap();
+    assert!(request.request().output_schema.is_none());
+    assert!(request.request().prompt.starts_with("judge\n\n"));
+    assert!(
+        request
+            .request()
+            .prompt
+            .contains(r#""additionalProperties":false"#)
+    );
+
+    backend.push_behavior(Behavior::Answer("fail, with a score of zero".into()));
+    let error = agent(&backend)
+        .thread("u")
+        .with_output_schema(verdict_schema().prompt_only())
+        .run("judge")
+        .await;
+    assert!(matches!(
+        error,
+        Err(ThreadError::Output(OutputError::NotJson))
+    ));
+}
+
+#[tokio::test]
+async fn without_native_support_a_native_schema_is_refused_before_the_driver_runs() {
+    struct Plain(ReferenceDriver);
+    #[driver_spi::async_trait]
+    impl Driver for Plain {
+        fn descriptor(&self) -> driver_spi::Descriptor {
+            let mut d = self.0.descriptor();
+            d.capabilities.structured_output = false;
+            d
+        }
+        fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
+            self.0.validate_config()
+        }
+        async fn run(
+            &self,
+            request: driver_spi::Request,
+            sink: Arc<dyn driver_spi::EventSink>,
+        ) -> Result<driver_spi::Response, driver_spi::DriverError> {
+            self.0.run(request, sink).await
+        }
+        fn session_codec(&self) -> Option<&dyn driver_spi::SessionCodec> {
+            self.0.session_codec()
+        }
+        fn config_fingerprinter(&self) -> Option<&dyn driver_spi::ConfigFingerprinter> {
+            self.0.config_fingerprinter()
+        }
+    }
+    let backend = ReferenceBackend::new();
+    let agent = Agent::builder(Arc::new(Plain(ReferenceDriver::with_backend(
+        backend.clone(),
+    ))))
+    .store(Arc::new(MemoryStore::new()))
+    .build()
+    .unwrap();
+    let refused = agent
+        .thread("t")
+        .with_output_schema(verdict_schema())
+        .run("judge")
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(ThreadError::Unsupported(Unsupported::StructuredOutput))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(backend.request_count(), 0);
+    // Prompt-only is the host's way around it.
+    backend.push_behavior(Behavior::Answer(r#"{"verdict":"pass","score":1}"#.into()));
+    let result = agent
+        .thread("t")
+        .with_output_schema(verdict_schema().prompt_only())
+        .run("judge")
+        .await
+        .unwrap();
+    assert!(result.structured.is_some());
+}
+
+#[tokio::test]
+async fn an_invalid_schema_is_refused_before_anything_runs() {
+    let backend = ReferenceBackend::new();
+    let error = agent(&backend)
+        .thread("t")
+        .with_output_schema(OutputSchema::new(json!({"type": "no-such-type"})))
+        .run("judge")
+        .await;
+    assert!(matches!(
+        error,
+        Err(ThreadError::Output(OutputError::InvalidSchema))
+    ));
+    assert_eq!(backend.request_count(), 0);
+}
+
+/// Per call: a Thread answers as data on one turn and in prose on the next, resuming.
+#[tokio::test]
+async fn the_schema_is_not_part_of_the_fingerprint() {
+    let backend = ReferenceBackend::new();
+    let agent = agent(&backend);
+    backend.push_behavior(Behavior::Answer(r#"{"verdict":"pass","score":1}"#.into()));
+    let first = agent
+        .thread("t")
+        .with_output_schema(verdict_schema())
+        .run("judge")
+        .await
+        .unwrap();
+    assert_eq!(first.session, SessionOutcome::Started);
+    let second = agent
+        .thread("t")
+        .resume_only()
+        .run("explain in prose")
+        .await
+        .unwrap();
+    assert_eq!(second.session, SessionOutcome::Resumed);
+    assert!(second.structured.is_none());
+}
