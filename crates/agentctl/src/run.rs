@@ -66,6 +66,14 @@ pub(crate) struct RunOptions {
     /// shown and answered y/n), `deny` or `allow`. Default: `ask` on a terminal, else `deny`.
     #[arg(long, value_enum, value_name = "WHO")]
     approve: Option<crate::approve::Approve>,
+    /// A JSON Schema file: the answer must be JSON matching it, and the validated JSON is all
+    /// `run` prints on stdout (not part of the fingerprint).
+    #[arg(long, value_name = "FILE")]
+    output_schema: Option<PathBuf>,
+    /// With `--output-schema`: put the schema in the prompt instead of passing it to the
+    /// runtime natively (for runtimes without structured output); validated the same way.
+    #[arg(long, requires = "output_schema")]
+    schema_in_prompt: bool,
     /// Seconds an approval request waits for its answer before it is denied.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     approval_timeout: u64,
@@ -305,6 +313,27 @@ impl run_service::RunServiceProvider for CliMcp {
     }
 }
 
+/// The `--output-schema` file as a schema (prompt-only with `--schema-in-prompt`).
+fn output_schema(options: &RunOptions) -> Result<Option<driver_spi::OutputSchema>, Failure> {
+    let Some(path) = &options.output_schema else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!("--output-schema: cannot read the file: {e}"),
+        )
+    })?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|_| Failure::new(exit::USAGE, "--output-schema: the file is not JSON"))?;
+    let schema = driver_spi::OutputSchema::new(value);
+    Ok(Some(if options.schema_in_prompt {
+        schema.prompt_only()
+    } else {
+        schema
+    }))
+}
+
 /// The Thread a run with these options runs on.
 pub(crate) fn thread(agent: &Agent, key: &str, options: &RunOptions) -> Thread {
     let thread = match &options.fork_from {
@@ -425,10 +454,13 @@ pub(crate) async fn run(
     let agent = build_agent(options, store)?;
     let approvals = crate::approve::approvals(options.approve)?
         .with_timeout(std::time::Duration::from_secs(options.approval_timeout));
-    let mut stream = thread(&agent, key, options)
-        .with_approvals(approvals)
-        .stream(prompt)
-        .map_err(|e| failure(&e))?;
+    let schema = output_schema(options)?;
+    let structured = schema.is_some();
+    let mut thread = thread(&agent, key, options).with_approvals(approvals);
+    if let Some(schema) = schema {
+        thread = thread.with_output_schema(schema);
+    }
+    let mut stream = thread.stream(prompt).map_err(|e| failure(&e))?;
     let mut out = output::Out::stdout();
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
@@ -448,6 +480,8 @@ pub(crate) async fn run(
             continue;
         }
         match &event.kind {
+            // With an output schema, stdout holds the validated JSON only.
+            ThreadEventKind::TextDelta { .. } if structured => {}
             ThreadEventKind::TextDelta { delta } => out.text(delta)?,
             ThreadEventKind::ToolCallStarted { name, .. } => eprintln!("[tool] {name}"),
             ThreadEventKind::ToolCallResult { is_error: true, .. } => eprintln!("[tool] failed"),
@@ -465,7 +499,9 @@ pub(crate) async fn run(
     let result = stream.result().await;
     agent.close().await;
     let result = result.map_err(|e| failure(&e))?;
-    if !json {
+    if let Some(value) = &result.structured {
+        out.line(&value.to_string())?;
+    } else if !json {
         out.line("")?;
     }
     let session = match &result.session {
@@ -485,7 +521,7 @@ pub(crate) async fn run(
         .as_ref()
         .map_or("not persisted", |id| id.as_str());
     let summary = format!("session {session}; usage {usage}; record {record}");
-    if json {
+    if json || structured {
         eprintln!("{summary}");
     } else {
         out.line(&summary)?;

@@ -21,8 +21,9 @@ pub struct ReferenceConfig {
     /// Construction-time secret env (for example a provider API key).
     pub env: Vec<EnvBinding>,
     /// Whether a prompt `/tool <action> <tool> [arguments]` makes the run use that tool
-    /// ([`Behavior::UseTool`]) when no behaviour is queued: a way to try the permission
-    /// policy and approvals from a command line (`agentctl`). Not part of the config
+    /// ([`Behavior::UseTool`]), and `/answer <text>` answer exactly the text
+    /// ([`Behavior::Answer`]), when no behaviour is queued: a way to try the permission
+    /// policy, approvals and structured output from a command line (`agentctl`). Not part of the config
     /// fingerprint: it changes what the simulated model does, not the runtime.
     pub prompt_tools: bool,
 }

@@ -325,8 +325,12 @@ impl ReferenceDriver {
     }
 }
 
-/// The tool use a prompt `/tool <action> <tool> [arguments]` asks for.
+/// The behaviour a scripted prompt asks for: `/tool <action> <tool> [arguments]` uses a tool,
+/// `/answer <text>` answers exactly the text.
 fn prompt_tool(prompt: &str) -> Option<Behavior> {
+    if let Some(text) = prompt.trim().strip_prefix("/answer ") {
+        return Some(Behavior::Answer(text.to_owned()));
+    }
     let rest = prompt.trim().strip_prefix("/tool ")?;
     let mut words = rest.trim_start().splitn(3, ' ');
     let action = words.next()?.parse().ok()?;
