@@ -5,21 +5,12 @@
 //! on a terminal, a `y` typed at the prompt); the policy is part of the Thread's fingerprint.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod common;
+
+use common::agentctl;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-
-/// agentctl on a SQLite store in `root`, its data and HOME there too.
-fn agentctl(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentctl"))
-        .env("XDG_DATA_HOME", root.join("xdg-data"))
-        .env("HOME", root.join("home"))
-        .arg("--store")
-        .arg(format!("sqlite:{}", root.join("threads.sqlite3").display()))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 const TOOL: &str = r#"/tool write notes {"path":"notes.txt"}"#;
 

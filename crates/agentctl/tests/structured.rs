@@ -4,20 +4,9 @@
 //! `/answer <text>` prompt answers exactly the text.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn agentctl(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentctl"))
-        .env("XDG_DATA_HOME", root.join("xdg-data"))
-        .env("HOME", root.join("home"))
-        .arg("--store")
-        .arg(format!("sqlite:{}", root.join("threads.sqlite3").display()))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::agentctl;
 
 #[test]
 fn the_validated_json_is_stdout_and_a_breaking_answer_fails() {

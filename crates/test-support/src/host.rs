@@ -233,3 +233,52 @@ pub fn host_with(
     }
     configure(builder).build().unwrap()
 }
+
+/// A reference driver whose descriptor is reshaped (a capability removed, an endpoint variable
+/// added), for tests of how the core treats what a driver declares. Everything else is the
+/// reference driver's.
+#[derive(Debug)]
+pub struct Reshaped {
+    driver: ReferenceDriver,
+    reshape: fn(driver_spi::Descriptor) -> driver_spi::Descriptor,
+}
+
+impl Reshaped {
+    /// A reference driver on `backend` whose descriptor passes through `reshape`.
+    pub fn new(
+        backend: &ReferenceBackend,
+        reshape: fn(driver_spi::Descriptor) -> driver_spi::Descriptor,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            driver: ReferenceDriver::with_backend(backend.clone()),
+            reshape,
+        })
+    }
+}
+
+#[driver_spi::async_trait]
+impl driver_spi::Driver for Reshaped {
+    fn descriptor(&self) -> driver_spi::Descriptor {
+        (self.reshape)(self.driver.descriptor())
+    }
+
+    fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
+        self.driver.validate_config()
+    }
+
+    async fn run(
+        &self,
+        request: driver_spi::Request,
+        sink: Arc<dyn driver_spi::EventSink>,
+    ) -> Result<driver_spi::Response, driver_spi::DriverError> {
+        self.driver.run(request, sink).await
+    }
+
+    fn session_codec(&self) -> Option<&dyn driver_spi::SessionCodec> {
+        self.driver.session_codec()
+    }
+
+    fn config_fingerprinter(&self) -> Option<&dyn driver_spi::ConfigFingerprinter> {
+        self.driver.config_fingerprinter()
+    }
+}

@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use agent::{Agent, RunResult, SessionOutcome, ThreadError, ThreadEventKind};
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
-use driver_spi::{
-    Action, AnswerError, ApprovalTicket, Approvals, Driver, PermissionPolicy, Unsupported,
-};
+use driver_spi::{Action, AnswerError, ApprovalTicket, Approvals, PermissionPolicy, Unsupported};
 use run_service::EnvBinding;
+use test_support::host::Reshaped;
 use thread_store::memory::MemoryStore;
 
 const CANARY: &str = "approval-canary-7c1d9e4b";
@@ -334,39 +333,16 @@ async fn a_wider_policy_is_a_semantic_change() {
 /// A driver that does not declare approvals refuses a policy that asks, before it runs.
 #[tokio::test]
 async fn asking_needs_a_driver_that_declares_approvals() {
-    struct NoApprovals(ReferenceDriver);
-    #[driver_spi::async_trait]
-    impl Driver for NoApprovals {
-        fn descriptor(&self) -> driver_spi::Descriptor {
-            let mut d = self.0.descriptor();
-            d.capabilities.approvals = false;
-            d
-        }
-        fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
-            self.0.validate_config()
-        }
-        async fn run(
-            &self,
-            request: driver_spi::Request,
-            sink: Arc<dyn driver_spi::EventSink>,
-        ) -> Result<driver_spi::Response, driver_spi::DriverError> {
-            self.0.run(request, sink).await
-        }
-        fn session_codec(&self) -> Option<&dyn driver_spi::SessionCodec> {
-            self.0.session_codec()
-        }
-        fn config_fingerprinter(&self) -> Option<&dyn driver_spi::ConfigFingerprinter> {
-            self.0.config_fingerprinter()
-        }
-    }
     let backend = ReferenceBackend::new();
-    let agent = Agent::builder(Arc::new(NoApprovals(ReferenceDriver::with_backend(
-        backend.clone(),
-    ))))
-    .store(Arc::new(MemoryStore::new()))
-    .permissions(ask_write())
-    .build()
-    .unwrap();
+    let no_approvals = Reshaped::new(&backend, |mut d| {
+        d.capabilities.approvals = false;
+        d
+    });
+    let agent = Agent::builder(no_approvals)
+        .store(Arc::new(MemoryStore::new()))
+        .permissions(ask_write())
+        .build()
+        .unwrap();
     let refused = agent.thread("t").run("write").await;
     assert!(
         matches!(

@@ -93,34 +93,6 @@ impl run_service::RunServiceProvider for Binds {
     }
 }
 
-/// The reference driver, declaring `CUSTOM_ENDPOINT` as one of its endpoint variables (as a
-/// CLI driver's descriptor does, for example `CODEBUDDY_INTERNET_ENVIRONMENT`).
-#[derive(Debug)]
-struct WithEndpointVar(driver_spi::reference::ReferenceDriver);
-
-#[driver_spi::async_trait]
-impl driver_spi::Driver for WithEndpointVar {
-    fn descriptor(&self) -> driver_spi::Descriptor {
-        self.0.descriptor().with_endpoint_vars(["CUSTOM_ENDPOINT"])
-    }
-    fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
-        self.0.validate_config()
-    }
-    fn session_codec(&self) -> Option<&dyn driver_spi::SessionCodec> {
-        self.0.session_codec()
-    }
-    fn config_fingerprinter(&self) -> Option<&dyn driver_spi::ConfigFingerprinter> {
-        self.0.config_fingerprinter()
-    }
-    async fn run(
-        &self,
-        request: driver_spi::Request,
-        sink: Arc<dyn driver_spi::EventSink>,
-    ) -> Result<driver_spi::Response, driver_spi::DriverError> {
-        self.0.run(request, sink).await
-    }
-}
-
 /// A binding that moves the model endpoint or a proxy is an endpoint too: its value is checked
 /// by the policy (a URL, or a bare `host:port` as proxies are written), before the driver
 /// runs, and the refusal shows a digest of the variable's name, never the value.
@@ -130,10 +102,12 @@ async fn endpoint_carrying_bindings_are_checked_by_the_policy() {
     let run = |policy: EndpointPolicy, var: &'static str, value: &'static str| {
         let backend = backend.clone();
         async move {
-            let driver = WithEndpointVar(driver_spi::reference::ReferenceDriver::with_backend(
-                backend,
-            ));
-            let agent = agent::Agent::builder(Arc::new(driver))
+            // The reference driver, declaring `CUSTOM_ENDPOINT` as one of its endpoint
+            // variables (as a CLI driver's descriptor does, e.g. `CODEBUDDY_INTERNET_ENVIRONMENT`).
+            let driver = test_support::host::Reshaped::new(&backend, |d| {
+                d.with_endpoint_vars(["CUSTOM_ENDPOINT"])
+            });
+            let agent = agent::Agent::builder(driver)
                 .store(Arc::new(MemoryStore::new()))
                 .provider(Arc::new(Binds { var, value }))
                 .endpoint_policy(policy)

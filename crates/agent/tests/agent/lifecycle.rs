@@ -334,32 +334,15 @@ async fn close_closes_every_provider_once() {
 
 #[tokio::test]
 async fn a_driver_without_resume_cannot_run_threads() {
-    struct Stateless(ReferenceDriver);
-    #[async_trait]
-    impl driver_spi::Driver for Stateless {
-        fn descriptor(&self) -> driver_spi::Descriptor {
-            let mut d = self.0.descriptor();
-            d.capabilities.resume = false;
-            d
-        }
-        fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
-            self.0.validate_config()
-        }
-        async fn run(
-            &self,
-            request: driver_spi::Request,
-            sink: Arc<dyn driver_spi::EventSink>,
-        ) -> Result<driver_spi::Response, driver_spi::DriverError> {
-            self.0.run(request, sink).await
-        }
-    }
     let backend = ReferenceBackend::new();
-    let agent = Agent::builder(Arc::new(Stateless(ReferenceDriver::with_backend(
-        backend.clone(),
-    ))))
-    .store(Arc::new(MemoryStore::new()))
-    .build()
-    .unwrap();
+    let stateless = test_support::host::Reshaped::new(&backend, |mut d| {
+        d.capabilities.resume = false;
+        d
+    });
+    let agent = Agent::builder(stateless)
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .unwrap();
     let err = agent.thread("t").run("x").await.unwrap_err();
     assert!(matches!(err, ThreadError::Unsupported(_)), "{err}");
     assert_eq!(backend.request_count(), 0);

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use agent::{Agent, OutputError, SessionOutcome, ThreadError};
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
-use driver_spi::{Driver, OutputSchema, SchemaDelivery, Unsupported};
+use driver_spi::{OutputSchema, SchemaDelivery, Unsupported};
 use serde_json::json;
+use test_support::host::Reshaped;
 use thread_store::memory::MemoryStore;
 
 fn verdict_schema() -> OutputSchema {
@@ -176,38 +177,15 @@ async fn prompt_only_puts_the_schema_in_the_prompt_and_validates_the_same() {
 
 #[tokio::test]
 async fn without_native_support_a_native_schema_is_refused_before_the_driver_runs() {
-    struct Plain(ReferenceDriver);
-    #[driver_spi::async_trait]
-    impl Driver for Plain {
-        fn descriptor(&self) -> driver_spi::Descriptor {
-            let mut d = self.0.descriptor();
-            d.capabilities.structured_output = false;
-            d
-        }
-        fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
-            self.0.validate_config()
-        }
-        async fn run(
-            &self,
-            request: driver_spi::Request,
-            sink: Arc<dyn driver_spi::EventSink>,
-        ) -> Result<driver_spi::Response, driver_spi::DriverError> {
-            self.0.run(request, sink).await
-        }
-        fn session_codec(&self) -> Option<&dyn driver_spi::SessionCodec> {
-            self.0.session_codec()
-        }
-        fn config_fingerprinter(&self) -> Option<&dyn driver_spi::ConfigFingerprinter> {
-            self.0.config_fingerprinter()
-        }
-    }
     let backend = ReferenceBackend::new();
-    let agent = Agent::builder(Arc::new(Plain(ReferenceDriver::with_backend(
-        backend.clone(),
-    ))))
-    .store(Arc::new(MemoryStore::new()))
-    .build()
-    .unwrap();
+    let plain = Reshaped::new(&backend, |mut d| {
+        d.capabilities.structured_output = false;
+        d
+    });
+    let agent = Agent::builder(plain)
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .unwrap();
     let refused = agent
         .thread("t")
         .with_output_schema(verdict_schema())
