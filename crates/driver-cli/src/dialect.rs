@@ -119,6 +119,14 @@ pub trait Translator: fmt::Debug + Send {
     /// Token usage of this turn, if the CLI reported it.
     fn usage(&self) -> Option<Usage>;
 
+    /// The final answer as data, when the CLI reports a structured answer apart from its
+    /// text (Claude Code's and CodeBuddy's `structured_output`), redacted like text. The
+    /// judgement puts it in [`Response::structured_output`](driver_spi::Response) of a clean
+    /// turn whose request has an output schema. The default: none (the answer is the text).
+    fn structured_output(&self) -> Option<Value> {
+        None
+    }
+
     /// The last error text the CLI printed as an event (redacted), if any.
     fn last_error(&self) -> Option<&str> {
         None
@@ -257,6 +265,19 @@ pub struct Turn<'a> {
     /// turn whose policy asks the host (a one-turn process, closed after it). The dialect's
     /// [`invocation`](Dialect::invocation) then returns its resident argv.
     pub resident: bool,
+}
+
+impl Turn<'_> {
+    /// The JSON Schema the CLI must be given for this turn: the request's
+    /// [`OutputSchema`](driver_spi::OutputSchema) when it is delivered natively (a prompt-only
+    /// schema is the core's business; the dialect sees an ordinary request).
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.request
+            .output_schema
+            .as_ref()
+            .filter(|s| s.delivery() == driver_spi::SchemaDelivery::Native)
+            .map(driver_spi::OutputSchema::schema)
+    }
 }
 
 /// How a new session gets its id.

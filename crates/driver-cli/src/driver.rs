@@ -139,7 +139,7 @@ impl<D: Dialect> CliDriver<D> {
     /// The [`DriverError`] that [`Driver::run`] would return before spawning.
     pub fn command_line(&self, request: &Request) -> Result<Vec<String>, DriverError> {
         let new_id = uuid::Uuid::now_v7().to_string();
-        let (plan, config) = self.prepare(request, &new_id)?;
+        let (plan, config, resident) = self.prepare(request, &new_id)?;
         let shown;
         let run_file = match &config {
             ConfigFiles::RunFile { name, .. } => {
@@ -153,17 +153,27 @@ impl<D: Dialect> CliDriver<D> {
             request,
             plan,
             run_file,
-            resident: self.pool.is_some(),
+            resident,
         };
         Ok(self.options.invocation(&turn)?.args)
     }
 
-    /// Step 2: what can be refused before anything runs.
+    /// Whether a turn of `request` runs on a process speaking the dialect's resident
+    /// protocol ([`Turn::resident`]): in resident mode, and for a per-turn run whose policy
+    /// asks the host (a per-turn CLI cannot ask).
+    fn resident_turn(&self, request: &Request) -> bool {
+        let asking =
+            request.permissions.asks() && self.options.resident().is_some_and(|p| p.approvals());
+        self.pool.is_some() || asking
+    }
+
+    /// Step 2: what can be refused before anything runs; the turn's plan, config files and
+    /// whether it is [resident](Turn::resident) (the dialect's config sees it).
     fn prepare<'r>(
         &self,
         request: &'r Request,
         new_id: &'r str,
-    ) -> Result<(SessionPlan<'r>, ConfigFiles), DriverError> {
+    ) -> Result<(SessionPlan<'r>, ConfigFiles, bool), DriverError> {
         self.validate_config()?;
         self.capabilities().check(request)?;
         let new_id = (D::IDENTITY.new_session_id == NewSessionId::Host).then_some(new_id);
@@ -172,15 +182,16 @@ impl<D: Dialect> CliDriver<D> {
             return Err(ConfigError::invalid("model", "must not be empty").into());
         }
         self.options.check_request(request)?;
+        let resident = self.resident_turn(request);
         let turn = Turn {
             env: &self.env,
             request,
             plan,
             run_file: None,
-            resident: false,
+            resident,
         };
         let config = self.options.config(&turn)?;
-        Ok((plan, config))
+        Ok((plan, config, resident))
     }
 
     /// Steps 5 and 6 with the config files in place.
@@ -314,16 +325,15 @@ impl<D: Dialect> Driver for CliDriver<D> {
         sink: Arc<dyn EventSink>,
     ) -> Result<Response, DriverError> {
         let new_id = uuid::Uuid::now_v7().to_string();
-        let (plan, config) = self.prepare(&request, &new_id)?;
+        let (plan, config, resident) = self.prepare(&request, &new_id)?;
         self.check_version().await?;
         let protocol = self.options.resident();
-        let asking = request.permissions.asks() && protocol.is_some_and(|p| p.approvals());
         let mut turn = Turn {
             env: &self.env,
             request: &request,
             plan,
             run_file: None,
-            resident: self.pool.is_some() || asking,
+            resident,
         };
         if let (Some(protocol), true) = (protocol, turn.resident) {
             let pool = self.pool.as_ref().unwrap_or(&self.asking);

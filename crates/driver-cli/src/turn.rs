@@ -244,7 +244,9 @@ fn append_stderr(failure: &mut RunFailure, finished: &Finished) {
 /// - An unknown session reported before `RunStarted` is
 ///   [`ResumeRejected`](DriverError::ResumeRejected) with nothing emitted.
 /// - A clean turn is a successful exit, a success the CLI reported, and a session id
-///   (unless stateless); its response carries a checkpoint (session id, driver data, guard).
+///   (unless stateless); its response carries a checkpoint (session id, driver data, guard)
+///   and, for a request with an output schema, the structured answer the CLI reported apart
+///   from its text ([`Translator::structured_output`]).
 /// - Anything else fails ([`Dialect::failure`]): before `RunStarted` as an error, after it as
 ///   `RunFailed` and a response whose failure is set (partial output and usage kept).
 pub(crate) fn judge<D: Dialect>(
@@ -288,11 +290,11 @@ pub(crate) fn judge<D: Dialect>(
         crate::checkpoint(turn.request, state, D::IDENTITY.codec)
     });
     let closing = translator.close_open_calls();
-    Ok(crate::finish_turn(
-        sink,
-        closing,
-        translator.output(),
-        usage,
-        checkpoint,
-    ))
+    let response = crate::finish_turn(sink, closing, translator.output(), usage, checkpoint);
+    // The structured answer, when the CLI reports one apart from its text; the core checks
+    // it (else the text) against the schema.
+    Ok(match translator.structured_output() {
+        Some(value) if turn.output_schema().is_some() => response.with_structured_output(value),
+        _ => response,
+    })
 }
