@@ -23,6 +23,10 @@ pub struct TurnResult {
     pub api_error_status: Option<u16>,
     /// The error messages of a failed turn (`errors`, redacted).
     pub errors: Vec<String>,
+    /// The answer as data (`structured_output`, its strings redacted), for a turn run with
+    /// `--json-schema` whose model called the `StructuredOutput` tool with valid input. Its
+    /// absence after a success means the model never did: the CLI does not fail the turn.
+    pub structured_output: Option<Value>,
 }
 
 impl TurnResult {
@@ -227,6 +231,10 @@ impl Translator for StreamJson {
                                 .collect()
                         })
                         .unwrap_or_default(),
+                    structured_output: event
+                        .get("structured_output")
+                        .filter(|v| !v.is_null())
+                        .map(|v| redact_strings(&self.redactor, v)),
                 });
             }
             "error" => {
@@ -259,6 +267,10 @@ impl Translator for StreamJson {
 
     fn succeeded(&self) -> bool {
         self.result.as_ref().is_some_and(TurnResult::is_success)
+    }
+
+    fn structured_output(&self) -> Option<Value> {
+        self.result.as_ref()?.structured_output.clone()
     }
 
     fn reported_failure(&self) -> Option<RunFailure> {
@@ -340,6 +352,19 @@ fn unwrap_encoded_blocks(text: &str) -> String {
     }
 }
 
+/// `value` with every string in it redacted (object keys included).
+fn redact_strings(redactor: &Redactor, value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(redactor.redact(s).into_owned()),
+        Value::Array(items) => items.iter().map(|v| redact_strings(redactor, v)).collect(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| (redactor.redact(k).into_owned(), redact_strings(redactor, v)))
+            .collect(),
+        other => other.clone(),
+    }
+}
+
 fn content(event: &Value) -> Result<&[Value], MalformedEvent> {
     match event.pointer("/message/content") {
         Some(Value::Array(blocks)) => Ok(blocks),
@@ -378,174 +403,4 @@ fn usage(value: &Value) -> Usage {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
-mod tests {
-    use super::*;
-    use driver_cli::Tracked;
-    use run_service::EnvBinding;
-    use serde_json::json;
-
-    fn plain(_: &TurnResult) -> FailureKind {
-        FailureKind::Provider
-    }
-
-    fn translator(redactor: Redactor, names: ToolNames) -> StreamJson {
-        StreamJson::with(redactor, names, plain)
-    }
-
-    fn translate(lines: &[Value]) -> (Tracked<StreamJson>, Vec<DriverEvent>) {
-        driver_cli::testing::translate_all(
-            translator(Redactor::default(), ToolNames::new(["agent-ui"])),
-            lines,
-        )
-    }
-
-    #[test]
-    fn init_reports_servers_and_starts_the_run_once() {
-        let (t, events) = translate(&[
-            json!({"type":"system","subtype":"init","session_id":"s","mcp_servers":[{"name":"agent-ui","status":"connected"},{"name":"x","status":"failed"}]}),
-            json!({"type":"system","subtype":"status","session_id":"s"}),
-            json!({"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"a"},{"type":"text","text":"b"}]}}),
-        ]);
-        assert_eq!(
-            events,
-            [
-                DriverEvent::RunStarted,
-                DriverEvent::text("a"),
-                DriverEvent::text("b")
-            ]
-        );
-        let servers = t.mcp_servers().unwrap();
-        assert_eq!(servers[1].status, "failed");
-        assert_eq!(t.output(), "ab");
-    }
-
-    #[test]
-    fn tool_results_close_calls_once_and_unknown_results_are_ignored() {
-        let (mut t, events) = translate(&[
-            json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}),
-            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"a\nb","is_error":true}]}}),
-            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"again"}]}}),
-            json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t3","name":"mcp__agent_ui__echo","input":{}}]}}),
-            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t3","content":[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"pong:hi\"}]"}],"is_error":false}]}}),
-            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"zz","content":"?"}]}}),
-            json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"mcp__agent-ui__ping","input":{}}]}}),
-        ]);
-        assert_eq!(
-            events,
-            [
-                DriverEvent::RunStarted,
-                DriverEvent::tool_call_started("t1", "Bash"),
-                DriverEvent::tool_call_arguments("t1", r#"{"command":"ls"}"#),
-                DriverEvent::tool_call_result("t1", "a\nb", true),
-                DriverEvent::tool_call_started("t3", "mcp__agent-ui__echo"),
-                DriverEvent::tool_call_arguments("t3", "{}"),
-                DriverEvent::tool_call_result("t3", "pong:hi", false),
-                DriverEvent::tool_call_started("t2", "mcp__agent-ui__ping"),
-                DriverEvent::tool_call_arguments("t2", "{}"),
-            ]
-        );
-        assert_eq!(
-            t.close_open_calls(),
-            [DriverEvent::tool_call_result(
-                "t2",
-                "the tool call did not complete",
-                true
-            )]
-        );
-        assert!(t.close_open_calls().is_empty());
-    }
-
-    #[test]
-    fn result_and_error_events_are_kept_redacted() {
-        let secret = "canary-secret-42f1";
-        let mut t = Tracked::new(translator(
-            Redactor::from_iter(
-                ([&EnvBinding::new("K", secret.to_owned())])
-                    .into_iter()
-                    .map(|b| b.value().clone()),
-            ),
-            ToolNames::new([]),
-        ));
-        t.translate(&json!({"type":"error","error":format!("No conversation found with session ID: x {secret}")}))
-            .unwrap();
-        assert!(t.last_error().unwrap().starts_with("No conversation found"));
-        assert!(!t.last_error().unwrap().contains(secret));
-        assert!(t.unknown_session(""));
-        assert!(
-            !Tracked::new(translator(Redactor::default(), ToolNames::new([])))
-                .unknown_session("fine")
-        );
-        t.translate(&json!({"type":"result","subtype":"error_during_execution","is_error":true,"result":secret,"session_id":"s"}))
-            .unwrap();
-        let failure = t.reported_failure().unwrap();
-        assert!(!t.succeeded());
-        assert!(!failure.message.contains(secret));
-        assert_eq!(t.session_id(), Some("s"));
-    }
-
-    #[test]
-    fn malformed_known_events_are_errors() {
-        let mut t = Tracked::new(translator(Redactor::default(), ToolNames::new([])));
-        for bad in [
-            json!({"no":"type"}),
-            json!({"type":"assistant","message":{"content":{"not":"an array"}}}),
-            json!({"type":"assistant","message":{"content":[{"type":"tool_use","name":"x"}]}}),
-            json!({"type":"system","subtype":"init","mcp_servers":{"a":1}}),
-        ] {
-            assert_eq!(t.translate(&bad), Err(MalformedEvent), "{bad}");
-        }
-        assert_eq!(
-            t.translate(&json!({"type":"stream_event","event":{}})),
-            Ok(vec![])
-        );
-    }
-
-    #[test]
-    fn a_resident_turn_ends_at_result_and_process_usage_is_per_turn() {
-        let result = |input: u64, output: u64| {
-            json!({"type":"result","subtype":"success","is_error":false,"result":"ok",
-                   "session_id":"s","usage":{"input_tokens":input,"output_tokens":output}})
-        };
-        let init = json!({"type":"system","subtype":"init","session_id":"s","mcp_servers":[]});
-        // Turn 1 of a CodeBuddy process: the counts are the turn's.
-        let mut first = Tracked::new(
-            translator(Redactor::default(), ToolNames::new(["agent-ui"])).with_process_usage(true),
-        );
-        first.continue_from(None);
-        first.translate(&init).unwrap();
-        assert!(!first.turn_ended());
-        first.translate(&result(100, 10)).unwrap();
-        assert!(first.turn_ended());
-        assert_eq!(first.usage(), Some(Usage::new(100, 10)));
-        let carried = first.carried();
-        // Turn 2: the process's counts grew to 250/25; the turn used 150/15.
-        let mut second = Tracked::new(
-            translator(Redactor::default(), ToolNames::new(["agent-ui"])).with_process_usage(true),
-        );
-        second.continue_from(carried.as_ref());
-        second.translate(&init).unwrap();
-        second.translate(&result(250, 25)).unwrap();
-        assert_eq!(second.usage(), Some(Usage::new(150, 15)));
-        // Claude Code's usage is per turn already: nothing is carried or subtracted.
-        let mut claude = Tracked::new(translator(
-            Redactor::default(),
-            ToolNames::new(["agent-ui"]),
-        ));
-        claude.continue_from(carried.as_ref());
-        claude.translate(&result(40, 4)).unwrap();
-        assert_eq!(claude.usage(), Some(Usage::new(40, 4)));
-        assert_eq!(claude.carried(), None);
-    }
-
-    #[test]
-    fn a_lone_error_before_init_ends_a_resident_turn() {
-        let mut t = Tracked::new(translator(
-            Redactor::default(),
-            ToolNames::new(["agent-ui"]),
-        ));
-        t.translate(&json!({"type":"error","error":"No conversation found with session ID: x"}))
-            .unwrap();
-        assert!(t.turn_ended());
-        assert!(t.unknown_session(""));
-    }
-}
+mod tests;

@@ -10,7 +10,8 @@
 //!   start, arguments and result (MCP tool names as each CLI rewrites them, mapped back to
 //!   `mcp__<declared server>__<tool>`), the session id, the `system/init` MCP statuses (so the
 //!   driver stops a turn whose required server did not connect), and the `result` verdict,
-//!   classified by each CLI's own rule;
+//!   classified by each CLI's own rule, and its `structured_output` (the answer as data, for
+//!   a turn run with `--json-schema`);
 //! * [`mcp_file`]: the per-run `{"mcpServers": …}` file, with bearer tokens as `${VAR}`
 //!   references so that only variable names reach the disk, and an [`McpDialect`] for what
 //!   differs;
@@ -74,14 +75,17 @@ pub fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, D
 /// The argv Claude Code and CodeBuddy share, in order: `head` (`-p --output-format
 /// stream-json`, and whatever the CLI needs beside), the session flags (`no_persistence` for a
 /// stateless turn, where the CLI has one), `--model` (the request's, else `default_model`),
-/// `--append-system-prompt`, `--max-turns` and `--mcp-config <file> --strict-mcp-config`. The
+/// `--append-system-prompt`, `--max-turns`, `--json-schema '<schema>'` (the turn's output
+/// schema as inline JSON, which both CLIs take) and `--mcp-config <file> --strict-mcp-config`. The
 /// dialect appends its permission flags and its variadic `--allowedTools` last; the prompt
 /// goes to stdin, so no prompt argument can be read as a tool name.
 ///
 /// In resident mode (`resident`) the messages come on stdin (`--input-format stream-json`)
 /// and the session flags are left out: they name the session of a new process only
 /// ([`Resident::launch_session`](driver_cli::ResidentProtocol::launch_session)), so they are not
-/// part of its signature.
+/// part of its signature. `--json-schema` is: both CLIs take the schema only at launch and
+/// apply it to every turn of the process (neither has a per-message schema), so a turn with
+/// another schema, or none, gets a process of its own.
 pub fn argv(
     head: &[&str],
     turn: &Turn<'_>,
@@ -105,6 +109,9 @@ pub fn argv(
     if let Some(turns) = max_turns {
         args.extend(["--max-turns".to_owned(), turns.to_string()]);
     }
+    if let Some(schema) = turn.output_schema() {
+        args.extend(["--json-schema".to_owned(), schema.to_string()]);
+    }
     if let Some(path) = turn.run_file {
         let path = path.to_string_lossy().into_owned();
         args.extend([
@@ -116,8 +123,10 @@ pub fn argv(
     args
 }
 
-/// What Claude Code and CodeBuddy can both do headless: resume, fork, streaming, and MCP
-/// servers over streamable HTTP, SSE and stdio.
+/// What Claude Code and CodeBuddy can both do headless: resume, fork, streaming, MCP
+/// servers over streamable HTTP, SSE and stdio, and structured output (`--json-schema`: the
+/// model answers through a `StructuredOutput` tool, reported as the `result` event's
+/// `structured_output`).
 pub fn capabilities() -> Capabilities {
     driver_cli::cli_capabilities(
         true,
@@ -127,6 +136,7 @@ pub fn capabilities() -> Capabilities {
             TransportKind::Stdio,
         ],
     )
+    .with_structured_output(true)
 }
 
 /// The check Claude Code and CodeBuddy make of the option they share: an http(s) model
