@@ -121,14 +121,17 @@ impl ResidentProtocol for Codex {
         Ok(id.to_owned())
     }
 
+    /// `turn/start`, with the turn's output schema inline (`outputSchema` holds for this
+    /// turn only, so turns with and without one share the process).
     fn prompt(&self, turn: &Turn<'_>, session: Option<&str>) -> Call {
-        Call::request(
-            TURN_START,
-            json!({
-                "threadId": session,
-                "input": [{"type": "text", "text": turn.request.prompt}],
-            }),
-        )
+        let mut params = json!({
+            "threadId": session,
+            "input": [{"type": "text", "text": turn.request.prompt}],
+        });
+        if let (Some(schema), Some(map)) = (turn.output_schema(), params.as_object_mut()) {
+            map.insert("outputSchema".into(), schema.clone());
+        }
+        Call::request(TURN_START, params)
     }
 
     fn prompt_accepted(&self, answer: &Value) -> Option<String> {

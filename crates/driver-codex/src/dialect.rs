@@ -7,6 +7,11 @@
 //! secret goes in: MCP servers carry the *name* of their bearer variable
 //! (`bearer_token_env_var`), the provider the *name* of its key variable (`env_key`), and the
 //! values reach Codex only through its environment.
+//!
+//! The one file: a turn's output schema, which `exec --output-schema` takes only as a file
+//! path, is the per-run file [`OUTPUT_SCHEMA_FILE`] (private, removed when the run ends). The
+//! app-server takes it inline in `turn/start` (`outputSchema`), for that turn only, so a
+//! resident turn writes nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -40,6 +45,9 @@ pub(crate) const CODEC_NAME: &str = "codex/v1";
 /// (`codex.usage_total`): no secret, no URL, port or env-var name.
 pub(crate) const CODEX_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
+/// The per-run file of an `exec` turn's output schema (`--output-schema <file>`).
+pub(crate) const OUTPUT_SCHEMA_FILE: &str = "output-schema.json";
+
 /// What a config key must be: one segment of a dotted `-c` path.
 const KEY_RULE: &str = "must be 1-64 ASCII letters, digits, `-` or `_`";
 
@@ -67,8 +75,12 @@ impl Dialect for Codex {
     const IDENTITY: Identity =
         Identity::new(DRIVER_TYPE, "Codex CLI", &CODEX_CODEC, NewSessionId::Cli);
 
+    /// Structured output: `exec --output-schema` and the app-server's `outputSchema`; the
+    /// answer is the final message's text (Codex checks neither the schema nor the answer:
+    /// the core does).
     fn capabilities(&self) -> Capabilities {
         cli_capabilities(true, &[TransportKind::StreamableHttp, TransportKind::Stdio])
+            .with_structured_output(true)
     }
 
     fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
@@ -120,25 +132,34 @@ impl Dialect for Codex {
         Ok(())
     }
 
-    /// Nothing is written: argv carries the whole configuration. The request's MCP servers
-    /// are checked here (the provider id was, by [`validate`](Dialect::validate)), so that a
-    /// request Codex would misread is refused before the version probe and the spawn.
+    /// Argv carries the whole configuration (a file carries only an output schema). The
+    /// request's MCP servers are checked here (the provider id was, by
+    /// [`validate`](Dialect::validate)), so that a request Codex would misread is refused
+    /// before the version probe and the spawn.
     fn check_request(&self, request: &Request) -> Result<(), DriverError> {
         Ok(crate::permissions::check(&request.permissions)?)
     }
 
+    /// Nothing, except an `exec` turn's output schema ([`OUTPUT_SCHEMA_FILE`]).
     fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
         check_servers(&turn.request.mcp)?;
-        Ok(ConfigFiles::None)
+        Ok(match turn.output_schema() {
+            Some(schema) if !turn.resident => ConfigFiles::RunFile {
+                name: OUTPUT_SCHEMA_FILE,
+                contents: schema.to_string().into_bytes(),
+            },
+            _ => ConfigFiles::None,
+        })
     }
 
-    /// `codex exec` per turn, or `codex app-server` in resident mode.
+    /// `codex exec` per turn (`--output-schema <file>` with an output schema), or
+    /// `codex app-server` in resident mode.
     fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
         if turn.resident {
             return crate::app_server::launch(self, turn);
         }
         let request = turn.request;
-        Ok(Invocation::new(build(
+        let mut args = build(
             self,
             &request.permissions,
             request.model.as_deref(),
@@ -146,7 +167,14 @@ impl Dialect for Codex {
             &request.mcp,
             &request.mcp_secret_names(),
             turn.plan,
-        )))
+        );
+        if let (Some(path), Some(_)) = (turn.run_file, turn.output_schema()) {
+            // An `exec` option (`exec resume` and `exec fork` take it before the subcommand),
+            // right after `exec --json`.
+            let schema = ["--output-schema".to_owned(), path.display().to_string()];
+            args.splice(2..2, schema);
+        }
+        Ok(Invocation::new(args))
     }
 
     /// `exec --json` events, or app-server notifications in resident mode. Both measure a
