@@ -21,7 +21,10 @@
 //! and approval scenario (deny, approve, allow, forbid a file write) of every CLI with
 //! approvals; [`resident::run_resident_scenario`] is the
 //! resident-process scenario (one live process reused, recycled on a rotation, a fork,
-//! nothing left after `Agent::close`) that every resident-capable driver's test runs.
+//! nothing left after `Agent::close`) that every resident-capable driver's test runs;
+//! [`structured::run_structured_scenario`] is the structured-output scenario (a valid answer
+//! as typed data, the schema seen by the model, a violating answer refused by the core with
+//! nothing persisted) of every CLI with native structured output.
 //!
 //! # Invariants
 //! - **Loopback only.** Every server binds `127.0.0.1` on an ephemeral port; nothing here opens
@@ -91,6 +94,7 @@ pub mod responses;
 pub mod restart;
 mod script;
 mod server;
+pub mod structured;
 
 pub use record::{FunctionCallOutput, RecordedRequest, WireApi};
 pub use script::{DEFAULT_TEXT, Reply, Script, Usage};

@@ -8,4 +8,5 @@ mod real_approvals;
 mod real_binary;
 mod real_binary_idle;
 mod real_resident;
+mod real_structured;
 mod support;

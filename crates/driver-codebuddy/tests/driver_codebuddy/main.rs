@@ -6,4 +6,5 @@ mod fake_cli;
 mod real_approvals;
 mod real_binary;
 mod real_resident;
+mod real_structured;
 mod support;

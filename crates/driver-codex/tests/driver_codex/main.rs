@@ -13,4 +13,5 @@ mod fake_cli;
 mod real_app_server;
 mod real_approvals;
 mod real_binary;
+mod real_structured;
 mod support;

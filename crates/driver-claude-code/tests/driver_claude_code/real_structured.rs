@@ -1,0 +1,62 @@
+//! Structured output on the real `claude`, offline against the test kit's Anthropic mock
+//! ([`test_kit::structured`]), through the agent, per turn and resident: `--json-schema
+//! '<inline json>'` declares a `StructuredOutput` tool whose `input_schema` is the schema; the
+//! model's call of it ends the turn at once and comes back as the `result` event's
+//! `structured_output`. A model that answers in text only gets one nudge, then Claude Code
+//! ends the turn as a success without `structured_output`: the core refuses the prose
+//! (`OutputError::NotJson`). In resident mode the schema is a launch flag: the turn without
+//! one runs on another process.
+//!
+//! Needs `CLAUDE_BIN` (a visible `SKIPPED` locally, a failure under CI).
+
+use driver_cli::{PoolLimits, ProcessMode};
+use serde_json::Value;
+use test_kit::anthropic::MockAnthropic;
+use test_kit::structured::{StructuredSetup, run_structured_scenario};
+use test_kit::{RecordedRequest, Reply, Script, approvals};
+
+/// The `input_schema` of the `StructuredOutput` tool a Messages request declares.
+fn declared(request: &RecordedRequest) -> Option<Value> {
+    let tools = request.body().get("tools")?.as_array()?;
+    tools
+        .iter()
+        .find(|t| t["name"] == "StructuredOutput")
+        .map(|t| t["input_schema"].clone())
+}
+
+#[test]
+fn claude_answers_as_data_per_turn_and_resident() {
+    let Some(bin) =
+        test_kit::real_cli::binary("CLAUDE_BIN", "structured output on the real claude")
+    else {
+        return;
+    };
+    let (dir, workspace) = approvals::workspace();
+    let model = MockAnthropic::start(Script::new()).unwrap();
+    let driver = |resident| -> std::sync::Arc<dyn driver_spi::Driver> {
+        let mode = match resident {
+            true => ProcessMode::Resident(PoolLimits::default()),
+            false => ProcessMode::PerTurn,
+        };
+        std::sync::Arc::new(crate::real_binary::driver_with(
+            dir.path(),
+            &bin,
+            &model,
+            mode,
+        ))
+    };
+    let setup = StructuredSetup {
+        workspace: &workspace,
+        driver: &driver,
+        push_reply: &|reply| model.push_reply(reply),
+        model_requests: &|| model.model_requests(),
+        answer: &|answer| vec![Reply::builtin_call("StructuredOutput", answer.clone())],
+        // Prose, and (after Claude Code's one nudge) the mock's default text again.
+        violation: &|| vec![Reply::text("I think the change passes.")],
+        declared: &declared,
+        declared_late: false,
+        violation_error: &|e| matches!(e, agent::OutputError::NotJson),
+        modes: &[false, true],
+    };
+    approvals::block_on(run_structured_scenario(&setup));
+}
