@@ -4,6 +4,7 @@
 mod conformance;
 mod fake_cli;
 mod fake_resident;
+mod fake_structured;
 mod real_approvals;
 mod real_binary;
 mod real_binary_idle;

@@ -3,6 +3,7 @@
 
 mod conformance;
 mod fake_cli;
+mod fake_structured;
 mod real_approvals;
 mod real_binary;
 mod real_resident;

@@ -10,6 +10,7 @@
 mod app_server_fake;
 mod conformance;
 mod fake_cli;
+mod fake_structured;
 mod real_app_server;
 mod real_approvals;
 mod real_binary;
