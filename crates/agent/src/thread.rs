@@ -158,8 +158,13 @@ impl Thread {
     where
         T: serde::de::DeserializeOwned + schemars::JsonSchema,
     {
-        let schema = serde_json::to_value(schemars::schema_for!(T))
+        let mut schema = serde_json::to_value(schemars::schema_for!(T))
             .map_err(|_| ThreadError::Output(crate::OutputError::InvalidSchema))?;
+        // The draft is the validators' default; naming it only risks a CLI whose validator
+        // does not know that draft dropping the schema.
+        if let Some(map) = schema.as_object_mut() {
+            map.remove("$schema");
+        }
         let result = self
             .clone()
             .with_output_schema(OutputSchema::new(schema))
