@@ -1,6 +1,6 @@
 //! The structured-output scenario every CLI driver with native structured output runs against
 //! its real binary (issue 28), through the agent (an [`Agent`] over a
-//! [`MemoryStore`](thread_store::memory::MemoryStore)), in each process mode given:
+//! [`MemoryStore`]), in each process mode given:
 //! 1. **A valid answer**: a Thread with an [`OutputSchema`] runs; the host gets
 //!    [`RunResult::structured`](agent::RunResult::structured), read into a typed [`Verdict`];
 //!    the schema reached the model (the setup says where the CLI put it in the request;
