@@ -60,3 +60,46 @@ fn claude_answers_as_data_per_turn_and_resident() {
     };
     approvals::block_on(run_structured_scenario(&setup));
 }
+
+/// What `run_as` reads the answer into.
+#[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+struct Review {
+    pass: bool,
+    findings: Vec<String>,
+}
+
+/// `Thread::run_as::<T>()` with the schema `schemars` derives: Claude Code declares it as the
+/// `StructuredOutput` tool's input schema (its validator does not drop it) and the host gets a
+/// `T`.
+#[test]
+fn claude_takes_the_schema_run_as_derives() {
+    let Some(bin) = test_kit::real_cli::binary("CLAUDE_BIN", "run_as on the real claude") else {
+        return;
+    };
+    let (dir, _workspace) = approvals::workspace();
+    let model = MockAnthropic::start(Script::new().then(Reply::builtin_call(
+        "StructuredOutput",
+        serde_json::json!({"pass": false, "findings": ["unchecked input"]}),
+    )))
+    .unwrap();
+    let driver = crate::real_binary::driver_with(dir.path(), &bin, &model, ProcessMode::PerTurn);
+    let agent = agent::Agent::builder(std::sync::Arc::new(driver))
+        .store(std::sync::Arc::new(thread_store::memory::MemoryStore::new()))
+        .build()
+        .unwrap();
+    let (review, result) =
+        approvals::block_on(agent.thread("review").run_as::<Review>("Review.")).unwrap();
+    assert_eq!(
+        review,
+        Review {
+            pass: false,
+            findings: vec!["unchecked input".into()]
+        }
+    );
+    assert!(result.record_id.is_some());
+    let declared = declared(&model.model_requests()[0]).expect("a StructuredOutput tool");
+    assert_eq!(
+        declared["required"],
+        serde_json::json!(["pass", "findings"])
+    );
+}
