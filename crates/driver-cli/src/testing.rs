@@ -401,6 +401,16 @@ pub struct FakeCliFactory<D> {
     scripted: std::sync::atomic::AtomicBool,
 }
 
+/// The process mode a real-binary scenario asks for: resident (default pool limits) or one
+/// process per turn.
+pub fn process_mode(resident: bool) -> crate::ProcessMode {
+    if resident {
+        crate::ProcessMode::Resident(crate::PoolLimits::default())
+    } else {
+        crate::ProcessMode::PerTurn
+    }
+}
+
 /// The permission-policy and approval clauses (POL, APR) the kit skips for a factory that
 /// scripts no tool use (a per-turn fake, which cannot model its CLI's permission flags), to
 /// name as accepted skips: all of them for a driver that declares approvals; POL-03 (a policy

@@ -97,3 +97,20 @@ fn claude_resumes_one_session_across_a_host_restart_with_a_rotated_endpoint() {
             }
         });
 }
+
+/// The drivers of the scenario tests (approvals, structured output): `driver_with` in the
+/// process mode each step asks for.
+pub(crate) fn drivers<'a>(
+    dir: &'a Path,
+    bin: &'a Path,
+    model: &'a MockAnthropic,
+) -> impl Fn(bool) -> Arc<dyn driver_spi::Driver> + Sync + 'a {
+    move |resident| {
+        Arc::new(driver_with(
+            dir,
+            bin,
+            model,
+            driver_cli::testing::process_mode(resident),
+        ))
+    }
+}

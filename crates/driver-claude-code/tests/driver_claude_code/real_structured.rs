@@ -9,7 +9,7 @@
 //!
 //! Needs `CLAUDE_BIN` (a visible `SKIPPED` locally, a failure under CI).
 
-use driver_cli::{PoolLimits, ProcessMode};
+use driver_cli::ProcessMode;
 use serde_json::Value;
 use test_kit::anthropic::MockAnthropic;
 use test_kit::structured::{StructuredSetup, run_structured_scenario};
@@ -33,18 +33,7 @@ fn claude_answers_as_data_per_turn_and_resident() {
     };
     let (dir, workspace) = approvals::workspace();
     let model = MockAnthropic::start(Script::new()).unwrap();
-    let driver = |resident| -> std::sync::Arc<dyn driver_spi::Driver> {
-        let mode = match resident {
-            true => ProcessMode::Resident(PoolLimits::default()),
-            false => ProcessMode::PerTurn,
-        };
-        std::sync::Arc::new(crate::real_binary::driver_with(
-            dir.path(),
-            &bin,
-            &model,
-            mode,
-        ))
-    };
+    let driver = crate::real_binary::drivers(dir.path(), &bin, &model);
     let setup = StructuredSetup {
         workspace: &workspace,
         driver: &driver,

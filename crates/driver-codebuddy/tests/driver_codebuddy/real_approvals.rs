@@ -8,7 +8,6 @@
 //!
 //! Needs `CODEBUDDY_BIN` (a visible `SKIPPED` locally, a failure under CI).
 
-use driver_cli::{PoolLimits, ProcessMode};
 use driver_spi::{Action, PermissionPolicy};
 use test_kit::Script;
 use test_kit::approvals::{self, ApprovalSetup, run_approval_scenario};
@@ -28,18 +27,7 @@ fn codebuddy_asks_the_host_before_writing_and_obeys_the_policy() {
     let model = MockChat::start(Script::new()).unwrap();
     let setup = ApprovalSetup {
         workspace: &workspace,
-        driver: &|resident| {
-            let mode = match resident {
-                true => ProcessMode::Resident(PoolLimits::default()),
-                false => ProcessMode::PerTurn,
-            };
-            std::sync::Arc::new(crate::real_binary::driver_with(
-                dir.path(),
-                &bin,
-                &model,
-                mode,
-            ))
-        },
+        driver: &crate::real_binary::drivers(dir.path(), &bin, &model),
         write_call: &approvals::write_tool,
         push_reply: &|reply| model.push_reply(reply),
         model_requests: &|| model.model_requests(),

@@ -12,7 +12,6 @@
 //!
 //! Needs `CODEBUDDY_BIN` (a visible `SKIPPED` locally, a failure under CI).
 
-use driver_cli::{PoolLimits, ProcessMode};
 use serde_json::Value;
 use test_kit::chat::MockChat;
 use test_kit::structured::{StructuredSetup, run_structured_scenario};
@@ -66,18 +65,7 @@ fn codebuddy_answers_as_data_per_turn_and_resident() {
     };
     let (dir, workspace) = approvals::workspace();
     let model = MockChat::start(Script::new()).unwrap();
-    let driver = |resident| -> std::sync::Arc<dyn driver_spi::Driver> {
-        let mode = match resident {
-            true => ProcessMode::Resident(PoolLimits::default()),
-            false => ProcessMode::PerTurn,
-        };
-        std::sync::Arc::new(crate::real_binary::driver_with(
-            dir.path(),
-            &bin,
-            &model,
-            mode,
-        ))
-    };
+    let driver = crate::real_binary::drivers(dir.path(), &bin, &model);
     let setup = StructuredSetup {
         workspace: &workspace,
         driver: &driver,

@@ -14,7 +14,6 @@
 
 use std::path::Path;
 
-use driver_cli::{PoolLimits, ProcessMode};
 use driver_spi::{Action, PermissionPolicy};
 use test_kit::approvals::{self, ApprovalSetup, run_approval_scenario};
 use test_kit::responses::MockResponses;
@@ -47,18 +46,7 @@ fn codex_asks_the_host_before_writing_and_obeys_the_policy() {
     };
     let (dir, workspace) = approvals::workspace();
     let model = MockResponses::start(Script::new()).unwrap();
-    let driver = |resident| -> std::sync::Arc<dyn driver_spi::Driver> {
-        let mode = match resident {
-            true => ProcessMode::Resident(PoolLimits::default()),
-            false => ProcessMode::PerTurn,
-        };
-        std::sync::Arc::new(crate::real_binary::driver_with(
-            dir.path(),
-            &bin,
-            &model,
-            mode,
-        ))
-    };
+    let driver = crate::real_binary::drivers(dir.path(), &bin, &model);
     let everything = PermissionPolicy::default()
         .allow(Action::Commands)
         .allow(Action::Write);

@@ -107,3 +107,20 @@ fn codex_resumes_one_thread_across_a_host_restart_with_a_rotated_endpoint() {
             }
         });
 }
+
+/// The drivers of the scenario tests (approvals, structured output): `driver_with` in the
+/// process mode each step asks for.
+pub(crate) fn drivers<'a>(
+    dir: &'a Path,
+    bin: &'a Path,
+    model: &'a MockResponses,
+) -> impl Fn(bool) -> Arc<dyn driver_spi::Driver> + Sync + 'a {
+    move |resident| {
+        Arc::new(driver_with(
+            dir,
+            bin,
+            model,
+            driver_cli::testing::process_mode(resident),
+        ))
+    }
+}
