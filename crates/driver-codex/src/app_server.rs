@@ -196,14 +196,7 @@ pub(crate) fn launch(codex: &Codex, turn: &Turn<'_>) -> Result<Invocation, Drive
         }
     }
     let mut args = vec!["app-server".to_owned()];
-    args.extend(overrides(
-        codex,
-        &request.permissions,
-        request.model.as_deref(),
-        request.instructions.as_deref(),
-        &request.mcp,
-        &request.mcp_secret_names(),
-    ));
+    args.extend(overrides(codex, request));
     Ok(Invocation::new(args))
 }
 

@@ -21,7 +21,7 @@ use driver_cli::{
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, GuardedCodec, Permission,
-    PermissionPolicy, Request, RunFailure, SessionMode, Unsupported, Usage,
+    Request, RunFailure, SessionMode, Unsupported, Usage,
 };
 use run_service::{McpServer, McpTransport, TransportKind};
 use runtime_env::RuntimeEnv;
@@ -158,16 +158,7 @@ impl Dialect for Codex {
         if turn.resident {
             return crate::app_server::launch(self, turn);
         }
-        let request = turn.request;
-        let mut args = build(
-            self,
-            &request.permissions,
-            request.model.as_deref(),
-            request.instructions.as_deref(),
-            &request.mcp,
-            &request.mcp_secret_names(),
-            turn.plan,
-        );
+        let mut args = build(self, turn.request, turn.plan);
         if let (Some(path), Some(_)) = (turn.run_file, turn.output_schema()) {
             // An `exec` option (`exec resume` and `exec fork` take it before the subcommand),
             // right after `exec --json`.
@@ -337,22 +328,10 @@ impl Overrides {
     }
 }
 
-/// The names of the secret variables each MCP server's service carries, by server name
-/// ([`Request::mcp_secret_names`]); forwarded to stdio servers only.
-pub(crate) type ForwardedEnv<'a> = BTreeMap<&'a str, Vec<&'a str>>;
-
-/// The argv (without the program) of one `exec` turn (the table in the [crate docs](crate)),
-/// whose MCP servers passed [`check_servers`] and whose continued id is a UUID
-/// ([`SessionPlan::of`]). The prompt is read from stdin (`-`).
-fn build(
-    options: &CodexOptions,
-    permissions: &PermissionPolicy,
-    model: Option<&str>,
-    instructions: Option<&str>,
-    mcp: &[McpServer],
-    stdio_env: &ForwardedEnv<'_>,
-    plan: SessionPlan<'_>,
-) -> Vec<String> {
+/// The argv (without the program) of one `exec` turn of `request` (the table in the
+/// [crate docs](crate)), whose MCP servers passed [`check_servers`] and whose continued id is a
+/// UUID ([`SessionPlan::of`]). The prompt is read from stdin (`-`).
+fn build(options: &CodexOptions, request: &Request, plan: SessionPlan<'_>) -> Vec<String> {
     let mut args: Vec<String> = vec!["exec".into(), "--json".into()];
     if options.skip_git_repo_check {
         args.push("--skip-git-repo-check".into());
@@ -363,14 +342,7 @@ fn build(
     if plan == SessionPlan::Stateless {
         args.push("--ephemeral".into());
     }
-    args.extend(overrides(
-        options,
-        permissions,
-        model,
-        instructions,
-        mcp,
-        stdio_env,
-    ));
+    args.extend(overrides(options, request));
     match plan {
         SessionPlan::Resume(id) => args.extend(["resume".to_owned(), id.to_owned()]),
         SessionPlan::Fork(id) => args.extend(["fork".to_owned(), id.to_owned()]),
@@ -380,27 +352,24 @@ fn build(
     args
 }
 
-/// The `-c` overrides of a turn's whole configuration, for `exec` and `app-server` alike: the
-/// permission policy's settings first.
-pub(crate) fn overrides(
-    options: &CodexOptions,
-    permissions: &PermissionPolicy,
-    model: Option<&str>,
-    instructions: Option<&str>,
-    mcp: &[McpServer],
-    stdio_env: &ForwardedEnv<'_>,
-) -> Vec<String> {
+/// The `-c` overrides of a turn's whole configuration (`request`'s permission policy, model,
+/// instructions and MCP servers over `options`), for `exec` and `app-server` alike: the
+/// permission policy's settings first. A stdio server gets the names of the secret variables
+/// its service carries ([`Request::mcp_secret_names`]), and only those.
+pub(crate) fn overrides(options: &CodexOptions, request: &Request) -> Vec<String> {
+    let permissions = &request.permissions;
+    let stdio_env = request.mcp_secret_names();
     let mut c = Overrides::default();
     for (key, value) in crate::permissions::settings(permissions) {
         c.set(key, value.to_owned());
     }
-    if let Some(model) = model.or(options.cli.model.as_deref()) {
+    if let Some(model) = request.model.as_deref().or(options.cli.model.as_deref()) {
         c.set("model", toml_str(model));
     }
     if let Some(effort) = options.reasoning_effort {
         c.set("model_reasoning_effort", toml_str(effort.as_str()));
     }
-    if let Some(instructions) = instructions {
+    if let Some(instructions) = &request.instructions {
         c.set("developer_instructions", toml_str(instructions));
     }
     if let Some(provider) = &options.provider {
@@ -425,7 +394,7 @@ pub(crate) fn overrides(
     if !options.unbounded_connection_retries {
         c.set("features.unbounded_connection_retries", "false".to_owned());
     }
-    for server in mcp {
+    for server in &request.mcp {
         let key = format!("mcp_servers.{}", server.name);
         match &server.transport {
             McpTransport::StreamableHttp {

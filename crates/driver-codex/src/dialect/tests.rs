@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 use super::*;
+use driver_spi::PermissionPolicy;
 
 #[test]
 fn the_codec_resumes_thread_ids_only() {
@@ -29,16 +30,21 @@ fn overrides(args: &[String]) -> BTreeMap<String, toml::Value> {
         .collect()
 }
 
-fn argv(options: &CodexOptions, plan: SessionPlan<'_>) -> Vec<String> {
-    build(
-        options,
-        &PermissionPolicy::allow_all(),
-        None,
-        None,
-        &[],
-        &ForwardedEnv::new(),
-        plan,
+/// A request with nothing set but `permissions`.
+fn request(permissions: PermissionPolicy) -> Request {
+    use compat_fingerprint::{Fingerprint, Kind};
+    const K: Kind = Kind::new("driver-codex dialect test v1");
+    let fp = Fingerprint::of(K, |e| e.str("p"));
+    Request::new(
+        run_service::RunId::new("r"),
+        "hi",
+        driver_spi::ProfilePayload::new(fp, fp),
     )
+    .with_permissions(permissions)
+}
+
+fn argv(options: &CodexOptions, plan: SessionPlan<'_>) -> Vec<String> {
+    build(options, &request(PermissionPolicy::allow_all()), plan)
 }
 
 #[test]
@@ -47,15 +53,11 @@ fn values_are_toml_literals_that_round_trip() {
     let server = McpServer::stdio("local", tricky)
         .with_args(["--x=1", "two words"])
         .with_env("MODE", "a=b");
-    let args = build(
-        &CodexOptions::new(),
-        &PermissionPolicy::default(),
-        Some(tricky),
-        Some("line 1\nline 2"),
-        &[server],
-        &ForwardedEnv::new(),
-        SessionPlan::Start(None),
-    );
+    let request = request(PermissionPolicy::default())
+        .with_model(tricky)
+        .with_instructions("line 1\nline 2")
+        .with_mcp([server]);
+    let args = build(&CodexOptions::new(), &request, SessionPlan::Start(None));
     let c = overrides(&args);
     assert_eq!(c["model"].as_str(), Some(tricky));
     assert_eq!(c["developer_instructions"].as_str(), Some("line 1\nline 2"));
