@@ -35,25 +35,19 @@ use crate::stderr::{Redaction, TailBuffer};
 /// would be lost if the runtime stopped.
 pub(crate) struct CliProcess {
     program: String,
-    pid: u32,
     stdout: LineReader<ChildStdout>,
-    stderr: Arc<Mutex<TailBuffer>>,
-    stderr_task: JoinHandle<()>,
-    exit: oneshot::Receiver<ExitReport>,
-    guard: GroupGuard,
-    limits: Limits,
     deadline: Instant,
     total_timed_out: bool,
-    redaction: Redaction,
+    child: ChildHandle,
 }
 
 impl fmt::Debug for CliProcess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CliProcess")
             .field("program", &self.program)
-            .field("pid", &self.pid)
+            .field("pid", &self.child.pid)
             .field("lines", &self.stdout.count())
-            .field("limits", &self.limits)
+            .field("limits", &self.child.limits)
             .finish_non_exhaustive()
     }
 }
@@ -151,19 +145,13 @@ impl CliProcess {
         command: CliCommand,
         limits: Limits,
     ) -> Result<Self, CliError> {
-        let started = crate::spawn::start(env, command, limits)?;
+        let (child, started) = ChildHandle::of(crate::spawn::start(env, command, limits)?, limits);
         Ok(Self {
             program: started.program,
-            pid: started.pid,
             stdout: LineReader::new(started.stdout, limits.max_line_bytes),
-            stderr: started.stderr,
-            stderr_task: started.stderr_task,
-            exit: started.exit,
-            guard: started.guard,
-            limits,
             deadline: deadline_after(Instant::now(), limits.total_timeout),
             total_timed_out: false,
-            redaction: started.redaction,
+            child,
         })
     }
 
@@ -178,33 +166,24 @@ impl CliProcess {
         env: &RuntimeEnv,
         command: CliCommand,
         limits: Limits,
-    ) -> Result<(ResidentChild, ChildStdin, ChildStdout), CliError> {
-        let started = crate::spawn::start(env, command, limits)?;
+    ) -> Result<(ChildHandle, ChildStdin, ChildStdout), CliError> {
+        let (child, started) = ChildHandle::of(crate::spawn::start(env, command, limits)?, limits);
         let stdin = started.stdin.ok_or_else(|| CliError::Io {
             op: "attach to stdin",
             source: io::Error::other("stdin was not kept open"),
         })?;
-        let child = ResidentChild {
-            pid: started.pid,
-            stderr: started.stderr,
-            stderr_task: started.stderr_task,
-            exit: started.exit,
-            guard: started.guard,
-            limits,
-            redaction: started.redaction,
-        };
         Ok((child, stdin, started.stdout))
     }
 
     /// The process id (also the process group id).
     #[cfg(test)]
     pub(crate) fn pid(&self) -> u32 {
-        self.pid
+        self.child.pid
     }
 
     /// The limits in force.
     pub(crate) fn limits(&self) -> &Limits {
-        &self.limits
+        &self.child.limits
     }
 
     /// How many stdout lines have been read (or reported too long) so far: the number of the
@@ -234,14 +213,14 @@ impl CliProcess {
     /// [`terminate`](Self::terminate) to end it.
     pub(crate) async fn next_line(&mut self) -> Result<Option<String>, CliError> {
         let total = CliError::TotalTimeout {
-            after: self.limits.total_timeout,
+            after: self.child.limits.total_timeout,
         };
         let now = Instant::now();
         if self.total_timed_out || now >= self.deadline {
             self.total_timed_out = true;
             return Err(total);
         }
-        let idle_deadline = deadline_after(now, self.limits.idle_timeout);
+        let idle_deadline = deadline_after(now, self.child.limits.idle_timeout);
         let deadline = idle_deadline.min(self.deadline);
         match tokio::time::timeout_at(deadline, self.stdout.read_line()).await {
             Ok(Ok(Some(mut bytes))) => {
@@ -256,7 +235,7 @@ impl CliProcess {
             }
             Ok(Ok(None)) => Ok(None),
             Ok(Err(LineError::TooLong)) => Err(CliError::LineTooLong {
-                limit: self.limits.max_line_bytes,
+                limit: self.child.limits.max_line_bytes,
             }),
             Ok(Err(LineError::Io(source))) => Err(CliError::Io {
                 op: "read stdout",
@@ -267,7 +246,7 @@ impl CliProcess {
                 Err(total)
             }
             Err(_) => Err(CliError::IdleTimeout {
-                after: self.limits.idle_timeout,
+                after: self.child.limits.idle_timeout,
             }),
         }
     }
@@ -291,10 +270,7 @@ impl CliProcess {
     /// The redacted end of stderr so far (at most [`Limits::stderr_tail_bytes`] bytes).
     #[cfg(test)]
     pub(crate) fn stderr_tail(&self) -> String {
-        self.stderr
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .render(&self.redaction)
+        self.child.stderr_tail()
     }
 
     /// Waits for the process to exit, at most until the total timeout (measured from spawn).
@@ -312,27 +288,16 @@ impl CliProcess {
     pub(crate) async fn wait(self) -> Result<Finished, CliError> {
         let Self {
             mut stdout,
-            stderr,
-            stderr_task,
-            mut exit,
-            mut guard,
-            limits,
             deadline,
-            redaction,
+            child,
             ..
         } = self;
         let drain = tokio::spawn(async move { stdout.discard_all().await });
-        let report = match tokio::time::timeout_at(deadline, &mut exit).await {
-            Ok(report) => report.map(|r| r.map(exit_status)),
-            Err(_) => {
-                guard.terminate();
-                (&mut exit).await.map(|r| r.map(|_| ExitStatus::TimedOut))
-            }
-        };
-        guard.disarm();
+        let (report, timed_out, stderr_tail) = child.end(Some(deadline)).await;
         drain.abort();
         let status = match report {
-            Ok(Ok(status)) => status,
+            Ok(Ok(_)) if timed_out => ExitStatus::TimedOut,
+            Ok(Ok(status)) => exit_status(status),
             Ok(Err(source)) => {
                 return Err(CliError::Io {
                     op: "wait for the CLI process",
@@ -346,7 +311,6 @@ impl CliProcess {
                 });
             }
         };
-        let stderr_tail = finish_stderr(stderr_task, &stderr, &redaction, limits).await;
         Ok(Finished {
             status,
             stderr_tail,
@@ -359,36 +323,17 @@ impl CliProcess {
     /// The status is what the process reported (usually `Signal(15)` or `Signal(9)`); if it
     /// cannot be observed (another part of the program reaped the child), `Signal(9)`.
     pub(crate) async fn terminate(self) -> Finished {
-        const SIGKILL: i32 = 9;
-        let Self {
-            stdout,
-            stderr,
-            stderr_task,
-            mut exit,
-            mut guard,
-            limits,
-            redaction,
-            ..
-        } = self;
-        guard.terminate();
+        let Self { stdout, child, .. } = self;
         // A child that handles SIGTERM and is blocked writing stdout gets EPIPE and can exit.
         drop(stdout);
-        let status = match (&mut exit).await {
-            Ok(Ok(status)) => exit_status(status),
-            _ => ExitStatus::Signal(SIGKILL),
-        };
-        guard.disarm();
-        let stderr_tail = finish_stderr(stderr_task, &stderr, &redaction, limits).await;
-        Finished {
-            status,
-            stderr_tail,
-        }
+        child.wait_or_terminate(None).await
     }
 }
 
-/// A resident process's handle: its exit, group and stderr tail (its stdin and stdout belong
-/// to the protocol peer). Dropping it ends the process group, like [`CliProcess`].
-pub(crate) struct ResidentChild {
+/// A started process's handle: its exit, group and stderr tail, without its stdout (which a
+/// [`CliProcess`] reads as lines, and a resident process hands to its protocol peer).
+/// Dropping it ends the process group, like [`CliProcess`].
+pub(crate) struct ChildHandle {
     pid: u32,
     stderr: Arc<Mutex<TailBuffer>>,
     stderr_task: JoinHandle<()>,
@@ -398,15 +343,34 @@ pub(crate) struct ResidentChild {
     redaction: Redaction,
 }
 
-impl fmt::Debug for ResidentChild {
+impl fmt::Debug for ChildHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResidentChild")
+        f.debug_struct("ChildHandle")
             .field("pid", &self.pid)
             .finish_non_exhaustive()
     }
 }
 
-impl ResidentChild {
+impl ChildHandle {
+    /// The handle part of `started`, and the rest (program and pipes).
+    fn of(started: crate::spawn::Started, limits: Limits) -> (Self, Pipes) {
+        let handle = Self {
+            pid: started.pid,
+            stderr: started.stderr,
+            stderr_task: started.stderr_task,
+            exit: started.exit,
+            guard: started.guard,
+            limits,
+            redaction: started.redaction,
+        };
+        let pipes = Pipes {
+            program: started.program,
+            stdin: started.stdin,
+            stdout: started.stdout,
+        };
+        (handle, pipes)
+    }
+
     /// The process id (also the process group id).
     pub(crate) fn pid(&self) -> u32 {
         self.pid
@@ -425,10 +389,31 @@ impl ResidentChild {
             .render(&self.redaction)
     }
 
-    /// Waits up to `within` for the process to exit on its own (its stdin was closed), then
-    /// ends the group as [`CliProcess::terminate`] does; returns how it ended.
-    pub(crate) async fn wait_or_terminate(self, within: Duration) -> Finished {
+    /// Waits up to `within` (`None`: not at all) for the process to exit on its own, then
+    /// ends the group (SIGTERM, SIGKILL after [`Limits::kill_grace`], then any member left);
+    /// returns how it ended: the status it reported, or `Signal(9)` when that cannot be
+    /// observed (another part of the program reaped the child).
+    pub(crate) async fn wait_or_terminate(self, within: Option<Duration>) -> Finished {
         const SIGKILL: i32 = 9;
+        let deadline = within.map(|d| deadline_after(Instant::now(), d));
+        let (report, _, stderr_tail) = self.end(deadline).await;
+        let status = match report {
+            Ok(Ok(status)) => exit_status(status),
+            _ => ExitStatus::Signal(SIGKILL),
+        };
+        Finished {
+            status,
+            stderr_tail,
+        }
+    }
+
+    /// Waits for the main process's exit until `deadline` (`None`: not at all), ending the
+    /// whole group when it passes; then lets the stderr drain finish. Returns the reaper's
+    /// report, whether the group was ended here, and the redacted stderr tail.
+    async fn end(
+        self,
+        deadline: Option<Instant>,
+    ) -> (Result<ExitReport, oneshot::error::RecvError>, bool, String) {
         let Self {
             stderr,
             stderr_task,
@@ -438,24 +423,29 @@ impl ResidentChild {
             redaction,
             ..
         } = self;
-        let report = match tokio::time::timeout(within, &mut exit).await {
-            Ok(report) => report,
-            Err(_) => {
+        let on_its_own = match deadline {
+            Some(at) => tokio::time::timeout_at(at, &mut exit).await.ok(),
+            None => None,
+        };
+        let ended_here = on_its_own.is_none();
+        let report = match on_its_own {
+            Some(report) => report,
+            None => {
                 guard.terminate();
                 (&mut exit).await
             }
         };
-        let status = match report {
-            Ok(Ok(status)) => exit_status(status),
-            _ => ExitStatus::Signal(SIGKILL),
-        };
         guard.disarm();
         let stderr_tail = finish_stderr(stderr_task, &stderr, &redaction, limits).await;
-        Finished {
-            status,
-            stderr_tail,
-        }
+        (report, ended_here, stderr_tail)
     }
+}
+
+/// What [`ChildHandle::of`] leaves of a started process: its program and pipes.
+struct Pipes {
+    program: String,
+    stdin: Option<ChildStdin>,
+    stdout: ChildStdout,
 }
 
 /// Lets the stderr drain reach the end of the pipe (bounded by the kill grace, in case a

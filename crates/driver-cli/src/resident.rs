@@ -38,7 +38,7 @@ use crate::CommonOptions as _;
 use crate::dialect::{Dialect, Invocation, Translator as _, Turn};
 use crate::jsonrpc::{Incoming, RpcError, RpcPeer};
 use crate::pool::{Endings, ProcessPool, Resident};
-use crate::process::ResidentChild;
+use crate::process::ChildHandle;
 use crate::turn::{Gate, Stop, fail_early, judge, required_servers};
 
 mod protocol;
@@ -53,7 +53,7 @@ use read::{Read, read_turn};
 /// A resident process as the pool keeps it: its handle, its protocol peer, the channel of
 /// what it sent unprompted, and the session it has loaded.
 pub(crate) struct ResidentProcess {
-    child: ResidentChild,
+    child: ChildHandle,
     peer: RpcPeer,
     incoming: mpsc::UnboundedReceiver<Incoming>,
     loaded: Option<String>,
@@ -137,7 +137,7 @@ impl ResidentProcess {
             ..
         } = self;
         drop(peer);
-        let finished = child.wait_or_terminate(limits.kill_grace).await;
+        let finished = child.wait_or_terminate(Some(limits.kill_grace)).await;
         tracing::debug!(status = %finished.status, "resident process ended");
         finished
     }

@@ -48,6 +48,20 @@ impl Fixture {
         };
         (fake, alive)
     }
+    /// A new process, checked out for a new conversation in `namespace` and checked in idle
+    /// as `thread`'s; its switch of life.
+    async fn park(
+        &self,
+        pool: &ProcessPool<Fake>,
+        namespace: &str,
+        thread: &str,
+        sig: &ProcessSignature,
+    ) -> Arc<AtomicBool> {
+        let (process, alive) = self.spawn();
+        let checkout = pool.check_out(namespace, None, sig).await.unwrap();
+        checkout.check_in(thread, process).await;
+        alive
+    }
     fn stopped(&self) -> usize {
         self.stopped.load(Ordering::SeqCst)
     }
@@ -102,12 +116,7 @@ async fn a_process_that_died_between_turns_is_replaced_and_other_conversations_s
     let fx = Fixture::new();
     let pool = ProcessPool::new(PoolLimits::default());
     let sig = signature("t");
-    let (process, alive) = fx.spawn();
-    pool.check_out("ns", None, &sig)
-        .await
-        .unwrap()
-        .check_in("thread-1", process)
-        .await;
+    let alive = fx.park(&pool, "ns", "thread-1", &sig).await;
     alive.store(false, Ordering::SeqCst);
     let replaced = pool.check_out("ns", Some("thread-1"), &sig).await.unwrap();
     assert_eq!(replaced.decision, PoolDecision::Replace);
@@ -132,12 +141,7 @@ async fn limits_evict_the_least_recently_used_idle_process_and_refuse_when_all_a
     );
     let sig = signature("t");
     for thread in ["a", "b"] {
-        let (process, _) = fx.spawn();
-        pool.check_out("ns", None, &sig)
-            .await
-            .unwrap()
-            .check_in(thread, process)
-            .await;
+        fx.park(&pool, "ns", thread, &sig).await;
     }
     assert_eq!(pool.counts(), (2, 0));
     // A third conversation evicts the oldest idle one ("a").
@@ -173,23 +177,13 @@ async fn idle_processes_expire_and_close_ends_every_process() {
     let fx = Fixture::new();
     let pool = ProcessPool::new(PoolLimits::default().with_idle_timeout(Duration::ZERO));
     let sig = signature("t");
-    let (process, _) = fx.spawn();
-    pool.check_out("ns", None, &sig)
-        .await
-        .unwrap()
-        .check_in("a", process)
-        .await;
+    fx.park(&pool, "ns", "a", &sig).await;
     let again = pool.check_out("ns", Some("a"), &sig).await.unwrap();
     assert_eq!(again.decision, PoolDecision::Start, "the idle one expired");
     assert_eq!(fx.stopped(), 1);
 
     let pool = ProcessPool::new(PoolLimits::default());
-    let (idle, _) = fx.spawn();
-    pool.check_out("ns", None, &sig)
-        .await
-        .unwrap()
-        .check_in("a", idle)
-        .await;
+    fx.park(&pool, "ns", "a", &sig).await;
     let busy = pool.check_out("ns", Some("b"), &sig).await.unwrap();
     pool.close().await;
     assert_eq!(fx.stopped(), 2, "the idle process ends at close");

@@ -21,15 +21,27 @@ fn env_running(scenario: &Scenario) -> Fixture {
     fx
 }
 
+/// The probe of the fake CLI running `scenario`, against `minimum`, within `timeout`.
+async fn probe_within(
+    scenario: &Scenario,
+    minimum: Version,
+    timeout: Duration,
+) -> Result<Version, CliError> {
+    let fx = env_running(scenario);
+    probe_version(&fx.env, &fake_cli::binary_path(), minimum, timeout).await
+}
+
+/// [`probe_within`] the usual time.
+async fn probe(scenario: &Scenario, minimum: Version) -> Result<Version, CliError> {
+    probe_within(scenario, minimum, TIMEOUT).await
+}
+
 #[tokio::test]
 async fn a_recent_enough_version_is_returned() {
     let scratch = tempfile::tempdir().unwrap();
     let record = scratch.path().join("record.jsonl");
-    let fx = env_running(&Scenario::new().version("codex-cli 0.169.0").record(&record));
-    let bin = fake_cli::binary_path();
-    let found = probe_version(&fx.env, &bin, Version::new(0, 100, 0), TIMEOUT)
-        .await
-        .unwrap();
+    let scenario = Scenario::new().version("codex-cli 0.169.0").record(&record);
+    let found = probe(&scenario, Version::new(0, 100, 0)).await.unwrap();
     assert_eq!(found, Version::new(0, 169, 0));
     // Through the same isolated spawn path: no host credential, argv exactly --version.
     let runs = read_invocations(&record).unwrap();
@@ -39,12 +51,9 @@ async fn a_recent_enough_version_is_returned() {
 
 #[tokio::test]
 async fn an_old_version_is_too_old() {
-    let fx = env_running(&Scenario::new().version("codex-cli 0.169.0"));
-    let err = probe_version(
-        &fx.env,
-        &fake_cli::binary_path(),
+    let err = probe(
+        &Scenario::new().version("codex-cli 0.169.0"),
         Version::new(0, 170, 0),
-        TIMEOUT,
     )
     .await
     .unwrap_err();
@@ -59,12 +68,9 @@ async fn an_old_version_is_too_old() {
 
 #[tokio::test]
 async fn a_version_without_numbers_is_unparseable() {
-    let fx = env_running(&Scenario::new().version("codex-cli (development build)"));
-    let err = probe_version(
-        &fx.env,
-        &fake_cli::binary_path(),
+    let err = probe(
+        &Scenario::new().version("codex-cli (development build)"),
         Version::new(0, 1, 0),
-        TIMEOUT,
     )
     .await
     .unwrap_err();
@@ -73,12 +79,9 @@ async fn a_version_without_numbers_is_unparseable() {
 
 #[tokio::test]
 async fn a_version_on_stderr_is_accepted() {
-    let fx = env_running(&Scenario::new().rule(Rule::when(["--version"]).stderr("tool v1.4.2")));
-    let found = probe_version(
-        &fx.env,
-        &fake_cli::binary_path(),
+    let found = probe(
+        &Scenario::new().rule(Rule::when(["--version"]).stderr("tool v1.4.2")),
         Version::new(1, 0, 0),
-        TIMEOUT,
     )
     .await
     .unwrap();
@@ -87,19 +90,14 @@ async fn a_version_on_stderr_is_accepted() {
 
 #[tokio::test]
 async fn a_failing_version_command_is_a_probe_failure() {
-    let fx = env_running(
+    let err = probe(
         &Scenario::new().rule(
             Rule::when(["--version"])
                 .stdout("1.2.3")
                 .stderr("no")
                 .exit(2),
         ),
-    );
-    let err = probe_version(
-        &fx.env,
-        &fake_cli::binary_path(),
         Version::new(1, 0, 0),
-        TIMEOUT,
     )
     .await
     .unwrap_err();
@@ -130,10 +128,8 @@ async fn a_missing_binary_is_not_found() {
 
 #[tokio::test]
 async fn a_hanging_version_command_times_out() {
-    let fx = env_running(&Scenario::new().rule(Rule::any().hang()));
-    let err = probe_version(
-        &fx.env,
-        &fake_cli::binary_path(),
+    let err = probe_within(
+        &Scenario::new().rule(Rule::any().hang()),
         Version::new(0, 1, 0),
         Duration::from_millis(300),
     )
