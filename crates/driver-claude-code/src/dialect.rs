@@ -5,8 +5,7 @@ use driver_cli::{
     ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, Turn, classify_text,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, GuardedCodec,
-    Request,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, Request,
 };
 use driver_stream_json::{
     McpDialect, PermissionFlags, StreamJson, TurnResult, check_base_url, mcp_file,
@@ -14,17 +13,6 @@ use driver_stream_json::{
 use runtime_env::RuntimeEnv;
 
 use crate::options::ClaudeCodeOptions;
-
-/// The driver type: part of every Claude Code Thread's fingerprint.
-pub(crate) const DRIVER_TYPE: &str = "claude-code";
-
-/// The codec name, part of every Claude Code Thread's fingerprint.
-pub(crate) const CODEC_NAME: &str = "claude-code/v1";
-
-/// The session codec of the Claude Code driver: the session id (a UUID the host chose with
-/// `--session-id`, or the one a fork reported) and the
-/// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
-pub(crate) const CLAUDE_CODE_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// The variables that switch off Claude Code's non-essential traffic.
 const OFFLINE_VARS: &[(&str, &str)] = &[
@@ -51,10 +39,13 @@ impl Dialect for ClaudeCode {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
+    /// The session codec of the Claude Code driver: the session id (a UUID the host chose with
+    /// `--session-id`, or the one a fork reported) and the
+    /// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
     const IDENTITY: Identity = Identity::new(
-        DRIVER_TYPE,
+        "claude-code",
         "Claude Code",
-        &CLAUDE_CODE_CODEC,
+        "claude-code/v1",
         NewSessionId::Host,
     );
 

@@ -318,25 +318,39 @@ pub struct Identity {
     pub driver_type: &'static str,
     /// The name people read.
     pub display_name: &'static str,
-    /// The session codec (see [`session_codec`](crate::session_codec)).
-    pub codec: &'static GuardedCodec,
+    /// The session codec: the CLI's session id and the [`SessionGuard`](driver_spi::SessionGuard)
+    /// values, nothing else. It keeps any id that is safe as one argv element
+    /// ([`is_safe_id`](crate::is_safe_id)); the driver resumes only UUIDs.
+    pub codec: GuardedCodec,
     /// Who picks a new session's id.
     pub new_session_id: NewSessionId,
 }
 
 impl Identity {
     /// The identity of a driver named `driver_type` (`display_name` for people), whose
-    /// sessions `codec` stores and whose new session ids `new_session_id` picks.
+    /// sessions the codec named `codec` stores and whose new session ids `new_session_id`
+    /// picks. The driver type and the codec name are part of every Thread's fingerprint:
+    /// changing either makes stored Threads of the driver unresumable.
+    ///
+    /// ```
+    /// use driver_cli::{Identity, NewSessionId};
+    /// use driver_spi::{SessionCodec, SessionState};
+    ///
+    /// const ID: Identity = Identity::new("example", "Example CLI", "example/v1", NewSessionId::Cli);
+    /// let state = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
+    /// assert!(ID.codec.to_params(Some(&state)).unwrap().is_some());
+    /// assert!(ID.codec.to_params(Some(&SessionState::new("--continue"))).is_err());
+    /// ```
     pub const fn new(
         driver_type: &'static str,
         display_name: &'static str,
-        codec: &'static GuardedCodec,
+        codec: &'static str,
         new_session_id: NewSessionId,
     ) -> Self {
         Self {
             driver_type,
             display_name,
-            codec,
+            codec: crate::session::session_codec(codec),
             new_session_id,
         }
     }

@@ -177,7 +177,7 @@ impl<D: Dialect> CliDriver<D> {
         self.validate_config()?;
         self.capabilities().check(request)?;
         let new_id = (D::IDENTITY.new_session_id == NewSessionId::Host).then_some(new_id);
-        let plan = SessionPlan::of(request, D::IDENTITY.codec, new_id)?;
+        let plan = SessionPlan::of(request, &D::IDENTITY.codec, new_id)?;
         if request.model.as_deref().is_some_and(str::is_empty) {
             return Err(ConfigError::invalid("model", "must not be empty").into());
         }
@@ -373,7 +373,7 @@ impl<D: Dialect> Driver for CliDriver<D> {
     }
 
     fn session_codec(&self) -> Option<&dyn SessionCodec> {
-        Some(D::IDENTITY.codec)
+        Some(&D::IDENTITY.codec)
     }
 
     fn config_fingerprinter(&self) -> Option<&dyn ConfigFingerprinter> {

@@ -10,8 +10,8 @@
 //! crate and a host need:
 //!
 //! * [`Dialect`], [`Identity`], [`Translator`], [`CliEvent`], [`Turn`], [`Invocation`],
-//!   [`ConfigFiles`], [`NamespaceConfig`], [`NewSessionId`], [`SessionPlan`],
-//!   [`session_codec`] and [`McpStatus`]: what a dialect implements, returns and is shown;
+//!   [`ConfigFiles`], [`NamespaceConfig`], [`NewSessionId`], [`SessionPlan`] and
+//!   [`McpStatus`]: what a dialect implements, returns and is shown;
 //! * [`CliOptions`], [`CommonOptions`], [`Limits`] and [`Version`]: the options every CLI
 //!   driver has; [`probe_version`]: the `--version` check on its own, for hosts;
 //! * [`Tracked`], [`TurnEvents`], [`Mark`], [`MalformedEvent`], [`str_field`], [`json_text`]
@@ -161,7 +161,7 @@ pub use pool::{PoolLimits, PoolStats};
 pub use process::{Finished, failure_kind};
 pub use resident::{Call, Rejection, ResidentProtocol};
 pub use runtime::{BuildError, CommonArgs, Runtime};
-pub use session::{SessionPlan, session_codec};
+pub use session::SessionPlan;
 pub use side::SideOutput;
 pub use tool_names::ToolNames;
 pub use turn_events::{Mark, Tracked, TurnEvents, json_text};

@@ -1,5 +1,5 @@
 //! Sessions as every CLI driver handles them: the one [`SessionPlan`] of an invocation, and
-//! the one session codec shape ([`session_codec`]).
+//! the one session codec shape (`session_codec`, used by [`Identity::new`](crate::Identity::new)).
 //!
 //! Every pinned CLI resumes a session by its id, and takes any other string for a session
 //! *name* or title, silently starting a new session when no session has that name. So a
@@ -106,19 +106,7 @@ fn validate_id(id: &str) -> Result<(), CodecError> {
     }
 }
 
-/// The session codec of a CLI driver, named `name` (stable: it is part of every Thread's
-/// fingerprint): the CLI's session id and the [`SessionGuard`] values, nothing else. It keeps
-/// any id that is safe as one argv element ([`is_safe_id`](crate::is_safe_id)); the driver
-/// resumes only UUIDs.
-///
-/// ```
-/// use driver_spi::{SessionCodec, SessionState};
-///
-/// const CODEC: driver_spi::GuardedCodec = driver_cli::session_codec("example/v1");
-/// let state = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
-/// assert!(CODEC.to_params(Some(&state)).unwrap().is_some());
-/// assert!(CODEC.to_params(Some(&SessionState::new("--continue"))).is_err());
-/// ```
-pub const fn session_codec(name: &'static str) -> GuardedCodec {
+/// The session codec of a CLI driver, named `name` ([`Identity::new`](crate::Identity::new)).
+pub(crate) const fn session_codec(name: &'static str) -> GuardedCodec {
     GuardedCodec::new(name, validate_id)
 }

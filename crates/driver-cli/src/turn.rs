@@ -287,7 +287,7 @@ pub(crate) fn judge<D: Dialect>(
         for (key, value) in translator.checkpoint_data() {
             state.data.insert(key, value);
         }
-        crate::checkpoint(turn.request, state, D::IDENTITY.codec)
+        crate::checkpoint(turn.request, state, &D::IDENTITY.codec)
     });
     let closing = translator.close_open_calls();
     let response = crate::finish_turn(sink, closing, translator.output(), usage, checkpoint);

@@ -7,8 +7,7 @@ use driver_cli::{
     classify_text,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, GuardedCodec,
-    Request,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, Request,
 };
 use driver_stream_json::{
     McpDialect, PermissionFlags, StreamJson, TurnResult, check_base_url, mcp_file,
@@ -17,17 +16,6 @@ use run_service::EnvBinding;
 use runtime_env::RuntimeEnv;
 
 use crate::options::CodeBuddyOptions;
-
-/// The driver type: part of every CodeBuddy Thread's fingerprint.
-pub(crate) const DRIVER_TYPE: &str = "codebuddy";
-
-/// The codec name, part of every CodeBuddy Thread's fingerprint.
-pub(crate) const CODEC_NAME: &str = "codebuddy/v1";
-
-/// The session codec of the CodeBuddy driver: the session id (a UUID the host chose with
-/// `--session-id`, or the one a fork reported) and the
-/// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
-pub(crate) const CODEBUDDY_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// The variables that switch off the built-in plugin-marketplace fetch and telemetry.
 const OFFLINE_VARS: &[(&str, &str)] = &[
@@ -51,10 +39,13 @@ impl Dialect for CodeBuddy {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
+    /// The session codec of the CodeBuddy driver: the session id (a UUID the host chose with
+    /// `--session-id`, or the one a fork reported) and the
+    /// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored.
     const IDENTITY: Identity = Identity::new(
-        DRIVER_TYPE,
+        "codebuddy",
         "CodeBuddy Code",
-        &CODEBUDDY_CODEC,
+        "codebuddy/v1",
         NewSessionId::Host,
     );
 

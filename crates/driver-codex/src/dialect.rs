@@ -20,8 +20,8 @@ use driver_cli::{
     ProcessMode, Runtime, SessionPlan, Translator, Turn, cli_capabilities,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, GuardedCodec, Permission,
-    Request, RunFailure, SessionMode, Unsupported, Usage,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, Permission, Request,
+    RunFailure, SessionMode, Unsupported, Usage,
 };
 use run_service::{McpServer, McpTransport, TransportKind};
 use runtime_env::RuntimeEnv;
@@ -29,21 +29,6 @@ use runtime_env::RuntimeEnv;
 use crate::app_server::events::AppServerTranslator;
 use crate::events::EventTranslator;
 use crate::options::CodexOptions;
-
-/// The driver type: part of every Codex Thread's fingerprint.
-pub(crate) const DRIVER_TYPE: &str = "codex";
-
-/// The codec name, part of every Codex Thread's fingerprint.
-pub(crate) const CODEC_NAME: &str = "codex/v1";
-
-/// The session codec of the Codex driver, named [`CODEC_NAME`]
-/// ([`driver_cli::session_codec`]).
-///
-/// The resume id is the Codex thread id from `thread.started`; the driver resumes only UUIDs,
-/// because Codex takes anything else for a thread *name*. The stored state holds the thread
-/// id, the [`SessionGuard`](driver_spi::SessionGuard) values and the thread's usage totals
-/// (`codex.usage_total`): no secret, no URL, port or env-var name.
-pub(crate) const CODEX_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// The per-run file of an `exec` turn's output schema (`--output-schema <file>`).
 pub(crate) const OUTPUT_SCHEMA_FILE: &str = "output-schema.json";
@@ -71,9 +56,16 @@ impl Dialect for Codex {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
+    /// The session codec of the Codex driver
+    /// ([`driver_cli::session_codec`]).
+    ///
+    /// The resume id is the Codex thread id from `thread.started`; the driver resumes only UUIDs,
+    /// because Codex takes anything else for a thread *name*. The stored state holds the thread
+    /// id, the [`SessionGuard`](driver_spi::SessionGuard) values and the thread's usage totals
+    /// (`codex.usage_total`): no secret, no URL, port or env-var name.
+    ///
     /// Codex chooses the thread id and reports it in `thread.started`.
-    const IDENTITY: Identity =
-        Identity::new(DRIVER_TYPE, "Codex CLI", &CODEX_CODEC, NewSessionId::Cli);
+    const IDENTITY: Identity = Identity::new("codex", "Codex CLI", "codex/v1", NewSessionId::Cli);
 
     /// Structured output: `exec --output-schema` and the app-server's `outputSchema`; the
     /// answer is the final message's text (Codex checks neither the schema nor the answer:

@@ -12,26 +12,13 @@ use driver_cli::{
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
-    GuardedCodec, PermissionPolicy, Request, RunFailure, Unsupported,
+    PermissionPolicy, Request, RunFailure, Unsupported,
 };
 use run_service::TransportKind;
 use runtime_env::RuntimeEnv;
 
 use crate::events::EventTranslator;
 use crate::options::{CursorOptions, PromptTransport};
-
-/// The driver type: part of every Cursor Thread's fingerprint.
-pub(crate) const DRIVER_TYPE: &str = "cursor";
-
-/// The codec name, part of every Cursor Thread's fingerprint.
-pub(crate) const CODEC_NAME: &str = "cursor/v1";
-
-/// The session codec of the Cursor driver, named [`CODEC_NAME`]: the chat id (the
-/// `session_id` of Cursor's events, which `--resume` takes) and the
-/// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored. It keeps any id
-/// that is safe as one argv element ([`driver_cli::is_safe_id`]); the driver resumes only
-/// UUIDs, the shape Cursor documents for `session_id`.
-pub(crate) const CURSOR_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// Phrases that say a chat id is unknown, lower-cased.
 ///
@@ -59,10 +46,16 @@ impl Dialect for Cursor {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
+    /// The session codec of the Cursor driver: the chat id (the
+    /// `session_id` of Cursor's events, which `--resume` takes) and the
+    /// [`SessionGuard`](driver_spi::SessionGuard) values; nothing else is stored. It keeps any id
+    /// that is safe as one argv element ([`driver_cli::is_safe_id`]); the driver resumes only
+    /// UUIDs, the shape Cursor documents for `session_id`.
+    ///
     /// A new chat's id is the `session_id` of the turn's own `system/init`, so a turn is one
     /// process and a turn that never starts leaves no chat behind.
     const IDENTITY: Identity =
-        Identity::new(DRIVER_TYPE, "Cursor CLI", &CURSOR_CODEC, NewSessionId::Cli);
+        Identity::new("cursor", "Cursor CLI", "cursor/v1", NewSessionId::Cli);
 
     fn capabilities(&self) -> Capabilities {
         // No fork: Cursor has no way to branch a chat.

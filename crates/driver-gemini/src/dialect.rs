@@ -24,7 +24,7 @@ use driver_cli::{
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
-    GuardedCodec, PermissionPolicy, Request, ResumeRejectReason, RunFailure,
+    PermissionPolicy, Request, ResumeRejectReason, RunFailure,
 };
 use run_service::{EnvBinding, TransportKind};
 use runtime_env::{IsolationLevel, RuntimeEnv};
@@ -32,23 +32,6 @@ use runtime_env::{IsolationLevel, RuntimeEnv};
 use crate::config;
 use crate::events::{EventTranslator, tool_names};
 use crate::options::{AuthType, GeminiOptions};
-
-/// The driver type: part of every Gemini Thread's fingerprint.
-pub(crate) const DRIVER_TYPE: &str = "gemini";
-
-/// The codec name, part of every Gemini Thread's fingerprint.
-pub(crate) const CODEC_NAME: &str = "gemini/v1";
-
-/// The session codec of the Gemini driver, named [`CODEC_NAME`]
-/// ([`driver_cli::session_codec`]).
-///
-/// The resume id is the UUID the driver chose for `--session-id` when the session started
-/// (Gemini reports it back in `init`). The codec stores any id that is safe as one argv
-/// element ([`driver_cli::is_safe_id`]); the driver resumes only UUIDs, because Gemini takes
-/// `latest` and numbers for other sessions. The stored state holds the session id and the
-/// [`SessionGuard`](driver_spi::SessionGuard) values only: no secret, URL, port or env-var
-/// name.
-pub(crate) const GEMINI_CODEC: GuardedCodec = driver_cli::session_codec(CODEC_NAME);
 
 /// The most Gemini reads from stdin; it silently cuts longer input (0.61.0).
 const MAX_PROMPT_BYTES: usize = 8 << 20;
@@ -67,10 +50,20 @@ impl Dialect for Gemini {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
+    /// The session codec of the Gemini driver
+    /// ([`driver_cli::session_codec`]).
+    ///
+    /// The resume id is the UUID the driver chose for `--session-id` when the session started
+    /// (Gemini reports it back in `init`). The codec stores any id that is safe as one argv
+    /// element ([`driver_cli::is_safe_id`]); the driver resumes only UUIDs, because Gemini takes
+    /// `latest` and numbers for other sessions. The stored state holds the session id and the
+    /// [`SessionGuard`](driver_spi::SessionGuard) values only: no secret, URL, port or env-var
+    /// name.
+    ///
     /// The host chooses a new session's id (`--session-id`), so it is known before Gemini
     /// starts.
     const IDENTITY: Identity =
-        Identity::new(DRIVER_TYPE, "Gemini CLI", &GEMINI_CODEC, NewSessionId::Host);
+        Identity::new("gemini", "Gemini CLI", "gemini/v1", NewSessionId::Host);
 
     fn capabilities(&self) -> Capabilities {
         cli_capabilities(
