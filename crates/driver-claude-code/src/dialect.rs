@@ -1,41 +1,30 @@
-//! The Claude Code dialect: argv, environment, the per-run `--mcp-config` file, the
-//! unknown-session phrase and failure classification. Everything else is the one CLI driver.
+//! The Claude Code dialect: what Claude Code does differently from the other stream-json CLI
+//! (its argv head, variables, identity and failure classification), as the
+//! [`StreamJsonCli`] of its options. Everything else is the stream-json dialect and the one
+//! CLI driver.
 
-use driver_cli::{
-    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, Turn, classify_text,
-};
-use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, Request,
-};
+use driver_cli::{Identity, Invocation, NewSessionId, Runtime, classify_text};
+use driver_spi::{ConfigFingerprintBuilder, FailureKind};
 use driver_stream_json::{
-    McpDialect, PermissionFlags, StreamJson, TurnResult, check_base_url, mcp_file,
+    McpDialect, PermissionFlags, StreamJsonCli, StreamJsonDialect, TurnResult,
 };
-use runtime_env::RuntimeEnv;
 
 use crate::options::ClaudeCodeOptions;
 
-/// The variables that switch off Claude Code's non-essential traffic.
-const OFFLINE_VARS: &[(&str, &str)] = &[
-    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-    ("DISABLE_TELEMETRY", "1"),
-    ("DISABLE_ERROR_REPORTING", "1"),
-    ("DISABLE_AUTOUPDATER", "1"),
-];
+/// What the stream-json dialect of the driver needs to know of its CLI.
+#[derive(Debug)]
+pub struct ClaudeCode;
 
-/// How Claude Code takes the permission policy.
-const PERMISSIONS: PermissionFlags = PermissionFlags::CLAUDE_CODE;
+driver_cli::dialect!(ClaudeCodeOptions => StreamJsonDialect<ClaudeCode>);
 
-/// The resident mode (`--no-session-persistence` for a bare run).
-static RESIDENT: driver_stream_json::Resident =
-    driver_stream_json::Resident::new(Some("--no-session-persistence"));
+impl From<ClaudeCodeOptions> for StreamJsonDialect<ClaudeCode> {
+    fn from(options: ClaudeCodeOptions) -> Self {
+        Self::new(options)
+    }
+}
 
-driver_cli::dialect!(
-    /// The Claude Code dialect of the one CLI driver, over [`ClaudeCodeOptions`].
-    ClaudeCode(ClaudeCodeOptions)
-);
-
-impl Dialect for ClaudeCode {
-    type Translator = StreamJson;
+impl StreamJsonCli for ClaudeCode {
+    type Options = ClaudeCodeOptions;
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
@@ -49,77 +38,50 @@ impl Dialect for ClaudeCode {
         NewSessionId::Host,
     );
 
-    fn capabilities(&self) -> Capabilities {
-        driver_stream_json::capabilities()
+    const HEAD: &'static [&'static str] = &["-p", "--output-format", "stream-json", "--verbose"];
+
+    const NO_PERSISTENCE: Option<&'static str> = Some("--no-session-persistence");
+
+    const PERMISSIONS: PermissionFlags = PermissionFlags::CLAUDE_CODE;
+
+    const MCP: McpDialect = McpDialect::new();
+
+    const BASE_URL_VAR: &'static str = "ANTHROPIC_BASE_URL";
+
+    const OFFLINE_VARS: &'static [(&'static str, &'static str)] = &[
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_TELEMETRY", "1"),
+        ("DISABLE_ERROR_REPORTING", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+    ];
+
+    fn base_url(options: &ClaudeCodeOptions) -> Option<&str> {
+        options.base_url.as_deref()
     }
 
-    fn fingerprint(&self, builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
-        // The permission options moved to the request's policy (issue 27); their fields keep
-        // the values the default options had, so stored Threads keep resuming.
-        builder
-            .str("permissions", "allow_request_servers/dontAsk")
-            .list("allowed_tools", &[] as &[String])
-            .opt_str("base_url", self.base_url.as_deref())
-            .opt_str(
-                "max_turns",
-                self.max_turns.map(|t| t.to_string()).as_deref(),
-            )
+    fn max_turns(options: &ClaudeCodeOptions) -> Option<u32> {
+        options.max_turns
     }
 
-    fn validate(&self, _env: &RuntimeEnv) -> Result<(), ConfigError> {
-        check_base_url(self.base_url.as_deref())
+    fn offline(options: &ClaudeCodeOptions) -> bool {
+        options.offline
     }
 
-    fn check_request(&self, request: &Request) -> Result<(), DriverError> {
-        Ok(PERMISSIONS.check(&request.permissions)?)
+    /// The former `PermissionPolicy` option, at its default.
+    fn former_fields(builder: ConfigFingerprintBuilder) -> ConfigFingerprintBuilder {
+        builder.str("permissions", "allow_request_servers/dontAsk")
     }
 
-    fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
-        mcp_file(turn.request, McpDialect::new())
+    fn classify(result: &TurnResult) -> FailureKind {
+        classify(result)
     }
 
-    fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError> {
-        let mut invocation = Invocation::new(argv(self, turn));
-        if let Some(url) = &self.base_url {
-            invocation = invocation.var("ANTHROPIC_BASE_URL", url.as_str());
+    fn vars(options: &ClaudeCodeOptions, invocation: Invocation) -> Invocation {
+        match options.max_retries {
+            Some(retries) => invocation.var("CLAUDE_CODE_MAX_RETRIES", retries.to_string()),
+            None => invocation,
         }
-        if let Some(retries) = self.max_retries {
-            invocation = invocation.var("CLAUDE_CODE_MAX_RETRIES", retries.to_string());
-        }
-        Ok(invocation.vars_if(self.offline, OFFLINE_VARS))
     }
-
-    fn translator(&self, request: &Request) -> StreamJson {
-        StreamJson::new(request, classify)
-    }
-
-    /// `--input-format stream-json`, one process per Thread.
-    fn resident(&self) -> Option<&dyn driver_cli::ResidentProtocol> {
-        Some(&RESIDENT)
-    }
-
-    fn unknown_session(&self, translator: &StreamJson, finished: &driver_cli::Finished) -> bool {
-        translator.unknown_session(&finished.stderr_tail)
-    }
-}
-
-/// The argv (without the program): the shared stream-json flags, then the permission flags
-/// and the variadic `--allowedTools` last.
-fn argv(options: &ClaudeCodeOptions, turn: &Turn<'_>) -> Vec<String> {
-    let head = ["-p", "--output-format", "stream-json", "--verbose"];
-    let model = options.cli.model.as_deref();
-    let no_persistence = Some("--no-session-persistence");
-    let mut args = driver_stream_json::argv(
-        &head,
-        turn,
-        model,
-        no_persistence,
-        options.max_turns,
-        turn.resident,
-    );
-    let servers = turn.request.mcp.iter().map(|s| s.name.as_str());
-    args.extend(PERMISSIONS.args(&turn.request.permissions, servers, turn.resident));
-    args
 }
 
 /// The failure class of a failed `result` event: the model API's HTTP status when Claude

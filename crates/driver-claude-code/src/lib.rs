@@ -2,10 +2,10 @@
 //! or a resident one per Thread (`--input-format stream-json`,
 //! [`ProcessMode::Resident`](driver_cli::ProcessMode)), resumable across host restarts.
 //!
-//! [`ClaudeCodeDriver`] is the one CLI driver ([`driver_cli::CliDriver`]) with the Claude Code
-//! dialect: [`ClaudeCodeOptions`] say what differs (argv, environment, the `--mcp-config`
-//! file, the unknown-session phrase, failure classes), the stream-json protocol it shares
-//! with CodeBuddy ([`driver_stream_json`]) translates the events. Every turn spawns `claude`
+//! [`ClaudeCodeDriver`] is the one CLI driver ([`driver_cli::CliDriver`]) with the stream-json
+//! dialect it shares with CodeBuddy ([`driver_stream_json::StreamJsonDialect`]) over
+//! [`ClaudeCodeOptions`]; this crate declares what Claude Code does differently (its argv head,
+//! variables, identity, stateless flag and failure classes). Every turn spawns `claude`
 //! through a
 //! [`runtime_env::RuntimeEnv`]: the environment starts empty, HOME and `CLAUDE_CONFIG_DIR`
 //! belong to the credential namespace (Claude Code keeps its transcripts there, so a restarted
@@ -84,4 +84,5 @@ pub use options::{ClaudeCodeOptions, MINIMUM_VERSION};
 pub use runtime::RUNTIME;
 
 /// The Claude Code driver: the one CLI driver with the Claude Code dialect.
-pub type ClaudeCodeDriver = driver_cli::CliDriver<dialect::ClaudeCode>;
+pub type ClaudeCodeDriver =
+    driver_cli::CliDriver<driver_stream_json::StreamJsonDialect<dialect::ClaudeCode>>;

@@ -11,6 +11,8 @@ use driver_cli::Dialect as _;
 fn recorded_transcripts_replay_to_their_goldens() {
     let fixtures =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/claude-code-2.1.197");
-    let dialect = crate::dialect::ClaudeCode::from(crate::ClaudeCodeOptions::new());
+    let dialect = driver_stream_json::StreamJsonDialect::<crate::dialect::ClaudeCode>::from(
+        crate::ClaudeCodeOptions::new(),
+    );
     driver_cli::testing::replay_dir(&fixtures, |request| dialect.translator(request));
 }

@@ -470,6 +470,13 @@ pub fn default_failure(translator: &dyn Translator, finished: &Finished) -> RunF
 /// );
 /// impl Dialect for Codex { /* ... */ }
 /// ```
+///
+/// Options whose dialect is a shared type generic over them (such as
+/// `driver_stream_json::StreamJsonDialect<O>`) get only their [`CommonOptions`]:
+///
+/// ```ignore
+/// driver_cli::dialect!(ClaudeCodeOptions => StreamJsonDialect<ClaudeCodeOptions>);
+/// ```
 #[macro_export]
 macro_rules! dialect {
     ($(#[$meta:meta])* $name:ident($options:ty)) => {
@@ -491,8 +498,11 @@ macro_rules! dialect {
             }
         }
 
+        $crate::dialect!($options => $name);
+    };
+    ($options:ty => $dialect:ty) => {
         impl $crate::CommonOptions for $options {
-            type Dialect = $name;
+            type Dialect = $dialect;
 
             fn cli(&self) -> &$crate::CliOptions {
                 &self.cli

@@ -3,9 +3,9 @@
 //! [`ProcessMode::Resident`](driver_cli::ProcessMode)), resumable across host restarts.
 //!
 //! CodeBuddy Code mirrors Claude Code closely, so [`CodeBuddyDriver`] is the one CLI driver
-//! ([`driver_cli::CliDriver`]) with a dialect ([`CodeBuddyOptions`]) that shares the
-//! stream-json protocol and the `--mcp-config` file with Claude Code's
-//! ([`driver_stream_json`]). What differs is explicit here:
+//! ([`driver_cli::CliDriver`]) with the stream-json dialect it shares with Claude Code
+//! ([`driver_stream_json::StreamJsonDialect`]) over [`CodeBuddyOptions`]; this crate declares
+//! what differs, which is explicit here:
 //!
 //! | | CodeBuddy |
 //! |---|---|
@@ -48,4 +48,5 @@ pub use options::{CodeBuddyOptions, MINIMUM_VERSION};
 pub use runtime::RUNTIME;
 
 /// The CodeBuddy driver: the one CLI driver with the CodeBuddy dialect.
-pub type CodeBuddyDriver = driver_cli::CliDriver<dialect::CodeBuddy>;
+pub type CodeBuddyDriver =
+    driver_cli::CliDriver<driver_stream_json::StreamJsonDialect<dialect::CodeBuddy>>;

@@ -11,6 +11,8 @@ use driver_cli::Dialect as _;
 fn recorded_transcripts_replay_to_their_goldens() {
     let fixtures =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codebuddy-2.117.0");
-    let dialect = crate::dialect::CodeBuddy::from(crate::CodeBuddyOptions::new());
+    let dialect = driver_stream_json::StreamJsonDialect::<crate::dialect::CodeBuddy>::from(
+        crate::CodeBuddyOptions::new(),
+    );
     driver_cli::testing::replay_dir(&fixtures, |request| dialect.translator(request));
 }

@@ -6,19 +6,19 @@
 //! `error`); both take MCP servers from a `--mcp-config` file. This crate holds exactly what
 //! is the same, and nothing that any other CLI uses:
 //!
-//! * [`StreamJson`]: the events' [`Translator`](driver_cli::Translator): text, tool-call
+//! * the events' [`Translator`](driver_cli::Translator): text, tool-call
 //!   start, arguments and result (MCP tool names as each CLI rewrites them, mapped back to
 //!   `mcp__<declared server>__<tool>`), the session id, the `system/init` MCP statuses (so the
 //!   driver stops a turn whose required server did not connect), and the `result` verdict,
 //!   classified by each CLI's own rule, and its `structured_output` (the answer as data, for
 //!   a turn run with `--json-schema`);
-//! * [`mcp_file`]: the per-run `{"mcpServers": …}` file, with bearer tokens as `${VAR}`
-//!   references so that only variable names reach the disk, and an [`McpDialect`] for what
-//!   differs;
-//! * [`check_base_url`]: the check of the option both CLIs share;
-//! * [`PermissionFlags`]: the request's permission policy as both CLIs' flags, and
-//!   [`tool_action`], which action a tool of theirs takes;
-//! * [`Resident`]: the resident mode both share (`--input-format stream-json`, one `user`
+//! * [`StreamJsonDialect`]: the one [`Dialect`](driver_cli::Dialect) of both CLIs (argv,
+//!   environment, config file, resident mode, the checks of a request and of the options),
+//!   over an options type that says what its CLI does differently ([`StreamJsonCli`]);
+//! * the per-run `{"mcpServers": …}` file, with bearer tokens as `${VAR}` references so that
+//!   only variable names reach the disk, and an [`McpDialect`] for what differs;
+//! * [`PermissionFlags`]: the request's permission policy as both CLIs' flags;
+//! * the resident mode both share (`--input-format stream-json`, one `user`
 //!   message per turn, the turn ending at `result`, `interrupt` as a control request,
 //!   `can_use_tool` permission requests decided by the policy or the host);
 //! * `testing` (feature `testing`): the scripted resident fake both dialects' tests run.
@@ -34,14 +34,15 @@
 //!   is a [`MalformedEvent`](driver_cli::MalformedEvent) and changes nothing.
 //!
 //! # What it deliberately does not do
-//! It spawns nothing, writes no file and builds no whole command line: the shared driver does the
-//! first two, and argv, environment, permission flags, how an unknown session is reported and
-//! how failures are classified stay in each CLI's dialect.
+//! It spawns nothing and writes no file: the shared driver does both. What one of the two CLIs
+//! does differently (its argv head, variables, identity, how its failures are classified)
+//! stays in its own crate, as its [`StreamJsonCli`] implementation.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod dialect;
 mod events;
 #[cfg(test)]
 mod fuzz_tests;
@@ -55,16 +56,20 @@ use driver_cli::{ConfigFiles, Turn};
 use driver_spi::{Capabilities, ConfigError, DriverError, Request};
 use run_service::TransportKind;
 
-pub use events::{StreamJson, TurnResult};
+pub use dialect::{StreamJsonCli, StreamJsonDialect};
+// The translator is `pub` only as the dialect's `Translator` type: not re-exported, it is no
+// part of the API (its tests and fuzz run inside the crate).
+use events::StreamJson;
+pub use events::TurnResult;
 pub use mcp_config::McpDialect;
-pub use permissions::{PermissionFlags, tool_action};
-pub use resident::Resident;
+pub use permissions::PermissionFlags;
+use resident::Resident;
 
 /// The request's MCP servers as the per-run `mcp.json` file that `--mcp-config` names.
 ///
 /// # Errors
 /// [`DriverError::InvalidConfig`] naming the broken rule (see [`McpRefError`](driver_cli::McpRefError)).
-pub fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, DriverError> {
+pub(crate) fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, DriverError> {
     let config = mcp_config::mcp_config(&request.mcp, &request.mcp_secret_names(), dialect)?;
     Ok(ConfigFiles::RunFile {
         name: "mcp.json",
@@ -86,7 +91,7 @@ pub fn mcp_file(request: &Request, dialect: McpDialect) -> Result<ConfigFiles, D
 /// part of its signature. `--json-schema` is: both CLIs take the schema only at launch and
 /// apply it to every turn of the process (neither has a per-message schema), so a turn with
 /// another schema, or none, gets a process of its own.
-pub fn argv(
+pub(crate) fn argv(
     head: &[&str],
     turn: &Turn<'_>,
     default_model: Option<&str>,
@@ -127,7 +132,7 @@ pub fn argv(
 /// servers over streamable HTTP, SSE and stdio, and structured output (`--json-schema`: the
 /// model answers through a `StructuredOutput` tool, reported as the `result` event's
 /// `structured_output`).
-pub fn capabilities() -> Capabilities {
+pub(crate) fn capabilities() -> Capabilities {
     driver_cli::cli_capabilities(
         true,
         &[
@@ -144,16 +149,11 @@ pub fn capabilities() -> Capabilities {
 ///
 /// # Errors
 /// A [`ConfigError::invalid`] naming `base_url`.
-pub fn check_base_url(base_url: Option<&str>) -> Result<(), ConfigError> {
+pub(crate) fn check_base_url(base_url: Option<&str>) -> Result<(), ConfigError> {
     match base_url {
         Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => Err(
             ConfigError::invalid("base_url", "must be an http or https URL"),
         ),
         _ => Ok(()),
     }
-}
-
-/// A failure class from an error text: authentication, rate limits, else a provider error.
-pub fn classify_text(text: &str) -> driver_spi::FailureKind {
-    driver_cli::classify_text(text)
 }

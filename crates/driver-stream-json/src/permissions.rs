@@ -49,7 +49,7 @@ impl PermissionFlags {
     ///
     /// # Errors
     /// [`Unsupported::Permission`] for `commands=allow`.
-    pub fn check(self, policy: &PermissionPolicy) -> Result<(), Unsupported> {
+    pub(crate) fn check(self, policy: &PermissionPolicy) -> Result<(), Unsupported> {
         if policy.commands == Permission::Allow
             && (policy.write != Permission::Allow || policy.network != Permission::Allow)
         {
@@ -63,7 +63,7 @@ impl PermissionFlags {
 
     /// The permission flags for a turn under `policy` with these MCP server names; `routed`
     /// when the turn runs on a stream-json stdin that answers permission requests.
-    pub fn args<'a>(
+    pub(crate) fn args<'a>(
         self,
         policy: &PermissionPolicy,
         servers: impl IntoIterator<Item = &'a str>,
@@ -113,7 +113,7 @@ impl PermissionFlags {
 
 /// The policy action a tool of these CLIs takes; `None` for tools that only read (always
 /// allowed). A tool not known here counts as a command, the most guarded kind.
-pub fn tool_action(tool: &str) -> Option<Action> {
+pub(crate) fn tool_action(tool: &str) -> Option<Action> {
     match tool {
         "Read" | "Glob" | "Grep" | "LS" | "NotebookRead" | "TodoWrite" | "TodoRead" => None,
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => Some(Action::Write),

@@ -9,24 +9,17 @@ use driver_cli::{Call, Rejection, ResidentProtocol, Turn, Wire};
 use driver_spi::{ApprovalDecision, ApprovalQuery, FailureKind, Request};
 use serde_json::{Value, json};
 
-/// The stream-json resident protocol, one static value per dialect.
-///
-/// ```
-/// use driver_cli::{ResidentProtocol, Wire};
-///
-/// static RESIDENT: driver_stream_json::Resident = driver_stream_json::Resident::new(None);
-/// assert_eq!(RESIDENT.wire(), Wire::StreamJson);
-/// assert_eq!(RESIDENT.interrupt(None, None).unwrap().method(), "interrupt");
-/// ```
+/// The stream-json resident protocol, one constant per dialect
+/// ([`StreamJsonDialect`](crate::StreamJsonDialect)'s).
 #[derive(Debug, Clone, Copy)]
-pub struct Resident {
+pub(crate) struct Resident {
     no_persistence: Option<&'static str>,
 }
 
 impl Resident {
     /// The protocol of a CLI whose stateless flag is `no_persistence` (Claude Code's
     /// `--no-session-persistence`; `None` for none).
-    pub const fn new(no_persistence: Option<&'static str>) -> Self {
+    pub(crate) const fn new(no_persistence: Option<&'static str>) -> Self {
         Self { no_persistence }
     }
 }
@@ -85,5 +78,22 @@ impl ResidentProtocol for Resident {
 
     fn approval_answer(&self, _method: &str, params: &Value, decision: &ApprovalDecision) -> Value {
         crate::permissions::answer(params, decision)
+    }
+}
+
+#[cfg(test)]
+mod protocol_tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn it_speaks_stream_json_and_interrupts_with_a_control_request() {
+        let resident = Resident::new(None);
+        assert_eq!(resident.wire(), Wire::StreamJson);
+        assert_eq!(
+            resident.interrupt(None, None).unwrap().method(),
+            "interrupt"
+        );
     }
 }
