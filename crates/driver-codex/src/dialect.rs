@@ -56,8 +56,7 @@ impl Dialect for Codex {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
-    /// The session codec of the Codex driver
-    /// ([`driver_cli::session_codec`]).
+    /// The session codec of the Codex driver.
     ///
     /// The resume id is the Codex thread id from `thread.started`; the driver resumes only UUIDs,
     /// because Codex takes anything else for a thread *name*. The stored state holds the thread

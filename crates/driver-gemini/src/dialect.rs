@@ -50,8 +50,7 @@ impl Dialect for Gemini {
 
     const RUNTIME: &'static Runtime = &crate::RUNTIME;
 
-    /// The session codec of the Gemini driver
-    /// ([`driver_cli::session_codec`]).
+    /// The session codec of the Gemini driver.
     ///
     /// The resume id is the UUID the driver chose for `--session-id` when the session started
     /// (Gemini reports it back in `init`). The codec stores any id that is safe as one argv

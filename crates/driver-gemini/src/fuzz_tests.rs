@@ -1,7 +1,7 @@
 //! Fuzz-style properties of the event translator, through the shared translator harness
 //! ([`driver_cli::testing`]): fed adversarial input it never panics, every translated stream
 //! is well formed, and a malformed event leaves no trace. (The session codec is
-//! [`driver_cli::session_codec`], fuzzed once in driver-cli.)
+//! the one of `driver_cli::Identity`, fuzzed once in driver-cli.)
 //!
 //! 10,000 cases per target with a fixed seed, so a CI failure reproduces locally.
 
