@@ -10,9 +10,8 @@ use crate::{CliCommand, CliError, CliProcess};
 #[tokio::test]
 async fn the_child_sees_the_namespace_and_injected_secrets_but_no_host_credential() {
     let fx = fixture();
-    let record = fx.path("record.jsonl");
-    let scenario = Scenario::new()
-        .record(&record)
+    let (record, scenario) = fx.recording();
+    let scenario = scenario
         .record_env_values(["OPENAI_API_KEY", "HOME", "CODEX_HOME", "PATH", "RUST_LOG"])
         .rule(Rule::any().stdout("ok"));
 
@@ -53,10 +52,8 @@ async fn the_child_sees_the_namespace_and_injected_secrets_but_no_host_credentia
 #[tokio::test]
 async fn the_prompt_arrives_on_stdin_and_stdin_is_otherwise_empty() {
     let fx = fixture();
-    let record = fx.path("record.jsonl");
-    let scenario = Scenario::new()
-        .record(&record)
-        .rule(Rule::any().stdout(r#"{"echo":"${STDIN}"}"#));
+    let (record, scenario) = fx.recording();
+    let scenario = scenario.rule(Rule::any().stdout(r#"{"echo":"${STDIN}"}"#));
     let prompt = "line one\nwith \"quotes\" and ünïcödé";
 
     let command = fx.fake(&scenario).stdin_text(prompt);
@@ -171,10 +168,8 @@ fn debug_of_a_command_shows_variable_names_never_secret_values() {
 async fn request_bindings_may_not_set_loader_interpreter_tls_endpoint_or_model_key() {
     use runtime_env::RefusedVar;
     let fx = fixture();
-    let record = fx.path("record.jsonl");
-    let scenario = Scenario::new()
-        .record(&record)
-        .rule(Rule::any().stdout("ok"));
+    let (record, scenario) = fx.recording();
+    let scenario = scenario.rule(Rule::any().stdout("ok"));
     let value = "canary-value-7c1e";
     for (name, class) in [
         ("LD_PRELOAD", RefusedVar::Loader),

@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use fake_cli::{Scenario, read_invocations};
+use fake_cli::read_invocations;
 
 use crate::files::RUNS_DIR;
 use crate::tests::support::{CLAUDE, CODEX, fixture, limits};
@@ -40,10 +40,8 @@ async fn files_are_private_and_visible_to_the_child() {
     assert_eq!(mode(&path), 0o600);
     assert_eq!(std::fs::read(&path).unwrap(), config);
 
-    let record = fx.path("record.jsonl");
-    let scenario = Scenario::new()
-        .record(&record)
-        .capture_arg_flag("--mcp-config");
+    let (record, scenario) = fx.recording();
+    let scenario = scenario.capture_arg_flag("--mcp-config");
     let command = fx.fake(&scenario).arg("--mcp-config").arg(&path);
     CliProcess::spawn(&fx.env, command, limits())
         .unwrap()

@@ -90,6 +90,14 @@ impl Fixture {
         self.scratch.path().join(name)
     }
 
+    /// A scenario that records each invocation of the fake, and where it records them (for
+    /// [`fake_cli::read_invocations`]).
+    pub(crate) fn recording(&self) -> (PathBuf, fake_cli::Scenario) {
+        let record = self.path("record.jsonl");
+        let scenario = fake_cli::Scenario::new().record(&record);
+        (record, scenario)
+    }
+
     /// Writes the scenario and returns a command that runs the fake with it.
     pub(crate) fn fake(&self, scenario: &Scenario) -> CliCommand {
         CliCommand::new(fake_cli::binary_path()).var(SCENARIO_ENV, self.write_scenario(scenario))
