@@ -2,21 +2,17 @@
 //! the registry entry that builds [`ClaudeCodeDriver`](crate::ClaudeCodeDriver) from common
 //! arguments.
 
-use std::sync::Arc;
-
-use driver_cli::{BuildError, CommonArgs, Runtime};
-use driver_spi::Driver;
+use driver_cli::{KeyRoute, ModelAccess, Runtime, WithEndpoint};
 use runtime_env::Anchor::{Cwd, StateDir, System};
 use runtime_env::SourceKind::{Config, Credential, Instructions, Mcp, Policy};
-use runtime_env::{
-    IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnvBuilder, SourceSpec,
-};
+use runtime_env::{IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, SourceSpec};
 
-use crate::ClaudeCodeOptions;
+use crate::{ClaudeCodeOptions, dialect::ClaudeCode};
 
 /// The Claude Code runtime's registry entry: binary from `CLAUDE_BIN`, key from
 /// `ANTHROPIC_API_KEY`; a model endpoint is a Messages API (`ANTHROPIC_BASE_URL`).
-pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "CLAUDE_BIN", "ANTHROPIC_API_KEY", build);
+pub static RUNTIME: Runtime =
+    Runtime::new::<ClaudeCode>(DESCRIPTOR, "CLAUDE_BIN", "ANTHROPIC_API_KEY");
 
 const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     name: "claude_code",
@@ -52,14 +48,11 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     supported_modes: &[IsolationMode::InProcess, IsolationMode::Subprocess],
 };
 
-fn build(mut env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
-    let mut options = args.apply(ClaudeCodeOptions::new());
-    if let Some(url) = &args.base_url {
-        options = options.with_base_url(url);
-    }
+impl ModelAccess for ClaudeCode {
+    type Options = ClaudeCodeOptions;
+
+    const WITH_ENDPOINT: WithEndpoint<Self::Options> =
+        |options, url, _| Ok(options.with_base_url(url));
     // Claude Code reads its key from ANTHROPIC_API_KEY only, whatever it came from.
-    if let Some(key) = args.key {
-        env = env.secret(RUNTIME.key_var, key.value().clone());
-    }
-    crate::ClaudeCodeDriver::in_env(env, options)
+    const KEY: KeyRoute<Self::Options> = KeyRoute::KeyVar;
 }

@@ -28,8 +28,10 @@
 //!   [`ProcessSignature`](driver_spi::ProcessSignature);
 //! * [`CliDriver::side_command`]: a command of the CLI besides turns (Cursor's `create-chat`);
 //! * [`Runtime`], [`CommonArgs`], [`BuildError`]: the entry of the open runtime registry that
-//!   each driver crate exports (its descriptor, binary and key variables, and how its driver
-//!   is built from common arguments);
+//!   each driver crate exports (its descriptor, binary and key variables), whose driver is
+//!   built from common arguments the same way for every runtime but for what its crate
+//!   states in [`ModelAccess`] ([`WithEndpoint`], [`KeyRoute`]): where the CLI takes the
+//!   model endpoint and the key;
 //! * `testing` (feature `testing`): the driver test kit's shared fuzz, transcript replay and
 //!   conformance factory, for the driver crates' own tests, and the measuring part of their
 //!   `turns` benches.
@@ -160,7 +162,7 @@ pub use options::{CliOptions, CommonOptions, ProcessMode};
 pub use pool::{PoolLimits, PoolStats};
 pub use process::{Finished, failure_kind};
 pub use resident::{Call, Rejection, ResidentProtocol};
-pub use runtime::{BuildError, CommonArgs, Runtime};
+pub use runtime::{BuildError, CommonArgs, KeyRoute, ModelAccess, Runtime, WithEndpoint};
 pub use session::SessionPlan;
 pub use side::SideOutput;
 pub use tool_names::ToolNames;

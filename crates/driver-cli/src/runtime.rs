@@ -5,8 +5,9 @@
 //!
 //! The entry holds what used to be a match arm per runtime in the host: the runtime's
 //! [`RuntimeDescriptor`], the variable that may name its binary, the variable its model key
-//! comes from by default, and a function that turns the common arguments into its driver
-//! (which variable carries the key, whether the CLI takes a model endpoint at all).
+//! comes from by default, and how its driver is built from the common arguments: the same
+//! way for every runtime, but for what its driver crate states in [`ModelAccess`] (where the
+//! key goes, whether and how the CLI takes a model endpoint).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,8 +15,9 @@ use std::sync::Arc;
 use driver_spi::{ConfigError, Driver};
 use run_service::EnvBinding;
 use runtime_env::{RuntimeDescriptor, RuntimeEnvBuilder};
+use secrecy::SecretString;
 
-use crate::{CliDriver, CommonOptions, Dialect};
+use crate::{CliDriver, CommonOptions};
 
 /// What every runtime's driver can be built from. Empty by default: each `None` keeps the
 /// driver's own default (the program on `PATH`, the vendor's model and endpoint, no key).
@@ -35,7 +37,7 @@ pub struct CommonArgs {
 
 impl CommonArgs {
     /// `options` with the binary and the model of these arguments, where given.
-    pub fn apply<D: CommonOptions>(&self, mut options: D) -> D {
+    fn apply<O: CommonOptions>(&self, mut options: O) -> O {
         if let Some(binary) = &self.binary {
             options = options.with_binary(binary.clone());
         }
@@ -44,6 +46,66 @@ impl CommonArgs {
         }
         options
     }
+}
+
+/// Where a CLI reads the model key of [`CommonArgs::key`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum KeyRoute<O> {
+    /// A secret of the environment under the runtime's [`key_var`](Runtime::key_var),
+    /// whatever variable the key came from (the CLI reads that one only).
+    KeyVar,
+    /// A secret under the name of the variable the key came from (Codex's provider names it).
+    SourceVar,
+    /// An option (`with_api_key`), which the driver hands to the CLI itself.
+    Options(fn(O, SecretString) -> O),
+}
+
+/// How a CLI takes the model endpoint of [`CommonArgs::base_url`]: `options` with the endpoint
+/// (the third argument names the variable the key reaches the CLI in), or, from a CLI that
+/// takes none, the [`ConfigError`] on `base_url` that says why.
+pub type WithEndpoint<O> = fn(O, &str, &str) -> Result<O, ConfigError>;
+
+/// How a runtime's CLI takes the two [`CommonArgs`] whose meaning differs per CLI, the model
+/// endpoint and the key; the rest of building its driver is the same for every runtime
+/// ([`Runtime::new`]). A driver crate implements it on a type of its own beside its entry:
+/// its dialect, or the CLI's type of a dialect it shares with another crate.
+pub trait ModelAccess: 'static {
+    /// The driver's options; their [`CommonOptions::Dialect`] is the driver's dialect.
+    type Options: CommonOptions + Default;
+
+    /// Where the CLI takes the model endpoint.
+    const WITH_ENDPOINT: WithEndpoint<Self::Options>;
+
+    /// Where the CLI reads the model key.
+    const KEY: KeyRoute<Self::Options>;
+}
+
+/// Builds the driver of `runtime`, whose CLI takes the endpoint and the key as `A` says: the
+/// default options with the common arguments, in the environment `env` builds.
+fn build<A: ModelAccess>(
+    runtime: &Runtime,
+    mut env: RuntimeEnvBuilder,
+    args: CommonArgs,
+) -> Result<Arc<dyn Driver>, BuildError> {
+    let mut options = args.apply(A::Options::default());
+    let key_var = match (&A::KEY, &args.key) {
+        (KeyRoute::SourceVar, Some(key)) => key.name(),
+        _ => runtime.key_var,
+    };
+    if let Some(url) = &args.base_url {
+        options = A::WITH_ENDPOINT(options, url, key_var)?;
+    }
+    if let Some(key) = &args.key {
+        let secret = key.value().clone();
+        match A::KEY {
+            KeyRoute::Options(with_key) => options = with_key(options, secret),
+            KeyRoute::KeyVar | KeyRoute::SourceVar => env = env.secret(key_var, secret),
+        }
+    }
+    let env = Arc::new(env.build()?);
+    let driver = CliDriver::<<A::Options as CommonOptions>::Dialect>::new(env, options);
+    Ok(Arc::new(driver))
 }
 
 /// Building a runtime's driver from [`CommonArgs`] failed.
@@ -58,39 +120,23 @@ pub enum BuildError {
     Env(#[from] runtime_env::Error),
 }
 
-/// The function of a [`Runtime`] entry that builds its driver: it gets an environment builder
-/// that already serves the runtime, and adds its secrets before building it.
-type BuildDriver = fn(RuntimeEnvBuilder, CommonArgs) -> Result<Arc<dyn Driver>, BuildError>;
+/// How a [`Runtime`] entry builds its driver: [`build`] for the entry's [`ModelAccess`], given
+/// the entry and an environment builder that already serves the runtime.
+type BuildDriver =
+    fn(&Runtime, RuntimeEnvBuilder, CommonArgs) -> Result<Arc<dyn Driver>, BuildError>;
 
 /// One runtime of the registry: its descriptor, where a host finds its binary and key, and
-/// how its driver is built.
+/// how its driver is built. A driver crate declares it beside its [`ModelAccess`]:
 ///
-/// ```
-/// use std::sync::Arc;
-/// use driver_cli::{BuildError, CommonArgs, Runtime};
-/// use driver_spi::Driver;
-/// use runtime_env::{RuntimeDescriptor, RuntimeEnvBuilder};
-/// # use runtime_env::{IsolationMode, KeyringUse, McpMechanism};
+/// ```ignore
+/// pub static RUNTIME: Runtime = Runtime::new::<Codex>(DESCRIPTOR, "CODEX_BIN", "OPENAI_API_KEY");
 ///
-/// pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "MY_CLI_BIN", "MY_CLI_API_KEY", build);
-///
-/// static DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
-///     name: "my_cli",
-///     // …
-/// #   program: "my-cli", state_var: "MY_CLI_HOME", state_subdir: ".my-cli",
-/// #   state_dir_must_exist: false, private_subdirs: &[], sources: &[], credential_files: &[],
-/// #   api_key_vars: &["MY_CLI_API_KEY"], endpoint_vars: &[], keyring: KeyringUse::Never,
-/// #   mcp: McpMechanism::McpConfigFlag, supported_modes: &[IsolationMode::Subprocess],
-/// };
-///
-/// fn build(env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
-///     // A real entry puts `args.key` where its CLI reads it, builds `env`, and returns
-///     // `Arc::new(CliDriver::new(Arc::new(env.build()?), options))`.
-/// #   let _ = (env, args);
-///     Err(driver_spi::ConfigError::missing("binary").into())
+/// impl ModelAccess for Codex {
+///     type Options = CodexOptions;
+///     const WITH_ENDPOINT: WithEndpoint<Self::Options> =
+///         |options, url, key_var| Ok(options.with_provider(/* … */));
+///     const KEY: KeyRoute<Self::Options> = KeyRoute::SourceVar;
 /// }
-///
-/// assert_eq!(RUNTIME.descriptor.name, "my_cli");
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
@@ -106,19 +152,19 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// An entry; `build` turns the common arguments into the driver, given an environment
-    /// builder that already serves the runtime (it adds its secrets, then builds it).
-    pub const fn new(
+    /// An entry: the runtime's descriptor, the host variables of its binary and of its key,
+    /// and a driver built the same way for every runtime but for where its CLI takes the model
+    /// endpoint and key, which `A` says.
+    pub const fn new<A: ModelAccess>(
         descriptor: RuntimeDescriptor,
         bin_var: &'static str,
         key_var: &'static str,
-        build: fn(RuntimeEnvBuilder, CommonArgs) -> Result<Arc<dyn Driver>, BuildError>,
     ) -> Self {
         Self {
             descriptor,
             bin_var,
             key_var,
-            build,
+            build: build::<A>,
         }
     }
 
@@ -133,20 +179,6 @@ impl Runtime {
         env: RuntimeEnvBuilder,
         args: CommonArgs,
     ) -> Result<Arc<dyn Driver>, BuildError> {
-        (self.build)(env.runtimes([&self.descriptor]), args)
-    }
-}
-
-impl<D: Dialect> CliDriver<D> {
-    /// The driver over `options` in the environment `env` builds, as a registry entry returns
-    /// it.
-    ///
-    /// # Errors
-    /// [`BuildError::Env`] when the environment cannot be built.
-    pub fn in_env(
-        env: RuntimeEnvBuilder,
-        options: impl Into<D>,
-    ) -> Result<Arc<dyn Driver>, BuildError> {
-        Ok(Arc::new(Self::new(Arc::new(env.build()?), options)))
+        (self.build)(self, env.runtimes([&self.descriptor]), args)
     }
 }

@@ -2,22 +2,18 @@
 //! and the registry entry that builds [`CodeBuddyDriver`](crate::CodeBuddyDriver) from common
 //! arguments.
 
-use std::sync::Arc;
-
-use driver_cli::{BuildError, CommonArgs, Runtime};
-use driver_spi::Driver;
+use driver_cli::{KeyRoute, ModelAccess, Runtime, WithEndpoint};
 use runtime_env::Anchor::{Cwd, Home, StateDir};
 use runtime_env::SourceKind::{Config, Credential, Mcp};
-use runtime_env::{
-    IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnvBuilder, SourceSpec,
-};
+use runtime_env::{IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, SourceSpec};
 
-use crate::CodeBuddyOptions;
+use crate::{CodeBuddyOptions, dialect::CodeBuddy};
 
 /// The CodeBuddy runtime's registry entry: binary from `CODEBUDDY_BIN`, key from
 /// `CODEBUDDY_API_KEY` (handed over as the typed key option); a model endpoint is a Chat
 /// Completions API.
-pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "CODEBUDDY_BIN", "CODEBUDDY_API_KEY", build);
+pub static RUNTIME: Runtime =
+    Runtime::new::<CodeBuddy>(DESCRIPTOR, "CODEBUDDY_BIN", "CODEBUDDY_API_KEY");
 
 const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     name: "codebuddy",
@@ -43,13 +39,10 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     supported_modes: &[IsolationMode::Subprocess],
 };
 
-fn build(env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
-    let mut options = args.apply(CodeBuddyOptions::new());
-    if let Some(url) = &args.base_url {
-        options = options.with_base_url(url);
-    }
-    if let Some(key) = args.key {
-        options = options.with_api_key(key.value().clone());
-    }
-    crate::CodeBuddyDriver::in_env(env, options)
+impl ModelAccess for CodeBuddy {
+    type Options = CodeBuddyOptions;
+
+    const WITH_ENDPOINT: WithEndpoint<Self::Options> =
+        |options, url, _| Ok(options.with_base_url(url));
+    const KEY: KeyRoute<Self::Options> = KeyRoute::Options(CodeBuddyOptions::with_api_key);
 }

@@ -1,22 +1,17 @@
 //! The Codex runtime: what `runtime-env` must know about `codex` (its descriptor) and the
 //! registry entry that builds [`CodexDriver`](crate::CodexDriver) from common arguments.
 
-use std::sync::Arc;
-
-use driver_cli::{BuildError, CommonArgs, Runtime};
-use driver_spi::Driver;
+use driver_cli::{KeyRoute, ModelAccess, Runtime, WithEndpoint};
 use runtime_env::Anchor::{Cwd, StateDir, System};
 use runtime_env::SourceKind::{Config, Credential, Instructions, Policy};
-use runtime_env::{
-    IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnvBuilder, SourceSpec,
-};
+use runtime_env::{IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, SourceSpec};
 
-use crate::{CodexOptions, ModelProvider};
+use crate::{CodexOptions, ModelProvider, dialect::Codex};
 
 /// The Codex runtime's registry entry: binary from `CODEX_BIN`, key from `OPENAI_API_KEY` by
 /// default. A model endpoint becomes a Responses-API provider whose key variable is the one
 /// the key came from.
-pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "CODEX_BIN", "OPENAI_API_KEY", build);
+pub static RUNTIME: Runtime = Runtime::new::<Codex>(DESCRIPTOR, "CODEX_BIN", "OPENAI_API_KEY");
 
 /// The provider id of a model endpoint given as a common argument. Part of the config
 /// fingerprint: agentctl has always named it so, and its stored Threads stay resumable.
@@ -49,15 +44,12 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     supported_modes: &[IsolationMode::InProcess, IsolationMode::Subprocess],
 };
 
-fn build(mut env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
-    let mut options = args.apply(CodexOptions::new());
-    let key_var = args.key.as_ref().map_or(RUNTIME.key_var, |k| k.name());
-    if let Some(url) = &args.base_url {
-        options = options.with_provider(ModelProvider::new(PROVIDER_ID, url).with_env_key(key_var));
-    }
+impl ModelAccess for Codex {
+    type Options = CodexOptions;
+
     // Codex reads the key from the variable the provider names, under the name it came from.
-    if let Some(key) = args.key {
-        env = env.secret(key.name(), key.value().clone());
-    }
-    crate::CodexDriver::in_env(env, options)
+    const WITH_ENDPOINT: WithEndpoint<Self::Options> = |options, url, key_var| {
+        Ok(options.with_provider(ModelProvider::new(PROVIDER_ID, url).with_env_key(key_var)))
+    };
+    const KEY: KeyRoute<Self::Options> = KeyRoute::SourceVar;
 }

@@ -1,21 +1,17 @@
 //! The Cursor runtime: what `runtime-env` must know about `cursor-agent` (its descriptor) and
 //! the registry entry that builds [`CursorDriver`](crate::CursorDriver) from common arguments.
 
-use std::sync::Arc;
-
-use driver_cli::{BuildError, CommonArgs, Runtime};
-use driver_spi::{ConfigError, Driver};
+use driver_cli::{KeyRoute, ModelAccess, Runtime, WithEndpoint};
+use driver_spi::ConfigError;
 use runtime_env::Anchor::{Cwd, StateDir};
 use runtime_env::SourceKind::{Config, Instructions, Mcp, Policy};
-use runtime_env::{
-    IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnvBuilder, SourceSpec,
-};
+use runtime_env::{IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, SourceSpec};
 
-use crate::CursorOptions;
+use crate::{CursorOptions, dialect::Cursor};
 
 /// The Cursor runtime's registry entry: binary from `CURSOR_BIN`, key from `CURSOR_API_KEY`.
 /// A model endpoint is refused: the Cursor CLI talks to Cursor's service only.
-pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "CURSOR_BIN", "CURSOR_API_KEY", build);
+pub static RUNTIME: Runtime = Runtime::new::<Cursor>(DESCRIPTOR, "CURSOR_BIN", "CURSOR_API_KEY");
 
 const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     name: "cursor",
@@ -40,17 +36,13 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     supported_modes: &[IsolationMode::Subprocess],
 };
 
-fn build(mut env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
-    if args.base_url.is_some() {
-        return Err(ConfigError::invalid(
-            "base_url",
-            "the Cursor CLI talks to Cursor's service only",
-        )
-        .into());
-    }
+impl ModelAccess for Cursor {
+    type Options = CursorOptions;
+
+    const WITH_ENDPOINT: WithEndpoint<Self::Options> = |_, _, _| {
+        let reason = "the Cursor CLI talks to Cursor's service only";
+        Err(ConfigError::invalid("base_url", reason))
+    };
     // Cursor reads its key from CURSOR_API_KEY only, whatever it came from.
-    if let Some(key) = &args.key {
-        env = env.secret(RUNTIME.key_var, key.value().clone());
-    }
-    crate::CursorDriver::in_env(env, args.apply(CursorOptions::new()))
+    const KEY: KeyRoute<Self::Options> = KeyRoute::KeyVar;
 }

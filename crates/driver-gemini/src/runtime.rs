@@ -1,22 +1,17 @@
 //! The Gemini runtime: what `runtime-env` must know about `gemini` (its descriptor) and the
 //! registry entry that builds [`GeminiDriver`](crate::GeminiDriver) from common arguments.
 
-use std::sync::Arc;
-
-use driver_cli::{BuildError, CommonArgs, Runtime};
-use driver_spi::Driver;
+use driver_cli::{KeyRoute, ModelAccess, Runtime, WithEndpoint};
 use runtime_env::Anchor::{Cwd, StateDir, System};
 use runtime_env::SourceKind::{Config, Credential, Instructions, Policy};
-use runtime_env::{
-    IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, RuntimeEnvBuilder, SourceSpec,
-};
+use runtime_env::{IsolationMode, KeyringUse, McpMechanism, RuntimeDescriptor, SourceSpec};
 
-use crate::GeminiOptions;
+use crate::{GeminiOptions, dialect::Gemini};
 
 /// The Gemini runtime's registry entry: binary from `GEMINI_BIN`, key from `GEMINI_API_KEY`
 /// (handed over as the typed key option, which the driver passes as `GEMINI_API_KEY`); a
 /// model endpoint is the Gemini API (`GOOGLE_GEMINI_BASE_URL`).
-pub static RUNTIME: Runtime = Runtime::new(DESCRIPTOR, "GEMINI_BIN", "GEMINI_API_KEY", build);
+pub static RUNTIME: Runtime = Runtime::new::<Gemini>(DESCRIPTOR, "GEMINI_BIN", "GEMINI_API_KEY");
 
 const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     name: "gemini",
@@ -49,13 +44,10 @@ const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {
     supported_modes: &[IsolationMode::InProcess, IsolationMode::Subprocess],
 };
 
-fn build(env: RuntimeEnvBuilder, args: CommonArgs) -> Result<Arc<dyn Driver>, BuildError> {
-    let mut options = args.apply(GeminiOptions::new());
-    if let Some(url) = &args.base_url {
-        options = options.with_base_url(url);
-    }
-    if let Some(key) = args.key {
-        options = options.with_api_key(key.value().clone());
-    }
-    crate::GeminiDriver::in_env(env, options)
+impl ModelAccess for Gemini {
+    type Options = GeminiOptions;
+
+    const WITH_ENDPOINT: WithEndpoint<Self::Options> =
+        |options, url, _| Ok(options.with_base_url(url));
+    const KEY: KeyRoute<Self::Options> = KeyRoute::Options(GeminiOptions::with_api_key);
 }

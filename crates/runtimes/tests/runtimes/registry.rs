@@ -140,3 +140,71 @@ fn a_driver_refuses_an_environment_that_does_not_serve_its_runtime() {
     let err = driver_spi::Driver::validate_config(&driver).unwrap_err();
     assert_eq!(err.field(), "runtime_env", "{err}");
 }
+
+/// An entry puts the model endpoint and key where its CLI takes them: the driver it builds
+/// from a custom key variable and an endpoint has the config fingerprint of the driver built
+/// by hand with the options that say so (Codex: a provider named `agentctl` whose key is the
+/// variable the key came from; Gemini: the key option, which selects its auth type).
+#[test]
+fn every_entry_takes_the_endpoint_and_key_where_its_cli_reads_them() {
+    use std::sync::Arc;
+
+    use driver_cli::{CliDriver, CommonArgs, CommonOptions, Dialect};
+    use driver_spi::Driver;
+    use secrecy::SecretString;
+
+    const URL: &str = "http://127.0.0.1:9/v1";
+    fn built(name: &str) -> String {
+        let base = tempfile::tempdir().unwrap();
+        let mut args = CommonArgs::default();
+        args.base_url = Some(URL.to_owned());
+        args.key = Some(run_service::EnvBinding::new("MY_KEY", "k".to_owned()));
+        let runtime = runtimes::find(name).unwrap();
+        let driver = runtime.build(env_builder(base.path()), args).unwrap();
+        driver
+            .config_fingerprinter()
+            .unwrap()
+            .config_fingerprint()
+            .to_string()
+    }
+    fn by_hand<O: CommonOptions>(options: O) -> String {
+        let base = tempfile::tempdir().unwrap();
+        let runtime = &<O::Dialect as Dialect>::RUNTIME.descriptor;
+        let env = env_builder(base.path())
+            .runtimes([runtime])
+            .build()
+            .unwrap();
+        let driver = CliDriver::<O::Dialect>::new(Arc::new(env), options);
+        driver
+            .config_fingerprinter()
+            .unwrap()
+            .config_fingerprint()
+            .to_string()
+    }
+    let provider = driver_codex::ModelProvider::new("agentctl", URL).with_env_key("MY_KEY");
+    let key = || SecretString::from("k");
+    assert_eq!(
+        built("codex"),
+        by_hand(driver_codex::CodexOptions::new().with_provider(provider))
+    );
+    assert_eq!(
+        built("claude_code"),
+        by_hand(driver_claude_code::ClaudeCodeOptions::new().with_base_url(URL))
+    );
+    assert_eq!(
+        built("codebuddy"),
+        by_hand(
+            driver_codebuddy::CodeBuddyOptions::new()
+                .with_base_url(URL)
+                .with_api_key(key())
+        )
+    );
+    assert_eq!(
+        built("gemini"),
+        by_hand(
+            driver_gemini::GeminiOptions::new()
+                .with_base_url(URL)
+                .with_api_key(key())
+        )
+    );
+}
