@@ -8,7 +8,7 @@
 //! shape is a [`MalformedEvent`]. The translator is pure: no I/O, so every mapping is
 //! unit-tested and fuzzed without a process.
 
-use driver_cli::{CliEvent, MalformedEvent, ToolNames, Translator, TurnEvents};
+use driver_cli::{CliEvent, MalformedEvent, ToolNames, Translator, TurnEvents, message_content};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
 
@@ -92,11 +92,7 @@ impl Translator for EventTranslator {
             // The prompt echoed back: nothing new, but it names the chat.
             "user" => turn.note_session(event),
             "assistant" => {
-                let blocks = match event.pointer("/message/content") {
-                    Some(Value::Array(blocks)) => blocks.as_slice(),
-                    Some(Value::String(_)) | None => &[],
-                    Some(_) => return Err(MalformedEvent),
-                };
+                let blocks = message_content(event)?;
                 turn.note_session(event);
                 turn.start(out);
                 for block in blocks {
