@@ -55,6 +55,19 @@ pub fn str_field<'v>(value: &'v Value, key: &str) -> Result<&'v str, MalformedEv
     value.get(key).and_then(Value::as_str).ok_or(MalformedEvent)
 }
 
+/// The content blocks of a chat-style event's `message.content`, as Claude Code, CodeBuddy and
+/// Cursor print their assistant and user messages: none when it is plain text or absent.
+///
+/// # Errors
+/// [`MalformedEvent`] when it is neither blocks, text nor absent.
+pub fn message_content(event: &Value) -> Result<&[Value], MalformedEvent> {
+    match event.pointer("/message/content") {
+        Some(Value::Array(blocks)) => Ok(blocks),
+        Some(Value::String(_)) | None => Ok(&[]),
+        Some(_) => Err(MalformedEvent),
+    }
+}
+
 /// One CLI event as the driver hands it to a [`Translator`].
 #[derive(Debug)]
 #[non_exhaustive]
@@ -89,7 +102,7 @@ impl<'a> CliEvent<'a> {
 ///
 /// A translator is pure and total: unknown event types are ignored, a known event with a
 /// broken shape is [`MalformedEvent`] and changes nothing (see
-/// [`TurnEvents::mark`](crate::TurnEvents::mark)), and provider text it keeps has passed the
+/// [`Tracked`](crate::Tracked)), and provider text it keeps has passed the
 /// request's redactor. The shared harness fuzzes every translator against these rules.
 pub trait Translator: fmt::Debug + Send {
     /// Translates one event into `event.out`, recording in `event.turn` what every translator

@@ -14,8 +14,8 @@
 //!   [`McpStatus`]: what a dialect implements, returns and is shown;
 //! * [`CliOptions`], [`CommonOptions`], [`Limits`] and [`Version`]: the options every CLI
 //!   driver has; [`probe_version`]: the `--version` check on its own, for hosts;
-//! * [`Tracked`], [`TurnEvents`], [`Mark`], [`MalformedEvent`], [`str_field`], [`json_text`]
-//!   and [`ToolNames`]: the event bookkeeping every translator shares, kept by the driver;
+//! * [`Tracked`], [`TurnEvents`], [`MalformedEvent`], [`str_field`],
+//!   [`message_content`], [`json_text`] and [`ToolNames`]: the event bookkeeping every translator shares, kept by the driver;
 //! * [`EnvRefs`], [`McpEntry`], [`mcp_servers`], [`is_env_var_name`], [`is_mcp_server_name`]
 //!   and [`McpRefError`]: MCP server configs with secrets as environment-variable references,
 //!   in a CLI's own syntax;
@@ -150,7 +150,8 @@ mod version;
 pub use command::Limits;
 pub use dialect::{
     CliEvent, ConfigFiles, Dialect, Identity, Invocation, MalformedEvent, McpStatus, MergeFiles,
-    NamespaceConfig, NewSessionId, Translator, Turn, cli_capabilities, default_failure, str_field,
+    NamespaceConfig, NewSessionId, Translator, Turn, cli_capabilities, default_failure,
+    message_content, str_field,
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};
 pub use error::CliError;
@@ -166,7 +167,7 @@ pub use runtime::{BuildError, CommonArgs, KeyRoute, ModelAccess, Runtime, WithEn
 pub use session::SessionPlan;
 pub use side::SideOutput;
 pub use tool_names::ToolNames;
-pub use turn_events::{Mark, Tracked, TurnEvents, json_text};
+pub use turn_events::{Tracked, TurnEvents, json_text};
 pub use version::{Version, probe_version};
 
 // The process layer, private to the crate: the driver and the unit tests reach it here.

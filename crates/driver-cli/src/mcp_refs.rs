@@ -67,6 +67,26 @@ pub enum McpEntry {
     },
 }
 
+impl McpEntry {
+    /// The entry as a CLI's config object, the URL under `url_key`: a stdio server's
+    /// `command`, `args` and `env`; an HTTP or SSE server's URL and `headers`. The driver adds
+    /// its own keys (`type`, …) and refuses the transports its CLI lacks.
+    ///
+    /// ```
+    /// let entry = driver_cli::McpEntry::Stdio(Default::default());
+    /// assert!(entry.into_fields("url").is_empty());
+    /// ```
+    pub fn into_fields(self, url_key: &str) -> Map<String, Value> {
+        match self {
+            Self::Stdio(stdio) => stdio,
+            Self::Http { url, headers, .. } => Map::from_iter([
+                (url_key.to_owned(), url),
+                ("headers".to_owned(), Value::Object(headers)),
+            ]),
+        }
+    }
+}
+
 impl McpRefError {
     /// The rule broken, in words, for [`ConfigError::invalid`](driver_spi::ConfigError::invalid).
     pub fn rule(&self) -> &'static str {

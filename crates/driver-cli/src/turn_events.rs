@@ -18,14 +18,15 @@ use crate::{CliEvent, MalformedEvent, Translator};
 /// The tool-result text of a call that was still open when a clean turn ended.
 const NOT_COMPLETED: &str = "the tool call did not complete";
 
-/// One translator's event bookkeeping: whether `RunStarted` was emitted, and which tool calls
-/// are open or closed.
+/// One translator's event bookkeeping: whether `RunStarted` was emitted, which tool calls are
+/// open or closed, and the session id an event carried. Translators record into it; the
+/// driver ([`Tracked`]) owns it and reads it.
 ///
 /// It guarantees the lifecycle a host may rely on: `RunStarted` at most once, per call id one
 /// `ToolCallStarted` (and its arguments) before at most one `ToolCallResult`, and never a
-/// result for a call that did not start. Between [`mark`](Self::mark) and
-/// [`undo`](Self::undo) it records what it changed, so a malformed event, whose events the
-/// translator drops, changes nothing either.
+/// result for a call that did not start. The driver marks it before each event and undoes
+/// what a malformed event changed, whose events the translator drops, so such an event
+/// changes nothing either.
 ///
 /// ```
 /// use driver_cli::TurnEvents;
@@ -34,20 +35,20 @@ const NOT_COMPLETED: &str = "the tool call did not complete";
 /// let mut turn = TurnEvents::default();
 /// let mut out = Vec::new();
 /// turn.start(&mut out);
-/// turn.open_call("c1", "shell", "ls", &mut out);
-/// turn.open_call("c1", "shell", "ls", &mut out); // already open: nothing
-/// assert_eq!(out.len(), 3);
-///
-/// // A malformed event: its events are dropped, and so are its state changes.
-/// let mark = turn.mark();
-/// turn.close_call("c1", "a.txt".to_owned(), false, &mut Vec::new());
-/// turn.undo(mark);
-///
+/// turn.start(&mut out); // once only
+/// assert!(turn.open_call("c1", "shell", "ls", &mut out));
+/// assert!(!turn.open_call("c1", "shell", "ls", &mut out)); // already open: nothing
+/// assert!(!turn.close_call("c2", String::new(), false, &mut out)); // never opened
+/// assert!(turn.close_call("c1", "a.txt".to_owned(), false, &mut out));
 /// assert_eq!(
-///     turn.close_open_calls(),
-///     [DriverEvent::tool_call_result("c1", "the tool call did not complete", true)]
+///     out,
+///     [
+///         DriverEvent::RunStarted,
+///         DriverEvent::tool_call_started("c1", "shell"),
+///         DriverEvent::tool_call_arguments("c1", "ls"),
+///         DriverEvent::tool_call_result("c1", "a.txt", false),
+///     ]
 /// );
-/// assert!(turn.started());
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct TurnEvents {
@@ -72,18 +73,18 @@ enum Change {
 /// The state of a [`TurnEvents`] before one event, taken by [`TurnEvents::mark`].
 #[derive(Debug)]
 #[must_use = "a mark is only useful to undo an event"]
-pub struct Mark {
+pub(crate) struct Mark {
     started: bool,
 }
 
 impl TurnEvents {
     /// Whether `RunStarted` was emitted.
-    pub fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.started
     }
 
     /// The session id noted by [`note_session`](Self::note_session).
-    pub fn session_id(&self) -> Option<&str> {
+    pub(crate) fn session_id(&self) -> Option<&str> {
         self.session_id.as_deref()
     }
 
@@ -149,7 +150,7 @@ impl TurnEvents {
 
     /// Closes every call still open as an error result, in id order: a clean run must not
     /// finish with one open.
-    pub fn close_open_calls(&mut self) -> Vec<DriverEvent> {
+    pub(crate) fn close_open_calls(&mut self) -> Vec<DriverEvent> {
         let ids: Vec<String> = self.open.iter().cloned().collect();
         let mut out = Vec::new();
         for id in ids {
@@ -159,7 +160,7 @@ impl TurnEvents {
     }
 
     /// Marks the state before one event, for [`undo`](Self::undo).
-    pub fn mark(&mut self) -> Mark {
+    pub(crate) fn mark(&mut self) -> Mark {
         self.journal.clear();
         Mark {
             started: self.started,
@@ -169,7 +170,7 @@ impl TurnEvents {
     /// Reverts every change since `mark`, which must be the latest mark: the translator
     /// dropped the event's output, so the run must not count as started, nor its calls as
     /// opened or closed.
-    pub fn undo(&mut self, mark: Mark) {
+    pub(crate) fn undo(&mut self, mark: Mark) {
         self.started = mark.started;
         while let Some(change) = self.journal.pop() {
             match change {

@@ -1,5 +1,6 @@
-//! `codex exec --json` events, translated into driver-spi events ([`EventTranslator`]), and
-//! each turn's usage from the thread totals Codex reports.
+//! `codex exec --json` events, translated into driver-spi events ([`EventTranslator`]); what
+//! both Codex modes keep about a turn and answer the judgement ([`CodexEvents`]); and each
+//! turn's usage from the thread totals Codex reports.
 //!
 //! The translator is a pure state machine over parsed JSONL values: no I/O, so every mapping
 //! is unit-tested without a process and fuzzed by the shared harness
@@ -11,6 +12,8 @@
 //! checkpoint's data under [`TOTAL_KEY`], and each turn's usage is the difference from the
 //! totals of the state it continued.
 
+use std::fmt;
+
 use driver_cli::{CliEvent, MalformedEvent, Translator, TurnEvents, str_field};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, SessionState, Usage};
 use serde_json::Value;
@@ -21,25 +24,50 @@ pub(crate) const SHELL_TOOL: &str = "shell";
 /// The session data key of the thread's usage totals: `input,cached_input,output`.
 pub(crate) const TOTAL_KEY: &str = "codex.usage_total";
 
-/// Translates one turn's `codex exec --json` events into driver events, and keeps what the
-/// judgement needs: the thread id, the last agent message, usage and the stream's failure.
-#[derive(Debug, Default)]
-pub struct EventTranslator {
-    redactor: Redactor,
-    /// `RunStarted` and the tool-call lifecycle, by item id.
-    thread_id: Option<String>,
-    last_message: Option<String>,
-    /// The thread's totals from `turn.completed`.
-    total: Option<Usage>,
-    /// The totals the continued state kept, if any.
-    previous: Option<Usage>,
-    turn_completed: bool,
-    failure: Option<RunFailure>,
-    /// The last `error` event, which Codex also emits for retried stream errors.
-    last_error: Option<String>,
+/// Translates one turn's `codex exec --json` events.
+pub(crate) type EventTranslator = CodexEvents<Exec>;
+
+/// How one Codex mode reads its events ([`Exec`], or the app-server's notifications) into
+/// the [`CodexEvents`] both modes keep alike.
+pub trait Mode: fmt::Debug + Default + Send + Sized {
+    /// Whether the mode's process outlives its turn, so that its events, not the end of
+    /// output, end the turn.
+    const RESIDENT: bool;
+
+    /// Translates one event, as [`Translator::translate`].
+    ///
+    /// # Errors
+    /// [`MalformedEvent`] for a known event whose shape is broken.
+    fn translate(codex: &mut CodexEvents<Self>, event: CliEvent<'_>) -> Result<(), MalformedEvent>;
 }
 
-impl EventTranslator {
+/// Translates one turn's Codex events into driver events, and keeps what the judgement needs:
+/// the thread id, the last agent message, usage and the turn's outcome. Both modes keep these
+/// the same way (their usage is the thread's totals under the same checkpoint key, so a thread
+/// can move between them); `M` reads its mode's events.
+#[derive(Debug, Default)]
+pub struct CodexEvents<M> {
+    /// Redacts provider text.
+    pub(crate) redactor: Redactor,
+    /// The thread id the events named.
+    pub(crate) thread_id: Option<String>,
+    /// The last completed agent message.
+    pub(crate) last_message: Option<String>,
+    /// The thread's totals, as last reported.
+    pub(crate) total: Option<Usage>,
+    /// The totals the continued state kept, if any.
+    previous: Option<Usage>,
+    /// The turn completed (whatever its outcome).
+    pub(crate) ended: bool,
+    /// The failure the events reported for the turn.
+    pub(crate) failure: Option<RunFailure>,
+    /// The last `error` event's redacted message (Codex also emits them for retried errors).
+    pub(crate) last_error: Option<String>,
+    /// The mode's own state.
+    pub(crate) mode: M,
+}
+
+impl<M: Mode> CodexEvents<M> {
     /// A translator that redacts provider text with `redactor`.
     pub(crate) fn new(redactor: Redactor) -> Self {
         Self {
@@ -49,8 +77,8 @@ impl EventTranslator {
     }
 
     /// Measures this turn's usage from the totals kept in `previous`, the state the turn
-    /// continues (resumed or forked). Without one, or with unreadable totals, the turn's usage
-    /// is the thread's total.
+    /// continues (resumed or forked, in either mode). Without one, or with unreadable totals,
+    /// the turn's usage is the thread's total.
     pub(crate) fn with_previous_totals(mut self, previous: Option<&SessionState>) -> Self {
         self.previous = previous
             .and_then(|s| s.data.get(TOTAL_KEY))
@@ -58,6 +86,115 @@ impl EventTranslator {
         self
     }
 
+    /// `text`, redacted.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        self.redactor.redact(text).into_owned()
+    }
+}
+
+impl<M: Mode> Translator for CodexEvents<M> {
+    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
+        M::translate(self, event)
+    }
+
+    /// The thread id the events named.
+    fn session_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+
+    /// The last agent message.
+    fn output(&self) -> &str {
+        self.last_message.as_deref().unwrap_or_default()
+    }
+
+    /// The turn completed, and reported no failure.
+    fn succeeded(&self) -> bool {
+        self.ended && self.failure.is_none()
+    }
+
+    /// The failure the events reported, classified from its message.
+    fn reported_failure(&self) -> Option<RunFailure> {
+        self.failure.clone()
+    }
+
+    /// The thread's totals minus the totals of the continued state.
+    fn usage(&self) -> Option<Usage> {
+        self.total.map(|total| this_turn(total, self.previous))
+    }
+
+    /// The last `error` event's redacted message.
+    fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
+    /// The thread's totals, for the next turn's usage (in either mode).
+    fn checkpoint_data(&self) -> Vec<(String, String)> {
+        self.total
+            .map(|total| (TOTAL_KEY.to_owned(), encode(total)))
+            .into_iter()
+            .collect()
+    }
+
+    /// In a resident mode, whether the turn completed, whatever its outcome.
+    fn turn_ended(&self) -> bool {
+        M::RESIDENT && self.ended
+    }
+}
+
+/// `codex exec --json`: one process per turn, whose end of output ends the turn.
+#[derive(Debug, Default)]
+pub struct Exec;
+
+impl Mode for Exec {
+    const RESIDENT: bool = false;
+
+    fn translate(codex: &mut CodexEvents<Self>, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
+        let (kind, event, turn, out) = event.into_parts();
+        match kind {
+            "thread.started" => {
+                let id = str_field(event, "thread_id")?;
+                codex.thread_id = Some(id.to_owned());
+                turn.start(out);
+            }
+            "turn.started" => turn.start(out),
+            "turn.completed" => {
+                turn.start(out);
+                codex.ended = true;
+                if let Some(usage) = event.get("usage") {
+                    let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    codex.total = Some(
+                        Usage::new(n("input_tokens"), n("output_tokens"))
+                            .with_cached_input_tokens(n("cached_input_tokens")),
+                    );
+                }
+            }
+            "turn.failed" => {
+                turn.start(out);
+                let message = event
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                codex.failure = Some(RunFailure::new(classify(message), codex.redact(message)));
+            }
+            "error" => {
+                let message = event
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                codex.last_error = Some(codex.redact(message));
+            }
+            "item.started" | "item.updated" | "item.completed" => {
+                let item = event.get("item").ok_or(MalformedEvent)?;
+                turn.start(out);
+                codex.item(turn, item, kind == "item.completed", out)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl CodexEvents<Exec> {
     fn item(
         &mut self,
         turn: &mut TurnEvents,
@@ -115,94 +252,6 @@ impl EventTranslator {
             _ => {}
         }
         Ok(())
-    }
-}
-
-impl Translator for EventTranslator {
-    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
-        let (kind, event, turn, out) = event.into_parts();
-        match kind {
-            "thread.started" => {
-                let id = str_field(event, "thread_id")?;
-                self.thread_id = Some(id.to_owned());
-                turn.start(out);
-            }
-            "turn.started" => turn.start(out),
-            "turn.completed" => {
-                turn.start(out);
-                self.turn_completed = true;
-                if let Some(usage) = event.get("usage") {
-                    let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-                    self.total = Some(
-                        Usage::new(n("input_tokens"), n("output_tokens"))
-                            .with_cached_input_tokens(n("cached_input_tokens")),
-                    );
-                }
-            }
-            "turn.failed" => {
-                turn.start(out);
-                let message = event
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.failure = Some(RunFailure::new(
-                    classify(message),
-                    self.redactor.redact(message),
-                ));
-            }
-            "error" => {
-                let message = event
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.last_error = Some(self.redactor.redact(message).into_owned());
-            }
-            "item.started" | "item.updated" | "item.completed" => {
-                let item = event.get("item").ok_or(MalformedEvent)?;
-                turn.start(out);
-                self.item(turn, item, kind == "item.completed", out)?;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// The thread id from `thread.started`.
-    fn session_id(&self) -> Option<&str> {
-        self.thread_id.as_deref()
-    }
-
-    /// The last agent message.
-    fn output(&self) -> &str {
-        self.last_message.as_deref().unwrap_or_default()
-    }
-
-    /// `turn.completed` arrived and `turn.failed` did not.
-    fn succeeded(&self) -> bool {
-        self.turn_completed && self.failure.is_none()
-    }
-
-    /// The failure of `turn.failed`, classified from its message.
-    fn reported_failure(&self) -> Option<RunFailure> {
-        self.failure.clone()
-    }
-
-    /// The thread's totals minus the totals of the continued state.
-    fn usage(&self) -> Option<Usage> {
-        self.total.map(|total| this_turn(total, self.previous))
-    }
-
-    /// The last `error` event's redacted message.
-    fn last_error(&self) -> Option<&str> {
-        self.last_error.as_deref()
-    }
-
-    /// The thread's totals, for the next turn's usage.
-    fn checkpoint_data(&self) -> Vec<(String, String)> {
-        self.total
-            .map(|total| (TOTAL_KEY.to_owned(), encode(total)))
-            .into_iter()
-            .collect()
     }
 }
 
@@ -403,20 +452,21 @@ mod tests {
         );
     }
 
+    /// A started command opens its call, which stays open until it completes (the driver
+    /// closes what is left open: `driver_cli::TurnEvents` and its tests).
     #[test]
-    fn open_calls_are_closed_as_errors() {
-        let (mut t, _) = run(&[
+    fn a_started_command_opens_its_call() {
+        let (_, events) = run(&[
             json!({"type":"item.started","item":{"id":"c","type":"command_execution","command":"sleep 9"}}),
         ]);
         assert_eq!(
-            t.close_open_calls(),
-            [DriverEvent::tool_call_result(
-                "c",
-                "the tool call did not complete",
-                true
-            )]
+            events,
+            [
+                DriverEvent::RunStarted,
+                DriverEvent::tool_call_started("c", SHELL_TOOL),
+                DriverEvent::tool_call_arguments("c", "sleep 9"),
+            ]
         );
-        assert!(t.close_open_calls().is_empty());
     }
 
     /// A fuzz counterexample: the first event is an `item.started` whose item is not an

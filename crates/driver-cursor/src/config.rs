@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use driver_cli::{ConfigFiles, EnvRefs, McpEntry, McpRefError, NamespaceConfig, mcp_servers};
 use driver_spi::{DriverError, Request};
 use run_service::McpServer;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Cursor expands `${env:…}`, `${userHome}` and kin in this file, so `${` in a plain value is
 /// refused: a request value could pull another variable (an API key) into a URL or header.
@@ -57,18 +57,8 @@ pub(crate) fn mcp_json(
     secret_env: &BTreeMap<&str, Vec<&str>>,
 ) -> Result<Value, McpRefError> {
     let entries = mcp_servers(servers, |server| match REFS.entry(server, secret_env)? {
-        McpEntry::Stdio(stdio) => Ok(stdio),
-        McpEntry::Http {
-            sse: false,
-            url,
-            headers,
-        } => {
-            let mut entry = Map::new();
-            entry.insert("url".to_owned(), url);
-            entry.insert("headers".to_owned(), Value::Object(headers));
-            Ok(entry)
-        }
-        _ => Err(McpRefError::UnknownTransport),
+        McpEntry::Http { sse: true, .. } => Err(McpRefError::UnknownTransport),
+        entry => Ok(entry.into_fields("url")),
     })?;
     Ok(json!({ "mcpServers": entries }))
 }

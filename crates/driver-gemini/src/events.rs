@@ -344,9 +344,11 @@ mod tests {
         );
     }
 
+    /// A call opens once, and one without an id not at all (the driver closes what is left
+    /// open: `driver_cli::TurnEvents` and its tests).
     #[test]
-    fn calls_open_once_and_open_calls_close_as_errors() {
-        let (mut t, events) = run(&[
+    fn calls_open_once() {
+        let (_, events) = run(&[
             json!({"type":"tool_use","tool_name":"x","tool_id":"c","parameters":null}),
             json!({"type":"tool_use","tool_name":"x","tool_id":"c"}),
             json!({"type":"tool_use","tool_name":"x","tool_id":""}),
@@ -358,15 +360,6 @@ mod tests {
                 DriverEvent::tool_call_started("c", "x")
             ]
         );
-        assert_eq!(
-            t.close_open_calls(),
-            [DriverEvent::tool_call_result(
-                "c",
-                "the tool call did not complete",
-                true
-            )]
-        );
-        assert!(t.close_open_calls().is_empty());
     }
 
     #[test]
@@ -404,13 +397,5 @@ mod tests {
         assert_eq!(names.report("mcp_"), "mcp_");
         assert_eq!(names.report("glob"), "glob");
         assert_eq!(tool_names([]).report("mcp_a_b"), "mcp_a_b");
-        let names = tool_names(["agent-tools", "agent"]);
-        assert_eq!(
-            names.report("mcp_agent-tools_ping"),
-            "mcp__agent-tools__ping"
-        );
-        assert_eq!(names.report("mcp_agent_ping"), "mcp__agent__ping");
-        assert_eq!(names.report("mcp_other_ping"), "mcp_other_ping");
-        assert_eq!(names.report("read_file"), "read_file");
     }
 }

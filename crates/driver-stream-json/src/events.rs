@@ -1,7 +1,8 @@
 //! stream-json events, translated into driver-spi events.
 
 use driver_cli::{
-    CliEvent, MalformedEvent, McpStatus, ToolNames, Translator, TurnEvents, str_field,
+    CliEvent, MalformedEvent, McpStatus, ToolNames, Translator, TurnEvents, message_content,
+    str_field,
 };
 use driver_spi::{DriverEvent, FailureKind, Redactor, Request, RunFailure, Usage};
 use serde_json::Value;
@@ -38,9 +39,7 @@ impl TurnResult {
             self.text.clone()
         }
     }
-}
 
-impl TurnResult {
     /// Whether the turn succeeded: subtype `success` and not `is_error`.
     pub fn is_success(&self) -> bool {
         self.subtype == "success" && !self.is_error
@@ -174,7 +173,7 @@ impl Translator for StreamJson {
                 turn.note_session(event);
                 turn.start(out);
                 let mut text = String::new();
-                for block in content(event)? {
+                for block in message_content(event)? {
                     match block.get("type").and_then(Value::as_str) {
                         Some("text") => {
                             let piece = block.get("text").and_then(Value::as_str).unwrap_or("");
@@ -193,7 +192,7 @@ impl Translator for StreamJson {
             }
             "user" => {
                 turn.note_session(event);
-                for block in content(event)? {
+                for block in message_content(event)? {
                     if block.get("type").and_then(Value::as_str) == Some("tool_result") {
                         self.tool_result(turn, block, out)?;
                     }
@@ -362,15 +361,6 @@ fn redact_strings(redactor: &Redactor, value: &Value) -> Value {
             .map(|(k, v)| (redactor.redact(k).into_owned(), redact_strings(redactor, v)))
             .collect(),
         other => other.clone(),
-    }
-}
-
-fn content(event: &Value) -> Result<&[Value], MalformedEvent> {
-    match event.pointer("/message/content") {
-        Some(Value::Array(blocks)) => Ok(blocks),
-        // A user message may carry plain text instead of blocks.
-        Some(Value::String(_)) | None => Ok(&[]),
-        Some(_) => Err(MalformedEvent),
     }
 }
 

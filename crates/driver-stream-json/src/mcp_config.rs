@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use driver_cli::{EnvRefs, McpEntry, McpRefError, mcp_servers};
 use run_service::McpServer;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// What differs between the CLIs' dialects of the file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -51,19 +51,15 @@ pub(crate) fn mcp_config(
     dialect: McpDialect,
 ) -> Result<Value, McpRefError> {
     let entries = mcp_servers(servers, |server| {
-        let mut entry = Map::new();
-        match REFS.entry(server, secret_env)? {
-            McpEntry::Stdio(stdio) => {
-                entry.insert("type".to_owned(), json!("stdio"));
-                entry.extend(stdio);
-            }
-            McpEntry::Http { sse, url, headers } => {
-                entry.insert("type".to_owned(), json!(if sse { "sse" } else { "http" }));
-                entry.insert("url".to_owned(), url);
-                entry.insert("headers".to_owned(), Value::Object(headers));
-            }
+        let entry = REFS.entry(server, secret_env)?;
+        let transport = match &entry {
+            McpEntry::Stdio(_) => "stdio",
+            McpEntry::Http { sse: true, .. } => "sse",
+            McpEntry::Http { .. } => "http",
             _ => return Err(McpRefError::UnknownTransport),
-        }
+        };
+        let mut entry = entry.into_fields("url");
+        entry.insert("type".to_owned(), json!(transport));
         if let Some(defer) = dialect.defer_loading {
             entry.insert("defer_loading".to_owned(), Value::Bool(defer));
         }

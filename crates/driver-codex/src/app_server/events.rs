@@ -10,7 +10,7 @@
 //!
 //! **Usage.** `thread/tokenUsage/updated` reports the thread's running totals, as
 //! `turn.completed` does in exec mode. They are kept under the same checkpoint key
-//! ([`TOTAL_KEY`]) in the same encoding, so a thread can move between the two modes, and each
+//! ([`TOTAL_KEY`](crate::events::TOTAL_KEY)) in the same encoding, so a thread can move between the two modes, and each
 //! turn's usage is the difference from the totals of the state it continued.
 //!
 //! **Redaction.** Provider text (agent messages, tool arguments and results, error messages)
@@ -18,11 +18,11 @@
 
 use std::collections::BTreeSet;
 
-use driver_cli::{CliEvent, MalformedEvent, Translator, TurnEvents, str_field};
-use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, SessionState, Usage};
+use driver_cli::{CliEvent, MalformedEvent, TurnEvents, str_field};
+use driver_spi::{DriverEvent, FailureKind, RunFailure, Usage};
 use serde_json::Value;
 
-use crate::events::{SHELL_TOOL, TOTAL_KEY, classify, decode, encode, mcp_result_text, this_turn};
+use crate::events::{CodexEvents, Mode, SHELL_TOOL, classify, mcp_result_text};
 
 /// The failure message of a turn that ended `interrupted`.
 const INTERRUPTED: &str = "the turn was interrupted";
@@ -30,60 +30,74 @@ const INTERRUPTED: &str = "the turn was interrupted";
 /// The failure message of a turn that ended `failed` without an error message.
 const FAILED: &str = "the turn failed";
 
-/// Translates one turn's `codex app-server` notifications into driver events, and keeps what
-/// the judgement needs: the thread id, the last agent message, usage and the turn's outcome.
+/// Translates one turn's `codex app-server` notifications. Unlike exec it redacts the agent
+/// message it keeps, and ends the turn at `turn/completed`.
+pub(crate) type AppServerTranslator = CodexEvents<AppServer>;
+
+/// `codex app-server`: a resident process, whose `turn/completed` ends the turn.
 #[derive(Debug, Default)]
-pub struct AppServerTranslator {
-    /// Redacts provider text before it is emitted or kept.
-    redactor: Redactor,
-    /// The first non-empty `threadId` a well-formed notification carried.
-    thread_id: Option<String>,
+pub struct AppServer {
     /// Agent-message items that streamed text deltas: their completed text is not emitted
     /// again.
     streamed: BTreeSet<String>,
-    /// The last completed agent message, redacted.
-    last_message: Option<String>,
-    /// The thread's totals from the latest `thread/tokenUsage/updated`.
-    total: Option<Usage>,
-    /// The totals the continued state kept, if any.
-    previous: Option<Usage>,
-    /// `turn/completed` arrived.
-    ended: bool,
-    /// The failure of a turn that ended `failed` or `interrupted`.
-    failure: Option<RunFailure>,
-    /// The last `error` notification's redacted message (retried errors included).
-    last_error: Option<String>,
 }
 
-impl AppServerTranslator {
-    /// A translator that redacts provider text with `redactor`.
-    pub(crate) fn new(redactor: Redactor) -> Self {
-        Self {
-            redactor,
-            ..Self::default()
+impl Mode for AppServer {
+    const RESIDENT: bool = true;
+
+    fn translate(codex: &mut CodexEvents<Self>, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
+        let (method, params, turn, out) = event.into_parts();
+        match method {
+            "turn/started" => {
+                if !params.is_object() {
+                    return Err(MalformedEvent);
+                }
+                turn.start(out);
+            }
+            "item/agentMessage/delta" => {
+                let id = str_field(params, "itemId")?;
+                let delta = str_field(params, "delta")?;
+                turn.start(out);
+                if !delta.is_empty() {
+                    // Redacted piece by piece: a secret split across two deltas passes here
+                    // (the output, the item's whole text, is redacted whole). The core's sink
+                    // redacts the joined deltas as one stream and catches it there.
+                    out.push(DriverEvent::text(codex.redact(delta)));
+                    codex.mode.streamed.insert(id.to_owned());
+                }
+            }
+            "item/started" | "item/completed" => {
+                let item = params.get("item").ok_or(MalformedEvent)?;
+                codex.item(turn, item, method == "item/completed", out)?;
+            }
+            "thread/tokenUsage/updated" => {
+                let total = params.pointer("/tokenUsage/total").ok_or(MalformedEvent)?;
+                codex.total = Some(totals(total)?);
+            }
+            "turn/completed" => {
+                let outcome = codex.outcome(params.get("turn").ok_or(MalformedEvent)?)?;
+                // A turn that ended did start (as in exec mode), so a failure can follow.
+                turn.start(out);
+                codex.ended = true;
+                codex.failure = outcome;
+            }
+            "error" => {
+                let message = params
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .ok_or(MalformedEvent)?;
+                // Kept even when `willRetry`: the last one explains a failure, as in exec.
+                codex.last_error = Some(codex.redact(message));
+            }
+            _ => {}
         }
+        // Last: a malformed notification names no thread.
+        codex.note_thread(params);
+        Ok(())
     }
+}
 
-    /// Measures this turn's usage from the totals kept in `previous`, the state the turn
-    /// continues (resumed or forked, in either mode). Without one, or with unreadable totals,
-    /// the turn's usage is the thread's total.
-    pub(crate) fn with_previous_totals(mut self, previous: Option<&SessionState>) -> Self {
-        self.previous = previous
-            .and_then(|s| s.data.get(TOTAL_KEY))
-            .and_then(|t| decode(t));
-        self
-    }
-
-    /// Whether `turn/completed` was translated: the turn is over, whatever its status.
-    pub(crate) fn turn_ended(&self) -> bool {
-        self.ended
-    }
-
-    /// `text`, redacted.
-    fn redact(&self, text: &str) -> String {
-        self.redactor.redact(text).into_owned()
-    }
-
+impl CodexEvents<AppServer> {
     /// Translates the item of an `item/started` (`completed` false) or `item/completed`.
     fn item(
         &mut self,
@@ -100,7 +114,7 @@ impl AppServerTranslator {
             "agentMessage" if completed => {
                 let text = self.redact(str_field(item, "text")?);
                 // Streamed text went out as deltas; the item's text is the whole answer.
-                if !text.is_empty() && !self.streamed.contains(id) {
+                if !text.is_empty() && !self.mode.streamed.contains(id) {
                     out.push(DriverEvent::text(text.clone()));
                 }
                 self.last_message = Some(text);
@@ -172,98 +186,6 @@ impl AppServerTranslator {
         {
             self.thread_id = Some(id.to_owned());
         }
-    }
-}
-
-impl Translator for AppServerTranslator {
-    fn translate(&mut self, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
-        let (method, params, turn, out) = event.into_parts();
-        match method {
-            "turn/started" => {
-                if !params.is_object() {
-                    return Err(MalformedEvent);
-                }
-                turn.start(out);
-            }
-            "item/agentMessage/delta" => {
-                let id = str_field(params, "itemId")?;
-                let delta = str_field(params, "delta")?;
-                turn.start(out);
-                if !delta.is_empty() {
-                    // Redacted piece by piece: a secret split across two deltas passes here
-                    // (the output, the item's whole text, is redacted whole). The core's sink
-                    // redacts the joined deltas as one stream and catches it there.
-                    out.push(DriverEvent::text(self.redact(delta)));
-                    self.streamed.insert(id.to_owned());
-                }
-            }
-            "item/started" | "item/completed" => {
-                let item = params.get("item").ok_or(MalformedEvent)?;
-                self.item(turn, item, method == "item/completed", out)?;
-            }
-            "thread/tokenUsage/updated" => {
-                let total = params.pointer("/tokenUsage/total").ok_or(MalformedEvent)?;
-                self.total = Some(totals(total)?);
-            }
-            "turn/completed" => {
-                let outcome = self.outcome(params.get("turn").ok_or(MalformedEvent)?)?;
-                // A turn that ended did start (as in exec mode), so a failure can follow.
-                turn.start(out);
-                self.ended = true;
-                self.failure = outcome;
-            }
-            "error" => {
-                let message = params
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .ok_or(MalformedEvent)?;
-                // Kept even when `willRetry`: the last one explains a failure, as in exec.
-                self.last_error = Some(self.redact(message));
-            }
-            _ => {}
-        }
-        // Last: a malformed notification names no thread.
-        self.note_thread(params);
-        Ok(())
-    }
-
-    /// The first non-empty `threadId` a notification carried.
-    fn session_id(&self) -> Option<&str> {
-        self.thread_id.as_deref()
-    }
-
-    /// The last agent message.
-    fn output(&self) -> &str {
-        self.last_message.as_deref().unwrap_or_default()
-    }
-
-    /// `turn/completed` arrived with status `completed`.
-    fn succeeded(&self) -> bool {
-        self.ended && self.failure.is_none()
-    }
-
-    /// The failure of a turn that ended `failed` (classified from its message) or
-    /// `interrupted`.
-    fn reported_failure(&self) -> Option<RunFailure> {
-        self.failure.clone()
-    }
-
-    /// The thread's totals minus the totals of the continued state.
-    fn usage(&self) -> Option<Usage> {
-        self.total.map(|total| this_turn(total, self.previous))
-    }
-
-    /// The last `error` notification's redacted message.
-    fn last_error(&self) -> Option<&str> {
-        self.last_error.as_deref()
-    }
-
-    /// The thread's totals, for the next turn's usage (in either mode).
-    fn checkpoint_data(&self) -> Vec<(String, String)> {
-        self.total
-            .map(|total| (TOTAL_KEY.to_owned(), encode(total)))
-            .into_iter()
-            .collect()
     }
 }
 

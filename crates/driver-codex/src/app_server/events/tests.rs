@@ -3,9 +3,10 @@
 
 use super::*;
 use crate::app_server::NOTIFICATIONS;
-use crate::events::EventTranslator;
+use crate::events::{EventTranslator, TOTAL_KEY, encode};
 use driver_cli::Tracked;
-use driver_spi::check_sequence;
+use driver_cli::Translator;
+use driver_spi::{Redactor, SessionState, check_sequence};
 use secrecy::SecretString;
 use serde_json::json;
 
