@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::app_server::NOTIFICATIONS;
-use crate::events::{EventTranslator, TOTAL_KEY, encode};
+use crate::events::{EventTranslator, SHELL_TOOL, TOTAL_KEY, encode};
 use driver_cli::Tracked;
 use driver_cli::Translator;
 use driver_spi::{Redactor, SessionState, check_sequence};
