@@ -1,6 +1,7 @@
 //! `codex exec --json` events, translated into driver-spi events ([`EventTranslator`]); what
-//! both Codex modes keep about a turn and answer the judgement ([`CodexEvents`]); and each
-//! turn's usage from the thread totals Codex reports.
+//! both Codex modes keep about a turn and answer the judgement ([`CodexEvents`]), and how
+//! both read their items, each in its own spelling ([`ItemSpelling`]); and each turn's usage
+//! from the thread totals Codex reports.
 //!
 //! The translator is a pure state machine over parsed JSONL values: no I/O, so every mapping
 //! is unit-tested without a process and fuzzed by the shared harness
@@ -34,11 +35,42 @@ pub trait Mode: fmt::Debug + Default + Send + Sized {
     /// output, end the turn.
     const RESIDENT: bool;
 
+    /// How the mode spells its items.
+    const ITEMS: ItemSpelling;
+
+    /// Whether the translator redacts the provider text of items (agent messages, tool
+    /// arguments and output) itself. Exec's is kept as Codex printed it.
+    const REDACTS_ITEMS: bool;
+
+    /// Whether agent message `id` already went out as text deltas, so its completed text is
+    /// not emitted again.
+    fn streamed(&self, _id: &str) -> bool {
+        false
+    }
+
     /// Translates one event, as [`Translator::translate`].
     ///
     /// # Errors
     /// [`MalformedEvent`] for a known event whose shape is broken.
     fn translate(codex: &mut CodexEvents<Self>, event: CliEvent<'_>) -> Result<(), MalformedEvent>;
+}
+
+/// The item types and fields both Codex modes have, as one mode spells them: exec in
+/// snake_case, the app-server in camelCase.
+#[derive(Debug)]
+pub struct ItemSpelling {
+    /// The agent message type.
+    pub(crate) agent_message: &'static str,
+    /// The MCP tool call type.
+    pub(crate) mcp_tool_call: &'static str,
+    /// The shell command type.
+    pub(crate) command_execution: &'static str,
+    /// An MCP result's structured content.
+    pub(crate) structured_content: &'static str,
+    /// A command's output.
+    pub(crate) aggregated_output: &'static str,
+    /// A command's exit code.
+    pub(crate) exit_code: &'static str,
 }
 
 /// Translates one turn's Codex events into driver events, and keeps what the judgement needs:
@@ -89,6 +121,71 @@ impl<M: Mode> CodexEvents<M> {
     /// `text`, redacted.
     pub(crate) fn redact(&self, text: &str) -> String {
         self.redactor.redact(text).into_owned()
+    }
+
+    /// An item's provider text as the mode keeps it ([`Mode::REDACTS_ITEMS`]).
+    fn item_text(&self, text: &str) -> String {
+        if M::REDACTS_ITEMS {
+            self.redact(text)
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// Translates the item of an item event: `completed` for the event that ends the item.
+    pub(crate) fn item(
+        &mut self,
+        turn: &mut TurnEvents,
+        item: &Value,
+        completed: bool,
+        out: &mut Vec<DriverEvent>,
+    ) -> Result<(), MalformedEvent> {
+        let id = str_field(item, "id")?;
+        let kind = str_field(item, "type")?;
+        let names = &M::ITEMS;
+        // An item means the turn runs, even if the turn's start was missed.
+        turn.start(out);
+        if kind == names.agent_message && completed {
+            let text = self.item_text(str_field(item, "text")?);
+            // Streamed text went out as deltas; the item's text is the whole answer.
+            if !text.is_empty() && !self.mode.streamed(id) {
+                out.push(DriverEvent::text(text.clone()));
+            }
+            self.last_message = Some(text);
+        } else if kind == names.mcp_tool_call {
+            let server = str_field(item, "server")?;
+            let tool = str_field(item, "tool")?;
+            let name = format!("mcp__{server}__{tool}");
+            let arguments = self.item_text(&driver_cli::json_text(item.get("arguments")));
+            // Opened on completion too, in case the item's start was missed.
+            turn.open_call(id, &name, &arguments, out);
+            if completed {
+                let error = item.get("error").filter(|e| !e.is_null());
+                let failed =
+                    error.is_some() || item.get("status").and_then(Value::as_str) == Some("failed");
+                let output = match error.and_then(|e| e.get("message")).and_then(Value::as_str) {
+                    Some(message) => message.to_owned(),
+                    None => mcp_result_text(item.get("result"), names.structured_content),
+                };
+                turn.close_call(id, self.item_text(&output), failed, out);
+            }
+        } else if kind == names.command_execution {
+            let command = item.get("command").and_then(Value::as_str).unwrap_or("");
+            turn.open_call(id, SHELL_TOOL, &self.item_text(command), out);
+            if completed {
+                let output = item
+                    .get(names.aggregated_output)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let exit = item.get(names.exit_code).and_then(Value::as_i64);
+                let status = item.get("status").and_then(Value::as_str);
+                // `declined`: the app-server's refused approval.
+                let failed =
+                    matches!(status, Some("failed" | "declined")) || exit.is_some_and(|c| c != 0);
+                turn.close_call(id, self.item_text(output), failed, out);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -147,6 +244,15 @@ pub struct Exec;
 
 impl Mode for Exec {
     const RESIDENT: bool = false;
+    const ITEMS: ItemSpelling = ItemSpelling {
+        agent_message: "agent_message",
+        mcp_tool_call: "mcp_tool_call",
+        command_execution: "command_execution",
+        structured_content: "structured_content",
+        aggregated_output: "aggregated_output",
+        exit_code: "exit_code",
+    };
+    const REDACTS_ITEMS: bool = false;
 
     fn translate(codex: &mut CodexEvents<Self>, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
         let (kind, event, turn, out) = event.into_parts();
@@ -185,7 +291,6 @@ impl Mode for Exec {
             }
             "item.started" | "item.updated" | "item.completed" => {
                 let item = event.get("item").ok_or(MalformedEvent)?;
-                turn.start(out);
                 codex.item(turn, item, kind == "item.completed", out)?;
             }
             _ => {}
@@ -194,69 +299,9 @@ impl Mode for Exec {
     }
 }
 
-impl CodexEvents<Exec> {
-    fn item(
-        &mut self,
-        turn: &mut TurnEvents,
-        item: &Value,
-        completed: bool,
-        out: &mut Vec<DriverEvent>,
-    ) -> Result<(), MalformedEvent> {
-        let id = str_field(item, "id")?;
-        let Some(kind) = item.get("type").and_then(Value::as_str) else {
-            return Err(MalformedEvent);
-        };
-        match kind {
-            "agent_message" if completed => {
-                let text = str_field(item, "text")?;
-                if !text.is_empty() {
-                    out.push(DriverEvent::text(text));
-                }
-                self.last_message = Some(text.to_owned());
-            }
-            "mcp_tool_call" => {
-                let server = str_field(item, "server")?;
-                let tool = str_field(item, "tool")?;
-                let name = format!("mcp__{server}__{tool}");
-                let arguments = driver_cli::json_text(item.get("arguments"));
-                turn.open_call(id, &name, &arguments, out);
-                if completed {
-                    let failed = item.get("status").and_then(Value::as_str) == Some("failed")
-                        || item.get("error").is_some_and(|e| !e.is_null());
-                    let output = if failed {
-                        item.pointer("/error/message")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| mcp_result_text(item.get("result")))
-                    } else {
-                        mcp_result_text(item.get("result"))
-                    };
-                    turn.close_call(id, output, failed, out);
-                }
-            }
-            "command_execution" => {
-                let command = item.get("command").and_then(Value::as_str).unwrap_or("");
-                turn.open_call(id, SHELL_TOOL, command, out);
-                if completed {
-                    let output = item
-                        .get("aggregated_output")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
-                    let exit = item.get("exit_code").and_then(Value::as_i64);
-                    let failed = item.get("status").and_then(Value::as_str) == Some("failed")
-                        || exit.is_some_and(|c| c != 0);
-                    turn.close_call(id, output, failed, out);
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-/// The text of an MCP result: its text content blocks joined, else its structured content.
-pub(crate) fn mcp_result_text(result: Option<&Value>) -> String {
+/// The text of an MCP result: its text content blocks joined, else its structured content
+/// (under `structured_content`, as the mode spells it).
+fn mcp_result_text(result: Option<&Value>, structured_content: &str) -> String {
     let Some(result) = result else {
         return String::new();
     };
@@ -273,7 +318,7 @@ pub(crate) fn mcp_result_text(result: Option<&Value>) -> String {
     if !texts.is_empty() {
         return texts.join("\n");
     }
-    match result.get("structured_content") {
+    match result.get(structured_content) {
         Some(v) if !v.is_null() => v.to_string(),
         _ => String::new(),
     }

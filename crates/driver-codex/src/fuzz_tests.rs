@@ -1,7 +1,26 @@
 //! The shared translator fuzz ([`driver_cli::fuzz_translator!`]) over Codex-shaped events:
 //! 10,000 cases per property with a fixed seed, so a CI failure reproduces locally.
 
+use std::sync::LazyLock;
+
 use crate::events::EventTranslator;
+
+/// The keys both modes' items and errors spell alike; each mode's fuzz adds its own.
+pub(crate) const ITEM_KEYS: &[&str] = &[
+    "type",
+    "id",
+    "item",
+    "text",
+    "server",
+    "tool",
+    "arguments",
+    "status",
+    "error",
+    "message",
+    "result",
+    "content",
+    "command",
+];
 
 const WORDS: &[&str] = &[
     "thread.started",
@@ -24,28 +43,23 @@ const WORDS: &[&str] = &[
     "",
 ];
 
-const KEYS: &[&str] = &[
-    "type",
-    "thread_id",
-    "usage",
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "error",
-    "message",
-    "item",
-    "id",
-    "text",
-    "server",
-    "tool",
-    "arguments",
-    "status",
-    "result",
-    "content",
-    "structured_content",
-    "command",
-    "aggregated_output",
-    "exit_code",
-];
+/// Exec's keys: the shared ones and its snake_case ones (a static, as the harness takes
+/// `'static` slices).
+static KEYS: LazyLock<Vec<&str>> = LazyLock::new(|| {
+    [
+        ITEM_KEYS,
+        &[
+            "thread_id",
+            "usage",
+            "input_tokens",
+            "output_tokens",
+            "cached_input_tokens",
+            "structured_content",
+            "aggregated_output",
+            "exit_code",
+        ],
+    ]
+    .concat()
+});
 
-driver_cli::fuzz_translator!(EventTranslator::default(), WORDS, KEYS);
+driver_cli::fuzz_translator!(EventTranslator::default(), WORDS, KEYS.as_slice());

@@ -18,11 +18,11 @@
 
 use std::collections::BTreeSet;
 
-use driver_cli::{CliEvent, MalformedEvent, TurnEvents, str_field};
+use driver_cli::{CliEvent, MalformedEvent, str_field};
 use driver_spi::{DriverEvent, FailureKind, RunFailure, Usage};
 use serde_json::Value;
 
-use crate::events::{CodexEvents, Mode, SHELL_TOOL, classify, mcp_result_text};
+use crate::events::{CodexEvents, ItemSpelling, Mode, classify};
 
 /// The failure message of a turn that ended `interrupted`.
 const INTERRUPTED: &str = "the turn was interrupted";
@@ -44,6 +44,19 @@ pub struct AppServer {
 
 impl Mode for AppServer {
     const RESIDENT: bool = true;
+    const ITEMS: ItemSpelling = ItemSpelling {
+        agent_message: "agentMessage",
+        mcp_tool_call: "mcpToolCall",
+        command_execution: "commandExecution",
+        structured_content: "structuredContent",
+        aggregated_output: "aggregatedOutput",
+        exit_code: "exitCode",
+    };
+    const REDACTS_ITEMS: bool = true;
+
+    fn streamed(&self, id: &str) -> bool {
+        self.streamed.contains(id)
+    }
 
     fn translate(codex: &mut CodexEvents<Self>, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
         let (method, params, turn, out) = event.into_parts();
@@ -98,66 +111,6 @@ impl Mode for AppServer {
 }
 
 impl CodexEvents<AppServer> {
-    /// Translates the item of an `item/started` (`completed` false) or `item/completed`.
-    fn item(
-        &mut self,
-        turn: &mut TurnEvents,
-        item: &Value,
-        completed: bool,
-        out: &mut Vec<DriverEvent>,
-    ) -> Result<(), MalformedEvent> {
-        let id = str_field(item, "id")?;
-        let kind = str_field(item, "type")?;
-        // An item means the turn runs, even if `turn/started` was missed.
-        turn.start(out);
-        match kind {
-            "agentMessage" if completed => {
-                let text = self.redact(str_field(item, "text")?);
-                // Streamed text went out as deltas; the item's text is the whole answer.
-                if !text.is_empty() && !self.mode.streamed.contains(id) {
-                    out.push(DriverEvent::text(text.clone()));
-                }
-                self.last_message = Some(text);
-            }
-            "mcpToolCall" => {
-                let server = str_field(item, "server")?;
-                let tool = str_field(item, "tool")?;
-                let name = format!("mcp__{server}__{tool}");
-                let arguments = self.redact(&driver_cli::json_text(item.get("arguments")));
-                // Opened on completion too, in case `item/started` was missed.
-                turn.open_call(id, &name, &arguments, out);
-                if completed {
-                    let error = item.get("error").filter(|e| !e.is_null());
-                    let failed = error.is_some()
-                        || item.get("status").and_then(Value::as_str) == Some("failed");
-                    let message = error.and_then(|e| e.get("message")).and_then(Value::as_str);
-                    let output = match message {
-                        Some(message) if failed => message.to_owned(),
-                        _ => mcp_output(item.get("result")),
-                    };
-                    turn.close_call(id, self.redact(&output), failed, out);
-                }
-            }
-            "commandExecution" => {
-                let command = item.get("command").and_then(Value::as_str).unwrap_or("");
-                turn.open_call(id, SHELL_TOOL, &self.redact(command), out);
-                if completed {
-                    let output = item
-                        .get("aggregatedOutput")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    let exit = item.get("exitCode").and_then(Value::as_i64);
-                    let status = item.get("status").and_then(Value::as_str);
-                    let failed = matches!(status, Some("failed" | "declined"))
-                        || exit.is_some_and(|c| c != 0);
-                    turn.close_call(id, self.redact(output), failed, out);
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
     /// The outcome of a `turn/completed`'s `turn`: `None` for a completed turn, else its
     /// failure. A status that does not end a turn is malformed.
     fn outcome(&self, turn: &Value) -> Result<Option<RunFailure>, MalformedEvent> {
@@ -201,19 +154,6 @@ fn totals(total: &Value) -> Result<Usage, MalformedEvent> {
     };
     let cached = count("cachedInputTokens")?.unwrap_or(0);
     Ok(Usage::new(input, output).with_cached_input_tokens(cached))
-}
-
-/// The text of an app-server MCP result: as exec's, but its structured content is camel-cased
-/// (`structuredContent`).
-fn mcp_output(result: Option<&Value>) -> String {
-    let text = mcp_result_text(result);
-    if !text.is_empty() {
-        return text;
-    }
-    match result.and_then(|r| r.get("structuredContent")) {
-        Some(v) if !v.is_null() => v.to_string(),
-        _ => String::new(),
-    }
 }
 
 /// The failure class of a failed turn's message: the CLI-wide classes
