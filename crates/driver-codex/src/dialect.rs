@@ -249,10 +249,7 @@ impl Translator for CodexTranslator {
     }
 
     fn turn_ended(&self) -> bool {
-        match self {
-            Self::Exec(_) => false,
-            Self::AppServer(t) => t.turn_ended(),
-        }
+        either!(self.turn_ended())
     }
 }
 

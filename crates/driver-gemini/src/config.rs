@@ -73,18 +73,14 @@ fn server_entry(
     secret_env: &BTreeMap<&str, Vec<&str>>,
     trust: bool,
 ) -> Result<Map<String, Value>, SettingsError> {
-    let mut entry = match REFS.entry(server, secret_env)? {
-        McpEntry::Http { sse, url, headers } => {
-            // Gemini's keys: `httpUrl` is streamable HTTP, `url` is SSE.
-            let key = if sse { "url" } else { "httpUrl" };
-            let mut entry = Map::new();
-            entry.insert(key.to_owned(), url);
-            entry.insert("headers".to_owned(), Value::Object(headers));
-            entry
-        }
-        McpEntry::Stdio(stdio) => stdio,
-        _ => return Err(McpRefError::UnknownTransport.into()),
+    let entry = REFS.entry(server, secret_env)?;
+    // Gemini's keys: `httpUrl` is streamable HTTP, `url` is SSE.
+    let url_key = if matches!(entry, McpEntry::Http { sse: true, .. }) {
+        "url"
+    } else {
+        "httpUrl"
     };
+    let mut entry = entry.into_fields(url_key);
     if trust {
         entry.insert("trust".to_owned(), Value::Bool(true));
     }
