@@ -1,6 +1,7 @@
-//! The driver test kit's translator half (feature `testing`): one fuzz that every
-//! [`Translator`] runs, and the replay of recorded CLI transcripts against blessed goldens;
-//! and the measuring part of every driver's `turns` bench ([`thread_of_turns`]).
+//! The driver test kit (feature `testing`): one fuzz that every [`Translator`] runs, and the
+//! replay of recorded CLI transcripts against blessed goldens; one typed fake CLI for every
+//! dialect ([`FakeCli`]) and one conformance factory over it ([`FakeCliFactory`]); and the
+//! measuring part of every driver's `turns` bench ([`thread_of_turns`]).
 //!
 //! Translators are private to their driver crates, so both are called from a `#[cfg(test)]`
 //! module inside the crate:
@@ -27,8 +28,10 @@ use serde_json::Value;
 
 use crate::{Tracked, Translator};
 
+mod fake;
 mod turns;
 
+pub use fake::FakeCli;
 pub use turns::{TurnsRow, thread_of_turns};
 
 /// Text that breaks naive parsers: control characters, JSON punctuation, non-BMP and

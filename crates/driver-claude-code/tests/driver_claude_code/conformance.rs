@@ -4,13 +4,13 @@
 use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
-use crate::support::{FakeClaude, claude_like};
+use crate::support::{claude_like, fake_claude};
 
 /// Every clause passes. The skips are the process-lifecycle clauses (PRC-01, PRC-02), for a
 /// capability the driver does not claim, and the policy clauses (see below): one `claude` process per turn.
 #[test]
 fn claude_code_fake_cli() {
-    let fake = FakeClaude::new(claude_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
+    let fake = fake_claude(claude_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
     let options = fake.options();
     let report = FakeCliFactory::new(fake.into_harness(), options).run_kit();
     println!("{report}");
@@ -32,7 +32,7 @@ fn claude_code_fake_cli() {
 fn claude_code_resident_fake_cli() {
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served.jsonl");
-    let fake = FakeClaude::new(
+    let fake = fake_claude(
         driver_stream_json::testing::resident_kit(&served),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );

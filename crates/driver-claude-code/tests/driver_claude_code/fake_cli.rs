@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{FakeClaude, claude_like};
+use crate::support::{FakeClaude, claude_like, fake_claude};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_claude_code::{ClaudeCodeOptions, CommonOptions};
 use driver_cli::Limits;
@@ -45,7 +45,7 @@ pub(crate) fn request(prompt: &str, url: &str, var: &str, fake: &FakeClaude) -> 
 
 #[tokio::test]
 async fn start_resume_and_fork_argv_and_the_mcp_file() {
-    let fake = FakeClaude::new(claude_like(), &[]);
+    let fake = fake_claude(claude_like(), &[]);
     let driver = fake.driver(ClaudeCodeOptions::new().with_model("claude-test"));
     let first = request("one", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     let (result, events) = run(&driver, first).await;
@@ -97,7 +97,7 @@ async fn start_resume_and_fork_argv_and_the_mcp_file() {
         !std::path::Path::new(&config_path).exists(),
         "removed after the run"
     );
-    assert!(config_path.starts_with(fake.config_dir().to_str().unwrap()));
+    assert!(config_path.starts_with(fake.state_dir().to_str().unwrap()));
 
     // Resume after a restart: new port and variable, same session.
     let mut resumed = request("two", "http://127.0.0.1:4202/mcp", "UI_TOKEN_B", &fake)
@@ -134,7 +134,7 @@ async fn start_resume_and_fork_argv_and_the_mcp_file() {
 
 #[tokio::test]
 async fn permission_policies_and_instructions() {
-    let fake = FakeClaude::new(claude_like(), &[]);
+    let fake = fake_claude(claude_like(), &[]);
     let driver = fake.driver(ClaudeCodeOptions::new().with_max_turns(4));
     let argv = |policy: PermissionPolicy| {
         let driver = &driver;
@@ -188,7 +188,7 @@ async fn permission_policies_and_instructions() {
 
 #[tokio::test]
 async fn the_child_gets_the_namespace_and_no_host_credential() {
-    let fake = FakeClaude::new(
+    let fake = fake_claude(
         claude_like(),
         &[
             "CLAUDE_CONFIG_DIR",
@@ -210,7 +210,7 @@ async fn the_child_gets_the_namespace_and_no_host_credential() {
     assert!(!call.has_env("ANTHROPIC_API_KEY") && !call.has_env("CLAUDE_CODE_OAUTH_TOKEN"));
     assert_eq!(
         call.env["CLAUDE_CONFIG_DIR"],
-        fake.config_dir().to_str().unwrap()
+        fake.state_dir().to_str().unwrap()
     );
     assert!(call.env["HOME"].starts_with(fake.path().to_str().unwrap()));
     assert_eq!(call.env["UI_TOKEN_A"], SECRET);
@@ -231,7 +231,7 @@ async fn an_unknown_session_is_rejected_from_claudes_own_output() {
             .stderr("No conversation found with session ID: ${ARG_AFTER:--resume}")
             .exit(1),
     );
-    let fake = FakeClaude::new(scenario, &[]);
+    let fake = fake_claude(scenario, &[]);
     let driver = fake.driver(ClaudeCodeOptions::new());
     let mut state = SessionState::new("1f9c3813-6aa8-448e-8c61-b9a6080c42ad");
     SessionGuard::new(profile("x", "session-s").session_compatibility, None).write_to(&mut state);
@@ -257,7 +257,7 @@ async fn an_unknown_session_is_rejected_from_claudes_own_output() {
 #[tokio::test]
 async fn a_required_mcp_server_that_failed_stops_the_run_at_init() {
     let init = r#"{"type":"system","subtype":"init","session_id":"${ARG_AFTER:--session-id}","mcp_servers":[{"name":"agent-ui","status":"failed"}]}"#;
-    let fake = FakeClaude::new(
+    let fake = fake_claude(
         Scenario::new().rule(Rule::any().stdout(init).sleep_ms(30_000)),
         &[],
     );
@@ -290,7 +290,7 @@ async fn failing(
     scenario: Scenario,
     limits: Limits,
 ) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
-    let fake = FakeClaude::new(scenario, &[]);
+    let fake = fake_claude(scenario, &[]);
     let driver = fake.driver(ClaudeCodeOptions::new().with_limits(limits));
     run(
         &driver,
@@ -345,7 +345,7 @@ async fn broken_output_crashes_hangs_and_error_results_fail_the_run() {
 async fn cancelling_the_run_ends_the_process_group_and_removes_the_mcp_file() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("grandchild.pid");
-    let fake = FakeClaude::new(
+    let fake = fake_claude(
         Scenario::new()
             .capture_arg_flag("--mcp-config")
             .rule(started().spawn_grandchild(&pid_file).hang()),
@@ -374,11 +374,8 @@ async fn cancelling_the_run_ends_the_process_group_and_removes_the_mcp_file() {
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
-    let fake = FakeClaude::new(claude_like(), &[]);
-    let driver = driver_claude_code::ClaudeCodeDriver::new(
-        fake.env.clone(),
-        ClaudeCodeOptions::new().with_binary(fake.path().join("no-such-claude")),
-    );
+    let fake = fake_claude(claude_like(), &[]);
+    let driver = fake.driver_without_binary(fake.options());
     assert!(matches!(
         driver.check_version().await,
         Err(driver_cli::CliError::NotFound { .. })
@@ -395,7 +392,7 @@ async fn a_missing_binary_is_a_typed_error() {
 #[tokio::test]
 async fn tool_calls_are_reported_under_the_declared_server_name() {
     let session = "${ARG_AFTER:--session-id}";
-    let fake = FakeClaude::new(
+    let fake = fake_claude(
         Scenario::new().rule(
             started()
                 .stdout(format!(r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","id":"toolu_1","name":"mcp__agent-ui__ping","input":{{"text":"one"}}}}]}},"session_id":"{session}"}}"#))

@@ -15,7 +15,7 @@ use driver_spi::{
 use driver_stream_json::testing::{USER_LINE, resident};
 use fake_cli::{LineRule, is_running, read_served_lines};
 
-use crate::support::FakeClaude;
+use crate::support::{FakeClaude, fake_claude};
 
 struct Fake {
     claude: FakeClaude,
@@ -27,7 +27,7 @@ impl Fake {
     fn new(extra: &[LineRule]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let served = dir.path().join("served.jsonl");
-        let claude = FakeClaude::new(resident(extra).serve_record(&served), &[]);
+        let claude = fake_claude(resident(extra).serve_record(&served), &[]);
         Self {
             claude,
             served,
@@ -207,7 +207,7 @@ async fn a_thread_moves_between_resident_and_per_turn_mode() {
     let dir = tempfile::tempdir().unwrap();
     let mut scenario = resident(&[]).serve_record(dir.path().join("served.jsonl"));
     scenario.rules.extend(crate::support::claude_like().rules);
-    let claude = FakeClaude::new(scenario, &[]);
+    let claude = fake_claude(scenario, &[]);
     let resident_driver = claude.driver(
         claude
             .options()

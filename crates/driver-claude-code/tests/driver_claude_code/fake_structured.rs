@@ -12,7 +12,7 @@ use fake_cli::{Rule, Scenario};
 use serde_json::{Value, json};
 
 use crate::fake_cli::request;
-use crate::support::{FakeClaude, text_turn};
+use crate::support::{fake_claude, text_turn};
 
 fn schema() -> Value {
     json!({"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]})
@@ -50,7 +50,7 @@ async fn a_per_turn_schema_is_an_inline_flag_and_the_structured_answer_comes_bac
             "${ARG_AFTER:--session-id}",
             "started: ${STDIN}",
         ));
-    let fake = FakeClaude::new(scenario, &[]);
+    let fake = fake_claude(scenario, &[]);
     let driver = fake.driver(fake.options());
     let url = "http://127.0.0.1:4101/mcp";
     let response = run(&driver, with_schema(request("one", url, "UI_TOKEN", &fake)))
@@ -84,7 +84,7 @@ async fn a_per_turn_schema_is_an_inline_flag_and_the_structured_answer_comes_bac
 
 #[tokio::test]
 async fn a_resident_schema_is_part_of_the_process_signature() {
-    let fake = FakeClaude::new(resident(&[]), &[]);
+    let fake = fake_claude(resident(&[]), &[]);
     let driver = fake.driver(
         fake.options()
             .with_process_mode(ProcessMode::Resident(PoolLimits::default())),

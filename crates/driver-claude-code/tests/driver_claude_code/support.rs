@@ -1,11 +1,9 @@
 //! A `claude` stand-in: the workspace's scripted fake CLI, answering with Claude Code's own
 //! stream-json event shapes.
 
-use std::ops::Deref;
-use std::path::PathBuf;
-
-use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
-use fake_cli::{Harness, Rule, Scenario};
+use driver_claude_code::ClaudeCodeOptions;
+use driver_cli::testing::FakeCli;
+use fake_cli::{Rule, Scenario};
 
 /// `--version` of the pinned release.
 pub(crate) const VERSION: &str = "2.1.197 (Claude Code)";
@@ -44,52 +42,16 @@ pub(crate) fn claude_like() -> Scenario {
         ))
 }
 
-/// A namespace, a fake CLI and the record of its invocations ([`Harness`]).
-pub(crate) struct FakeClaude(Harness);
+/// The fake CLI of these tests: [`FakeCli`] over [`ClaudeCodeOptions`].
+pub(crate) type FakeClaude = FakeCli<ClaudeCodeOptions>;
 
-impl Deref for FakeClaude {
-    type Target = Harness;
-    fn deref(&self) -> &Harness {
-        &self.0
-    }
-}
-
-impl FakeClaude {
-    /// A fake that follows `scenario`, recording the values of `record_env`; the host
-    /// environment carries this CLI's credential variables.
-    pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
-        Self(Harness::new(
-            &driver_claude_code::RUNTIME.descriptor,
-            scenario,
-            VERSION,
-            record_env,
-            &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
-        ))
-    }
-
-    /// Options pointing at the fake binary.
-    pub(crate) fn options(&self) -> ClaudeCodeOptions {
-        ClaudeCodeOptions::new().with_binary(fake_cli::binary_path())
-    }
-
-    /// A driver with `options` (whose binary is replaced by the fake's).
-    pub(crate) fn driver(&self, options: ClaudeCodeOptions) -> ClaudeCodeDriver {
-        ClaudeCodeDriver::new(
-            self.env.clone(),
-            options.with_binary(fake_cli::binary_path()),
-        )
-    }
-
-    /// The harness, for the shared conformance factory.
-    pub(crate) fn into_harness(self) -> Harness {
-        self.0
-    }
-
-    /// The namespace's `CLAUDE_CONFIG_DIR`.
-    pub(crate) fn config_dir(&self) -> PathBuf {
-        self.env
-            .state_dir(&driver_claude_code::RUNTIME.descriptor)
-            .unwrap()
-            .to_owned()
-    }
+/// A fake that follows `scenario`, recording the values of `record_env`; the host
+/// environment carries this CLI's credential variables.
+pub(crate) fn fake_claude(scenario: Scenario, record_env: &[&str]) -> FakeClaude {
+    FakeCli::new(
+        scenario,
+        VERSION,
+        record_env,
+        &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
+    )
 }

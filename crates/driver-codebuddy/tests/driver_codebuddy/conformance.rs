@@ -4,13 +4,13 @@
 use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
-use crate::support::{FakeCodeBuddy, codebuddy_like};
+use crate::support::{codebuddy_like, fake_codebuddy};
 
 /// Every clause passes. The skips are the process-lifecycle clauses (PRC-01, PRC-02), for a
 /// capability the driver does not claim, and the policy clauses (see below): one `codebuddy` process per turn.
 #[test]
 fn codebuddy_fake_cli() {
-    let fake = FakeCodeBuddy::new(
+    let fake = fake_codebuddy(
         codebuddy_like(),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );
@@ -35,7 +35,7 @@ fn codebuddy_fake_cli() {
 fn codebuddy_resident_fake_cli() {
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served.jsonl");
-    let fake = FakeCodeBuddy::new(
+    let fake = fake_codebuddy(
         driver_stream_json::testing::resident_kit(&served),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{FakeCodeBuddy, codebuddy_like};
+use crate::support::{FakeCodeBuddy, codebuddy_like, fake_codebuddy};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
@@ -48,7 +48,7 @@ fn request(prompt: &str, url: &str, var: &str, fake: &FakeCodeBuddy) -> Request 
 
 #[tokio::test]
 async fn start_resume_and_fork_argv_and_the_mcp_file() {
-    let fake = FakeCodeBuddy::new(codebuddy_like(), &[]);
+    let fake = fake_codebuddy(codebuddy_like(), &[]);
     let driver = fake.driver(CodeBuddyOptions::new().with_model("default-model"));
     let (result, events) = run(
         &driver,
@@ -95,7 +95,7 @@ async fn start_resume_and_fork_argv_and_the_mcp_file() {
         !std::path::Path::new(&config_path).exists(),
         "removed after the run"
     );
-    assert!(config_path.starts_with(fake.config_dir().to_str().unwrap()));
+    assert!(config_path.starts_with(fake.state_dir().to_str().unwrap()));
 
     let mut resumed = request("two", "http://127.0.0.1:4202/mcp", "UI_TOKEN_B", &fake)
         .with_session(SessionContext::continue_only(state.clone()));
@@ -124,7 +124,7 @@ async fn start_resume_and_fork_argv_and_the_mcp_file() {
 
 #[tokio::test]
 async fn options_and_the_child_environment() {
-    let fake = FakeCodeBuddy::new(
+    let fake = fake_codebuddy(
         codebuddy_like(),
         &[
             "CODEBUDDY_CONFIG_DIR",
@@ -164,7 +164,7 @@ async fn options_and_the_child_environment() {
     assert!(!call.has_arg("--verbose"));
     assert_eq!(
         call.env["CODEBUDDY_CONFIG_DIR"],
-        fake.config_dir().to_str().unwrap()
+        fake.state_dir().to_str().unwrap()
     );
     assert!(call.env["HOME"].starts_with(fake.path().to_str().unwrap()));
     assert_eq!(call.env["CODEBUDDY_BASE_URL"], "http://127.0.0.1:9");
@@ -204,7 +204,7 @@ async fn an_unknown_session_is_rejected_from_codebuddys_error_event() {
         Rule::when(["--resume"])
             .stdout(r#"{"type":"error","error":"No conversation found with session ID: ${ARG_AFTER:--resume}"}"#),
     );
-    let fake = FakeCodeBuddy::new(scenario, &[]);
+    let fake = fake_codebuddy(scenario, &[]);
     let driver = fake.driver(CodeBuddyOptions::new());
     let mut state = SessionState::new("1f9c3813-6aa8-448e-8c61-b9a6080c42ad");
     SessionGuard::new(profile("x", "session-s").session_compatibility, None).write_to(&mut state);
@@ -222,7 +222,7 @@ async fn an_unknown_session_is_rejected_from_codebuddys_error_event() {
 async fn a_required_mcp_server_missing_from_init_stops_the_run() {
     // CodeBuddy leaves a server that failed (401, refused) out of `system/init`.
     let init = r#"{"type":"system","subtype":"init","session_id":"${ARG_AFTER:--session-id}","mcp_servers":[]}"#;
-    let fake = FakeCodeBuddy::new(
+    let fake = fake_codebuddy(
         Scenario::new().rule(Rule::any().stdout(init).sleep_ms(30_000)),
         &[],
     );
@@ -248,7 +248,7 @@ async fn failing(
     scenario: Scenario,
     limits: Limits,
 ) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
-    let fake = FakeCodeBuddy::new(scenario, &[]);
+    let fake = fake_codebuddy(scenario, &[]);
     let driver = fake.driver(CodeBuddyOptions::new().with_limits(limits));
     run(
         &driver,
@@ -313,7 +313,7 @@ async fn failures_are_judged_from_the_stream_although_the_exit_is_zero() {
 #[tokio::test]
 async fn tool_names_on_the_wire_are_reported_under_the_declared_server() {
     let session = "${ARG_AFTER:--session-id}";
-    let fake = FakeCodeBuddy::new(
+    let fake = fake_codebuddy(
         Scenario::new().rule(
             started()
                 .stdout(format!(r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","id":"call_0","name":"mcp__agent_ui__ping","input":{{"text":"hi"}}}}]}},"session_id":"{session}"}}"#))
@@ -340,7 +340,7 @@ async fn tool_names_on_the_wire_are_reported_under_the_declared_server() {
 async fn cancelling_the_run_ends_the_process_group_and_removes_the_mcp_file() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("grandchild.pid");
-    let fake = FakeCodeBuddy::new(
+    let fake = fake_codebuddy(
         Scenario::new()
             .capture_arg_flag("--mcp-config")
             .rule(started().spawn_grandchild(&pid_file).hang()),
@@ -368,11 +368,8 @@ async fn cancelling_the_run_ends_the_process_group_and_removes_the_mcp_file() {
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
-    let fake = FakeCodeBuddy::new(codebuddy_like(), &[]);
-    let driver = driver_codebuddy::CodeBuddyDriver::new(
-        fake.env.clone(),
-        CodeBuddyOptions::new().with_binary(fake.path().join("no-such-codebuddy")),
-    );
+    let fake = fake_codebuddy(codebuddy_like(), &[]);
+    let driver = fake.driver_without_binary(fake.options());
     assert!(matches!(
         driver.check_version().await,
         Err(driver_cli::CliError::NotFound { .. })

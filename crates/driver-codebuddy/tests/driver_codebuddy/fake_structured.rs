@@ -9,7 +9,7 @@ use fake_cli::{Rule, Scenario};
 use run_service::RunId;
 use serde_json::{Value, json};
 
-use crate::support::{FakeCodeBuddy, text_turn};
+use crate::support::{FakeCodeBuddy, fake_codebuddy, text_turn};
 
 const K: Kind = Kind::new("driver-codebuddy structured tests v1");
 
@@ -53,7 +53,7 @@ async fn a_schema_is_an_inline_flag_and_the_structured_answer_is_not_the_text() 
             "${ARG_AFTER:--session-id}",
             "started: ${STDIN}",
         ));
-    let fake = FakeCodeBuddy::new(scenario, &[]);
+    let fake = fake_codebuddy(scenario, &[]);
     let driver = fake.driver(fake.options());
     assert!(driver.descriptor().capabilities.structured_output);
     let schema_request = request("one", &fake).with_output_schema(OutputSchema::new(schema()));

@@ -1,11 +1,9 @@
 //! A `codebuddy` stand-in: the workspace's scripted fake CLI, answering with CodeBuddy's own
 //! stream-json event shapes (as transcribed from the pinned 2.117.0).
 
-use std::ops::Deref;
-use std::path::PathBuf;
-
-use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
-use fake_cli::{Harness, Rule, Scenario};
+use driver_cli::testing::FakeCli;
+use driver_codebuddy::CodeBuddyOptions;
+use fake_cli::{Rule, Scenario};
 
 /// `--version` of the pinned release.
 pub(crate) const VERSION: &str = "2.117.0";
@@ -50,52 +48,16 @@ pub(crate) fn codebuddy_like() -> Scenario {
         ))
 }
 
-/// A namespace, a fake CLI and the record of its invocations ([`Harness`]).
-pub(crate) struct FakeCodeBuddy(Harness);
+/// The fake CLI of these tests: [`FakeCli`] over [`CodeBuddyOptions`].
+pub(crate) type FakeCodeBuddy = FakeCli<CodeBuddyOptions>;
 
-impl Deref for FakeCodeBuddy {
-    type Target = Harness;
-    fn deref(&self) -> &Harness {
-        &self.0
-    }
-}
-
-impl FakeCodeBuddy {
-    /// A fake that follows `scenario`, recording the values of `record_env`; the host
-    /// environment carries this CLI's credential variables.
-    pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
-        Self(Harness::new(
-            &driver_codebuddy::RUNTIME.descriptor,
-            scenario,
-            VERSION,
-            record_env,
-            &["CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"],
-        ))
-    }
-
-    /// Options pointing at the fake binary.
-    pub(crate) fn options(&self) -> CodeBuddyOptions {
-        CodeBuddyOptions::new().with_binary(fake_cli::binary_path())
-    }
-
-    /// A driver with `options` (whose binary is replaced by the fake's).
-    pub(crate) fn driver(&self, options: CodeBuddyOptions) -> CodeBuddyDriver {
-        CodeBuddyDriver::new(
-            self.env.clone(),
-            options.with_binary(fake_cli::binary_path()),
-        )
-    }
-
-    /// The namespace's `CODEBUDDY_CONFIG_DIR`.
-    pub(crate) fn config_dir(&self) -> PathBuf {
-        self.env
-            .state_dir(&driver_codebuddy::RUNTIME.descriptor)
-            .unwrap()
-            .to_owned()
-    }
-
-    /// The harness, for the shared conformance factory.
-    pub(crate) fn into_harness(self) -> Harness {
-        self.0
-    }
+/// A fake that follows `scenario`, recording the values of `record_env`; the host
+/// environment carries this CLI's credential variables.
+pub(crate) fn fake_codebuddy(scenario: Scenario, record_env: &[&str]) -> FakeCodeBuddy {
+    FakeCli::new(
+        scenario,
+        VERSION,
+        record_env,
+        &["CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"],
+    )
 }

@@ -19,7 +19,7 @@ use driver_spi::{
 use fake_cli::{LineRule, Scenario, is_running, read_served_lines};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
-use crate::support::FakeCodex;
+use crate::support::{FakeCodex, fake_codex};
 
 const INITIALIZE: &str = r#""method":"initialize""#;
 const THREAD_START: &str = r#""method":"thread/start""#;
@@ -122,7 +122,7 @@ impl Fake {
     fn new(scenario: Scenario) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let served = dir.path().join("served.jsonl");
-        let codex = FakeCodex::new(scenario.serve_record(&served), &[]);
+        let codex = fake_codex(scenario.serve_record(&served), &[]);
         Self {
             codex,
             served,

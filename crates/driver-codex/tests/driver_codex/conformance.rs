@@ -4,13 +4,13 @@
 use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
-use crate::support::{FakeCodex, codex_like};
+use crate::support::{codex_like, fake_codex};
 
 /// Every clause passes. The only skips are the process-lifecycle clauses (PRC-01, PRC-02),
 /// for a capability the driver does not claim: one `codex exec` process per turn.
 #[test]
 fn codex_fake_cli() {
-    let fake = FakeCodex::new(codex_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
+    let fake = fake_codex(codex_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
     let options = fake.options();
     let report = FakeCliFactory::new(fake.into_harness(), options).run_kit();
     println!("{report}");
@@ -32,7 +32,7 @@ fn codex_fake_cli() {
 fn codex_app_server_fake_cli() {
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served.jsonl");
-    let fake = FakeCodex::new(
+    let fake = fake_codex(
         crate::app_server_fake::app_server().serve_record(&served),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );

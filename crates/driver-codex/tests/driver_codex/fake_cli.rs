@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{FakeCodex, codex_like, overrides, text_turn};
+use crate::support::{FakeCodex, codex_like, fake_codex, overrides, text_turn};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
@@ -44,7 +44,7 @@ fn request(prompt: &str, url: &str, var: &str, fake: &FakeCodex) -> Request {
 
 #[tokio::test]
 async fn start_argv_is_exact_and_the_prompt_goes_on_stdin() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let driver = fake.driver(CodexOptions::new().with_model("gpt-test"));
     let req = request("hello", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     let (result, events) = run(&driver, req).await;
@@ -89,7 +89,7 @@ async fn start_argv_is_exact_and_the_prompt_goes_on_stdin() {
 
 #[tokio::test]
 async fn resume_applies_the_current_request_and_fork_gets_a_new_thread() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let driver = fake.driver(CodexOptions::new());
     let first = request("one", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     let state = checkpoint(&run(&driver, first).await.0.unwrap());
@@ -135,7 +135,7 @@ async fn resume_applies_the_current_request_and_fork_gets_a_new_thread() {
 
 #[tokio::test]
 async fn every_option_has_its_flag() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let options = CodexOptions::new()
         .with_model("gpt-default")
         .with_reasoning_effort(ReasoningEffort::High)
@@ -224,7 +224,7 @@ async fn every_option_has_its_flag() {
 
 #[tokio::test]
 async fn stdio_servers_get_their_service_secrets_forwarded_by_name() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let driver = fake.driver(CodexOptions::new());
     let mcp = McpServer::stdio("files", "/usr/bin/files-mcp")
         .with_args(["--root", "/srv"])
@@ -256,7 +256,7 @@ async fn stdio_servers_get_their_service_secrets_forwarded_by_name() {
 
 #[tokio::test]
 async fn the_child_gets_the_namespace_and_the_request_secrets_and_no_host_credential() {
-    let fake = FakeCodex::new(
+    let fake = fake_codex(
         codex_like(),
         &["CODEX_HOME", "HOME", "UI_TOKEN_A", "OPENAI_API_KEY"],
     );
@@ -267,7 +267,7 @@ async fn the_child_gets_the_namespace_and_the_request_secrets_and_no_host_creden
     assert!(!call.has_env("OPENAI_API_KEY") && !call.has_env("CODEX_API_KEY"));
     assert_eq!(
         call.env["CODEX_HOME"],
-        fake.codex_home().to_str().unwrap(),
+        fake.state_dir().to_str().unwrap(),
         "CODEX_HOME is the namespace's"
     );
     assert!(call.env["HOME"].starts_with(fake.path().to_str().unwrap()));
@@ -275,7 +275,7 @@ async fn the_child_gets_the_namespace_and_the_request_secrets_and_no_host_creden
     // ... and nowhere else: not argv, not stdin, not a file the driver left in CODEX_HOME.
     assert!(!call.argv.iter().any(|a| a.contains(SECRET)));
     assert!(!call.stdin.contains(SECRET));
-    for entry in walk(&fake.codex_home()) {
+    for entry in walk(&fake.state_dir()) {
         let text = std::fs::read_to_string(&entry).unwrap_or_default();
         assert!(!text.contains(SECRET), "{}", entry.display());
         assert!(!text.contains(HOST_CREDENTIAL), "{}", entry.display());
@@ -299,7 +299,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[tokio::test]
 async fn concurrent_runs_in_one_namespace_keep_their_own_configuration() {
-    let fake = FakeCodex::new(
+    let fake = fake_codex(
         Scenario::new().rule(text_turn(Rule::any().sleep_ms(200), "${NEW_UUID}", "ok")),
         &[],
     );
@@ -330,7 +330,7 @@ async fn an_unknown_thread_is_rejected_from_codexs_own_output() {
                 .stderr("Error: something else broke")
                 .exit(1),
         );
-    let fake = FakeCodex::new(scenario, &[]);
+    let fake = fake_codex(scenario, &[]);
     let driver = fake.driver(CodexOptions::new());
     let gone = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
     let mut state = gone.clone();
@@ -357,7 +357,7 @@ async fn an_unknown_thread_is_rejected_from_codexs_own_output() {
 
 #[tokio::test]
 async fn a_guard_mismatch_or_missing_state_is_rejected_before_spawning() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let driver = fake.driver(CodexOptions::new());
     let state = checkpoint(
         &run(
@@ -425,7 +425,7 @@ async fn failing(
     scenario: Scenario,
     limits: Limits,
 ) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
-    let fake = FakeCodex::new(scenario, &[]);
+    let fake = fake_codex(scenario, &[]);
     let driver = fake.driver(CodexOptions::new().with_limits(limits));
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     run(&driver, req).await
@@ -535,7 +535,7 @@ fn zombie_or_alive(pid: u32) -> bool {
 async fn cancelling_the_run_ends_the_whole_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let grandchild_pid = dir.path().join("grandchild.pid");
-    let fake = FakeCodex::new(
+    let fake = fake_codex(
         Scenario::new().rule(started().spawn_grandchild(&grandchild_pid).hang()),
         &[],
     );
@@ -586,7 +586,7 @@ async fn cancelling_the_run_ends_the_whole_process_group() {
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let driver = fake.driver_without_binary(CodexOptions::new());
     assert!(matches!(
         driver.check_version().await,
@@ -600,7 +600,7 @@ async fn a_missing_binary_is_a_typed_error() {
 
 #[tokio::test]
 async fn a_too_old_codex_is_refused_before_any_turn() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let driver =
         fake.driver(CodexOptions::new().with_minimum_version(driver_cli::Version::new(0, 170, 0)));
     let err = driver.check_version().await.unwrap_err();
@@ -618,7 +618,7 @@ async fn a_too_old_codex_is_refused_before_any_turn() {
 
 #[tokio::test]
 async fn invalid_server_names_and_sse_are_refused_before_spawning() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let driver = fake.driver(CodexOptions::new());
     let bad = McpServer::streamable_http("a.b", "http://127.0.0.1:1/mcp");
     let req = Request::new(RunId::new("r"), "hi", profile("a", "s")).with_mcp([bad]);
@@ -638,7 +638,7 @@ async fn invalid_server_names_and_sse_are_refused_before_spawning() {
 #[tokio::test]
 async fn a_resume_that_reports_another_thread_is_rejected() {
     // Codex takes an id it does not know as a thread *name* and may start a new thread.
-    let fake = FakeCodex::new(
+    let fake = fake_codex(
         Scenario::new()
             .rule(text_turn(
                 Rule::when(["resume"]),
@@ -674,7 +674,7 @@ async fn usage_is_reported_per_turn_although_codex_reports_thread_totals() {
                 r#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"ok"}}"#,
             )
     };
-    let fake = FakeCodex::new(
+    let fake = fake_codex(
         Scenario::new()
             .rule(turn(Rule::when(["resume"]), "${ARG_AFTER:resume}").stdout(total(27, 6, 16)))
             .rule(turn(Rule::any(), "${NEW_UUID}").stdout(total(11, 3, 7))),
@@ -710,7 +710,7 @@ async fn usage_is_reported_per_turn_although_codex_reports_thread_totals() {
 
 #[tokio::test]
 async fn invalid_servers_are_refused_before_the_version_probe() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     // No binary at all: a request that got past the checks would fail the version probe.
     let driver = fake.driver_without_binary(CodexOptions::new());
     let servers = [
@@ -741,7 +741,7 @@ async fn invalid_servers_are_refused_before_the_version_probe() {
 #[test]
 fn the_config_fingerprint_is_unchanged() {
     use driver_spi::{ConfigFingerprintBuilder, ConfigFingerprinter};
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let env = fake.env.clone();
     let before = |model: Option<&str>,
                   effort: Option<&str>,
@@ -810,7 +810,7 @@ fn the_config_fingerprint_is_unchanged() {
 /// endpoint or replace the model key fails the run before the CLI starts, naming the class.
 #[tokio::test]
 async fn a_service_binding_may_not_set_the_loader_interpreter_endpoint_or_model_key() {
-    let fake = FakeCodex::new(codex_like(), &[]);
+    let fake = fake_codex(codex_like(), &[]);
     let driver = fake.driver(CodexOptions::new());
     for (name, class) in [
         ("LD_PRELOAD", "a dynamic-loader variable"),

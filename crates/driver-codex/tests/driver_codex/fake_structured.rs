@@ -14,7 +14,7 @@ use fake_cli::read_served_lines;
 use run_service::RunId;
 use serde_json::{Value, json};
 
-use crate::support::{FakeCodex, codex_like};
+use crate::support::{FakeCodex, codex_like, fake_codex};
 
 const TURN_START: &str = r#""method":"turn/start""#;
 
@@ -48,7 +48,7 @@ fn turn_schemas(served: &std::path::Path) -> Vec<Option<Value>> {
 
 #[tokio::test]
 async fn exec_takes_the_schema_as_a_private_per_run_file() {
-    let fake = FakeCodex::new(codex_like().capture_arg_flag("--output-schema"), &[]);
+    let fake = fake_codex(codex_like().capture_arg_flag("--output-schema"), &[]);
     let driver = fake.driver(fake.options());
     assert!(driver.descriptor().capabilities.structured_output);
     let response = run(&driver, with_schema(request("one", &fake)))
@@ -95,7 +95,7 @@ async fn an_app_server_gets_the_schema_inline_per_turn() {
     let scenario = crate::app_server_fake::app_server()
         .serve_record(&served)
         .capture_arg_flag("--output-schema");
-    let fake = FakeCodex::new(scenario, &[]);
+    let fake = fake_codex(scenario, &[]);
 
     // A per-turn run that asks runs on a one-turn app-server: no file, the schema inline.
     let per_turn = fake.driver(fake.options());

@@ -1,11 +1,9 @@
 //! A `codex` stand-in: the workspace's scripted fake CLI, answering with Codex's own
 //! `exec --json` event shapes (copied from transcripts of the pinned `codex` 0.169.0).
 
-use std::ops::Deref;
-use std::path::PathBuf;
-
-use driver_codex::{CodexDriver, CodexOptions, CommonOptions};
-use fake_cli::{Harness, Rule, Scenario};
+use driver_cli::testing::FakeCli;
+use driver_codex::CodexOptions;
+use fake_cli::{Rule, Scenario};
 
 /// `--version` of the pinned release.
 pub(crate) const VERSION: &str = "codex-cli 0.169.0";
@@ -40,62 +38,18 @@ pub(crate) fn codex_like() -> Scenario {
         .rule(text_turn(Rule::any(), "${NEW_UUID}", "started: ${STDIN}"))
 }
 
-/// A namespace, a fake CLI and the record of its invocations ([`Harness`]).
-pub(crate) struct FakeCodex(Harness);
+/// The fake CLI of these tests: [`FakeCli`] over [`CodexOptions`].
+pub(crate) type FakeCodex = FakeCli<CodexOptions>;
 
-impl Deref for FakeCodex {
-    type Target = Harness;
-    fn deref(&self) -> &Harness {
-        &self.0
-    }
-}
-
-impl FakeCodex {
-    /// A fake that follows `scenario`, recording the values of `record_env`; the host
-    /// environment carries this CLI's credential variables.
-    pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
-        Self(Harness::new(
-            &driver_codex::RUNTIME.descriptor,
-            scenario,
-            VERSION,
-            record_env,
-            &["OPENAI_API_KEY", "CODEX_API_KEY"],
-        ))
-    }
-
-    /// Options pointing at the fake binary.
-    pub(crate) fn options(&self) -> CodexOptions {
-        CodexOptions::new().with_binary(fake_cli::binary_path())
-    }
-
-    /// A driver with `options` (whose binary is replaced by the fake's).
-    pub(crate) fn driver(&self, options: CodexOptions) -> CodexDriver {
-        CodexDriver::new(
-            self.env.clone(),
-            options.with_binary(fake_cli::binary_path()),
-        )
-    }
-
-    /// The harness, for the shared conformance factory.
-    pub(crate) fn into_harness(self) -> Harness {
-        self.0
-    }
-
-    /// A driver with `options` whose binary does not exist.
-    pub(crate) fn driver_without_binary(&self, options: CodexOptions) -> CodexDriver {
-        CodexDriver::new(
-            self.env.clone(),
-            options.with_binary(self.path().join("no-such-codex")),
-        )
-    }
-
-    /// The namespace's `CODEX_HOME`.
-    pub(crate) fn codex_home(&self) -> PathBuf {
-        self.env
-            .state_dir(&driver_codex::RUNTIME.descriptor)
-            .unwrap()
-            .to_owned()
-    }
+/// A fake that follows `scenario`, recording the values of `record_env`; the host
+/// environment carries this CLI's credential variables.
+pub(crate) fn fake_codex(scenario: Scenario, record_env: &[&str]) -> FakeCodex {
+    FakeCli::new(
+        scenario,
+        VERSION,
+        record_env,
+        &["OPENAI_API_KEY", "CODEX_API_KEY"],
+    )
 }
 
 /// The `-c` overrides of an argv, parsed as TOML values.

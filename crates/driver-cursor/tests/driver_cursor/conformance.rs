@@ -5,13 +5,13 @@
 use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
-use crate::support::{FakeCursor, cursor_like};
+use crate::support::{cursor_like, fake_cursor};
 
 /// Every clause passes. The only skips are for capabilities the driver does not claim: fork
 /// (Cursor has none, RSP-03) and the process lifecycle (one process per turn, PRC-01/02).
 #[test]
 fn cursor_fake_cli() {
-    let fake = FakeCursor::new(cursor_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
+    let fake = fake_cursor(cursor_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
     let options = fake.options();
     let report = FakeCliFactory::new(fake.into_harness(), options).run_kit();
     println!("{report}");

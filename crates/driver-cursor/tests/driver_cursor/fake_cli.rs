@@ -19,13 +19,13 @@ use serde_json::json;
 
 use crate::fixtures;
 use crate::support::{
-    FakeCursor, HOST_CREDENTIALS, SECRET, STDIO_SECRET, checkpoint, cursor_like, failed_kind,
-    profile, request, run, stored,
+    CursorFake, HOST_CREDENTIALS, SECRET, STDIO_SECRET, checkpoint, cursor_like, failed_kind,
+    fake_cursor, profile, request, run, stored,
 };
 
 #[tokio::test]
 async fn new_chat_resume_and_stateless_argv_env_and_the_mcp_file() {
-    let fake = FakeCursor::new(cursor_like(), &["CURSOR_CONFIG_DIR", "HOME", "UI_TOKEN_A"]);
+    let fake = fake_cursor(cursor_like(), &["CURSOR_CONFIG_DIR", "HOME", "UI_TOKEN_A"]);
     let driver = fake.driver(fake.options());
     let ws = fake.workspace.to_str().unwrap().to_owned();
     let (result, events) = run(
@@ -56,7 +56,7 @@ async fn new_chat_resume_and_stateless_argv_env_and_the_mcp_file() {
     // The environment: the namespace's config dir and HOME; the bearer only as a variable.
     assert_eq!(
         call.env["CURSOR_CONFIG_DIR"],
-        fake.config_dir().to_str().unwrap()
+        fake.state_dir().to_str().unwrap()
     );
     assert!(call.env["HOME"].starts_with(fake.path().to_str().unwrap()));
     assert_eq!(call.env["UI_TOKEN_A"], SECRET);
@@ -120,7 +120,7 @@ async fn new_chat_resume_and_stateless_argv_env_and_the_mcp_file() {
 
 #[tokio::test]
 async fn model_force_trust_instructions_and_a_request_model() {
-    let fake = FakeCursor::new(cursor_like(), &[]);
+    let fake = fake_cursor(cursor_like(), &[]);
     let ws = fake.workspace.to_str().unwrap().to_owned();
     let driver = fake.driver(
         fake.options()
@@ -188,7 +188,7 @@ fn files_under(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
 
 #[tokio::test]
 async fn secrets_reach_the_child_only_as_environment_variables() {
-    let fake = FakeCursor::new(cursor_like(), &["UI_TOKEN_A", "FILES_TOKEN"]);
+    let fake = fake_cursor(cursor_like(), &["UI_TOKEN_A", "FILES_TOKEN"]);
     let driver = fake.driver(fake.options());
     let stdio = McpServer::stdio("files", "/usr/bin/files-mcp").with_args(["--root", "/srv"]);
     let files = ServiceRef::new("files", "Files")
@@ -232,7 +232,7 @@ async fn an_unknown_chat_is_rejected() {
             .stderr(fixtures::unknown_chat_stderr())
             .exit(1),
     );
-    let fake = FakeCursor::new(scenario, &[]);
+    let fake = fake_cursor(scenario, &[]);
     let driver = fake.driver(fake.options());
     let state = stored("1f9c3813-6aa8-448e-8c61-b9a6080c42ad", &fake);
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
@@ -246,7 +246,7 @@ async fn an_unknown_chat_is_rejected() {
     assert!(!fake.mcp_json().exists());
 
     // Cursor silently starts another chat: its `system/init` names a different id.
-    let fake = FakeCursor::new(
+    let fake = fake_cursor(
         Scenario::new().rule(crate::support::text_turn(
             Rule::any(),
             fixtures::NEW_CHAT,
@@ -285,7 +285,7 @@ async fn an_unknown_chat_is_rejected() {
 
 #[tokio::test]
 async fn create_chat_gives_an_id_the_first_turn_resumes() {
-    let fake = FakeCursor::new(cursor_like(), &[]);
+    let fake = fake_cursor(cursor_like(), &[]);
     let driver = fake.driver(fake.options());
     let chat = create_chat(&driver).await.unwrap();
     assert!(driver_cli::is_uuid(&chat));
@@ -296,12 +296,12 @@ async fn create_chat_gives_an_id_the_first_turn_resumes() {
     assert_eq!(checkpoint(&response).resume_id, chat);
     assert_eq!(fake.last().arg_after("--resume"), Some(chat.as_str()));
 
-    let silent = FakeCursor::new(Scenario::new().rule(Rule::any().stdout("created")), &[]);
+    let silent = fake_cursor(Scenario::new().rule(Rule::any().stdout("created")), &[]);
     assert!(matches!(
         create_chat(&silent.driver(silent.options())).await,
         Err(CreateChatError::NoChatId)
     ));
-    let failing = FakeCursor::new(
+    let failing = fake_cursor(
         Scenario::new().rule(Rule::any().stderr("nope").exit(3)),
         &[],
     );
@@ -314,7 +314,7 @@ async fn create_chat_gives_an_id_the_first_turn_resumes() {
 #[tokio::test]
 async fn tool_calls_are_reported_under_the_declared_server_name() {
     let chat = fixtures::NEW_CHAT;
-    let fake = FakeCursor::new(
+    let fake = fake_cursor(
         Scenario::new().rule(
             Rule::any()
                 .stdout(fixtures::init(chat))
@@ -364,7 +364,7 @@ async fn failing(
     scenario: Scenario,
     limits: Limits,
 ) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
-    let fake = FakeCursor::new(scenario, &[]);
+    let fake = fake_cursor(scenario, &[]);
     let driver = fake.driver(fake.options().with_limits(limits));
     let out = run(
         &driver,
@@ -425,7 +425,7 @@ async fn cancelling_the_run_ends_the_process_group_and_restores_mcp_json() {
     let scenario = Scenario::new()
         .capture_dir_from_env("CURSOR_CONFIG_DIR")
         .rule(started().spawn_grandchild(&pid_file).hang());
-    let fake = FakeCursor::new(scenario, &[]);
+    let fake = fake_cursor(scenario, &[]);
     let driver = fake.driver(
         fake.options()
             .with_limits(Limits::default().with_kill_grace(Duration::from_millis(500))),
@@ -449,12 +449,8 @@ async fn cancelling_the_run_ends_the_process_group_and_restores_mcp_json() {
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
-    let fake = FakeCursor::new(cursor_like(), &[]);
-    let driver = driver_cursor::CursorDriver::new(
-        fake.env.clone(),
-        fake.options()
-            .with_binary(fake.path().join("no-such-cursor-agent")),
-    );
+    let fake = fake_cursor(cursor_like(), &[]);
+    let driver = fake.driver_without_binary(fake.options());
     assert!(matches!(
         driver.check_version().await,
         Err(driver_cli::CliError::NotFound { .. })
@@ -480,7 +476,7 @@ async fn a_missing_binary_is_a_typed_error() {
 async fn the_prompt_can_travel_as_the_last_argument() {
     use driver_cursor::PromptTransport;
 
-    let fake = FakeCursor::new(cursor_like(), &[]);
+    let fake = fake_cursor(cursor_like(), &[]);
     let options = fake
         .options()
         .with_prompt_transport(PromptTransport::Argument);
@@ -526,7 +522,7 @@ fn the_config_fingerprint_is_unchanged() {
     use driver_cursor::PromptTransport;
     use driver_spi::ConfigFingerprintBuilder;
 
-    let fake = FakeCursor::new(cursor_like(), &[]);
+    let fake = fake_cursor(cursor_like(), &[]);
     let expected = |model: Option<&str>, trust: bool, force: bool| {
         ConfigFingerprintBuilder::new("cursor")
             .opt_str("model", model)

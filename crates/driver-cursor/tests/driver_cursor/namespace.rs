@@ -10,11 +10,11 @@ use driver_spi::FailureKind;
 use fake_cli::{Rule, Scenario};
 
 use crate::fixtures;
-use crate::support::{FakeCursor, cursor_like, failed_kind, request, run};
+use crate::support::{CursorFake, cursor_like, failed_kind, fake_cursor, request, run};
 
 #[tokio::test]
 async fn the_namespaces_own_mcp_json_is_put_back_after_the_turn() {
-    let fake = FakeCursor::new(cursor_like(), &[]);
+    let fake = fake_cursor(cursor_like(), &[]);
     let own = br#"{"mcpServers":{"mine":{"url":"http://127.0.0.1:9/mcp"}}}"#;
     fake.env
         .write_runtime_file(&driver_cursor::RUNTIME.descriptor, "mcp.json", own)
@@ -46,7 +46,7 @@ async fn concurrent_turns_of_one_namespace_each_see_their_own_servers() {
             fixtures::NEW_CHAT,
             "done: ${STDIN}",
         ));
-    let fake = FakeCursor::new(scenario, &[]);
+    let fake = fake_cursor(scenario, &[]);
     let a = fake.driver(fake.options());
     let b = fake.driver(fake.options());
     let t0 = Instant::now();
@@ -89,7 +89,7 @@ async fn concurrent_turns_of_one_namespace_each_see_their_own_servers() {
 /// file) keeps a turn waiting, and the total timeout bounds the wait.
 #[tokio::test]
 async fn a_turn_waits_for_the_namespace_lock_at_most_the_total_timeout() {
-    let fake = FakeCursor::new(cursor_like(), &[]);
+    let fake = fake_cursor(cursor_like(), &[]);
     let driver = fake.driver(
         fake.options()
             .with_limits(Limits::default().with_total_timeout(Duration::from_millis(300))),
@@ -102,7 +102,7 @@ async fn a_turn_waits_for_the_namespace_lock_at_most_the_total_timeout() {
     .await
     .0
     .unwrap();
-    let holder = std::fs::File::open(fake.config_dir().join("sdk-turn.lock")).unwrap();
+    let holder = std::fs::File::open(fake.state_dir().join("sdk-turn.lock")).unwrap();
     holder.lock().unwrap();
     let calls = fake.invocations().len();
     let (result, events) = run(

@@ -1,15 +1,15 @@
 //! A `cursor-agent` stand-in: the workspace's scripted fake CLI, printing the lines of
 //! [`fixtures`](crate::fixtures) (Cursor's documented stream-json shapes).
 
-use std::ops::Deref;
 use std::path::PathBuf;
 
 use crate::fixtures::{self, NEW_CHAT, RESUMED_CHAT};
 use compat_fingerprint::{Fingerprint, Kind};
+use driver_cli::testing::FakeCli;
 pub(crate) use driver_cli::testing::{checkpoint, failed_kind, run};
-use driver_cursor::{CommonOptions, CursorDriver, CursorOptions};
+use driver_cursor::CursorOptions;
 use driver_spi::{ProfilePayload, Request, RuntimePayload, SessionGuard, SessionState};
-use fake_cli::{Harness, Rule, Scenario};
+use fake_cli::{Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
 /// The credential variables the host environment carries; the child must never see them.
@@ -37,62 +37,30 @@ pub(crate) fn cursor_like() -> Scenario {
         .rule(text_turn(Rule::any(), NEW_CHAT, "started: ${STDIN}"))
 }
 
-/// A namespace, a fake CLI and the record of its invocations ([`Harness`]).
-pub(crate) struct FakeCursor(Harness);
+/// The fake CLI of these tests: [`FakeCli`] over [`CursorOptions`].
+pub(crate) type FakeCursor = FakeCli<CursorOptions>;
 
-impl Deref for FakeCursor {
-    type Target = Harness;
-    fn deref(&self) -> &Harness {
-        &self.0
-    }
+/// A fake that follows `scenario`, recording the values of `record_env`; the host
+/// environment carries this CLI's credential variables.
+pub(crate) fn fake_cursor(scenario: Scenario, record_env: &[&str]) -> FakeCursor {
+    FakeCli::new(scenario, fixtures::VERSION, record_env, HOST_CREDENTIALS)
 }
 
-impl FakeCursor {
-    /// A fake that follows `scenario`, recording the values of `record_env`; the host
-    /// environment carries Cursor's credential variables.
-    pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
-        Self(Harness::new(
-            &driver_cursor::RUNTIME.descriptor,
-            scenario,
-            fixtures::VERSION,
-            record_env,
-            HOST_CREDENTIALS,
-        ))
-    }
-
-    /// Options pointing at the fake binary.
-    pub(crate) fn options(&self) -> CursorOptions {
-        CursorOptions::new().with_binary(fake_cli::binary_path())
-    }
-
-    /// A driver with `options` (whose binary is replaced by the fake's).
-    pub(crate) fn driver(&self, options: CursorOptions) -> CursorDriver {
-        CursorDriver::new(
-            self.env.clone(),
-            options.with_binary(fake_cli::binary_path()),
-        )
-    }
-
-    /// The harness, for the shared conformance factory.
-    pub(crate) fn into_harness(self) -> Harness {
-        self.0
-    }
-
-    /// The namespace's `CURSOR_CONFIG_DIR`.
-    pub(crate) fn config_dir(&self) -> PathBuf {
-        self.env
-            .state_dir(&driver_cursor::RUNTIME.descriptor)
-            .unwrap()
-            .to_owned()
-    }
-
+/// What these tests read of the fake's namespace beyond [`FakeCli`]'s own.
+pub(crate) trait CursorFake {
     /// The namespace's `mcp.json`.
-    pub(crate) fn mcp_json(&self) -> PathBuf {
-        self.config_dir().join("mcp.json")
-    }
+    fn mcp_json(&self) -> PathBuf;
 
     /// The `mcp.json` an invocation saw, parsed.
-    pub(crate) fn seen_mcp_json(&self, call: &fake_cli::Invocation) -> serde_json::Value {
+    fn seen_mcp_json(&self, call: &fake_cli::Invocation) -> serde_json::Value;
+}
+
+impl CursorFake for FakeCursor {
+    fn mcp_json(&self) -> PathBuf {
+        self.state_dir().join("mcp.json")
+    }
+
+    fn seen_mcp_json(&self, call: &fake_cli::Invocation) -> serde_json::Value {
         let file = &call.files[self.mcp_json().to_str().expect("UTF-8 path")];
         assert_eq!(file.mode, "600", "mcp.json must be private");
         serde_json::from_str(&file.contents).expect("mcp.json is JSON")

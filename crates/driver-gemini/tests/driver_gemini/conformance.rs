@@ -6,7 +6,7 @@ use driver_spi::conformance::Clause;
 use driver_spi::{Request, SessionMode};
 use fake_cli::Harness;
 
-use crate::support::{FakeGemini, gemini_like, record_session};
+use crate::support::{fake_gemini, gemini_like, record_session};
 
 /// Before a fork, writes the recording of the parent session that the real CLI would have
 /// left (the fake records nothing).
@@ -23,7 +23,7 @@ fn record_fork_parent(harness: &Harness, request: &Request) {
 /// for a capability the driver does not claim: one `gemini` process per turn.
 #[test]
 fn gemini_fake_cli() {
-    let fake = FakeGemini::new(gemini_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
+    let fake = fake_gemini(gemini_like(), &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"]);
     let options = fake.options();
     let report = FakeCliFactory::new(fake.into_harness(), options)
         .with_before_run(record_fork_parent)

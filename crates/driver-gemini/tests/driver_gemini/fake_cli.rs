@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{
-    API_KEY, FakeGemini, RESULT, SECRET, checkpoint, failed_kind, gemini_like, init, profile,
-    request, run,
+    API_KEY, GeminiFake, RESULT, SECRET, checkpoint, failed_kind, fake_gemini, gemini_like, init,
+    profile, request, run,
 };
 use driver_cli::Limits;
-use driver_gemini::{AuthType, CommonOptions, GeminiDriver, GeminiOptions};
+use driver_gemini::{AuthType, CommonOptions, GeminiDriver};
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, Request, ResumeRejectReason,
     SessionContext, SessionGuard, SessionState, check_sequence,
@@ -32,7 +32,7 @@ fn assert_no_secret_outside_env(call: &Invocation) {
 
 #[tokio::test]
 async fn start_and_resume_argv_environment_and_settings() {
-    let fake = FakeGemini::new(
+    let fake = fake_gemini(
         gemini_like(),
         &[
             "GEMINI_CLI_HOME",
@@ -83,7 +83,7 @@ async fn start_and_resume_argv_environment_and_settings() {
     assert_eq!(call.stdin, "one", "the prompt goes on stdin");
     assert_eq!(call.cwd, fake.workspace);
     // The namespace's state, temp dir and endpoint; the key only in the environment.
-    let home = fake.gemini_home();
+    let home = fake.state_dir();
     assert_eq!(call.env["GEMINI_CLI_HOME"], home.to_str().unwrap());
     assert!(call.env["TMPDIR"].starts_with(fake.path().to_str().unwrap()));
     assert!(call.env["HOME"].starts_with(fake.path().to_str().unwrap()));
@@ -131,7 +131,7 @@ async fn start_and_resume_argv_environment_and_settings() {
 
 #[tokio::test]
 async fn stateless_turns_instructions_and_options() {
-    let fake = FakeGemini::new(gemini_like(), &["GEMINI_API_KEY"]);
+    let fake = fake_gemini(gemini_like(), &["GEMINI_API_KEY"]);
     // No key and no base URL: no auth type, no key in the environment.
     let driver = fake.driver(
         fake.options()
@@ -155,7 +155,7 @@ async fn stateless_turns_instructions_and_options() {
         settings["context"]["fileName"],
         json!(["GEMINI.md", "sdk-instructions.md"])
     );
-    let instructions = fake.gemini_home().join(".gemini/sdk-instructions.md");
+    let instructions = fake.state_dir().join(".gemini/sdk-instructions.md");
     let file = &call.files[instructions.to_str().unwrap()];
     assert_eq!(
         (file.contents.as_str(), file.mode.as_str()),
@@ -187,7 +187,7 @@ async fn stateless_turns_instructions_and_options() {
 
 #[tokio::test]
 async fn requests_that_cannot_be_written_are_refused_before_spawning() {
-    let fake = FakeGemini::new(gemini_like(), &[]);
+    let fake = fake_gemini(gemini_like(), &[]);
     let driver = fake.driver(fake.options());
     // Gemini would expand `$VAR` in the URL from its own environment.
     let req = request(
@@ -250,7 +250,7 @@ async fn requests_that_cannot_be_written_are_refused_before_spawning() {
 
 #[tokio::test]
 async fn a_fork_imports_the_parents_recording_under_a_new_id() {
-    let fake = FakeGemini::new(gemini_like(), &[]);
+    let fake = fake_gemini(gemini_like(), &[]);
     let driver = fake.driver(fake.options());
     let first = request("one", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     let parent = checkpoint(&run(&driver, first).await.0.unwrap());
@@ -281,7 +281,7 @@ async fn a_fork_imports_the_parents_recording_under_a_new_id() {
     assert!(events.is_empty());
     assert_eq!(fake.invocations().len(), calls);
     // It was looked up with the turn's files in place, and they are gone again.
-    assert!(!fake.gemini_home().join(".gemini/settings.json").exists());
+    assert!(!fake.state_dir().join(".gemini/settings.json").exists());
 }
 
 #[tokio::test]
@@ -295,7 +295,7 @@ async fn an_unknown_session_is_rejected_from_geminis_exit_code() {
             .stderr("  Searched for sessions in /home/.gemini/tmp/work/chats.")
             .exit(42),
     );
-    let fake = FakeGemini::new(scenario, &[]);
+    let fake = fake_gemini(scenario, &[]);
     let driver = fake.driver(fake.options());
     let mut state = SessionState::new("1f9c3813-6aa8-448e-8c61-b9a6080c42ad");
     SessionGuard::new(profile("x", "session-s").session_compatibility, None).write_to(&mut state);
@@ -328,7 +328,7 @@ async fn an_unknown_session_is_rejected_from_geminis_exit_code() {
 
 #[tokio::test]
 async fn a_resume_that_reports_another_session_is_rejected() {
-    let fake = FakeGemini::new(
+    let fake = fake_gemini(
         Scenario::new().rule(Rule::any().stdout(init("${NEW_UUID}")).stdout(RESULT)),
         &[],
     );
@@ -354,7 +354,7 @@ async fn failing(
     scenario: Scenario,
     limits: Limits,
 ) -> (Result<driver_spi::Response, DriverError>, Vec<DriverEvent>) {
-    let fake = FakeGemini::new(scenario, &[]);
+    let fake = fake_gemini(scenario, &[]);
     let driver = fake.driver(fake.options().with_limits(limits));
     run(
         &driver,
@@ -446,7 +446,7 @@ async fn broken_output_crashes_and_hangs_fail_the_run() {
 #[tokio::test]
 async fn tool_calls_are_reported_under_the_declared_server_name() {
     let id = "mcp_agent-tools_ping__mcp_agent-tools_ping_1796087179315_0";
-    let fake = FakeGemini::new(
+    let fake = fake_gemini(
         Scenario::new().rule(
             started()
                 .stdout(format!(r#"{{"type":"tool_use","tool_name":"mcp_agent-tools_ping","tool_id":"{id}","parameters":{{"text":"one"}}}}"#))
@@ -476,7 +476,7 @@ async fn tool_calls_are_reported_under_the_declared_server_name() {
 async fn cancelling_the_run_ends_the_process_group_and_frees_the_namespace() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("grandchild.pid");
-    let fake = FakeGemini::new(
+    let fake = fake_gemini(
         Scenario::new()
             .rule(
                 Rule::when(["--resume"])
@@ -515,11 +515,8 @@ async fn cancelling_the_run_ends_the_process_group_and_frees_the_namespace() {
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
-    let fake = FakeGemini::new(gemini_like(), &[]);
-    let driver = GeminiDriver::new(
-        fake.env.clone(),
-        GeminiOptions::new().with_binary(fake.path().join("no-such-gemini")),
-    );
+    let fake = fake_gemini(gemini_like(), &[]);
+    let driver = fake.driver_without_binary(fake.options());
     assert!(matches!(
         driver.check_version().await,
         Err(driver_cli::CliError::NotFound { .. })
@@ -542,7 +539,7 @@ async fn a_missing_binary_is_a_typed_error() {
 #[test]
 fn the_config_fingerprint_is_unchanged() {
     use driver_spi::{ConfigFingerprintBuilder, ConfigFingerprinter};
-    let fake = FakeGemini::new(gemini_like(), &[]);
+    let fake = fake_gemini(gemini_like(), &[]);
     let driver = fake.driver(fake.keyed_options().with_trust_mcp_servers(false));
     let expected = ConfigFingerprintBuilder::new("gemini")
         .opt_str("model", Some("gemini-test"))

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::{FakeGemini, RESULT, failed_kind, gemini_like, init, request, run};
+use crate::support::{
+    GeminiFake, RESULT, failed_kind, fake_gemini, gemini_like, init, request, run,
+};
 use driver_cli::Limits;
 use driver_gemini::CommonOptions;
 use driver_spi::{CollectingSink, Driver, FailureKind};
@@ -18,8 +20,8 @@ fn started() -> Rule {
 
 #[tokio::test]
 async fn the_namespaces_own_settings_are_kept_and_put_back() {
-    let fake = FakeGemini::new(gemini_like(), &[]);
-    let dot = fake.gemini_home().join(".gemini");
+    let fake = fake_gemini(gemini_like(), &[]);
+    let dot = fake.state_dir().join(".gemini");
     let own = json!({
         "ui": {"theme": "Dracula"},
         "security": {"auth": {"selectedType": "oauth-personal"}},
@@ -70,7 +72,7 @@ async fn the_namespaces_own_settings_are_kept_and_put_back() {
 
 #[tokio::test]
 async fn a_cancelled_turn_puts_the_files_back() {
-    let fake = FakeGemini::new(
+    let fake = fake_gemini(
         Scenario::new()
             .capture_dir_from_env("GEMINI_CLI_HOME")
             .rule(started().hang()),
@@ -79,7 +81,7 @@ async fn a_cancelled_turn_puts_the_files_back() {
     let driver = fake.driver(fake.options());
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake)
         .with_instructions("Be brief.");
-    let settings = fake.gemini_home().join(".gemini/settings.json");
+    let settings = fake.state_dir().join(".gemini/settings.json");
     let mut running = Box::pin(driver.run(req, Arc::new(CollectingSink::new())));
     tokio::time::timeout(Duration::from_secs(30), async {
         while fake.invocations().is_empty() {
@@ -102,8 +104,8 @@ async fn a_cancelled_turn_puts_the_files_back() {
 
 #[tokio::test]
 async fn a_turn_lock_held_elsewhere_bounds_the_wait() {
-    let fake = FakeGemini::new(gemini_like(), &[]);
-    let path = fake.gemini_home().join(driver_cli::TURN_LOCK_FILE);
+    let fake = fake_gemini(gemini_like(), &[]);
+    let path = fake.state_dir().join(driver_cli::TURN_LOCK_FILE);
     // Another holder (another host process, say) keeps the lock.
     let holder = std::fs::OpenOptions::new()
         .create(true)
@@ -140,7 +142,7 @@ async fn a_turn_lock_held_elsewhere_bounds_the_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_turns_of_one_namespace_take_turns() {
     // Each turn sleeps while "running"; each must have seen its own settings.
-    let fake = FakeGemini::new(
+    let fake = fake_gemini(
         Scenario::new()
             .capture_dir_from_env("GEMINI_CLI_HOME")
             .rule(
@@ -172,7 +174,7 @@ async fn concurrent_turns_of_one_namespace_take_turns() {
     );
     // The shared driver's turn lock: a private regular file in `GEMINI_CLI_HOME`.
     let lock =
-        std::fs::symlink_metadata(fake.gemini_home().join(driver_cli::TURN_LOCK_FILE)).unwrap();
+        std::fs::symlink_metadata(fake.state_dir().join(driver_cli::TURN_LOCK_FILE)).unwrap();
     assert!(lock.is_file());
     assert_eq!(
         std::os::unix::fs::PermissionsExt::mode(&lock.permissions()) & 0o777,

@@ -1,12 +1,12 @@
 //! A `gemini` stand-in: the workspace's scripted fake CLI, answering with Gemini's own
 //! stream-json event shapes (copied from runs of the pinned `gemini` 0.61.0).
 
-use std::ops::Deref;
 use std::path::PathBuf;
 
 use compat_fingerprint::{Fingerprint, Kind};
+use driver_cli::testing::FakeCli;
 pub(crate) use driver_cli::testing::{checkpoint, failed_kind, run};
-use driver_gemini::{CommonOptions, GeminiDriver, GeminiOptions};
+use driver_gemini::{CommonOptions, GeminiOptions};
 use driver_spi::{ProfilePayload, Request, RuntimePayload};
 use fake_cli::{CapturedFile, Harness, Invocation, Rule, Scenario};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
@@ -58,77 +58,54 @@ pub(crate) fn gemini_like() -> Scenario {
         .rule(text_turn(Rule::any(), "${NEW_UUID}", "stateless: ${STDIN}"))
 }
 
-/// A namespace, a fake CLI and the record of its invocations ([`Harness`]).
-pub(crate) struct FakeGemini(Harness);
+/// The fake CLI of these tests: [`FakeCli`] over [`GeminiOptions`].
+pub(crate) type FakeGemini = FakeCli<GeminiOptions>;
 
-impl Deref for FakeGemini {
-    type Target = Harness;
-    fn deref(&self) -> &Harness {
-        &self.0
-    }
+/// A fake that follows `scenario`, recording the values of `record_env`; the host
+/// environment carries this CLI's credential variables.
+pub(crate) fn fake_gemini(scenario: Scenario, record_env: &[&str]) -> FakeGemini {
+    FakeCli::new(
+        scenario,
+        VERSION,
+        record_env,
+        &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    )
 }
 
-impl FakeGemini {
-    /// A fake that follows `scenario`, recording the values of `record_env`; the host
-    /// environment carries this CLI's credential variables.
-    pub(crate) fn new(scenario: Scenario, record_env: &[&str]) -> Self {
-        Self(Harness::new(
-            &driver_gemini::RUNTIME.descriptor,
-            scenario,
-            VERSION,
-            record_env,
-            &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-        ))
-    }
-
-    /// Options pointing at the fake binary.
-    pub(crate) fn options(&self) -> GeminiOptions {
-        GeminiOptions::new().with_binary(fake_cli::binary_path())
-    }
-
-    /// A driver with `options` (whose binary is replaced by the fake's).
-    pub(crate) fn driver(&self, options: GeminiOptions) -> GeminiDriver {
-        GeminiDriver::new(
-            self.env.clone(),
-            options.with_binary(fake_cli::binary_path()),
-        )
-    }
-
-    /// The harness, for the shared conformance factory.
-    pub(crate) fn into_harness(self) -> Harness {
-        self.0
-    }
-
-    /// The namespace's `GEMINI_CLI_HOME`.
-    pub(crate) fn gemini_home(&self) -> PathBuf {
-        self.env
-            .state_dir(&driver_gemini::RUNTIME.descriptor)
-            .unwrap()
-            .to_owned()
-    }
-
+/// What these tests read of the fake's namespace beyond [`FakeCli`]'s own.
+pub(crate) trait GeminiFake {
     /// Writes a recording of session `id` where Gemini keeps them, as the real CLI does when
     /// a session runs (the fake records nothing); returns its path.
-    pub(crate) fn record_session(&self, id: &str) -> PathBuf {
-        record_session(&self.0, id)
-    }
+    fn record_session(&self, id: &str) -> PathBuf;
 
     /// Options with a model, an endpoint and the [`API_KEY`].
-    pub(crate) fn keyed_options(&self) -> GeminiOptions {
+    fn keyed_options(&self) -> GeminiOptions;
+
+    /// The `settings.json` an invocation saw, parsed.
+    fn settings_json(&self, call: &Invocation) -> serde_json::Value;
+
+    /// The `settings.json` an invocation saw.
+    fn settings<'i>(&self, call: &'i Invocation) -> &'i CapturedFile;
+}
+
+impl GeminiFake for FakeGemini {
+    fn record_session(&self, id: &str) -> PathBuf {
+        record_session(self, id)
+    }
+
+    fn keyed_options(&self) -> GeminiOptions {
         self.options()
             .with_model("gemini-test")
             .with_base_url("http://127.0.0.1:9")
             .with_api_key(SecretString::from(API_KEY))
     }
 
-    /// The `settings.json` an invocation saw, parsed.
-    pub(crate) fn settings_json(&self, call: &Invocation) -> serde_json::Value {
+    fn settings_json(&self, call: &Invocation) -> serde_json::Value {
         serde_json::from_str(&self.settings(call).contents).expect("JSON settings")
     }
 
-    /// The `settings.json` an invocation saw.
-    pub(crate) fn settings<'i>(&self, call: &'i Invocation) -> &'i CapturedFile {
-        let path = self.gemini_home().join(".gemini/settings.json");
+    fn settings<'i>(&self, call: &'i Invocation) -> &'i CapturedFile {
+        let path = self.state_dir().join(".gemini/settings.json");
         call.files
             .get(path.to_str().expect("a UTF-8 path"))
             .expect("settings.json was there")
