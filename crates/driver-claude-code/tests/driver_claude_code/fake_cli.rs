@@ -2,7 +2,6 @@
 //! resume rejection, a failed MCP server, broken output, hangs, cancellation, a missing
 //! binary.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{FakeClaude, claude_like, fake_claude};
@@ -12,8 +11,8 @@ use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_spi::{Action, Permission, PermissionPolicy, Unsupported};
 use driver_spi::{
-    CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
-    ResumeRejectReason, RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
+    DriverError, DriverEvent, FailureKind, ProfilePayload, Request, ResumeRejectReason,
+    RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
 };
 use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
@@ -356,18 +355,10 @@ async fn cancelling_the_run_ends_the_process_group_and_removes_the_mcp_file() {
             .with_limits(Limits::default().with_kill_grace(Duration::from_millis(500))),
     );
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
-    // Boxed so that `drop` below really drops the future (a pinned reference would not).
-    let mut run = Box::pin(driver.run(req, Arc::new(CollectingSink::new())));
-    fake_cli::run_until_pid_file(&mut run, &pid_file).await;
-    drop(run);
-    let call = fake.last();
-    let config = call.arg_after("--mcp-config").unwrap().to_owned();
+    let (call, _) = fake.cancel_mid_turn(&driver, req, &pid_file).await;
+    let config = call.arg_after("--mcp-config").unwrap();
     assert!(
-        fake_cli::processes_ended(call.pid, &pid_file).await,
-        "a process outlived the cancelled run"
-    );
-    assert!(
-        !std::path::Path::new(&config).exists(),
+        !std::path::Path::new(config).exists(),
         "the MCP file was removed"
     );
 }
@@ -375,18 +366,8 @@ async fn cancelling_the_run_ends_the_process_group_and_removes_the_mcp_file() {
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
     let fake = fake_claude(claude_like(), &[]);
-    let driver = fake.driver_without_binary(fake.options());
-    assert!(matches!(
-        driver.check_version().await,
-        Err(driver_cli::CliError::NotFound { .. })
-    ));
-    let (result, events) = run(
-        &driver,
-        request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
-    )
-    .await;
-    assert_eq!(failed_kind(&result), Some(FailureKind::Process));
-    assert!(events.is_empty());
+    let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
+    fake.assert_missing_binary_fails(fake.options(), req).await;
 }
 
 #[tokio::test]

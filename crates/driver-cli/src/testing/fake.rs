@@ -3,11 +3,13 @@
 
 use std::marker::PhantomData;
 use std::ops::Deref;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use fake_cli::{Harness, Scenario};
+use driver_spi::{CollectingSink, Driver, DriverEvent, FailureKind, Request};
+use fake_cli::{Harness, Invocation, Scenario};
 
-use crate::{CliDriver, CommonOptions, Dialect};
+use crate::{CliDriver, CliError, CommonOptions, Dialect};
 
 /// A namespace and a scripted fake of the CLI that options `O` drive: a [`Harness`] over the
 /// dialect's [`RUNTIME`](Dialect::RUNTIME) descriptor, whose drivers and options run the fake
@@ -76,6 +78,63 @@ impl<O: CommonOptions + Default> FakeCli<O> {
             .state_dir(&O::Dialect::RUNTIME.descriptor)
             .expect("the harness serves this runtime")
             .to_owned()
+    }
+
+    /// Cancels a turn: runs `request` on `driver` until the fake's grandchild wrote
+    /// `pid_file` (a scenario rule ending `.spawn_grandchild(pid_file).hang()`), drops the
+    /// run, and asserts that the CLI process and its grandchild both ended. Returns the
+    /// cancelled turn's invocation and the events it emitted, for the dialect's own checks
+    /// (its per-run file removed, its namespace files put back).
+    ///
+    /// # Panics
+    /// When the run ends by itself, the grandchild does not start within 30 s, or a process
+    /// outlives the cancelled run.
+    pub async fn cancel_mid_turn(
+        &self,
+        driver: &CliDriver<O::Dialect>,
+        request: Request,
+        pid_file: &Path,
+    ) -> (Invocation, Vec<DriverEvent>) {
+        let sink = Arc::new(CollectingSink::new());
+        // Boxed so that `drop` below really drops the future (a pinned reference would not).
+        let mut running = Box::pin(driver.run(request, sink.clone()));
+        fake_cli::run_until_pid_file(&mut running, pid_file).await;
+        drop(running);
+        let call = self.harness.last();
+        assert!(
+            fake_cli::processes_ended(call.pid, pid_file).await,
+            "a process outlived the cancelled run"
+        );
+        (call, sink.take())
+    }
+
+    /// Asserts that a driver of `options` whose binary does not exist fails typed:
+    /// `check_version` is [`CliError::NotFound`], and a run of `request` fails as
+    /// [`FailureKind::Process`] before any event. Returns the driver, for the dialect's own
+    /// checks.
+    ///
+    /// # Panics
+    /// When the driver fails otherwise.
+    pub async fn assert_missing_binary_fails(
+        &self,
+        options: O,
+        request: Request,
+    ) -> CliDriver<O::Dialect> {
+        let driver = self.driver_without_binary(options);
+        let probed = driver.check_version().await;
+        assert!(
+            matches!(probed, Err(CliError::NotFound { .. })),
+            "check_version: {probed:?}"
+        );
+        let sink = Arc::new(CollectingSink::new());
+        let result = driver.run(request, sink.clone()).await;
+        assert_eq!(
+            super::failed_kind(&result),
+            Some(FailureKind::Process),
+            "{result:?}"
+        );
+        assert_eq!(sink.take(), []);
+        driver
     }
 
     /// The harness, for the conformance factory

@@ -3,7 +3,6 @@
 //! resume rejection from CodeBuddy's `error` event, a failed MCP server, exit-0 failures,
 //! hangs, cancellation, a missing binary.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{FakeCodeBuddy, codebuddy_like, fake_codebuddy};
@@ -13,8 +12,8 @@ use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
 use driver_spi::{Action, PermissionPolicy};
 use driver_spi::{
-    CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProfilePayload, Request,
-    ResumeRejectReason, RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
+    DriverError, DriverEvent, FailureKind, ProfilePayload, Request, ResumeRejectReason,
+    RuntimePayload, SessionContext, SessionGuard, SessionState, check_sequence,
 };
 use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
@@ -351,17 +350,10 @@ async fn cancelling_the_run_ends_the_process_group_and_removes_the_mcp_file() {
             .with_limits(Limits::default().with_kill_grace(Duration::from_millis(500))),
     );
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
-    let mut run = Box::pin(driver.run(req, Arc::new(CollectingSink::new())));
-    fake_cli::run_until_pid_file(&mut run, &pid_file).await;
-    drop(run);
-    let call = fake.last();
-    let config = call.arg_after("--mcp-config").unwrap().to_owned();
+    let (call, _) = fake.cancel_mid_turn(&driver, req, &pid_file).await;
+    let config = call.arg_after("--mcp-config").unwrap();
     assert!(
-        fake_cli::processes_ended(call.pid, &pid_file).await,
-        "a process outlived the cancelled run"
-    );
-    assert!(
-        !std::path::Path::new(&config).exists(),
+        !std::path::Path::new(config).exists(),
         "the MCP file was removed"
     );
 }
@@ -369,16 +361,6 @@ async fn cancelling_the_run_ends_the_process_group_and_removes_the_mcp_file() {
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
     let fake = fake_codebuddy(codebuddy_like(), &[]);
-    let driver = fake.driver_without_binary(fake.options());
-    assert!(matches!(
-        driver.check_version().await,
-        Err(driver_cli::CliError::NotFound { .. })
-    ));
-    let (result, events) = run(
-        &driver,
-        request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
-    )
-    .await;
-    assert_eq!(failed_kind(&result), Some(FailureKind::Process));
-    assert!(events.is_empty());
+    let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
+    fake.assert_missing_binary_fails(fake.options(), req).await;
 }

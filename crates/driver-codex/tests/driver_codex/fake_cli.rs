@@ -1,7 +1,6 @@
 //! The Codex driver against the scripted fake CLI: exact argv, environment, configuration,
 //! resume rejection, broken output, hangs, cancellation, a missing or too-old binary.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{FakeCodex, codex_like, fake_codex, overrides, text_turn};
@@ -10,9 +9,9 @@ use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_codex::{CodexOptions, CommonOptions, ModelProvider, ReasoningEffort};
 use driver_spi::{
-    Action, CollectingSink, Driver, DriverError, DriverEvent, ExitStatus, FailureKind,
-    PermissionPolicy, ProfilePayload, Request, ResumeRejectReason, RuntimePayload, SessionContext,
-    SessionState, Unsupported, check_sequence,
+    Action, DriverError, DriverEvent, ExitStatus, FailureKind, PermissionPolicy, ProfilePayload,
+    Request, ResumeRejectReason, RuntimePayload, SessionContext, SessionState, Unsupported,
+    check_sequence,
 };
 use fake_cli::HOST_CREDENTIAL;
 use fake_cli::{Rule, Scenario};
@@ -517,20 +516,6 @@ async fn a_hang_hits_the_idle_timeout() {
     assert_eq!(check_sequence(&events), Ok(()));
 }
 
-/// Whether a process is gone (or a zombie nobody can see as running).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-fn zombie_or_alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
 #[tokio::test]
 async fn cancelling_the_run_ends_the_whole_process_group() {
     let dir = tempfile::tempdir().unwrap();
@@ -544,58 +529,16 @@ async fn cancelling_the_run_ends_the_whole_process_group() {
             .with_limits(Limits::default().with_kill_grace(Duration::from_millis(500))),
     );
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
-    let sink = Arc::new(CollectingSink::new());
-    let run = driver.run(req, sink.clone());
-    // Drop the run future once the grandchild exists.
-    let waited = tokio::time::timeout(Duration::from_secs(30), async {
-        tokio::pin!(run);
-        loop {
-            tokio::select! {
-                _ = &mut run => panic!("the run must hang"),
-                () = tokio::time::sleep(Duration::from_millis(50)) => {
-                    if grandchild_pid.exists() {
-                        break;
-                    }
-                }
-            }
-        }
-    })
-    .await;
-    waited.expect("the fake started its grandchild");
-    let child = fake.last().pid;
-    let grandchild: u32 = std::fs::read_to_string(&grandchild_pid)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    // The run future is dropped here; both processes must go, and the child must be reaped.
-    let mut gone = false;
-    for _ in 0..100 {
-        if !alive(grandchild) && !zombie_or_alive(child) {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(
-        gone,
-        "child {child} or grandchild {grandchild} outlived the cancelled run"
-    );
-    assert_eq!(sink.events(), [DriverEvent::RunStarted]);
+    let (_, events) = fake.cancel_mid_turn(&driver, req, &grandchild_pid).await;
+    assert_eq!(events, [DriverEvent::RunStarted]);
 }
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
     let fake = fake_codex(codex_like(), &[]);
-    let driver = fake.driver_without_binary(CodexOptions::new());
-    assert!(matches!(
-        driver.check_version().await,
-        Err(driver_cli::CliError::NotFound { .. })
-    ));
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
-    let (result, events) = run(&driver, req).await;
-    assert_eq!(failed_kind(&result), Some(FailureKind::Process));
-    assert!(events.is_empty());
+    fake.assert_missing_binary_fails(CodexOptions::new(), req)
+        .await;
 }
 
 #[tokio::test]

@@ -4,14 +4,13 @@
 //! `mcp.json` (restore, one turn at a time) are in `namespace.rs`.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use driver_cli::Limits;
 use driver_cursor::{CommonOptions, CreateChatError, create_chat};
 use driver_spi::{
-    CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ResumeRejectReason,
-    RuntimePayload, SessionContext, check_sequence,
+    Driver, DriverError, DriverEvent, FailureKind, ResumeRejectReason, RuntimePayload,
+    SessionContext, check_sequence,
 };
 use fake_cli::{HOST_CREDENTIAL, Rule, Scenario};
 use run_service::{EnvBinding, McpServer, ServiceRef};
@@ -431,41 +430,27 @@ async fn cancelling_the_run_ends_the_process_group_and_restores_mcp_json() {
             .with_limits(Limits::default().with_kill_grace(Duration::from_millis(500))),
     );
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
-    // Boxed so that `drop` below really drops the future (a pinned reference would not).
-    let mut turn = Box::pin(driver.run(req, Arc::new(CollectingSink::new())));
-    fake_cli::run_until_pid_file(&mut turn, &pid_file).await;
-    assert!(fake.mcp_json().exists(), "installed during the turn");
-    drop(turn);
+    let (call, _) = fake.cancel_mid_turn(&driver, req, &pid_file).await;
+    let installed = fake.mcp_json();
+    assert!(
+        call.files.contains_key(installed.to_str().unwrap()),
+        "installed during the turn"
+    );
     assert!(
         !fake.mcp_json().exists(),
         "mcp.json restored on cancellation"
-    );
-    let call = fake.last();
-    assert!(
-        fake_cli::processes_ended(call.pid, &pid_file).await,
-        "a process outlived the cancelled run"
     );
 }
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
     let fake = fake_cursor(cursor_like(), &[]);
-    let driver = fake.driver_without_binary(fake.options());
-    assert!(matches!(
-        driver.check_version().await,
-        Err(driver_cli::CliError::NotFound { .. })
-    ));
+    let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
+    let driver = fake.assert_missing_binary_fails(fake.options(), req).await;
     assert!(matches!(
         create_chat(&driver).await,
         Err(CreateChatError::Cli(driver_cli::CliError::NotFound { .. }))
     ));
-    let (result, events) = run(
-        &driver,
-        request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
-    )
-    .await;
-    assert_eq!(failed_kind(&result), Some(FailureKind::Process));
-    assert!(events.is_empty());
     assert!(!fake.mcp_json().exists());
 }
 

@@ -12,8 +12,8 @@ use crate::support::{
 use driver_cli::Limits;
 use driver_gemini::{AuthType, CommonOptions, GeminiDriver};
 use driver_spi::{
-    CollectingSink, Driver, DriverError, DriverEvent, FailureKind, Request, ResumeRejectReason,
-    SessionContext, SessionGuard, SessionState, check_sequence,
+    Driver, DriverError, DriverEvent, FailureKind, Request, ResumeRejectReason, SessionContext,
+    SessionGuard, SessionState, check_sequence,
 };
 use fake_cli::{HOST_CREDENTIAL, Invocation, Rule, Scenario};
 use run_service::RunId;
@@ -491,15 +491,7 @@ async fn cancelling_the_run_ends_the_process_group_and_frees_the_namespace() {
             .with_limits(Limits::default().with_kill_grace(Duration::from_millis(500))),
     );
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
-    // Boxed so that `drop` below really drops the future (a pinned reference would not).
-    let mut running = Box::pin(driver.run(req, Arc::new(CollectingSink::new())));
-    fake_cli::run_until_pid_file(&mut running, &pid_file).await;
-    drop(running);
-    let call = fake.last();
-    assert!(
-        fake_cli::processes_ended(call.pid, &pid_file).await,
-        "a process outlived the cancelled run"
-    );
+    let (call, _) = fake.cancel_mid_turn(&driver, req, &pid_file).await;
     // The turn lock went with the run: the next turn of the namespace runs at once.
     let next = request("again", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     let mut state = SessionState::new(call.arg_after("--session-id").unwrap());
@@ -516,18 +508,8 @@ async fn cancelling_the_run_ends_the_process_group_and_frees_the_namespace() {
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
     let fake = fake_gemini(gemini_like(), &[]);
-    let driver = fake.driver_without_binary(fake.options());
-    assert!(matches!(
-        driver.check_version().await,
-        Err(driver_cli::CliError::NotFound { .. })
-    ));
-    let (result, events) = run(
-        &driver,
-        request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake),
-    )
-    .await;
-    assert_eq!(failed_kind(&result), Some(FailureKind::Process));
-    assert!(events.is_empty());
+    let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
+    fake.assert_missing_binary_fails(fake.options(), req).await;
     // Debug output never shows the key.
     let keyed = fake.driver(fake.keyed_options());
     assert!(!format!("{keyed:?}").contains(API_KEY));
