@@ -13,11 +13,11 @@
 //! a mode the driver refuses (a build without resident mode) is skipped with a line on stderr.
 //! Results go to docs/benchmarks.md.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
-use driver_cli::testing::thread_of_turns;
+use driver_cli::testing::run_turns_bench;
 use driver_cli::{PoolLimits, ProcessMode};
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
@@ -27,28 +27,16 @@ use test_kit::{Reply, Script};
 const TURNS: usize = 10;
 
 fn main() {
-    let json = std::env::args().any(|a| a == "--json");
-    let Some(bin) = std::env::var_os("CLAUDE_BIN").map(PathBuf::from) else {
-        eprintln!("turns: CLAUDE_BIN is not set; nothing to measure (SKIPPED)");
-        return;
-    };
     let model = MockAnthropic::start(Script::new().with_default(Reply::text("OK"))).expect("mock");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    for (mode, process_mode) in [
-        ("per-turn", ProcessMode::PerTurn),
-        ("resident", ProcessMode::Resident(PoolLimits::default())),
-    ] {
-        let base = tempfile::tempdir().expect("temp dir");
-        let work = tempfile::tempdir().expect("temp dir");
-        let driver = driver(base.path(), work.path(), &bin, &model, process_mode);
-        if let Some(row) = runtime.block_on(thread_of_turns(mode, &driver, TURNS)) {
-            row.print(json);
-        }
-    }
+    run_turns_bench(
+        "CLAUDE_BIN",
+        [
+            ("per-turn", ProcessMode::PerTurn),
+            ("resident", ProcessMode::Resident(PoolLimits::default())),
+        ],
+        TURNS,
+        |base, work, bin, mode| driver(base, work, bin, &model, mode),
+    );
 }
 
 /// A Claude Code driver in a fresh namespace under `base`, working in `work`, talking to

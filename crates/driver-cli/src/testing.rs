@@ -32,7 +32,7 @@ mod fake;
 mod turns;
 
 pub use fake::FakeCli;
-pub use turns::{TurnsRow, thread_of_turns};
+pub use turns::{TurnsRow, run_turns_bench, thread_of_turns};
 
 /// Text that breaks naive parsers: control characters, JSON punctuation, non-BMP and
 /// zero-width characters, long runs.

@@ -11,10 +11,10 @@
 //! resident set between turns on stderr. Without `CODEX_BIN` it says so and exits 0. Results
 //! go to docs/benchmarks.md.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use driver_cli::testing::thread_of_turns;
+use driver_cli::testing::run_turns_bench;
 use driver_cli::{PoolLimits, ProcessMode};
 use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 use runtime_env::{HostEnv, RuntimeEnv};
@@ -23,30 +23,18 @@ use test_kit::responses::MockResponses;
 const TURNS: usize = 10;
 
 fn main() {
-    let json = std::env::args().any(|a| a == "--json");
-    let Some(bin) = std::env::var_os("CODEX_BIN").map(PathBuf::from) else {
-        eprintln!("turns: CODEX_BIN is not set; nothing to measure (SKIPPED)");
-        return;
-    };
     let model =
         MockResponses::start(test_kit::Script::new().with_default(test_kit::Reply::text("OK")))
             .expect("mock");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    for (mode, process_mode) in [
-        ("exec", ProcessMode::PerTurn),
-        ("app-server", ProcessMode::Resident(PoolLimits::default())),
-    ] {
-        let base = tempfile::tempdir().expect("temp dir");
-        let work = tempfile::tempdir().expect("temp dir");
-        let driver = driver(base.path(), work.path(), &bin, &model, process_mode);
-        if let Some(row) = runtime.block_on(thread_of_turns(mode, &driver, TURNS)) {
-            row.print(json);
-        }
-    }
+    run_turns_bench(
+        "CODEX_BIN",
+        [
+            ("exec", ProcessMode::PerTurn),
+            ("app-server", ProcessMode::Resident(PoolLimits::default())),
+        ],
+        TURNS,
+        |base, work, bin, mode| driver(base, work, bin, &model, mode),
+    );
 }
 
 /// A Codex driver in a fresh namespace under `base`, working in `work`, talking to `model`.

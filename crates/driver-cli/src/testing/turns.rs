@@ -5,13 +5,13 @@
 //! variable naming the namespace's state directory, so a Node wrapper and the native binary it
 //! starts both count, and nothing of another namespace does).
 //!
-//! A bench's `main` skips without its binary, starts its crate's model mock, builds the
-//! environment and the driver for each process mode, and prints what this returns:
+//! A bench's `main` starts its crate's model mock and says how to build its driver in a
+//! namespace for each process mode; [`run_turns_bench`] does the rest:
 //!
 //! ```ignore
-//! if let Some(row) = driver_cli::testing::thread_of_turns("per-turn", &driver, 10).await {
-//!     row.print(json);
-//! }
+//! let model = MockAnthropic::start(script).expect("mock");
+//! run_turns_bench("CLAUDE_BIN", [("per-turn", PerTurn), ("resident", resident)], 10,
+//!     |base, work, bin, mode| driver(base, work, bin, &model, mode));
 //! ```
 //!
 //! With `TURNS_VERBOSE` set, every turn's time and the resident set between turns (what a
@@ -79,6 +79,41 @@ impl TurnsRow {
 
 fn round(ms: f64) -> f64 {
     (ms * 10.0).round() / 10.0
+}
+
+/// A `turns` bench's `main`: without the binary variable `bin_var` it says so on stderr and
+/// returns; else, for each of `modes` (its name in the output, its process mode), a fresh
+/// namespace directory and workspace, the driver that `driver(base, work, binary, mode)`
+/// builds there, and one measured [`thread_of_turns`] of `turns` turns, printed as a table
+/// row, or as a JSON line with `--json` among the program's arguments.
+///
+/// # Panics
+/// As [`thread_of_turns`], or when no Tokio runtime or temporary directory can be made.
+#[allow(clippy::expect_used, reason = "bench support")]
+pub fn run_turns_bench<D: Dialect>(
+    bin_var: &str,
+    modes: [(&str, crate::ProcessMode); 2],
+    turns: usize,
+    driver: impl Fn(&Path, &Path, &Path, crate::ProcessMode) -> CliDriver<D>,
+) {
+    let json = std::env::args().any(|a| a == "--json");
+    let Some(bin) = std::env::var_os(bin_var).map(PathBuf::from) else {
+        eprintln!("turns: {bin_var} is not set; nothing to measure (SKIPPED)");
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    for (mode, process_mode) in modes {
+        let base = tempfile::tempdir().expect("temp dir");
+        let work = tempfile::tempdir().expect("temp dir");
+        let driver = driver(base.path(), work.path(), &bin, process_mode);
+        if let Some(row) = runtime.block_on(thread_of_turns(mode, &driver, turns)) {
+            row.print(json);
+        }
+    }
 }
 
 /// Runs a Thread of `turns` turns ("Say OK.", each continuing the last one's checkpoint) on
