@@ -251,14 +251,3 @@ pub async fn run_approval_scenario(setup: &ApprovalSetup<'_>) {
     );
     assert_eq!(forbidden.requested(), 0, "{:?}", forbidden.events);
 }
-
-/// Runs `future` on a two-worker Tokio runtime of its own (the real-binary tests are plain
-/// `#[test]`s).
-pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a Tokio runtime")
-        .block_on(future)
-}

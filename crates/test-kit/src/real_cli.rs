@@ -36,3 +36,14 @@ pub fn binary(var: &str, what: &str) -> Option<PathBuf> {
     let _ = writeln!(std::io::stderr(), "SKIPPED: {what} ({reason})");
     None
 }
+
+/// Runs `future` on a two-worker Tokio runtime of its own, dropped when it returns (the
+/// real-binary tests are plain `#[test]`s).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a Tokio runtime")
+        .block_on(future)
+}

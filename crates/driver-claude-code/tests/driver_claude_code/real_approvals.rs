@@ -34,5 +34,5 @@ fn claude_asks_the_host_before_writing_and_obeys_the_policy() {
         approvals::DENY_REASON,
         ask_modes: &[false, true],
     };
-    approvals::block_on(run_approval_scenario(&setup));
+    test_kit::real_cli::block_on(run_approval_scenario(&setup));
 }

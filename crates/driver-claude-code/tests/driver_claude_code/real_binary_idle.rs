@@ -119,14 +119,8 @@ fn claude_keeps_its_hosted_tools_across_an_idle_gap() {
     ) else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     // The default endpoint: both calls succeed within one run.
-    let (served, errors) = runtime.block_on(run_with_gap(&bin, SessionMode::default()));
-    drop(runtime);
+    let (served, errors) = test_kit::real_cli::block_on(run_with_gap(&bin, SessionMode::default()));
     assert_eq!(served, 2, "both calls reached the tool");
     assert_eq!(errors, [false, false]);
     // No control run against a stateful endpoint here: Claude Code 2.1.197 kept its tools

@@ -47,7 +47,7 @@ fn claude_answers_as_data_per_turn_and_resident() {
         violation_error: &|e| matches!(e, agent::OutputError::NotJson),
         modes: &[false, true],
     };
-    approvals::block_on(run_structured_scenario(&setup));
+    test_kit::real_cli::block_on(run_structured_scenario(&setup));
 }
 
 /// What `run_as` reads the answer into.
@@ -77,7 +77,7 @@ fn claude_takes_the_schema_run_as_derives() {
         .build()
         .unwrap();
     let (review, result) =
-        approvals::block_on(agent.thread("review").run_as::<Review>("Review.")).unwrap();
+        test_kit::real_cli::block_on(agent.thread("review").run_as::<Review>("Review.")).unwrap();
     assert_eq!(
         review,
         Review {

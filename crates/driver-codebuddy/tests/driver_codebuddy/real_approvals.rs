@@ -37,5 +37,5 @@ fn codebuddy_asks_the_host_before_writing_and_obeys_the_policy() {
         denial_seen: CODEBUDDY_REFUSAL,
         ask_modes: &[false, true],
     };
-    approvals::block_on(run_approval_scenario(&setup));
+    test_kit::real_cli::block_on(run_approval_scenario(&setup));
 }

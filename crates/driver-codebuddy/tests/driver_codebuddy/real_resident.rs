@@ -33,14 +33,6 @@ fn driver(dir: &Path, bin: &Path, model: &MockChat) -> CodeBuddyDriver {
     )
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// The driver's `CODEBUDDY_CONFIG_DIR`.
 fn config_dir(driver: &CodeBuddyDriver) -> PathBuf {
     driver
@@ -70,7 +62,7 @@ fn codebuddy_resident_resumes_across_a_host_restart_and_keeps_secrets_out() {
     let log = restart::trace_log();
     let dir = tempfile::tempdir().unwrap();
     let model = MockChat::start(restart::script()).unwrap();
-    runtime().block_on(async {
+    test_kit::real_cli::block_on(async {
         restart::run_scenario(Setup {
             dir: dir.path(),
             driver: &|_| Arc::new(driver(dir.path(), &bin, &model)),
@@ -117,7 +109,7 @@ fn codebuddy_resident_reuses_recycles_forks_and_closes() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
     let model = MockChat::start(resident::resident_script()).unwrap();
-    runtime().block_on(async {
+    test_kit::real_cli::block_on(async {
         let driver = Arc::new(driver(dir.path(), &bin, &model));
         let config = config_dir(&driver);
         resident::run_resident_scenario(ResidentSetup {

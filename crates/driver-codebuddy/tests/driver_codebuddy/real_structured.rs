@@ -84,5 +84,5 @@ fn codebuddy_answers_as_data_per_turn_and_resident() {
         violation_error: &|e| matches!(e, agent::OutputError::NotJson),
         modes: &[false, true],
     };
-    approvals::block_on(run_structured_scenario(&setup));
+    test_kit::real_cli::block_on(run_structured_scenario(&setup));
 }

@@ -28,14 +28,6 @@ fn driver(dir: &Path, bin: &Path, model: &MockResponses) -> CodexDriver {
     )
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// The pids of every live process (the Node shim and the native binary) of an `app-server`
 /// whose `CODEX_HOME` is `home`, from `/proc`.
 fn app_servers(home: &Path) -> BTreeSet<u32> {
@@ -65,7 +57,7 @@ fn codex_app_server_resumes_across_a_host_restart_and_keeps_secrets_out() {
     let log = restart::trace_log();
     let dir = tempfile::tempdir().unwrap();
     let model = MockResponses::start(restart::script()).unwrap();
-    runtime().block_on(async {
+    test_kit::real_cli::block_on(async {
         restart::run_scenario(Setup {
             dir: dir.path(),
             driver: &|_| Arc::new(driver(dir.path(), &bin, &model)),
@@ -93,7 +85,7 @@ fn codex_app_server_reuses_recycles_forks_and_closes() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
     let model = MockResponses::start(resident::resident_script()).unwrap();
-    runtime().block_on(async {
+    test_kit::real_cli::block_on(async {
         let driver = Arc::new(driver(dir.path(), &bin, &model));
         let home = codex_home(&driver);
         resident::run_resident_scenario(ResidentSetup {

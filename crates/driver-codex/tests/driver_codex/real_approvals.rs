@@ -67,7 +67,7 @@ fn codex_asks_the_host_before_writing_and_obeys_the_policy() {
         ask: everything.ask(Action::Commands),
         ..patches
     };
-    approvals::block_on(async {
+    test_kit::real_cli::block_on(async {
         run_approval_scenario(&patches).await;
         run_approval_scenario(&commands).await;
     });

@@ -45,5 +45,5 @@ fn codex_answers_as_data_per_turn_and_resident() {
         },
         modes: &[false, true],
     };
-    approvals::block_on(run_structured_scenario(&setup));
+    test_kit::real_cli::block_on(run_structured_scenario(&setup));
 }

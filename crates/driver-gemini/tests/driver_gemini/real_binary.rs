@@ -63,32 +63,27 @@ fn gemini_resumes_one_session_across_a_host_restart_with_a_rotated_endpoint() {
     let log = restart::trace_log();
     let dir = tempfile::tempdir().unwrap();
     let model = MockGemini::start(restart::script()).unwrap();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            restart::run_scenario(Setup {
-                dir: dir.path(),
-                driver: &|_| Arc::new(driver(dir.path(), &bin, &model)),
-                model_requests: &|| model.model_requests(),
-                argv_marker: "--output-format stream-json",
-                secrets: Secrets::new([MODEL_KEY.to_owned()]),
-                log,
-            })
-            .await;
-            // The CLI itself refuses a session its namespace does not hold.
-            restart::unknown_session_is_rejected(&driver(dir.path(), &bin, &model), &|| {
-                model.model_requests()
-            })
-            .await;
-            // The key reached gemini's environment, and so the mock; the model came from -m.
-            for request in model.model_requests() {
-                assert_eq!(request.bearer(), Some(MODEL_KEY));
-                assert_eq!(request.model(), Some("gemini-mock"));
-            }
-        });
+    test_kit::real_cli::block_on(async {
+        restart::run_scenario(Setup {
+            dir: dir.path(),
+            driver: &|_| Arc::new(driver(dir.path(), &bin, &model)),
+            model_requests: &|| model.model_requests(),
+            argv_marker: "--output-format stream-json",
+            secrets: Secrets::new([MODEL_KEY.to_owned()]),
+            log,
+        })
+        .await;
+        // The CLI itself refuses a session its namespace does not hold.
+        restart::unknown_session_is_rejected(&driver(dir.path(), &bin, &model), &|| {
+            model.model_requests()
+        })
+        .await;
+        // The key reached gemini's environment, and so the mock; the model came from -m.
+        for request in model.model_requests() {
+            assert_eq!(request.bearer(), Some(MODEL_KEY));
+            assert_eq!(request.model(), Some("gemini-mock"));
+        }
+    });
 }
 
 /// Fork (`--session-file`), instructions (a context file in the system instruction) and a

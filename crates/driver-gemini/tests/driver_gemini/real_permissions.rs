@@ -50,7 +50,7 @@ fn gemini_writes_nothing_under_the_default_policy_and_refuses_any_other() {
         .with_workspace(workspace.to_string_lossy())
         .with_permissions(policy)
     };
-    test_kit::approvals::block_on(async {
+    test_kit::real_cli::block_on(async {
         // Refused before Gemini runs: asking (no approvals), and allowing writes.
         let asks = run(
             &*driver,
