@@ -38,10 +38,6 @@ pub trait Mode: fmt::Debug + Default + Send + Sized {
     /// How the mode spells its items.
     const ITEMS: ItemSpelling;
 
-    /// Whether the translator redacts the provider text of items (agent messages, tool
-    /// arguments and output) itself. Exec's is kept as Codex printed it.
-    const REDACTS_ITEMS: bool;
-
     /// Whether agent message `id` already went out as text deltas, so its completed text is
     /// not emitted again.
     fn streamed(&self, _id: &str) -> bool {
@@ -123,15 +119,6 @@ impl<M: Mode> CodexEvents<M> {
         self.redactor.redact(text).into_owned()
     }
 
-    /// An item's provider text as the mode keeps it ([`Mode::REDACTS_ITEMS`]).
-    fn item_text(&self, text: &str) -> String {
-        if M::REDACTS_ITEMS {
-            self.redact(text)
-        } else {
-            text.to_owned()
-        }
-    }
-
     /// Translates the item of an item event: `completed` for the event that ends the item.
     pub(crate) fn item(
         &mut self,
@@ -146,7 +133,7 @@ impl<M: Mode> CodexEvents<M> {
         // An item means the turn runs, even if the turn's start was missed.
         turn.start(out);
         if kind == names.agent_message && completed {
-            let text = self.item_text(str_field(item, "text")?);
+            let text = self.redact(str_field(item, "text")?);
             // Streamed text went out as deltas; the item's text is the whole answer.
             if !text.is_empty() && !self.mode.streamed(id) {
                 out.push(DriverEvent::text(text.clone()));
@@ -156,7 +143,7 @@ impl<M: Mode> CodexEvents<M> {
             let server = str_field(item, "server")?;
             let tool = str_field(item, "tool")?;
             let name = format!("mcp__{server}__{tool}");
-            let arguments = self.item_text(&driver_cli::json_text(item.get("arguments")));
+            let arguments = self.redact(&driver_cli::json_text(item.get("arguments")));
             // Opened on completion too, in case the item's start was missed.
             turn.open_call(id, &name, &arguments, out);
             if completed {
@@ -167,11 +154,11 @@ impl<M: Mode> CodexEvents<M> {
                     Some(message) => message.to_owned(),
                     None => mcp_result_text(item.get("result"), names.structured_content),
                 };
-                turn.close_call(id, self.item_text(&output), failed, out);
+                turn.close_call(id, self.redact(&output), failed, out);
             }
         } else if kind == names.command_execution {
             let command = item.get("command").and_then(Value::as_str).unwrap_or("");
-            turn.open_call(id, SHELL_TOOL, &self.item_text(command), out);
+            turn.open_call(id, SHELL_TOOL, &self.redact(command), out);
             if completed {
                 let output = item
                     .get(names.aggregated_output)
@@ -182,7 +169,7 @@ impl<M: Mode> CodexEvents<M> {
                 // `declined`: the app-server's refused approval.
                 let failed =
                     matches!(status, Some("failed" | "declined")) || exit.is_some_and(|c| c != 0);
-                turn.close_call(id, self.item_text(output), failed, out);
+                turn.close_call(id, self.redact(output), failed, out);
             }
         }
         Ok(())
@@ -252,7 +239,6 @@ impl Mode for Exec {
         aggregated_output: "aggregated_output",
         exit_code: "exit_code",
     };
-    const REDACTS_ITEMS: bool = false;
 
     fn translate(codex: &mut CodexEvents<Self>, event: CliEvent<'_>) -> Result<(), MalformedEvent> {
         let (kind, event, turn, out) = event.into_parts();
@@ -439,6 +425,26 @@ mod tests {
             true
         )));
         assert!(events.contains(&DriverEvent::tool_call_result("b", "", true)));
+    }
+
+    /// Provider text of items (message, tool arguments and output, commands) is redacted as
+    /// in app-server mode: a known secret the model echoes reaches no event and no output.
+    #[test]
+    fn item_text_is_redacted() {
+        let secret = "sk-canary-item-0123456789";
+        let redactor =
+            Redactor::from_iter([EnvBinding::new("K", secret.to_owned()).value().clone()]);
+        let (t, events) = driver_cli::testing::translate_all(
+            EventTranslator::new(redactor),
+            &[
+                json!({"type":"item.completed","item":{"id":"c1","type":"mcp_tool_call","server":"s","tool":"t","arguments":{"key":secret},"result":{"content":[{"type":"text","text":secret}]},"status":"completed"}}),
+                json!({"type":"item.completed","item":{"id":"c2","type":"command_execution","command":format!("echo {secret}"),"aggregated_output":secret,"exit_code":0,"status":"completed"}}),
+                json!({"type":"item.completed","item":{"id":"m1","type":"agent_message","text":format!("the key is {secret}")}}),
+            ],
+        );
+        assert!(!format!("{events:?}").contains(secret), "{events:?}");
+        assert!(!t.output().contains(secret));
+        assert!(t.output().starts_with("the key is "));
     }
 
     #[test]

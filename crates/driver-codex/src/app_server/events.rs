@@ -52,7 +52,6 @@ impl Mode for AppServer {
         aggregated_output: "aggregatedOutput",
         exit_code: "exitCode",
     };
-    const REDACTS_ITEMS: bool = true;
 
     fn streamed(&self, id: &str) -> bool {
         self.streamed.contains(id)
