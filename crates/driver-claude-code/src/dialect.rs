@@ -72,8 +72,20 @@ impl StreamJsonCli for ClaudeCode {
         builder.str("permissions", "allow_request_servers/dontAsk")
     }
 
+    /// The failure class of a failed `result` event: the model API's HTTP status when Claude
+    /// Code reports one, else the subtype and text.
     fn classify(result: &TurnResult) -> FailureKind {
-        classify(result)
+        match result.api_error_status {
+            Some(401 | 403) => return FailureKind::Authentication,
+            Some(429) => return FailureKind::RateLimited,
+            Some(_) => return FailureKind::Provider,
+            None => {}
+        }
+        if result.subtype.starts_with("error_max_") {
+            FailureKind::Limit
+        } else {
+            classify_text(&result.failure_text())
+        }
     }
 
     fn vars(options: &ClaudeCodeOptions, invocation: Invocation) -> Invocation {
@@ -81,21 +93,5 @@ impl StreamJsonCli for ClaudeCode {
             Some(retries) => invocation.var("CLAUDE_CODE_MAX_RETRIES", retries.to_string()),
             None => invocation,
         }
-    }
-}
-
-/// The failure class of a failed `result` event: the model API's HTTP status when Claude
-/// Code reports one, else the subtype and text.
-fn classify(result: &TurnResult) -> FailureKind {
-    match result.api_error_status {
-        Some(401 | 403) => return FailureKind::Authentication,
-        Some(429) => return FailureKind::RateLimited,
-        Some(_) => return FailureKind::Provider,
-        None => {}
-    }
-    if result.subtype.starts_with("error_max_") {
-        FailureKind::Limit
-    } else {
-        classify_text(&result.failure_text())
     }
 }

@@ -75,8 +75,14 @@ impl StreamJsonCli for CodeBuddy {
         builder.opt_str("permission_mode", None)
     }
 
+    /// The failure class of a failed `result` event. CodeBuddy reports no HTTP status field, only
+    /// texts such as `401 Unauthorized` in `errors`.
     fn classify(result: &TurnResult) -> FailureKind {
-        classify(result)
+        if result.subtype.starts_with("error_max_") {
+            FailureKind::Limit
+        } else {
+            classify_text(&result.failure_text())
+        }
     }
 
     fn validate(options: &CodeBuddyOptions) -> Result<(), ConfigError> {
@@ -110,16 +116,6 @@ impl StreamJsonCli for CodeBuddy {
     /// A resident CodeBuddy's `result.usage` counts its whole process.
     fn usage_per_process(options: &CodeBuddyOptions) -> bool {
         matches!(options.cli.process_mode, ProcessMode::Resident(_))
-    }
-}
-
-/// The failure class of a failed `result` event. CodeBuddy reports no HTTP status field, only
-/// texts such as `401 Unauthorized` in `errors`.
-fn classify(result: &TurnResult) -> FailureKind {
-    if result.subtype.starts_with("error_max_") {
-        FailureKind::Limit
-    } else {
-        classify_text(&result.failure_text())
     }
 }
 
