@@ -430,6 +430,15 @@ fn run_step(step: &Step, ctx: &Templates<'_>) -> Result<(), Fail> {
             }
             out.flush().map_err(|_| Fail::Pipe)
         }
+        Step::StdoutRepeated { line, times } => {
+            let mut line = ctx.expand(line);
+            line.push('\n');
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            for _ in 0..*times {
+                out.write_all(line.as_bytes()).map_err(|_| Fail::Pipe)?;
+            }
+            out.flush().map_err(|_| Fail::Pipe)
+        }
         Step::SpawnGrandchild { pid_file } => spawn_grandchild(pid_file),
         Step::Hang(true) => loop {
             std::thread::sleep(Duration::from_secs(3600));

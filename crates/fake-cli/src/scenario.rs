@@ -137,6 +137,13 @@ pub enum Step {
     SleepMs(u64),
     /// Prints this many `a` bytes on stdout without a newline, in chunks.
     StdoutUnterminatedBytes(u64),
+    /// Prints the text and a newline on stdout this many times (a flood of whole lines).
+    StdoutRepeated {
+        /// The line (templates expanded once).
+        line: String,
+        /// How many times.
+        times: u64,
+    },
     /// Spawns a copy of the fake that sleeps ten minutes in the same process group, with
     /// stdout and stderr inherited, and writes its pid (decimal) to `pid_file` atomically.
     SpawnGrandchild {
@@ -278,6 +285,14 @@ impl Rule {
         self.step(Step::StdoutUnterminatedBytes(n))
     }
 
+    /// Appends a [`Step::StdoutRepeated`].
+    pub fn stdout_repeated(self, line: impl Into<String>, times: u64) -> Self {
+        self.step(Step::StdoutRepeated {
+            line: line.into(),
+            times,
+        })
+    }
+
     /// Appends a [`Step::SpawnGrandchild`].
     pub fn spawn_grandchild(self, pid_file: impl Into<PathBuf>) -> Self {
         self.step(Step::SpawnGrandchild {
@@ -358,6 +373,14 @@ impl LineRule {
     /// Appends a [`Step::StdoutUnterminatedBytes`].
     pub fn stdout_unterminated_bytes(self, n: u64) -> Self {
         self.step(Step::StdoutUnterminatedBytes(n))
+    }
+
+    /// Appends a [`Step::StdoutRepeated`].
+    pub fn stdout_repeated(self, line: impl Into<String>, times: u64) -> Self {
+        self.step(Step::StdoutRepeated {
+            line: line.into(),
+            times,
+        })
     }
 
     /// Appends a [`Step::SpawnGrandchild`].
