@@ -179,25 +179,21 @@ fn live_members(_pgid: Pid) -> Option<bool> {
 /// Ends the process group when dropped unless disarmed.
 #[derive(Debug)]
 pub(crate) struct GroupGuard {
-    pgid: Pid,
-    watch: Arc<ExitWatch>,
-    grace: Duration,
+    ender: GroupEnder,
     armed: bool,
 }
 
 impl GroupGuard {
     pub(crate) fn new(pgid: Pid, watch: Arc<ExitWatch>, grace: Duration) -> Self {
         Self {
-            pgid,
-            watch,
-            grace,
+            ender: GroupEnder { pgid, watch, grace },
             armed: true,
         }
     }
 
     /// Whether the main process has been reaped.
     pub(crate) fn has_exited(&self) -> bool {
-        self.watch.has_exited()
+        self.ender.watch.has_exited()
     }
 
     /// The group is known to be finished (the reaper reported); dropping does nothing.
@@ -205,6 +201,26 @@ impl GroupGuard {
         self.armed = false;
     }
 
+    /// Ends the group now ([`GroupEnder::terminate`]). Returns at once.
+    pub(crate) fn terminate(&self) {
+        self.ender.terminate();
+    }
+
+    /// What ends the group from elsewhere (a task that reads the process's output).
+    pub(crate) fn ender(&self) -> GroupEnder {
+        self.ender.clone()
+    }
+}
+
+/// Ends a process group from wherever it is held, without owning the process.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupEnder {
+    pgid: Pid,
+    watch: Arc<ExitWatch>,
+    grace: Duration,
+}
+
+impl GroupEnder {
     /// SIGTERM to the group now, and SIGKILL after the grace period unless the main process
     /// exited by then (the reaper then ends the rest of the group). Returns at once.
     pub(crate) fn terminate(&self) {

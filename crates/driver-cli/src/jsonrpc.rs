@@ -12,9 +12,16 @@
 //! response to no pending request, or an over-long line is dropped and counted, never fatal:
 //! a peer's bad output cannot take the pool down. When the peer's output ends, every pending
 //! request fails with [`RpcError::Closed`].
+//!
+//! What the peer starts is delivered on a **bounded** queue ([`Inbox`]): when nobody reads
+//! it, the reader stops reading, so back-pressure reaches the pipe and the peer blocks instead
+//! of filling the host's memory. Between turns the peer is **quiet** ([`RpcPeer::end_turn`]):
+//! what it writes then is read and dropped, never queued, and more than its budget of bytes
+//! ends it ([`RpcPeer::on_flood`]). Each message is tagged with the turn it was read in, so
+//! one read before a turn began never reaches that turn.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -86,6 +93,105 @@ pub(crate) enum Incoming {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
 
+/// How many messages the peer may have started that the driver has not read yet; past it the
+/// reader waits, and so does the peer on its full pipe.
+const QUEUE: usize = 256;
+
+/// Whether the peer is serving a turn, which turn, and what it wrote while quiet.
+struct Listening {
+    /// The turn being served: bumped by each [`RpcPeer::begin_turn`].
+    turn: AtomicU64,
+    /// Between turns: lines are dropped and counted.
+    quiet: AtomicBool,
+    /// Bytes read while quiet since the last turn ended.
+    quiet_bytes: AtomicUsize,
+    /// The most bytes the peer may write while quiet.
+    budget: AtomicUsize,
+    /// Whether the peer passed its budget (and was ended).
+    flooded: AtomicBool,
+    /// What ends the peer when it floods.
+    on_flood: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Listening {
+    fn new() -> Self {
+        Self {
+            turn: AtomicU64::new(0),
+            quiet: AtomicBool::new(false),
+            quiet_bytes: AtomicUsize::new(0),
+            budget: AtomicUsize::new(usize::MAX),
+            flooded: AtomicBool::new(false),
+            on_flood: Mutex::new(None),
+        }
+    }
+
+    /// Counts `bytes` read while quiet; `true` (once, after ending the peer) when they pass the
+    /// budget.
+    fn flood(&self, bytes: usize) -> bool {
+        let read = self
+            .quiet_bytes
+            .fetch_add(bytes, Ordering::SeqCst)
+            .saturating_add(bytes);
+        if read <= self.budget.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.flooded.store(true, Ordering::SeqCst);
+        let end = self
+            .on_flood
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(end) = end {
+            end();
+        }
+        true
+    }
+}
+
+/// What the peer started, as the driver reads it: in order, only messages read during the
+/// current turn (earlier ones are skipped), ending when the peer's output does.
+pub(crate) struct Inbox {
+    rx: mpsc::Receiver<(u64, Incoming)>,
+    listening: Arc<Listening>,
+}
+
+impl std::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox").finish_non_exhaustive()
+    }
+}
+
+impl Inbox {
+    /// The next message of the current turn; `None` when the peer's output ended.
+    /// Cancel-safe: nothing is awaited after a message is taken.
+    pub(crate) async fn recv(&mut self) -> Option<Incoming> {
+        loop {
+            let (turn, message) = self.rx.recv().await?;
+            if turn == self.listening.turn.load(Ordering::SeqCst) {
+                return Some(message);
+            }
+            tracing::debug!("a message read before this turn began was dropped");
+        }
+    }
+
+    /// Drops everything queued, so a reader waiting for room goes on (and, quiet, drops what
+    /// it reads next).
+    pub(crate) fn clear(&mut self) {
+        while self.rx.try_recv().is_ok() {}
+    }
+
+    /// The next message if one is queued now (tests).
+    #[cfg(test)]
+    pub(crate) fn try_recv(&mut self) -> Option<Incoming> {
+        loop {
+            let (turn, message) = self.rx.try_recv().ok()?;
+            if turn == self.listening.turn.load(Ordering::SeqCst) {
+                return Some(message);
+            }
+        }
+    }
+}
+
 /// How messages are framed on a resident process's stdio (one JSON object per line in both).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -109,6 +215,7 @@ pub(crate) struct RpcPeer {
     pending: Pending,
     next_id: AtomicU64,
     dropped: Arc<AtomicUsize>,
+    listening: Arc<Listening>,
     reader: tokio::task::JoinHandle<()>,
 }
 
@@ -136,7 +243,7 @@ impl RpcPeer {
         output: impl AsyncRead + Send + Unpin + 'static,
         input: impl AsyncWrite + Send + Unpin + 'static,
         max_line: usize,
-    ) -> (Self, mpsc::UnboundedReceiver<Incoming>) {
+    ) -> (Self, Inbox) {
         Self::with_wire(Wire::JsonRpc, output, input, max_line)
     }
 
@@ -146,26 +253,66 @@ impl RpcPeer {
         output: impl AsyncRead + Send + Unpin + 'static,
         input: impl AsyncWrite + Send + Unpin + 'static,
         max_line: usize,
-    ) -> (Self, mpsc::UnboundedReceiver<Incoming>) {
+    ) -> (Self, Inbox) {
         let pending: Pending = Arc::default();
         let dropped = Arc::new(AtomicUsize::new(0));
-        let (tx, rx) = mpsc::unbounded_channel();
+        let listening = Arc::new(Listening::new());
+        let (tx, rx) = mpsc::channel(QUEUE);
         let reader = tokio::spawn(read_loop(
             wire,
             LineReader::new(output, max_line),
-            Arc::clone(&pending),
-            Arc::clone(&dropped),
+            Reading {
+                pending: Arc::clone(&pending),
+                dropped: Arc::clone(&dropped),
+                listening: Arc::clone(&listening),
+                max_line,
+            },
             tx,
         ));
+        let inbox = Inbox {
+            rx,
+            listening: Arc::clone(&listening),
+        };
         let peer = Self {
             wire,
             writer: tokio::sync::Mutex::new(Box::new(input)),
             pending,
             next_id: AtomicU64::new(1),
             dropped,
+            listening,
             reader,
         };
-        (peer, rx)
+        (peer, inbox)
+    }
+
+    /// Ends the peer with `end` when it writes more than `budget` bytes while quiet.
+    pub(crate) fn on_flood(&self, budget: usize, end: impl FnOnce() + Send + 'static) {
+        self.listening.budget.store(budget, Ordering::SeqCst);
+        *self
+            .listening
+            .on_flood
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Box::new(end));
+    }
+
+    /// A new turn begins: what the peer writes from now on is queued for it, and nothing read
+    /// before reaches it.
+    pub(crate) fn begin_turn(&self) {
+        self.listening.turn.fetch_add(1, Ordering::SeqCst);
+        self.listening.quiet.store(false, Ordering::SeqCst);
+    }
+
+    /// The turn ended: until the next [`begin_turn`](Self::begin_turn) the peer is quiet, and
+    /// what it writes is dropped (and counted against its flood budget).
+    pub(crate) fn end_turn(&self) {
+        self.listening.quiet_bytes.store(0, Ordering::SeqCst);
+        self.listening.turn.fetch_add(1, Ordering::SeqCst);
+        self.listening.quiet.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the peer wrote more than its budget while quiet (and was ended).
+    pub(crate) fn flooded(&self) -> bool {
+        self.listening.flooded.load(Ordering::SeqCst)
     }
 
     /// Sends a request and waits for its answer, at most `timeout`.
@@ -321,34 +468,79 @@ impl Answer {
     }
 }
 
-/// Reads the peer's lines until its output ends; then fails every pending request.
+/// What the reader shares with the peer.
+struct Reading {
+    pending: Pending,
+    dropped: Arc<AtomicUsize>,
+    listening: Arc<Listening>,
+    max_line: usize,
+}
+
+/// What one line was.
+enum Routed {
+    /// An answer, handed to its waiting request.
+    Answered,
+    /// A message the peer started, for the inbox.
+    Started(Incoming),
+    /// Neither: dropped and counted.
+    Dropped,
+}
+
+/// Reads the peer's lines until its output ends (or it floods while quiet); then fails every
+/// pending request.
 async fn read_loop<R: AsyncRead + Unpin>(
     wire: Wire,
     mut lines: LineReader<R>,
-    pending: Pending,
-    dropped: Arc<AtomicUsize>,
-    incoming: mpsc::UnboundedSender<Incoming>,
+    reading: Reading,
+    incoming: mpsc::Sender<(u64, Incoming)>,
 ) {
+    let Reading {
+        pending,
+        dropped,
+        listening,
+        max_line,
+    } = reading;
     loop {
         let line = match lines.read_line().await {
-            Ok(Some(line)) => line,
+            Ok(Some(line)) => Some(line),
             Ok(None) | Err(LineError::Io(_)) => break,
-            Err(LineError::TooLong) => {
-                dropped.fetch_add(1, Ordering::Relaxed);
-                continue;
+            Err(LineError::TooLong) => None,
+        };
+        if listening.quiet.load(Ordering::SeqCst) {
+            // Between turns nothing is wanted: drop it, and end a peer that will not stop.
+            let bytes = line.as_ref().map_or(max_line, Vec::len).saturating_add(1);
+            dropped.fetch_add(1, Ordering::Relaxed);
+            if listening.flood(bytes) {
+                tracing::warn!(
+                    reason = "flooded",
+                    "a resident process wrote past its budget between turns and was ended"
+                );
+                break;
             }
+            continue;
+        }
+        let Some(line) = line else {
+            dropped.fetch_add(1, Ordering::Relaxed);
+            continue;
         };
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let handled = match serde_json::from_slice::<Value>(&line) {
+        let turn = listening.turn.load(Ordering::SeqCst);
+        let routed = match serde_json::from_slice::<Value>(&line) {
             Ok(Value::Object(message)) => match wire {
-                Wire::JsonRpc => dispatch(message, &pending, &incoming),
-                Wire::StreamJson => dispatch_stream_json(message, &pending, &incoming),
+                Wire::JsonRpc => dispatch(message, &pending),
+                Wire::StreamJson => dispatch_stream_json(message, &pending),
             },
-            _ => false,
+            _ => Routed::Dropped,
         };
-        if !handled {
+        let delivered = match routed {
+            Routed::Answered => true,
+            // A full inbox waits here: the peer's pipe fills and it blocks.
+            Routed::Started(message) => incoming.send((turn, message)).await.is_ok(),
+            Routed::Dropped => false,
+        };
+        if !delivered {
             dropped.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(
                 dropped = dropped.load(Ordering::Relaxed),
@@ -365,30 +557,24 @@ async fn read_loop<R: AsyncRead + Unpin>(
 
 /// Routes one stream-json line: a control request, a control response, or an event (a
 /// notification named by its `type`); `false` when it is none of them.
-fn dispatch_stream_json(
-    mut message: Map<String, Value>,
-    pending: &Pending,
-    incoming: &mpsc::UnboundedSender<Incoming>,
-) -> bool {
+fn dispatch_stream_json(mut message: Map<String, Value>, pending: &Pending) -> Routed {
     let kind = match message.get("type") {
         Some(Value::String(kind)) => kind.clone(),
-        _ => return false,
+        _ => return Routed::Dropped,
     };
     match kind.as_str() {
         "control_request" => {
             let id = message.remove("request_id").unwrap_or(Value::Null);
             let params = message.remove("request").unwrap_or(Value::Null);
             let Some(method) = params.get("subtype").and_then(Value::as_str) else {
-                return false;
+                return Routed::Dropped;
             };
             let method = method.to_owned();
-            incoming
-                .send(Incoming::Request { id, method, params })
-                .is_ok()
+            Routed::Started(Incoming::Request { id, method, params })
         }
         "control_response" => {
             let Some(Value::Object(mut response)) = message.remove("response") else {
-                return false;
+                return Routed::Dropped;
             };
             let id = response
                 .get("request_id")
@@ -400,7 +586,7 @@ fn dispatch_stream_json(
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&id)
             }) else {
-                return false;
+                return Routed::Dropped;
             };
             let answer = match response.get("subtype").and_then(Value::as_str) {
                 Some("success") => Ok(response.remove("response").unwrap_or(Value::Null)),
@@ -416,46 +602,36 @@ fn dispatch_stream_json(
                 }),
             };
             let _ = waiter.send(answer);
-            true
+            Routed::Answered
         }
-        _ => incoming
-            .send(Incoming::Notification {
-                method: kind,
-                params: Value::Object(message),
-            })
-            .is_ok(),
+        _ => Routed::Started(Incoming::Notification {
+            method: kind,
+            params: Value::Object(message),
+        }),
     }
 }
 
-/// Routes one message; `false` when it is none of response, request or notification.
-fn dispatch(
-    mut message: Map<String, Value>,
-    pending: &Pending,
-    incoming: &mpsc::UnboundedSender<Incoming>,
-) -> bool {
+/// Routes one message: a response, a request or a notification.
+fn dispatch(mut message: Map<String, Value>, pending: &Pending) -> Routed {
     let method = match message.remove("method") {
         Some(Value::String(method)) => Some(method),
-        Some(_) => return false,
+        Some(_) => return Routed::Dropped,
         None => None,
     };
     let params = message.remove("params").unwrap_or(Value::Null);
     match (message.remove("id"), method) {
-        (Some(id), Some(method)) => incoming
-            .send(Incoming::Request { id, method, params })
-            .is_ok(),
-        (None, Some(method)) => incoming
-            .send(Incoming::Notification { method, params })
-            .is_ok(),
+        (Some(id), Some(method)) => Routed::Started(Incoming::Request { id, method, params }),
+        (None, Some(method)) => Routed::Started(Incoming::Notification { method, params }),
         (Some(id), None) => {
             let Some(id) = id.as_u64() else {
-                return false;
+                return Routed::Dropped;
             };
             let Some(waiter) = pending
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&id)
             else {
-                return false;
+                return Routed::Dropped;
             };
             let answer = match (message.remove("result"), message.remove("error")) {
                 (Some(result), None) => Ok(result),
@@ -472,8 +648,8 @@ fn dispatch(
                 (None, None) => Ok(Value::Null),
             };
             let _ = waiter.send(answer);
-            true
+            Routed::Answered
         }
-        (None, None) => false,
+        (None, None) => Routed::Dropped,
     }
 }

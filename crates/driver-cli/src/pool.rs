@@ -16,11 +16,14 @@
 //! A checked-out process serves one turn; [`Checkout::check_in`] returns it, and dropping the
 //! [`Checkout`] without checking in frees its place (the caller ends a process it could not
 //! trust, for example after a failed turn). Idle processes past [`PoolLimits::idle_timeout`]
-//! are shut down at the next checkout. [`ProcessPool::close`] shuts down every idle process
+//! are shut down when their time is up, by a task the pool runs while it holds idle
+//! processes (and at the next checkout, whichever comes first). A process that writes more
+//! than [`PoolLimits::max_idle_output`] while idle is ended by its reader at once and counted
+//! as [`PoolStats::flooded`]. [`ProcessPool::close`] shuts down every idle process
 //! and every one checked out before it when it is checked in; the pool serves again
 //! afterwards (a closed agent's driver may run again, per `ProcessLifecycle`).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use driver_spi::ProcessSignature;
@@ -30,6 +33,11 @@ use driver_spi::ProcessSignature;
 pub(crate) trait Resident: Send + 'static {
     /// Whether it still runs; a dead process is never handed out.
     fn is_alive(&mut self) -> bool;
+
+    /// Whether it was ended for writing past [`PoolLimits::max_idle_output`] while idle.
+    fn flooded(&self) -> bool {
+        false
+    }
 
     /// Ends it (its whole process group) and waits for it to exit.
     async fn shut_down(self);
@@ -44,6 +52,7 @@ pub(crate) trait Resident: Send + 'static {
 /// let limits = PoolLimits::default().with_idle_timeout(Duration::from_secs(60));
 /// assert_eq!((limits.max_live, limits.max_per_namespace), (8, 4));
 /// assert_eq!(limits.idle_timeout, Duration::from_secs(60));
+/// assert_eq!(limits.max_idle_output, 1 << 20);
 /// assert_eq!(PoolLimits::default().with_max_live(0).max_live, 1);
 /// ```
 ///
@@ -57,8 +66,12 @@ pub struct PoolLimits {
     pub max_live: usize,
     /// Most live processes of one credential namespace (default 4).
     pub max_per_namespace: usize,
-    /// How long an idle process is kept before it is shut down (default 10 minutes).
+    /// How long an idle process is kept before it is shut down (default 10 minutes). It is
+    /// shut down when the time is up, without waiting for another turn.
     pub idle_timeout: Duration,
+    /// The most bytes a process may write between turns (default 1 MiB). What it writes then
+    /// is read and dropped; past this it is ended ([`PoolStats::flooded`]).
+    pub max_idle_output: usize,
 }
 
 impl Default for PoolLimits {
@@ -67,6 +80,7 @@ impl Default for PoolLimits {
             max_live: 8,
             max_per_namespace: 4,
             idle_timeout: Duration::from_secs(600),
+            max_idle_output: 1 << 20,
         }
     }
 }
@@ -87,6 +101,12 @@ impl PoolLimits {
     /// Sets [`idle_timeout`](Self::idle_timeout).
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets [`max_idle_output`](Self::max_idle_output).
+    pub fn with_max_idle_output(mut self, bytes: usize) -> Self {
+        self.max_idle_output = bytes;
         self
     }
 }
@@ -154,6 +174,8 @@ struct State<P> {
     busy: Vec<String>,
     /// Bumped by each close: a process checked out before it is shut down on check-in.
     generation: u64,
+    /// Whether the task that ends expired idle processes runs.
+    sweeping: bool,
     stats: PoolStats,
 }
 
@@ -176,6 +198,8 @@ pub struct PoolStats {
     pub replaced: u64,
     /// Idle processes shut down for a cap or the idle timeout.
     pub evicted: u64,
+    /// Idle processes ended for writing past [`PoolLimits::max_idle_output`].
+    pub flooded: u64,
 }
 
 impl<P> State<P> {
@@ -221,6 +245,7 @@ pub(crate) struct Checkout<P: Resident> {
     namespace: String,
     signature: ProcessSignature,
     generation: u64,
+    idle_timeout: Duration,
     state: Arc<Mutex<State<P>>>,
     returned: bool,
 }
@@ -241,11 +266,11 @@ impl<P: Resident> Checkout<P> {
     /// down instead.
     pub(crate) async fn check_in(mut self, conversation: &str, process: P) {
         self.returned = true;
-        let refused = {
+        let (refused, sweep) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.unreserve(&self.namespace);
             if state.generation != self.generation {
-                Some(process)
+                (Some(process), false)
             } else {
                 state.idle.push(Idle {
                     namespace: std::mem::take(&mut self.namespace),
@@ -254,9 +279,15 @@ impl<P: Resident> Checkout<P> {
                     since: Instant::now(),
                     process,
                 });
-                None
+                (None, !std::mem::replace(&mut state.sweeping, true))
             }
         };
+        if sweep {
+            tokio::spawn(sweep_expired(
+                Arc::downgrade(&self.state),
+                self.idle_timeout,
+            ));
+        }
         if let Some(process) = refused {
             process.shut_down().await;
         }
@@ -283,10 +314,16 @@ impl<P: Resident> ProcessPool<P> {
                 idle: Vec::new(),
                 busy: Vec::new(),
                 generation: 0,
+                sweeping: false,
                 stats: PoolStats::default(),
             })),
             endings: Endings::default(),
         }
+    }
+
+    /// The pool's limits.
+    pub(crate) fn limits(&self) -> PoolLimits {
+        self.limits
     }
 
     /// Where a shutdown running in a task of its own registers, so that
@@ -376,6 +413,7 @@ impl<P: Resident> ProcessPool<P> {
             namespace: namespace.to_owned(),
             signature: signature.clone(),
             generation,
+            idle_timeout: self.limits.idle_timeout,
             state: Arc::clone(&self.state),
             returned: false,
         })
@@ -418,6 +456,9 @@ impl<P: Resident> ProcessPool<P> {
         let decision = match mine {
             Some((idle, false)) => {
                 state.stats.replaced += 1;
+                if idle.process.flooded() {
+                    state.stats.flooded += 1;
+                }
                 retired.push(idle.process);
                 PoolDecision::Replace
             }
@@ -472,6 +513,75 @@ impl<P: Resident> ProcessPool<P> {
             std::mem::take(&mut *self.endings.lock().unwrap_or_else(PoisonError::into_inner));
         for ending in endings {
             let _ = ending.await;
+        }
+    }
+}
+
+/// Ends idle processes when their idle time is up, as long as the pool holds any (and exists):
+/// sleeps until the oldest expires, shuts down every expired one, and again. A flooded one
+/// (already ended by its reader) goes at the same time.
+async fn sweep_expired<P: Resident>(state: Weak<Mutex<State<P>>>, timeout: Duration) {
+    loop {
+        let next = {
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+            match state.idle.iter().map(|i| i.since).min() {
+                Some(oldest) => oldest.checked_add(timeout),
+                None => {
+                    state.sweeping = false;
+                    return;
+                }
+            }
+        };
+        let Some(next) = next else {
+            // A timeout past the end of time: nothing ever expires.
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .sweeping = false;
+            return;
+        };
+        tokio::time::sleep_until(tokio::time::Instant::from_std(next)).await;
+        let ended = {
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
+            let mut ended = Vec::new();
+            let mut at = 0;
+            while at < state.idle.len() {
+                let idle = &state.idle[at];
+                let expired = now.duration_since(idle.since) >= timeout;
+                let flooded = idle.process.flooded();
+                if expired || flooded {
+                    if flooded {
+                        state.stats.flooded += 1;
+                    } else {
+                        state.stats.evicted += 1;
+                    }
+                    ended.push(state.idle.swap_remove(at).process);
+                } else {
+                    at += 1;
+                }
+            }
+            ended
+        };
+        if !ended.is_empty() {
+            tracing::debug!(
+                decision = "evict",
+                reason = "idle",
+                retired = ended.len(),
+                "process pool"
+            );
+        }
+        for process in ended {
+            process.shut_down().await;
         }
     }
 }

@@ -381,6 +381,11 @@ impl ChildHandle {
         self.guard.has_exited()
     }
 
+    /// What ends the process group from a task that does not own the handle.
+    pub(crate) fn ender(&self) -> crate::group::GroupEnder {
+        self.guard.ender()
+    }
+
     /// The redacted end of stderr so far.
     pub(crate) fn stderr_tail(&self) -> String {
         self.stderr

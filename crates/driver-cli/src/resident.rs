@@ -4,7 +4,10 @@
 //!
 //! A resident turn, in this order:
 //! 1. the launch invocation and its exact [`ProcessSignature`] (argv, cwd, plain variables,
-//!    secret values keyed-hashed, MCP servers, model, namespace);
+//!    secret values keyed-hashed, MCP servers, model, namespace, and the permission policy,
+//!    which a protocol may apply only when it opens a session: Codex opens a thread
+//!    `untrusted` when commands ask, so a process whose thread is loaded under another policy
+//!    must not serve the turn);
 //! 2. the pool's decision for the conversation: reuse its idle process when the signature is
 //!    equal, else retire it (recycle, or replace a dead one) *before* a new one starts; a
 //!    fork first retires its parent's idle process, so no other process holds the parent;
@@ -20,6 +23,11 @@
 //! 7. the same judgement; the process goes back to the pool under the session's id. A turn
 //!    that stopped early, a bare (stateless) run and a dropped (cancelled) turn end their
 //!    process: a cancelled one is first asked to interrupt the turn, within the kill grace.
+//!
+//! Between turns a process is quiet: what it writes is dropped, never read as the next
+//! turn's, and past [`PoolLimits::max_idle_output`](crate::PoolLimits::max_idle_output) it is
+//! ended. Within a turn, a protocol that names turns ([`ResidentProtocol::turn_of`]) has only
+//! its own turn's messages read: those of another turn are dropped.
 
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
@@ -31,12 +39,11 @@ use driver_spi::{
 };
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::CommonOptions as _;
 use crate::dialect::{Dialect, Invocation, Translator as _, Turn};
-use crate::jsonrpc::{Incoming, RpcError, RpcPeer};
+use crate::jsonrpc::{Inbox, Incoming, RpcError, RpcPeer};
 use crate::pool::{Endings, ProcessPool, Resident};
 use crate::process::ChildHandle;
 use crate::turn::{Gate, Stop, fail_early, judge, required_servers};
@@ -55,7 +62,7 @@ use read::{Read, read_turn};
 pub(crate) struct ResidentProcess {
     child: ChildHandle,
     peer: RpcPeer,
-    incoming: mpsc::UnboundedReceiver<Incoming>,
+    incoming: Inbox,
     loaded: Option<String>,
     limits: Limits,
     /// What the last turn's translator carried for the next ([`Translator::carried`]).
@@ -80,22 +87,30 @@ impl Resident for ResidentProcess {
         !self.child.has_exited() && !self.peer.is_closed()
     }
 
+    fn flooded(&self) -> bool {
+        self.peer.flooded()
+    }
+
     async fn shut_down(self) {
         let _ = self.close().await;
     }
 }
 
 impl ResidentProcess {
-    /// Spawns `command` with stdin kept open and runs the protocol's handshake.
+    /// Spawns `command` with stdin kept open and runs the protocol's handshake. Writing more
+    /// than `idle_output` bytes between turns ends it.
     async fn start(
         env: &RuntimeEnv,
         command: CliCommand,
         limits: Limits,
+        idle_output: usize,
         protocol: &dyn ResidentProtocol,
     ) -> Result<Self, DriverError> {
         let (child, stdin, stdout) = CliProcess::spawn_resident(env, command.keep_stdin(), limits)?;
         let (peer, incoming) =
             RpcPeer::with_wire(protocol.wire(), stdout, stdin, limits.max_line_bytes);
+        let ender = child.ender();
+        peer.on_flood(idle_output, move || ender.terminate());
         tracing::debug!(pid = child.pid(), "resident process started");
         let process = Self {
             child,
@@ -114,6 +129,13 @@ impl ResidentProcess {
             }
         }
         Ok(process)
+    }
+
+    /// Between turns: what the process writes from now on is dropped (past the budget, it is
+    /// ended), and what it wrote that the turn did not read is gone.
+    fn quiet(&mut self) {
+        self.peer.end_turn();
+        self.incoming.clear();
     }
 
     /// Sends `call`; a request's answer, `Null` for a notification.
@@ -186,7 +208,10 @@ fn signature(
         .services(&request.runtime.services)
         .mcp(&request.mcp)
         .model(request.model.as_deref().or(default_model))
-        .component("namespace", turn.env.namespace().as_str());
+        .component("namespace", turn.env.namespace().as_str())
+        // What the process may do: a protocol may apply it only when it opens a session
+        // (Codex's `untrusted` thread), which a reused process with the session loaded skips.
+        .component("permissions", request.permissions.to_string());
     for (name, value) in &invocation.vars {
         builder = builder.env(name.clone(), value.clone());
     }
@@ -317,8 +342,14 @@ pub(crate) async fn run<D: Dialect>(
         };
         let mut invocation = dialect.invocation(&launched)?;
         invocation.args.extend(protocol.launch_session(turn));
-        let mut process =
-            ResidentProcess::start(turn.env, command(invocation), limits, protocol).await?;
+        let mut process = ResidentProcess::start(
+            turn.env,
+            command(invocation),
+            limits,
+            pool.limits().max_idle_output,
+            protocol,
+        )
+        .await?;
         process.files = files.map(|(files, _)| files);
         if protocol.open(turn, None).is_none() {
             // Named at launch: the plan's id, or the one the events will report.
@@ -327,7 +358,11 @@ pub(crate) async fn run<D: Dialect>(
         Ok::<_, DriverError>(process)
     };
     let (mut process, mut reused) = match checkout.process.take() {
-        Some(process) => (process, true),
+        Some(process) => {
+            // Nothing the process wrote while idle reaches this turn.
+            process.peer.begin_turn();
+            (process, true)
+        }
         None => (start().await?, false),
     };
     let required = required_servers(request);
@@ -421,6 +456,7 @@ pub(crate) async fn run<D: Dialect>(
         match (&session, &result) {
             (Some(session), Ok(_)) if turn.plan != SessionPlan::Stateless => {
                 done.loaded = Some(session.clone());
+                done.quiet();
                 checkout.check_in(session, done).await;
             }
             _ => {

@@ -141,6 +141,15 @@ impl ResidentProtocol for Codex {
             .map(str::to_owned)
     }
 
+    /// `turnId`, or `turn.id` (`turn/started`, `turn/completed`).
+    fn turn_of(&self, _method: &str, params: &Value) -> Option<String> {
+        params
+            .get("turnId")
+            .or_else(|| params.pointer("/turn/id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
     /// Only once `turn/start` answered with the turn's id.
     fn interrupt(&self, session: Option<&str>, turn_id: Option<&str>) -> Option<Call> {
         Some(Call::request(

@@ -99,6 +99,10 @@ pub trait ResidentProtocol: Send + Sync {
     /// for a new process); `None` when `loaded` is already the turn's session, or when the
     /// session was named at launch ([`launch_session`](Self::launch_session)): the plan's id
     /// then, or the id the events report. The default: none.
+    ///
+    /// Whatever it derives from the request must be covered by the process signature (the
+    /// launch invocation, the workspace as cwd, the permission policy): a reused process that
+    /// has the session loaded is not sent this call again.
     fn open(&self, turn: &Turn<'_>, loaded: Option<&str>) -> Option<Call> {
         let _ = (turn, loaded);
         None
@@ -121,6 +125,16 @@ pub trait ResidentProtocol: Send + Sync {
     /// [`interrupt`](Self::interrupt)). The default: none.
     fn prompt_accepted(&self, answer: &Value) -> Option<String> {
         let _ = answer;
+        None
+    }
+
+    /// The turn a message of the peer (a notification or a request, by `method` and `params`)
+    /// belongs to, when the protocol names turns (Codex's `turnId`, or `turn.id`). Once the
+    /// prompt's answer gave the turn's id ([`prompt_accepted`](Self::prompt_accepted)), a
+    /// message of another turn is dropped (a request is refused): a process's leftovers
+    /// never answer the next turn. The default: none (every message is the turn's).
+    fn turn_of(&self, method: &str, params: &Value) -> Option<String> {
+        let _ = (method, params);
         None
     }
 

@@ -1,8 +1,17 @@
 //! Step 5 of a resident turn: the prompt sent once, then the turn's messages read until the
 //! translator says it ended, answering the process's requests (approvals by the run's policy
 //! or the host) on the way.
+//!
+//! Where the protocol names turns ([`ResidentProtocol::turn_of`]), only this turn's messages
+//! are read: notifications that arrive before the prompt's answer names the turn are held
+//! (in order, at most [`MAX_HELD`]) and then read or dropped by their turn.
+
+use std::collections::VecDeque;
 
 use super::*;
+
+/// The most notifications held while the prompt's answer is awaited; more fail the turn.
+const MAX_HELD: usize = 1024;
 
 /// How reading a turn ended.
 pub(super) enum Read {
@@ -63,7 +72,26 @@ pub(super) async fn read_turn<T: crate::Translator>(
         }
     });
     let mut received = 0usize;
+    // This turn's id, once the prompt's answer named it; notifications held until then.
+    let mut own: Option<String> = None;
+    let mut held: VecDeque<(String, Value)> = VecDeque::new();
     loop {
+        if answered && let Some((method, params)) = held.pop_front() {
+            if let Some(stop) = notified(
+                protocol,
+                own.as_deref(),
+                &method,
+                &params,
+                &mut received,
+                translator,
+                &mut gate,
+                started,
+                sink,
+            ) {
+                break Read::Stopped(stop);
+            }
+            continue;
+        }
         if answered && translator.turn_ended() {
             break Read::Ended;
         }
@@ -82,6 +110,7 @@ pub(super) async fn read_turn<T: crate::Translator>(
                         // What a cancellation sends from now on, with the turn's id.
                         if let Some(id) = protocol.prompt_accepted(&value) {
                             *interrupt = protocol.interrupt(session, Some(&id));
+                            own = Some(id);
                         }
                     }
                     Err(err) => {
@@ -92,18 +121,42 @@ pub(super) async fn read_turn<T: crate::Translator>(
             }
             message = incoming.recv() => match message {
                 None => break Read::Stopped(Stop::Ended),
+                Some(Incoming::Notification { method, params }) if !answered => {
+                    if held.len() >= MAX_HELD {
+                        let failure = RunFailure::new(
+                            FailureKind::Protocol,
+                            format!(
+                                "resident process: more than {MAX_HELD} messages before the \
+                                 answer to `{}`",
+                                prompt.method
+                            ),
+                        );
+                        break Read::Stopped(Stop::Refused(failure));
+                    }
+                    held.push_back((method, params));
+                }
                 Some(Incoming::Notification { method, params }) => {
-                    received += 1;
-                    let Ok(events) = translator.translate_kind(&method, &params) else {
-                        break Read::Stopped(Stop::Cli(CliError::MalformedJson { line: received }));
-                    };
-                    if let Some(stop) = gate.check(translator) {
+                    if let Some(stop) = notified(
+                        protocol,
+                        own.as_deref(),
+                        &method,
+                        &params,
+                        &mut received,
+                        translator,
+                        &mut gate,
+                        started,
+                        sink,
+                    ) {
                         break Read::Stopped(stop);
                     }
-                    for event in events {
-                        sink.emit(event);
+                }
+                Some(Incoming::Request { id, method, params })
+                    if another_turn(protocol, own.as_deref(), &method, &params) =>
+                {
+                    tracing::debug!(method, "a request of another turn was refused");
+                    if peer.respond_error(id, -32600, "not the current turn").await.is_err() {
+                        break Read::Stopped(Stop::Ended);
                     }
-                    *started = translator.started();
                 }
                 Some(Incoming::Request { id, method, params }) => {
                     let sent = if let Some(query) = protocol.approval(request, &method, &params) {
@@ -133,6 +186,55 @@ pub(super) async fn read_turn<T: crate::Translator>(
             }
         }
     }
+}
+
+/// Whether a message names a turn other than this one (`own`, once known).
+fn another_turn(
+    protocol: &dyn ResidentProtocol,
+    own: Option<&str>,
+    method: &str,
+    params: &Value,
+) -> bool {
+    own.is_some_and(|own| {
+        protocol
+            .turn_of(method, params)
+            .is_some_and(|theirs| theirs != own)
+    })
+}
+
+/// Reads one notification of the turn into the translator and the sink (one of another turn
+/// is dropped); `Some` when it stops the turn.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one turn's parts, borrowed separately"
+)]
+fn notified<T: crate::Translator>(
+    protocol: &dyn ResidentProtocol,
+    own: Option<&str>,
+    method: &str,
+    params: &Value,
+    received: &mut usize,
+    translator: &mut Tracked<T>,
+    gate: &mut Gate<'_>,
+    started: &mut bool,
+    sink: &dyn EventSink,
+) -> Option<Stop> {
+    if another_turn(protocol, own, method, params) {
+        tracing::debug!(method, "a notification of another turn was dropped");
+        return None;
+    }
+    *received += 1;
+    let Ok(events) = translator.translate_kind(method, params) else {
+        return Some(Stop::Cli(CliError::MalformedJson { line: *received }));
+    };
+    if let Some(stop) = gate.check(translator) {
+        return Some(stop);
+    }
+    for event in events {
+        sink.emit(event);
+    }
+    *started = translator.started();
+    None
 }
 
 /// `now + d`, saturating to a far future instead of overflowing.
