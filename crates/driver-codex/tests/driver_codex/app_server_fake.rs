@@ -557,3 +557,129 @@ async fn wait_until(mut done: impl FnMut() -> bool) {
     }
     panic!("condition not reached within 20 s");
 }
+
+// A hostile or careless app-server (issue 37): what it does between turns and a policy
+// change between turns.
+
+/// A turn whose process, once the turn completed, keeps writing: after `pause_ms` it
+/// repeats the turn's end (another answer, another `turn/completed`) as a leftover.
+fn turn_with_leftovers(pause_ms: u64) -> LineRule {
+    turn()
+        .sleep_ms(pause_ms)
+        .stdout(r#"{"method":"item/completed","params":{"threadId":"${PARAM:threadId}","turnId":"turn-${COUNT}","item":{"type":"agentMessage","id":"msg_late","text":"LEFTOVER"}}}"#)
+        .stdout(r#"{"method":"turn/completed","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-${COUNT}","items":[],"status":"completed","error":null}}}"#)
+}
+
+fn scenario_with(turn: LineRule) -> Scenario {
+    let mut scenario = Scenario::new().serve(initialize());
+    for rule in threads() {
+        scenario = scenario.serve(rule);
+    }
+    scenario.serve(turn)
+}
+
+#[tokio::test]
+async fn what_a_process_writes_after_its_turn_never_answers_the_next() {
+    let fake = Fake::new(scenario_with(turn_with_leftovers(300)));
+    let driver = fake.driver();
+    let (first, _) = run(&driver, fake.request("one")).await;
+    let first = first.unwrap();
+    assert!(first.output.ends_with(": one"), "{}", first.output);
+    let state = checkpoint(&first);
+
+    // At once: the leftovers of turn one arrive while turn two waits for its answer.
+    let (second, events) = run(&driver, resume(fake.request("two"), &state)).await;
+    let second = second.unwrap();
+    assert!(second.output.ends_with(": two"), "{}", second.output);
+    assert_eq!(check_sequence(&events), Ok(()));
+    // Later: the leftovers of turn two arrive while the process is idle.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (third, _) = run(&driver, resume(fake.request("three"), &state)).await;
+    let third = third.unwrap();
+    assert!(third.output.ends_with(": three"), "{}", third.output);
+    let texts = |events: &[DriverEvent]| format!("{events:?}");
+    assert!(!texts(&events).contains("LEFTOVER"));
+    assert_eq!(pid_of(&third.output), pid_of(&first.output), "one process");
+    driver.close_processes().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_process_that_floods_while_idle_is_ended() {
+    // 200,000 lines of 500 bytes (100 MB) once the turn completed.
+    let line = format!(
+        r#"{{"method":"noise","params":{{"text":"{}"}}}}"#,
+        "x".repeat(470)
+    );
+    let fake = Fake::new(scenario_with(turn().stdout_repeated(line, 200_000)));
+    let driver = fake.driver();
+    let (first, _) = run(&driver, fake.request("one")).await;
+    let first = first.unwrap();
+    let pid = pid_of(&first.output);
+    // Ended by the driver, without another turn.
+    wait_until(|| !is_running(pid)).await;
+
+    let (second, _) = run(&driver, resume(fake.request("two"), &checkpoint(&first))).await;
+    let second = second.unwrap();
+    assert!(second.output.ends_with(": two"), "{}", second.output);
+    assert_ne!(
+        pid_of(&second.output),
+        pid,
+        "a new process served the next turn"
+    );
+    let stats = driver.pool_stats().unwrap();
+    assert_eq!(stats.flooded, 1, "{stats:?}");
+    driver.close_processes().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_process_is_ended_when_its_idle_time_is_up() {
+    let fake = Fake::new(app_server());
+    let limits = PoolLimits::default().with_idle_timeout(Duration::from_millis(200));
+    let driver = fake.codex.driver(fake.options(limits));
+    let (first, _) = run(&driver, fake.request("one")).await;
+    let pid = pid_of(&first.unwrap().output);
+    // No further turn, no checkout: the pool ends it when its time is up.
+    wait_until(|| !is_running(pid)).await;
+    let stats = driver.pool_stats().unwrap();
+    assert_eq!((stats.idle, stats.evicted), (0, 1), "{stats:?}");
+}
+
+#[tokio::test]
+async fn a_policy_change_between_turns_recycles_the_process() {
+    use driver_spi::{Action, PermissionPolicy};
+    let fake = Fake::new(app_server());
+    let driver = fake.driver();
+    // Writes ask, commands run: the thread is opened `on-request`.
+    let writes_ask = PermissionPolicy::default()
+        .allow(Action::Commands)
+        .ask(Action::Write);
+    let (first, _) = run(&driver, fake.request("one").with_permissions(writes_ask)).await;
+    let first = first.unwrap();
+    // Commands ask too: the same command line, but the thread must be opened `untrusted`.
+    let commands_ask = writes_ask.ask(Action::Commands);
+    let (second, _) = run(
+        &driver,
+        resume(fake.request("two"), &checkpoint(&first)).with_permissions(commands_ask),
+    )
+    .await;
+    let second = second.unwrap();
+    assert_ne!(
+        pid_of(&second.output),
+        pid_of(&first.output),
+        "a process launched under another policy does not serve the turn"
+    );
+    let stats = driver.pool_stats().unwrap();
+    assert_eq!((stats.started, stats.recycled, stats.reused), (2, 1, 0));
+    let resumed: Vec<String> = fake
+        .served()
+        .into_iter()
+        .filter(|l| l.contains(THREAD_RESUME))
+        .collect();
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert!(
+        resumed[0].contains(r#""approvalPolicy":"untrusted""#),
+        "{}",
+        resumed[0]
+    );
+    driver.close_processes().await.unwrap();
+}

@@ -13,6 +13,7 @@
 //! Needs `CODEX_BIN` (a visible `SKIPPED` locally, a failure under CI).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use driver_spi::{Action, PermissionPolicy};
 use test_kit::approvals::{self, ApprovalSetup, run_approval_scenario};
@@ -70,5 +71,103 @@ fn codex_asks_the_host_before_writing_and_obeys_the_policy() {
     test_kit::real_cli::block_on(async {
         run_approval_scenario(&patches).await;
         run_approval_scenario(&commands).await;
+    });
+}
+
+/// Issue 37, fault 1: a resident app-server launched for a Thread under `write=ask,
+/// commands=allow` has the same command line as one under `commands=ask`, and Codex learns
+/// `untrusted` only when a thread is opened. A host that calls the driver directly on the
+/// resumed conversation under `commands=ask` must still be asked before the command runs:
+/// the process is recycled and the thread reopened `untrusted`, not reused as loaded. The
+/// command runs in the read-only sandbox (it only prints), so on the old process it would run
+/// without asking and the model would read its output.
+#[test]
+fn a_policy_change_between_turns_is_not_served_by_the_old_process() {
+    use driver_cli::testing::{checkpoint, run};
+    use driver_cli::{PoolLimits, ProcessMode};
+    use driver_spi::{
+        ApprovalTicket, Approvals, DriverEvent, ProcessLifecycle as _, ProfilePayload, Request,
+        SessionContext,
+    };
+    use run_service::RunId;
+
+    let Some(bin) = test_kit::real_cli::binary("CODEX_BIN", "a policy change on a resident codex")
+    else {
+        return;
+    };
+    let (dir, workspace) = approvals::workspace();
+    let model = MockResponses::start(Script::new()).unwrap();
+    let driver = crate::real_binary::driver_with(
+        dir.path(),
+        &bin,
+        &model,
+        ProcessMode::Resident(PoolLimits::default()),
+    );
+    let profile = ProfilePayload::new(
+        compat_fingerprint::Fingerprint::of(
+            compat_fingerprint::Kind::new("driver-codex policy change v1"),
+            |e| e.str("exact"),
+        ),
+        compat_fingerprint::Fingerprint::of(
+            compat_fingerprint::Kind::new("driver-codex policy change v1"),
+            |e| e.str("session"),
+        ),
+    );
+    let writes_ask = PermissionPolicy::default()
+        .allow(Action::Commands)
+        .ask(Action::Write);
+    let commands_ask = writes_ask.ask(Action::Commands);
+    // `$((…))` keeps it off Codex's list of known-safe commands, which `untrusted` runs.
+    let command = Reply::builtin_call(
+        "exec_command",
+        serde_json::json!({ "cmd": "echo policy-canary-$((6*7))" }),
+    );
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let deny = Approvals::new(Arc::new(move |ticket: ApprovalTicket| {
+        seen.lock().unwrap().push(ticket.request().action);
+        let _ = ticket.deny(approvals::DENY_REASON);
+    }));
+    test_kit::real_cli::block_on(async {
+        model.push_reply(Reply::text("first answer"));
+        let first = Request::new(RunId::new("policy-1"), "hello", profile)
+            .with_session(SessionContext::start())
+            .with_workspace(workspace.to_string_lossy())
+            .with_permissions(writes_ask)
+            .with_approvals(deny.clone());
+        let (first, _) = run(&driver, first).await;
+        let state = checkpoint(&first.unwrap());
+
+        model.push_reply(command);
+        model.push_reply(Reply::text("done"));
+        let second = Request::new(RunId::new("policy-2"), "touch the file", profile)
+            .with_session(SessionContext::continue_only(state))
+            .with_workspace(workspace.to_string_lossy())
+            .with_permissions(commands_ask)
+            .with_approvals(deny);
+        let (second, events) = run(&driver, second).await;
+        assert!(second.unwrap().is_clean());
+        let requested: Vec<Action> = events
+            .iter()
+            .filter_map(|e| match e {
+                DriverEvent::ApprovalRequested { action, .. } => Some(*action),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(requested, [Action::Commands], "{events:?}");
+        assert_eq!(*asked.lock().unwrap(), [Action::Commands]);
+        let outputs: Vec<String> = model
+            .model_requests()
+            .iter()
+            .flat_map(|r| r.function_call_outputs())
+            .map(|o| o.output)
+            .collect();
+        assert!(
+            !outputs.iter().any(|o| o.contains("policy-canary-42")),
+            "the denied command ran: {outputs:?}"
+        );
+        let stats = driver.pool_stats().unwrap();
+        assert_eq!((stats.started, stats.recycled), (2, 1), "{stats:?}");
+        driver.close_processes().await.unwrap();
     });
 }
