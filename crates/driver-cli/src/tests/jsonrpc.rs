@@ -182,3 +182,79 @@ async fn a_write_to_a_gone_peer_fails_typed() {
     let err = peer.notify("initialized", json!({})).await.unwrap_err();
     assert!(matches!(err, RpcError::Write(_)), "{err:?}");
 }
+
+#[tokio::test]
+async fn an_unread_inbox_stops_the_reader_so_the_peer_blocks_on_its_pipe() {
+    let (peer, mut incoming, _sent, mut out) = pair();
+    const LINES: usize = 10_000;
+    let writer = tokio::spawn(async move {
+        for n in 0..LINES {
+            say(
+                &mut out,
+                &format!(r#"{{"method":"noise","params":{{"n":{n}}}}}"#),
+            )
+            .await;
+        }
+        out
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !writer.is_finished(),
+        "nobody reads the inbox: the peer must block, not be buffered without bound"
+    );
+    for n in 0..LINES {
+        let Some(Incoming::Notification { params, .. }) = incoming.recv().await else {
+            panic!("notification {n}");
+        };
+        assert_eq!(params["n"], n);
+    }
+    let _out = writer.await.unwrap();
+    drop(peer);
+}
+
+#[tokio::test]
+async fn between_turns_the_peer_is_quiet_and_past_its_budget_it_is_ended() {
+    let (peer, mut incoming, _sent, mut out) = pair();
+    let ended = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ended.clone();
+    peer.on_flood(1000, move || {
+        flag.store(true, std::sync::atomic::Ordering::SeqCst)
+    });
+
+    say(&mut out, r#"{"method":"during","params":{}}"#).await;
+    peer.end_turn();
+    // Read before the turn ended, taken after: not this turn's, nor the next one's.
+    say(&mut out, r#"{"method":"leftover","params":{}}"#).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    peer.begin_turn();
+    say(&mut out, r#"{"method":"next","params":{}}"#).await;
+    let Some(Incoming::Notification { method, .. }) = incoming.recv().await else {
+        panic!("the next turn's notification");
+    };
+    assert_eq!(
+        method, "next",
+        "nothing read before the turn began reaches it"
+    );
+    assert!(!peer.flooded());
+
+    peer.end_turn();
+    for _ in 0..40 {
+        say(
+            &mut out,
+            r#"{"method":"noise","params":{"pad":"xxxxxxxxxxxxxxxx"}}"#,
+        )
+        .await;
+    }
+    for _ in 0..100 {
+        if peer.flooded() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(peer.flooded(), "more than the budget while quiet");
+    assert!(
+        ended.load(std::sync::atomic::Ordering::SeqCst),
+        "and it was ended"
+    );
+    assert!(incoming.try_recv().is_none(), "nothing of it was queued");
+}
