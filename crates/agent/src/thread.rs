@@ -128,7 +128,9 @@ impl Thread {
     ///
     /// # Errors
     /// As [`run`](Self::run); [`ThreadError::Output`] when the answer is not JSON, breaks the
-    /// schema (naming the path and keyword, never a value) or does not deserialize into `T`.
+    /// schema ([`OutputError::Mismatch`](crate::OutputError::Mismatch): the rule's location in
+    /// the schema and its keyword, never a key or a value of the answer) or does not
+    /// deserialize into `T`.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -1,9 +1,10 @@
 //! Structured output through the agent (issue 28), on the reference driver: the final answer
 //! checked against the run's output schema in the core; a valid answer is data
-//! (`RunResult::structured`, `run_as::<T>`), anything else a typed error naming the path and
-//! keyword (never the value) with nothing persisted; prompt-only delivery; a driver without
-//! native support refuses; an invalid schema is refused before anything runs; the schema is
-//! not part of the Thread's fingerprint.
+//! (`RunResult::structured`, `run_as::<T>`), anything else a typed error naming the schema
+//! rule (its location in the schema and its keyword; never a key or a value of the answer)
+//! with nothing persisted; prompt-only delivery; a driver without native support refuses; an
+//! invalid schema is refused before anything runs; the schema is not part of the Thread's
+//! fingerprint.
 
 use std::sync::Arc;
 
@@ -62,14 +63,14 @@ async fn a_breaking_answer_is_a_typed_error_and_nothing_persists() {
         (
             r#"{"verdict":"canary-9f3e","score":7}"#,
             OutputError::Mismatch {
-                path: "/verdict".into(),
+                schema_path: "/properties/verdict/enum".into(),
                 keyword: "enum".into(),
             },
         ),
         (
             r#"{"verdict":"pass"}"#,
             OutputError::Mismatch {
-                path: String::new(),
+                schema_path: "/required".into(),
                 keyword: "required".into(),
             },
         ),
@@ -135,8 +136,8 @@ async fn run_as_derives_the_schema_and_deserializes() {
     assert!(
         matches!(
             error,
-            Err(ThreadError::Output(OutputError::Mismatch { ref path, ref keyword }))
-                if path == "/pass" && keyword == "type"
+            Err(ThreadError::Output(OutputError::Mismatch { ref schema_path, ref keyword }))
+                if schema_path == "/properties/pass/type" && keyword == "type"
         ),
         "{error:?}"
     );
@@ -246,4 +247,74 @@ async fn the_schema_is_not_part_of_the_fingerprint() {
         .unwrap();
     assert_eq!(second.session, SessionOutcome::Resumed);
     assert!(second.structured.is_none());
+}
+
+/// Secret-looking keys and values of an answer: the model may echo what it read.
+const EXTRA_KEY: &str = "hunter2-correct-horse-battery-staple";
+const TYPED_KEY: &str = "x-correct-horse-canary-5be1";
+const VALUES: [&str; 2] = ["extra-value-canary-81d2", "typed-value-canary-c4a0"];
+
+/// A mismatch names the schema location and keyword, never a key or a value of the answer,
+/// in its `Display` or its `Debug`.
+#[tokio::test]
+async fn a_mismatch_names_the_schema_location_never_a_key_or_value_of_the_answer() {
+    let schema = OutputSchema::new(json!({
+        "type": "object",
+        "properties": {"score": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": false,
+    }));
+    let [extra, typed] = VALUES;
+    for (answer, schema_path, keyword) in [
+        (
+            format!(r#"{{"score":1,"{TYPED_KEY}":["{typed}"]}}"#),
+            Some("/patternProperties/^x-/type"),
+            "type",
+        ),
+        (
+            format!(r#"{{"score":1,"{EXTRA_KEY}":"{extra}"}}"#),
+            Some("/additionalProperties"),
+            "additionalProperties",
+        ),
+        (
+            format!(r#"{{"score":"{typed}"}}"#),
+            Some("/properties/score/type"),
+            "type",
+        ),
+        // Both at once: whichever is reported first, neither key leaks.
+        (
+            format!(r#"{{"score":1,"{EXTRA_KEY}":"{extra}","{TYPED_KEY}":["{typed}"]}}"#),
+            None,
+            "",
+        ),
+    ] {
+        let backend = ReferenceBackend::new();
+        backend.push_behavior(Behavior::Answer(answer.clone()));
+        let agent = agent(&backend);
+        let error = agent
+            .thread("t")
+            .with_output_schema(schema.clone())
+            .run("judge")
+            .await
+            .unwrap_err();
+        let shown = format!("{error} {error:?}");
+        for secret in [EXTRA_KEY, TYPED_KEY, extra, typed] {
+            assert!(!shown.contains(secret), "{answer}: {shown}");
+        }
+        let ThreadError::Output(OutputError::Mismatch {
+            schema_path: got_path,
+            keyword: got_keyword,
+        }) = &error
+        else {
+            panic!("{answer}: {shown}");
+        };
+        if let Some(schema_path) = schema_path {
+            assert_eq!(
+                (got_path.as_str(), got_keyword.as_str()),
+                (schema_path, keyword)
+            );
+            assert!(shown.contains(schema_path), "{answer}: {shown}");
+            assert!(shown.contains(&format!("`{keyword}`")), "{answer}: {shown}");
+        }
+    }
 }
