@@ -75,6 +75,7 @@ mod endpoint;
 mod error;
 mod events;
 mod explain;
+mod json_redact;
 mod output;
 mod pipeline;
 mod result;
