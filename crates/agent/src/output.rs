@@ -3,7 +3,10 @@
 
 use driver_spi::{OutputSchema, Response, SchemaDelivery};
 use jsonschema::error::ValidationErrorKind;
+use redaction::Redactor;
 use serde_json::Value;
+
+use crate::json_redact::redact_value;
 
 /// Why a run's final answer is not the data its output schema asks for. Names which rule of
 /// the schema failed, never a key or a value of the answer (a model may echo a secret it read,
@@ -53,12 +56,19 @@ impl Checker {
     }
 
     /// The answer as data: the driver's structured answer, else its text read as JSON;
-    /// checked against the schema.
-    pub(crate) fn check(&self, response: &Response) -> Result<Value, OutputError> {
+    /// redacted by `redactor` (the run's, which redacts the output text), then checked
+    /// against the schema. What is checked is what is returned, so a redaction that breaks
+    /// the schema is a mismatch, never unchecked data.
+    pub(crate) fn check(
+        &self,
+        response: &Response,
+        redactor: &Redactor,
+    ) -> Result<Value, OutputError> {
         let value = match &response.structured_output {
             Some(value) => value.clone(),
             None => parse(&response.output)?,
         };
+        let value = redact_value(redactor, value);
         self.validate(&value)?;
         Ok(value)
     }
@@ -153,17 +163,25 @@ mod tests {
         Response::new(text)
     }
 
+    /// A redactor without known secrets (the patterns only).
+    fn plain() -> Redactor {
+        Redactor::new()
+    }
+
     #[test]
     fn a_matching_answer_is_data() {
         let value = checker()
-            .check(&answer(r#"{"verdict":"pass","score":3}"#))
+            .check(&answer(r#"{"verdict":"pass","score":3}"#), &plain())
             .unwrap();
         assert_eq!(value["score"], 3);
         let fenced = "```json\n{\"verdict\":\"fail\",\"score\":0}\n```";
-        assert_eq!(checker().check(&answer(fenced)).unwrap()["verdict"], "fail");
+        assert_eq!(
+            checker().check(&answer(fenced), &plain()).unwrap()["verdict"],
+            "fail"
+        );
         let structured = Response::new("ignored prose")
             .with_structured_output(json!({"verdict":"pass","score":1}));
-        assert_eq!(checker().check(&structured).unwrap()["score"], 1);
+        assert_eq!(checker().check(&structured, &plain()).unwrap()["score"], 1);
     }
 
     fn mismatch(schema_path: &str, keyword: &str) -> OutputError {
@@ -176,16 +194,22 @@ mod tests {
     #[test]
     fn a_breaking_answer_names_the_schema_rule_never_the_value() {
         let err = checker()
-            .check(&answer(r#"{"verdict":"secret-canary-42","score":3}"#))
+            .check(
+                &answer(r#"{"verdict":"secret-canary-42","score":3}"#),
+                &plain(),
+            )
             .unwrap_err();
         assert_eq!(err, mismatch("/properties/verdict/enum", "enum"));
         assert!(!err.to_string().contains("secret-canary-42"));
         let missing = checker()
-            .check(&answer(r#"{"verdict":"pass"}"#))
+            .check(&answer(r#"{"verdict":"pass"}"#), &plain())
             .unwrap_err();
         assert_eq!(missing, mismatch("/required", "required"));
         let extra = checker()
-            .check(&answer(r#"{"verdict":"pass","score":1,"key-canary-42":0}"#))
+            .check(
+                &answer(r#"{"verdict":"pass","score":1,"key-canary-42":0}"#),
+                &plain(),
+            )
             .unwrap_err();
         assert_eq!(
             extra,
@@ -291,24 +315,44 @@ mod tests {
         }
     }
 
+    /// The answer is redacted before it is checked: what is checked is what is returned.
+    #[test]
+    fn the_redacted_answer_is_checked_and_returned() {
+        let knows = |secret: &str| Redactor::with_secrets([secrecy::SecretString::from(secret)]);
+        let text = r#"{"verdict":"pass","score":3,"note":"canary-0d1e"}"#;
+        let lenient = Checker::new(&OutputSchema::new(json!({"type": "object"}))).unwrap();
+        assert_eq!(
+            lenient.check(&answer(text), &knows("canary-0d1e")).unwrap()["note"],
+            redaction::REDACTED
+        );
+        // Here the secret is one of the enum's values: redacted, the answer breaks the enum.
+        assert_eq!(
+            checker().check(&answer(r#"{"verdict":"pass","score":3}"#), &knows("pass")),
+            Err(mismatch("/properties/verdict/enum", "enum"))
+        );
+    }
+
     #[test]
     fn prose_truncated_empty_and_huge_answers_are_not_json() {
         for text in ["The verdict is pass.", r#"{"verdict":"pass","#, "", "   "] {
             assert_eq!(
-                checker().check(&answer(text)),
+                checker().check(&answer(text), &plain()),
                 Err(OutputError::NotJson),
                 "{text:?}"
             );
         }
         let huge = format!("\"{}\"", "x".repeat(MAX_ANSWER_BYTES));
-        assert_eq!(checker().check(&answer(&huge)), Err(OutputError::NotJson));
+        assert_eq!(
+            checker().check(&answer(&huge), &plain()),
+            Err(OutputError::NotJson)
+        );
     }
 
     proptest::proptest! {
         /// Any text is judged without a panic, and only a valid answer is data.
         #[test]
         fn any_text_is_judged_and_only_valid_answers_pass(text in ".{0,200}") {
-            if let Ok(value) = checker().check(&answer(&text)) {
+            if let Ok(value) = checker().check(&answer(&text), &plain()) {
                 proptest::prop_assert!(checker().validate(&value).is_ok());
             }
         }
@@ -318,9 +362,9 @@ mod tests {
         fn truncated_answers_never_pass(pass in proptest::bool::ANY, score in proptest::num::i64::ANY) {
             let verdict = if pass { "pass" } else { "fail" };
             let text = json!({"verdict": verdict, "score": score}).to_string();
-            proptest::prop_assert!(checker().check(&answer(&text)).is_ok());
+            proptest::prop_assert!(checker().check(&answer(&text), &plain()).is_ok());
             for end in 0..text.len() {
-                proptest::prop_assert!(checker().check(&answer(&text[..end])).is_err());
+                proptest::prop_assert!(checker().check(&answer(&text[..end]), &plain()).is_err());
             }
         }
     }
