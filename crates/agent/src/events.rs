@@ -11,6 +11,7 @@ use redaction::Redactor;
 use run_service::RunId;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::json_redact::redact_value;
 use crate::stream_redact::{Stream, Streams};
 use crate::{RunResult, ThreadError};
 
@@ -294,35 +295,13 @@ impl CoreSink {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        // Each string leaf (keys included) is redacted as it is, not in its JSON-escaped
-        // form, where a secret with `"`, `\` or a control character would not match.
-        let data = redact_value(&state.streams, event.data);
+        let data = redact_value(state.streams.redactor(), event.data);
         let kind = ThreadEventKind::ServiceEvent {
             service_id: state.streams.redact(&event.service_id),
             name: state.streams.redact(&event.name),
             data,
         };
         self.deliver(&mut state, kind);
-    }
-}
-
-/// A JSON value with every string leaf and object key redacted.
-fn redact_value(streams: &Streams, value: serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match value {
-        Value::String(s) => Value::String(streams.redact(&s)),
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|v| redact_value(streams, v))
-                .collect(),
-        ),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (streams.redact(&k), redact_value(streams, v)))
-                .collect(),
-        ),
-        other => other,
     }
 }
 

@@ -54,7 +54,8 @@
 //!   fail closed unless a [`SchemeMigration`] states both identities.
 //! - No secret value reaches the thread store, an error, an event, a result, `Debug` output or
 //!   `tracing` output; free text (driver output, provider messages) passes through the
-//!   `runtime-env` redactor with the run's secret values.
+//!   `runtime-env` redactor with the run's secret values, and so does every string and object
+//!   key of JSON a run hands back (a service event's data, the structured answer).
 //!
 //! # What this crate deliberately does not do
 //! It implements no driver and no store (it takes them as trait objects), spawns no runtime
@@ -75,6 +76,7 @@ mod endpoint;
 mod error;
 mod events;
 mod explain;
+mod json_redact;
 mod output;
 mod pipeline;
 mod result;

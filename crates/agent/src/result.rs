@@ -78,9 +78,12 @@ pub struct RunResult {
     /// `None` when the checkpoint was stored. The run's events carry a
     /// [`Warning`](crate::ThreadEventKind::Warning) with [`NotPersisted::CODE`] as well.
     pub not_persisted: Option<NotPersisted>,
-    /// The final answer as data, checked against the run's output schema
-    /// ([`Thread::with_output_schema`](crate::Thread::with_output_schema)); `None` for a run
-    /// without one.
+    /// The final answer as data: every string and every object key, each on its own, passed
+    /// through the run's redactor (the one [`output`](Self::output) passes, so a known secret
+    /// the model echoed is [`REDACTED`](runtime_env::REDACTED) here as there), then checked
+    /// against the run's output schema
+    /// ([`Thread::with_output_schema`](crate::Thread::with_output_schema)): what was checked
+    /// is what is here. `None` for a run without a schema.
     pub structured: Option<serde_json::Value>,
     /// The run's events (for [`Thread::run`](crate::Thread::run): all of them; for a stream:
     /// the ones not read before [`RunStream::result`](crate::RunStream::result)).

@@ -44,6 +44,11 @@ impl Streams {
         }
     }
 
+    /// The redactor of every stream.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        self.text.redactor()
+    }
+
     /// Redacts a whole text (no streaming).
     pub(crate) fn redact(&self, text: &str) -> String {
         self.text.redactor().redact(text).into_owned()

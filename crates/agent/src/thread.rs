@@ -111,9 +111,13 @@ impl Thread {
     /// driver passes it to its runtime natively ([`SchemaDelivery::Native`], refused with
     /// [`Unsupported::StructuredOutput`](driver_spi::Unsupported::StructuredOutput) by a
     /// driver without structured output), or it goes into the prompt
-    /// ([`SchemaDelivery::PromptOnly`]). Either way the core checks the final answer against
-    /// it and fails the run with [`ThreadError::Output`] (nothing persisted) when it is not
-    /// that data. The schema is per call: it is not part of the Thread's compatibility
+    /// ([`SchemaDelivery::PromptOnly`]). Either way the core redacts the final answer (every
+    /// string and object key, with the run's redactor, as the output text), checks the
+    /// redacted answer against the schema, and fails the run with [`ThreadError::Output`]
+    /// (nothing persisted) when it is not that data. A redaction can make an answer break
+    /// the schema (a known secret echoed where the schema wants a short string or one of an
+    /// enum's values); that is the same [`OutputError::Mismatch`](crate::OutputError::Mismatch)
+    /// as any other. The schema is per call: it is not part of the Thread's compatibility
     /// fingerprint.
     ///
     /// [`SchemaDelivery::Native`]: driver_spi::SchemaDelivery::Native
@@ -124,11 +128,15 @@ impl Thread {
     }
 
     /// Runs one prompt whose answer is a `T`: its JSON Schema derived by `schemars`, delivered
-    /// natively, the answer checked against it and deserialized.
+    /// natively, the answer redacted and checked against it as for
+    /// [`with_output_schema`](Self::with_output_schema), and deserialized (so a known secret
+    /// the model echoed reaches `T` as [`REDACTED`](runtime_env::REDACTED)).
     ///
     /// # Errors
     /// As [`run`](Self::run); [`ThreadError::Output`] when the answer is not JSON, breaks the
-    /// schema (naming the path and keyword, never a value) or does not deserialize into `T`.
+    /// schema ([`OutputError::Mismatch`](crate::OutputError::Mismatch): the rule's location in
+    /// the schema and its keyword, never a key or a value of the answer) or does not
+    /// deserialize into `T`.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

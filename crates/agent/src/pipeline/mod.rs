@@ -342,10 +342,11 @@ async fn leased_run(
         response,
     } = driven?;
     // A clean answer that is not the data the schema asks for is a failure: nothing persists.
+    // The answer is redacted by the run's redactor, as the output below, before it is checked.
     let response = response
         .and_then(|r| drive::check_response(r, &cx.redactor))
         .and_then(|r| match &cx.checker {
-            Some(checker) => Ok((Some(checker.check(&r)?), r)),
+            Some(checker) => Ok((Some(checker.check(&r, &cx.redactor)?), r)),
             None => Ok((None, r)),
         });
     match &response {

@@ -1,15 +1,19 @@
 //! Structured output through the agent (issue 28), on the reference driver: the final answer
 //! checked against the run's output schema in the core; a valid answer is data
-//! (`RunResult::structured`, `run_as::<T>`), anything else a typed error naming the path and
-//! keyword (never the value) with nothing persisted; prompt-only delivery; a driver without
-//! native support refuses; an invalid schema is refused before anything runs; the schema is
-//! not part of the Thread's fingerprint.
+//! (`RunResult::structured`, `run_as::<T>`), anything else a typed error naming the schema
+//! rule (its location in the schema and its keyword; never a key or a value of the answer)
+//! with nothing persisted; prompt-only delivery; a driver without native support refuses; an
+//! invalid schema is refused before anything runs; the schema is not part of the Thread's
+//! fingerprint; a known secret in the answer is redacted (values and keys) before the answer
+//! is checked, as in the output.
 
 use std::sync::Arc;
 
 use agent::{Agent, OutputError, SessionOutcome, ThreadError};
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
-use driver_spi::{OutputSchema, SchemaDelivery, Unsupported};
+use driver_spi::{Driver, DriverEvent, OutputSchema, SchemaDelivery, Unsupported};
+use run_service::EnvBinding;
+use runtime_env::REDACTED;
 use serde_json::json;
 use test_support::host::Reshaped;
 use thread_store::memory::MemoryStore;
@@ -62,14 +66,14 @@ async fn a_breaking_answer_is_a_typed_error_and_nothing_persists() {
         (
             r#"{"verdict":"canary-9f3e","score":7}"#,
             OutputError::Mismatch {
-                path: "/verdict".into(),
+                schema_path: "/properties/verdict/enum".into(),
                 keyword: "enum".into(),
             },
         ),
         (
             r#"{"verdict":"pass"}"#,
             OutputError::Mismatch {
-                path: String::new(),
+                schema_path: "/required".into(),
                 keyword: "required".into(),
             },
         ),
@@ -135,8 +139,8 @@ async fn run_as_derives_the_schema_and_deserializes() {
     assert!(
         matches!(
             error,
-            Err(ThreadError::Output(OutputError::Mismatch { ref path, ref keyword }))
-                if path == "/pass" && keyword == "type"
+            Err(ThreadError::Output(OutputError::Mismatch { ref schema_path, ref keyword }))
+                if schema_path == "/properties/pass/type" && keyword == "type"
         ),
         "{error:?}"
     );
@@ -246,4 +250,232 @@ async fn the_schema_is_not_part_of_the_fingerprint() {
         .unwrap();
     assert_eq!(second.session, SessionOutcome::Resumed);
     assert!(second.structured.is_none());
+}
+
+/// Secret-looking keys and values of an answer: the model may echo what it read.
+const EXTRA_KEY: &str = "hunter2-correct-horse-battery-staple";
+const TYPED_KEY: &str = "x-correct-horse-canary-5be1";
+const VALUES: [&str; 2] = ["extra-value-canary-81d2", "typed-value-canary-c4a0"];
+
+/// A mismatch names the schema location and keyword, never a key or a value of the answer,
+/// in its `Display` or its `Debug`.
+#[tokio::test]
+async fn a_mismatch_names_the_schema_location_never_a_key_or_value_of_the_answer() {
+    let schema = OutputSchema::new(json!({
+        "type": "object",
+        "properties": {"score": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": false,
+    }));
+    let [extra, typed] = VALUES;
+    for (answer, schema_path, keyword) in [
+        (
+            format!(r#"{{"score":1,"{TYPED_KEY}":["{typed}"]}}"#),
+            Some("/patternProperties/^x-/type"),
+            "type",
+        ),
+        (
+            format!(r#"{{"score":1,"{EXTRA_KEY}":"{extra}"}}"#),
+            Some("/additionalProperties"),
+            "additionalProperties",
+        ),
+        (
+            format!(r#"{{"score":"{typed}"}}"#),
+            Some("/properties/score/type"),
+            "type",
+        ),
+        // Both at once: whichever is reported first, neither key leaks.
+        (
+            format!(r#"{{"score":1,"{EXTRA_KEY}":"{extra}","{TYPED_KEY}":["{typed}"]}}"#),
+            None,
+            "",
+        ),
+    ] {
+        let backend = ReferenceBackend::new();
+        backend.push_behavior(Behavior::Answer(answer.clone()));
+        let agent = agent(&backend);
+        let error = agent
+            .thread("t")
+            .with_output_schema(schema.clone())
+            .run("judge")
+            .await
+            .unwrap_err();
+        let shown = format!("{error} {error:?}");
+        for secret in [EXTRA_KEY, TYPED_KEY, extra, typed] {
+            assert!(!shown.contains(secret), "{answer}: {shown}");
+        }
+        let ThreadError::Output(OutputError::Mismatch {
+            schema_path: got_path,
+            keyword: got_keyword,
+        }) = &error
+        else {
+            panic!("{answer}: {shown}");
+        };
+        if let Some(schema_path) = schema_path {
+            assert_eq!(
+                (got_path.as_str(), got_keyword.as_str()),
+                (schema_path, keyword)
+            );
+            assert!(shown.contains(schema_path), "{answer}: {shown}");
+            assert!(shown.contains(&format!("`{keyword}`")), "{answer}: {shown}");
+        }
+    }
+}
+
+const SECRET: &str = "structured-canary-3f9a2c";
+
+/// An agent on `driver` whose host binds `SECRET` (and `PIN`): the run's known secrets.
+fn secret_agent(driver: Arc<dyn Driver>) -> Agent {
+    Agent::builder(driver)
+        .store(Arc::new(MemoryStore::new()))
+        .secret_env(EnvBinding::new("HOST_TOKEN", SECRET))
+        .secret_env(EnvBinding::new("HOST_PIN", PIN))
+        .build()
+        .unwrap()
+}
+
+fn notes_schema() -> OutputSchema {
+    OutputSchema::new(json!({
+        "type": "object",
+        "properties": {
+            "note": {"type": "string"},
+            "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+        "required": ["note", "tags"],
+    }))
+}
+
+/// The answer with `SECRET` as a value, inside a value, and as a key.
+fn secret_answer() -> String {
+    format!(r#"{{"note":"the token is {SECRET}","tags":{{"{SECRET}":"{SECRET}","ok":"plain"}}}}"#)
+}
+
+fn redacted_answer() -> serde_json::Value {
+    json!({
+        "note": format!("the token is {REDACTED}"),
+        "tags": {REDACTED: REDACTED, "ok": "plain"},
+    })
+}
+
+/// `text` answered by a runtime whose driver does not redact it (the reference driver's
+/// `Answer` does): the core's redaction is the one that counts.
+fn unredacted(text: String) -> Behavior {
+    Behavior::Events(vec![
+        DriverEvent::RunStarted,
+        DriverEvent::text(text),
+        DriverEvent::RunFinished,
+    ])
+}
+
+/// The structured answer is redacted as the output is: every string leaf and every key.
+#[tokio::test]
+async fn a_known_secret_in_the_answer_is_redacted_in_leaves_and_keys_as_in_the_output() {
+    let backend = ReferenceBackend::new();
+    backend.push_behavior(unredacted(secret_answer()));
+    let agent = secret_agent(Arc::new(ReferenceDriver::with_backend(backend.clone())));
+    let result = agent
+        .thread("t")
+        .with_output_schema(notes_schema())
+        .run("note")
+        .await
+        .unwrap();
+    let structured = result.structured.clone().unwrap();
+    assert!(!structured.to_string().contains(SECRET), "{structured}");
+    assert!(!format!("{result:?}").contains(SECRET));
+    assert_eq!(structured, redacted_answer());
+    let output: serde_json::Value = serde_json::from_str(&result.output).unwrap();
+    assert_eq!(output, structured, "output and structured agree");
+
+    // `run_as` deserializes the redacted answer.
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    struct Notes {
+        note: String,
+        tags: std::collections::BTreeMap<String, String>,
+    }
+    backend.push_behavior(unredacted(secret_answer()));
+    let (notes, _) = agent.thread("u").run_as::<Notes>("note").await.unwrap();
+    assert!(!format!("{notes:?}").contains(SECRET), "{notes:?}");
+    assert_eq!(notes.note, format!("the token is {REDACTED}"));
+    assert_eq!(notes.tags.get(REDACTED).map(String::as_str), Some(REDACTED));
+}
+
+/// A reference driver whose runtime reports `value` as its structured answer, apart from its
+/// text (as Claude Code's `result.structured_output`).
+#[derive(Debug)]
+struct ReportsStructured {
+    driver: ReferenceDriver,
+    value: serde_json::Value,
+}
+
+#[driver_spi::async_trait]
+impl Driver for ReportsStructured {
+    fn descriptor(&self) -> driver_spi::Descriptor {
+        self.driver.descriptor()
+    }
+
+    fn validate_config(&self) -> Result<(), driver_spi::ConfigError> {
+        self.driver.validate_config()
+    }
+
+    async fn run(
+        &self,
+        request: driver_spi::Request,
+        sink: Arc<dyn driver_spi::EventSink>,
+    ) -> Result<driver_spi::Response, driver_spi::DriverError> {
+        let response = self.driver.run(request, sink).await?;
+        Ok(response.with_structured_output(self.value.clone()))
+    }
+
+    fn session_codec(&self) -> Option<&dyn driver_spi::SessionCodec> {
+        self.driver.session_codec()
+    }
+
+    fn config_fingerprinter(&self) -> Option<&dyn driver_spi::ConfigFingerprinter> {
+        self.driver.config_fingerprinter()
+    }
+}
+
+#[tokio::test]
+async fn a_known_secret_in_a_reported_structured_answer_is_redacted() {
+    let backend = ReferenceBackend::new();
+    backend.push_behavior(Behavior::Answer("done".into()));
+    let driver = ReportsStructured {
+        driver: ReferenceDriver::with_backend(backend.clone()),
+        value: serde_json::from_str(&secret_answer()).unwrap(),
+    };
+    let result = secret_agent(Arc::new(driver))
+        .thread("t")
+        .with_output_schema(notes_schema())
+        .run("note")
+        .await
+        .unwrap();
+    assert_eq!(result.structured, Some(redacted_answer()));
+}
+
+const PIN: &str = "pin-4821";
+
+/// What is validated is what is returned: the redacted answer. A redaction can break the
+/// schema (here `[REDACTED]` is longer than the pin may be); that is the usual mismatch.
+#[tokio::test]
+async fn the_redacted_answer_is_what_is_validated() {
+    let backend = ReferenceBackend::new();
+    backend.push_behavior(unredacted(format!(r#"{{"pin":"{PIN}"}}"#)));
+    let schema = OutputSchema::new(json!({
+        "type": "object",
+        "properties": {"pin": {"type": "string", "maxLength": PIN.len()}},
+    }));
+    let agent = secret_agent(Arc::new(ReferenceDriver::with_backend(backend.clone())));
+    let thread = agent.thread("t").with_output_schema(schema);
+    let error = thread.run("pin").await;
+    let shown = format!("{error:?}");
+    assert!(!shown.contains(PIN), "{shown}");
+    assert!(
+        matches!(
+            &error,
+            Err(ThreadError::Output(OutputError::Mismatch { schema_path, keyword }))
+                if schema_path == "/properties/pin/maxLength" && keyword == "maxLength"
+        ),
+        "{shown}"
+    );
+    assert!(thread.checkpoint().await.unwrap().is_none());
 }

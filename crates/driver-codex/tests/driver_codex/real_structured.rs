@@ -40,8 +40,8 @@ fn codex_answers_as_data_per_turn_and_resident() {
         declared: &declared,
         declared_late: false,
         violation_error: &|e| {
-            matches!(e, agent::OutputError::Mismatch { path, keyword }
-                if path == "/verdict" && keyword == "enum")
+            matches!(e, agent::OutputError::Mismatch { schema_path, keyword }
+                if schema_path == "/properties/verdict/enum" && keyword == "enum")
         },
         modes: &[false, true],
     };
