@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use clap::{Args, ValueEnum};
 use driver_spi::{Action, ApprovalTicket, Approvals, Permission, PermissionPolicy};
 
+use crate::terminal::{Shown, terminal_safe};
 use crate::{Failure, exit};
 
 /// The run's permission policy: what the runtime may do without asking.
@@ -119,7 +120,8 @@ fn prompter() -> Approvals {
 }
 
 /// Shows one request on stderr and reads the answer: `y` or `yes` approves, anything else
-/// (end of input included) denies.
+/// (end of input included) denies. The tool and its arguments come from the model, so they
+/// are shown escaped: what the operator reads is all there is.
 fn ask(ticket: &ApprovalTicket, input: &mut impl std::io::BufRead) -> bool {
     let request = ticket.request();
     let mut stderr = std::io::stderr().lock();
@@ -127,8 +129,8 @@ fn ask(ticket: &ApprovalTicket, input: &mut impl std::io::BufRead) -> bool {
         stderr,
         "[approve] {} `{}` {}\n[approve] allow? [y/N] ",
         request.action.as_str(),
-        request.tool,
-        request.arguments
+        terminal_safe(&request.tool, Shown::Field),
+        terminal_safe(&request.arguments, Shown::Field)
     );
     let _ = stderr.flush();
     let mut line = String::new();

@@ -138,7 +138,7 @@ pub(crate) fn auth_status(
     let mut out = output::Out::stdout();
     if json {
         let value = serde_json::to_string_pretty(&statuses).unwrap_or_default();
-        return out.line(&value);
+        return out.json(&value);
     }
     out.line(&format!(
         "{:<12}  {:<9}  {:<12}  LABEL",
@@ -164,7 +164,7 @@ pub(crate) fn show(options: &EnvOptions, json: bool) -> Result<(), Failure> {
     let summary = build(options)?.summary();
     let mut out = output::Out::stdout();
     if json {
-        out.line(&serde_json::to_string_pretty(&summary).unwrap_or_default())
+        out.json(&serde_json::to_string_pretty(&summary).unwrap_or_default())
     } else {
         out.text(&summary.to_string())
     }

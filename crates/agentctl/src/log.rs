@@ -1,6 +1,7 @@
 //! `RUST_LOG`-controlled `tracing` output on stderr, every write passed through
 //! `runtime_env::redact` first: the libraries never log a secret value, and this is the net
-//! under that rule for anything shaped like a credential.
+//! under that rule for anything shaped like a credential. Control characters in a logged
+//! value (a CLI's stderr line, say) are shown escaped, as everywhere agentctl prints.
 
 use std::io::Write;
 
@@ -25,7 +26,9 @@ struct RedactingStderr;
 impl Write for RedactingStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        std::io::stderr().write_all(runtime_env::redact(&text).as_bytes())?;
+        let redacted = runtime_env::redact(&text);
+        let shown = crate::terminal::terminal_safe(&redacted, crate::terminal::Shown::Text);
+        std::io::stderr().write_all(shown.as_bytes())?;
         Ok(buf.len())
     }
 

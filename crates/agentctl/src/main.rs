@@ -10,6 +10,10 @@
 //! - Read commands never write: a SQLite path that does not exist is reported, not created.
 //! - Output never carries a secret: records hold none by contract, and a PostgreSQL URL (which
 //!   may hold a password) is never printed.
+//! - Output never carries a live control character from a string agentctl did not write (the
+//!   model's text, a tool's name and arguments on the approval prompt, a runtime's message):
+//!   everything printed passes through one function, `terminal::terminal_safe`, so escape
+//!   sequences cannot hide what an operator approves.
 //! - `threads list` holds one page at a time, whatever the number of Threads.
 //! - Exit codes: 0 success, 1 any other failure, 2 usage error, 3 incompatible, 4 busy
 //!   (leased), 5 not found.
@@ -35,6 +39,7 @@ mod output;
 mod run;
 mod serve;
 mod store;
+mod terminal;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -273,10 +278,12 @@ fn main() -> ExitCode {
     match runtime.block_on(execute(&cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("agentctl: {}", failure.message);
+            // Errors quote runtimes and stores (a CLI's own message, a key), so they are escaped.
+            let shown = |text| terminal::terminal_safe(text, terminal::Shown::Text);
+            eprintln!("agentctl: {}", shown(&failure.message));
             if cli.verbose {
                 for cause in &failure.chain {
-                    eprintln!("  caused by: {cause}");
+                    eprintln!("  caused by: {}", shown(cause));
                 }
             }
             ExitCode::from(failure.code)
@@ -366,12 +373,11 @@ async fn list(
             .await
             .map_err(|e| Failure::store("cannot list Threads", &e))?;
         for record in &page.records {
-            let line = if json {
-                output::list_json(record).to_string()
+            if json {
+                out.json(&output::list_json(record).to_string())?;
             } else {
-                output::list_row(record)
-            };
-            out.line(&line)?;
+                out.line(&output::list_row(record))?;
+            }
         }
         listed += page.records.len();
         progress.note(&format!("{listed} Threads listed…"));
@@ -402,7 +408,7 @@ async fn show(store: &dyn ThreadStore, key: &str, json: bool) -> Result<(), Fail
             }),
             None => serde_json::Value::Null,
         };
-        out.line(&serde_json::to_string_pretty(&value).unwrap_or_default())
+        out.json(&serde_json::to_string_pretty(&value).unwrap_or_default())
     } else {
         for line in output::show_text(&record) {
             out.line(&line)?;

@@ -1,10 +1,13 @@
-//! What the commands print: aligned text for people, stable JSON for scripts.
+//! What the commands print: aligned text for people, stable JSON for scripts. Everything on
+//! stdout passes through [`terminal_safe`], so no string from a model, a runtime or the store
+//! reaches the terminal with a control character in it.
 
 use std::io::{BufWriter, ErrorKind, Stdout, Write};
 
 use serde_json::{Value, json};
 use thread_store::{ThreadRecord, Timestamp};
 
+use crate::terminal::{Shown, terminal_safe};
 use crate::{Failure, exit};
 
 /// Buffered standard output. A closed pipe (`agentctl threads list | head`) ends the process
@@ -16,12 +19,24 @@ impl Out {
         Self(BufWriter::new(std::io::stdout()))
     }
 
+    /// A line of text (see [`text`](Self::text)).
     pub(crate) fn line(&mut self, line: &str) -> Result<(), Failure> {
         self.text(&format!("{line}\n"))
     }
 
-    /// Text as it arrives, flushed so a reader sees it at once.
+    /// Text as it arrives, flushed so a reader sees it at once; its control characters but
+    /// line feeds and tabs shown escaped ([`Shown::Text`]).
     pub(crate) fn text(&mut self, text: &str) -> Result<(), Failure> {
+        self.write(&terminal_safe(text, Shown::Text))
+    }
+
+    /// A JSON document and a line feed, its C1 and bidi controls spelled as JSON escapes
+    /// ([`Shown::Json`]): the same document for a script, nothing live for a terminal.
+    pub(crate) fn json(&mut self, json: &str) -> Result<(), Failure> {
+        self.write(&format!("{}\n", terminal_safe(json, Shown::Json)))
+    }
+
+    fn write(&mut self, text: &str) -> Result<(), Failure> {
         match write!(self.0, "{text}").and_then(|()| self.0.flush()) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::BrokenPipe => std::process::exit(0),
@@ -177,7 +192,7 @@ impl Progress {
 
     pub(crate) fn note(&self, text: &str) {
         if self.shown {
-            eprint!("\r\x1b[2K{text}");
+            eprint!("\r\x1b[2K{}", terminal_safe(text, Shown::Field));
         }
     }
 }

@@ -12,6 +12,7 @@ use serde_json::json;
 use thread_store::ThreadStore;
 
 use crate::env::{EnvOptions, builder as env_builder, registered, runtime_parser};
+use crate::terminal::{Shown, terminal_safe};
 use crate::{Failure, exit, output};
 
 /// The `--runtime` that needs no CLI: the SDK's in-process reference runtime, whose sessions
@@ -347,6 +348,11 @@ pub(crate) fn thread(agent: &Agent, key: &str, options: &RunOptions) -> Thread {
     }
 }
 
+/// A string of the run (a tool name, a warning) as one field of a stderr line.
+fn field(text: &str) -> std::borrow::Cow<'_, str> {
+    terminal_safe(text, Shown::Field)
+}
+
 /// The exit code of a run's error.
 pub(crate) fn failure(error: &ThreadError) -> Failure {
     let code = match error {
@@ -419,7 +425,7 @@ pub(crate) async fn explain(
             if json {
                 let mut value = value;
                 value["fingerprint"] = json!(fingerprint.to_string());
-                out.line(&value.to_string())
+                out.json(&value.to_string())
             } else {
                 out.line(&text)?;
                 out.line(&format!("fingerprint {fingerprint}"))
@@ -432,7 +438,7 @@ pub(crate) async fn explain(
                     .incompatibility()
                     .map(|i| i.changes().iter().map(ToString::to_string).collect())
                     .unwrap_or_default();
-                out.line(
+                out.json(
                     &json!({"would": "refuse", "error": error.to_string(), "changes": changes})
                         .to_string(),
                 )?;
@@ -476,21 +482,21 @@ pub(crate) async fn run(
         };
         let Some(event) = event else { break };
         if json {
-            out.line(&serde_json::to_string(&event).unwrap_or_default())?;
+            out.json(&serde_json::to_string(&event).unwrap_or_default())?;
             continue;
         }
         match &event.kind {
             // With an output schema, stdout holds the validated JSON only.
             ThreadEventKind::TextDelta { .. } if structured => {}
             ThreadEventKind::TextDelta { delta } => out.text(delta)?,
-            ThreadEventKind::ToolCallStarted { name, .. } => eprintln!("[tool] {name}"),
+            ThreadEventKind::ToolCallStarted { name, .. } => eprintln!("[tool] {}", field(name)),
             ThreadEventKind::ToolCallResult { is_error: true, .. } => eprintln!("[tool] failed"),
-            ThreadEventKind::Warning { code, message } => eprintln!("[warning] {code}: {message}"),
+            ThreadEventKind::Warning { code, message } => {
+                eprintln!("[warning] {}: {}", field(code), field(message));
+            }
             ThreadEventKind::ApprovalResolved { outcome, .. } => {
-                eprintln!(
-                    "[approval] {}",
-                    serde_json::to_value(outcome).unwrap_or_default()
-                );
+                let outcome = serde_json::to_value(outcome).unwrap_or_default();
+                eprintln!("[approval] {}", field(&outcome.to_string()));
             }
             // A failed run ends in an error, which `main` prints once, in words.
             _ => {}
@@ -500,7 +506,7 @@ pub(crate) async fn run(
     agent.close().await;
     let result = result.map_err(|e| failure(&e))?;
     if let Some(value) = &result.structured {
-        out.line(&value.to_string())?;
+        out.json(&value.to_string())?;
     } else if !json {
         out.line("")?;
     }

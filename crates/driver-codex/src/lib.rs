@@ -82,29 +82,50 @@
 //! - It does not support SSE MCP servers (Codex has no SSE transport).
 //!
 //! # Example
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! A host keeps its Threads in a store (here SQLite) and Codex's conversations in the
+//! namespace's `CODEX_HOME`, so both outlive the host process; an agent without a store fails
+//! every Thread with `StoreRequired`. The dry run (`agent::Thread::explain`) needs no binary;
+//! the turn needs `codex` on the child's `PATH` (or
+//! [`with_binary`](CommonOptions::with_binary)) and a model endpoint.
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! use std::sync::Arc;
+//! use agent::{Agent, Verdict};
 //! use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 //! use runtime_env::{HostEnv, RuntimeEnv};
 //! use secrecy::SecretString;
+//! use thread_store::sqlite::{SqliteConfig, SqliteStore};
 //!
-//! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
+//! # let dir = tempfile::tempdir()?;
+//! let root = dir.path(); // the host's data directory, `/var/lib/myhost` say
+//! let env = RuntimeEnv::builder(root.join("runtime-env"), "user:alice".parse()?, root)
 //!     .host_env(HostEnv::capture())
 //!     .secret("GATEWAY_KEY", SecretString::from("…"))
 //!     .runtimes([&driver_codex::RUNTIME.descriptor])
 //!     .build()?;
-//! let driver = CodexDriver::new(
-//!     Arc::new(env),
-//!     CodexOptions::new()
-//!         .with_model("gpt-5.1-codex")
-//!         .with_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY")),
-//! );
+//! // One `codex exec` per turn; `.with_process_mode(ProcessMode::Resident(PoolLimits::default()))`
+//! // would keep a `codex app-server` per Thread between its turns.
+//! let options = CodexOptions::new()
+//!     .with_model("gpt-5.1-codex")
+//!     .with_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY"));
+//! let driver = Arc::new(CodexDriver::new(Arc::new(env), options));
+//! let store = SqliteStore::open(SqliteConfig::new(root.join("threads.sqlite3"))).await?;
+//! let agent = Agent::builder(driver.clone()).store(Arc::new(store)).build()?;
+//!
+//! // Nothing is stored under the key yet, so a run would start a conversation.
+//! let explained = agent.thread("ticket-4711").explain().await?;
+//! assert!(matches!(explained.verdict, Verdict::Start { replaces: None, .. }));
+//!
+//! # if false {
 //! driver.check_version().await?; // `codex --version` against the minimum
-//! let agent = agent::Agent::builder(Arc::new(driver)).build()?;
 //! let result = agent.thread("ticket-4711").run("Summarise the failing test").await?;
 //! println!("{}", result.output);
-//! # Ok(()) }
+//! # }
+//! agent.close().await; // ends resident processes, if any
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
 //! ```
 //!
 //! Stability: pre-1.0, the API may change in any release.
@@ -126,11 +147,19 @@ pub use driver_cli::CommonOptions;
 pub use options::{CodexOptions, MINIMUM_VERSION, ModelProvider, ReasoningEffort, WireApi};
 pub use runtime::RUNTIME;
 
-/// The Codex CLI driver: [`driver_cli::CliDriver`] over the [`CodexOptions`] dialect, one
-/// `codex exec --json` process per turn, in a [`RuntimeEnv`](runtime_env::RuntimeEnv)
-/// namespace whose `CODEX_HOME` keeps the threads across host restarts.
+/// The Codex CLI driver: [`driver_cli::CliDriver`] over the [`CodexOptions`] dialect, in a
+/// [`RuntimeEnv`](runtime_env::RuntimeEnv) namespace whose `CODEX_HOME` keeps the threads
+/// across host restarts. Two process modes
+/// ([`with_process_mode`](CommonOptions::with_process_mode)):
+/// - [`ProcessMode::PerTurn`](driver_cli::ProcessMode::PerTurn) (the default): one
+///   `codex exec --json` process per turn, ended with the turn; a turn whose permission policy
+///   asks the host runs on a one-turn `codex app-server` instead, since `exec` cannot ask;
+/// - [`ProcessMode::Resident`](driver_cli::ProcessMode::Resident): a `codex app-server` per
+///   Thread, kept in the driver's pool between its turns while its launch configuration is
+///   unchanged, and ended at the pool's idle timeout or caps and at `Agent::close`.
 ///
-/// See the [crate docs](crate) for the argv, MCP materialization and resume rules;
+/// Both store the same session state, so a Thread moves between modes. See the
+/// [crate docs](crate) for the argv, MCP materialization and resume rules;
 /// [`CliDriver::command_line`](driver_cli::CliDriver::command_line) shows a request's argv
 /// without running anything.
 pub type CodexDriver = driver_cli::CliDriver<dialect::Codex>;
