@@ -83,6 +83,7 @@
 //! use driver_cursor::{CommonOptions, CursorDriver, CursorOptions};
 //! use runtime_env::{HostEnv, RuntimeEnv};
 //! use secrecy::SecretString;
+//! use thread_store::sqlite::{SqliteConfig, SqliteStore};
 //!
 //! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
 //!     .host_env(HostEnv::capture())
@@ -91,7 +92,10 @@
 //!     .build()?;
 //! let driver = CursorDriver::new(Arc::new(env), CursorOptions::new().with_binary("agent"));
 //! driver.check_version().await?;
-//! let agent = agent::Agent::builder(Arc::new(driver)).build()?;
+//! // Threads live in a store, so they outlive the host (an agent without one refuses every
+//! // Thread with `StoreRequired`).
+//! let store = SqliteStore::open(SqliteConfig::new("/var/lib/myhost/threads.sqlite3")).await?;
+//! let agent = agent::Agent::builder(Arc::new(driver)).store(Arc::new(store)).build()?;
 //! let result = agent.thread("ticket-4711").run("Summarise the failing test").await?;
 //! println!("{}", result.output);
 //! # Ok(()) }
