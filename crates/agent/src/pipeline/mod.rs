@@ -38,6 +38,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use self::attach::{attach_providers, check_contract, detach_all, identity, secret_values};
+pub(crate) use self::decide::check_readable;
 use self::decide::{Plan, decide, decode_state, release_all, store_error};
 use self::drive::Driven;
 use crate::events::CoreSink;
@@ -214,9 +215,19 @@ async fn explain_inner(
                 replaces: archive.map(|r| r.id),
                 changes: changes.unwrap_or_default(),
             },
-            Plan::Resume { record } => {
+            Plan::Resume {
+                record,
+                claim: false,
+            } => {
                 decode_state(thread, &record.state)?;
                 Verdict::Resume { record: record.id }
+            }
+            Plan::Resume {
+                record,
+                claim: true,
+            } => {
+                decode_state(thread, &record.state)?;
+                Verdict::Claim { record: record.id }
             }
             Plan::Fork { parent } => {
                 decode_state(thread, &parent.state)?;
