@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use compat_fingerprint::Breakdown;
+use compat_fingerprint::ShortDigest;
 use driver_spi::{Approvals, Driver, PermissionPolicy};
 use run_service::{
     EnvBinding, McpServer, RunId, RunServiceProvider, check_host_bearers, validate_run,
 };
-use compat_fingerprint::ShortDigest;
 use runtime_env::CredentialNamespace;
 use thread_store::{ListPage, ListQuery, ThreadStore};
 use tokio::sync::watch;

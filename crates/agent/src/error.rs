@@ -150,7 +150,9 @@ pub enum ThreadError {
     /// namespaced agent may only resume such a Thread, which claims it for its namespace when
     /// the provider resumes the session; it never starts it over, archives or forks it.
     /// Nothing was written (see `docs/threads.md`, "Ownership").
-    #[error("thread {key:?} has no owning namespace and this run could not claim it: {reason}; nothing changed")]
+    #[error(
+        "thread {key:?} has no owning namespace and this run could not claim it: {reason}; nothing changed"
+    )]
     Unclaimed {
         /// The Thread key.
         key: String,
@@ -280,9 +282,7 @@ pub enum BuildError {
     /// The builder's namespace ([`AgentBuilder::namespace`](crate::AgentBuilder::namespace))
     /// differs from the one the driver runs in: an agent's Threads belong to exactly one
     /// namespace. Both are named by a short digest.
-    #[error(
-        "the agent's namespace (digest {builder}) differs from its driver's (digest {driver})"
-    )]
+    #[error("the agent's namespace (digest {builder}) differs from its driver's (digest {driver})")]
     NamespaceConflict {
         /// A short digest of the driver's namespace.
         driver: compat_fingerprint::ShortDigest,
