@@ -6,7 +6,8 @@
 //!    ([`attach::attach_providers`]), and validate all attachments.
 //! 3. Build the concrete and session views and the run's identity ([`attach::identity`]).
 //! 4. Take the Thread's leases ([`attached_run`]), resolve the stored record and decide:
-//!    resume, start fresh, fork or refuse, before the driver runs ([`decide::decide`]).
+//!    first whose it is (another namespace's is refused), then resume, start fresh, fork or
+//!    refuse, before the driver runs ([`decide::decide`]).
 //! 5. Run the driver with the concrete request, renewing the lease, starting over once after a
 //!    rejected resume, and check its response ([`drive`]).
 //! 6. Persist only a clean success with a valid checkpoint ([`persist::checkpoint`]).
