@@ -6,17 +6,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use compat_fingerprint::Breakdown;
+use compat_fingerprint::ShortDigest;
 use driver_spi::{Approvals, Driver, PermissionPolicy};
 use run_service::{
     EnvBinding, McpServer, RunId, RunServiceProvider, check_host_bearers, validate_run,
 };
-use thread_store::ThreadStore;
+use runtime_env::CredentialNamespace;
+use thread_store::{ListPage, ListQuery, ThreadStore};
 use tokio::sync::watch;
 
 use crate::compat::{DriverInfo, Profile, SchemeMigration, static_components};
 #[cfg(feature = "tools")]
 use crate::tools::Registry;
-use crate::{BuildError, Thread};
+use crate::{BuildError, Thread, ThreadError};
 
 /// The default time a Thread lease lives without renewal.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -37,6 +39,7 @@ impl std::fmt::Debug for Agent {
             .field("driver", &self.inner.driver_info.driver_type)
             .field("providers", &self.inner.providers.len())
             .field("has_store", &self.inner.store.is_some())
+            .field("scoped", &self.inner.namespace.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -46,6 +49,8 @@ pub(crate) struct Inner {
     /// The driver's type, codec and capabilities, read once at build.
     pub(crate) driver_info: DriverInfo,
     pub(crate) store: Option<Arc<dyn ThreadStore>>,
+    /// The credential namespace that owns the agent's Threads, or `None` (unscoped).
+    pub(crate) namespace: Option<String>,
     pub(crate) providers: Vec<Arc<dyn RunServiceProvider>>,
     pub(crate) host_mcp: Vec<McpServer>,
     /// The host's own secret bindings, handed to the runtime on every run.
@@ -72,6 +77,7 @@ impl Agent {
         AgentBuilder {
             driver,
             store: None,
+            namespace: None,
             providers: Vec::new(),
             host_mcp: Vec::new(),
             host_secrets: Vec::new(),
@@ -94,6 +100,34 @@ impl Agent {
     /// configuration still matches, and otherwise start a new one. See [`Thread`].
     pub fn thread(&self, key: impl Into<String>) -> Thread {
         Thread::new(self.clone(), key.into())
+    }
+
+    /// The credential namespace that owns this agent's Threads (its driver's, or the one given
+    /// to [`AgentBuilder::namespace`]), or `None` for an unscoped agent. See
+    /// [`AgentBuilder::namespace`] for what it decides.
+    pub fn namespace(&self) -> Option<&str> {
+        self.inner.namespace.as_deref()
+    }
+
+    /// One page of the stored Threads this agent may see: a namespaced agent lists only the
+    /// records its namespace owns (whatever `query.namespace` says), an unscoped one lists as
+    /// `query` asks. To list every namespace's Threads, a host asks its store
+    /// ([`ThreadStore::list`]) directly.
+    ///
+    /// # Errors
+    /// [`ThreadError::StoreRequired`] without a store; [`ThreadError::Store`] when the store
+    /// refuses the query or fails.
+    pub async fn list_threads(&self, query: ListQuery) -> Result<ListPage, ThreadError> {
+        let store = self
+            .inner
+            .store
+            .as_ref()
+            .ok_or(ThreadError::StoreRequired)?;
+        let mut query = query;
+        if let Some(namespace) = &self.inner.namespace {
+            query.namespace = Some(namespace.clone());
+        }
+        store.list(&query).await.map_err(ThreadError::Store)
     }
 
     /// Whether [`close`](Self::close) was called.
@@ -168,6 +202,7 @@ impl Agent {
 pub struct AgentBuilder {
     driver: Arc<dyn Driver>,
     store: Option<Arc<dyn ThreadStore>>,
+    namespace: Option<CredentialNamespace>,
     providers: Vec<Arc<dyn RunServiceProvider>>,
     host_mcp: Vec<McpServer>,
     host_secrets: Vec<EnvBinding>,
@@ -195,6 +230,45 @@ impl AgentBuilder {
     /// [`ThreadError::StoreRequired`](crate::ThreadError::StoreRequired).
     pub fn store(mut self, store: Arc<dyn ThreadStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// The credential namespace that owns this agent's Threads, for a driver bound to none
+    /// ([`Driver::credential_namespace`] is `None`). A driver bound to one (a CLI driver runs
+    /// in its `RuntimeEnv`'s) sets it already; giving a different one here fails the build
+    /// with [`BuildError::NamespaceConflict`].
+    ///
+    /// A Thread belongs to the namespace whose agent created it: the store keeps the owner
+    /// with the record, and a run of an agent from another namespace (or of an unscoped
+    /// agent, which has none) is refused with [`ThreadError::Foreign`] before the driver runs,
+    /// never started over or archived. A Thread stored without an owner (before ownership was
+    /// recorded) may only be resumed by a namespaced agent, which claims it
+    /// ([`ThreadError::Unclaimed`] otherwise). Keys are global in one store: scope them per
+    /// tenant anyway (see `docs/threads.md`, "Ownership").
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use agent::{Agent, ThreadError};
+    /// use driver_spi::reference::ReferenceDriver;
+    /// use thread_store::memory::MemoryStore;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let agent_of = |tenant: &str| {
+    ///     Agent::builder(Arc::new(ReferenceDriver::new()))
+    ///         .store(store.clone())
+    ///         .namespace(tenant.parse().unwrap())
+    ///         .build()
+    ///         .unwrap()
+    /// };
+    /// agent_of("user:alice").thread("alice/chat-1").run("hello").await?;
+    /// let refused = agent_of("user:bob").thread("alice/chat-1").run("mine now").await;
+    /// assert!(matches!(refused, Err(ThreadError::Foreign { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn namespace(mut self, namespace: CredentialNamespace) -> Self {
+        self.namespace = Some(namespace);
         self
     }
 
@@ -362,9 +436,31 @@ impl AgentBuilder {
         self
     }
 
+    /// The namespace that owns the agent's Threads: the driver's, the builder's, or none; both
+    /// given and different is a conflict.
+    fn owning_namespace(&self) -> Result<Option<String>, BuildError> {
+        let driver = self
+            .driver
+            .credential_namespace()
+            .map(CredentialNamespace::new)
+            .transpose()
+            .map_err(BuildError::DriverNamespace)?;
+        match (driver, &self.namespace) {
+            (Some(driver), Some(builder)) if driver != *builder => {
+                Err(BuildError::NamespaceConflict {
+                    driver: ShortDigest::of_str(driver.as_str()),
+                    builder: ShortDigest::of_str(builder.as_str()),
+                })
+            }
+            (Some(driver), _) => Ok(Some(driver.into())),
+            (None, builder) => Ok(builder.clone().map(String::from)),
+        }
+    }
+
     /// Validates the configuration and builds the agent. No I/O happens here.
     pub fn build(mut self) -> Result<Agent, BuildError> {
         self.driver.validate_config()?;
+        let namespace = self.owning_namespace()?;
         validate_run(&[], &self.host_mcp).map_err(BuildError::HostMcp)?;
         let bound: Vec<&str> = self.host_secrets.iter().map(EnvBinding::name).collect();
         check_host_bearers(&self.host_mcp, &bound).map_err(BuildError::HostMcp)?;
@@ -391,6 +487,7 @@ impl AgentBuilder {
                 driver: self.driver,
                 driver_info,
                 store: self.store,
+                namespace,
                 providers: self.providers,
                 host_mcp: self.host_mcp,
                 host_secrets: self.host_secrets,

@@ -131,6 +131,34 @@ pub enum ThreadError {
         /// The Thread key.
         key: String,
     },
+    /// The Thread belongs to another credential namespace than this agent's (or this agent
+    /// has none and the Thread has an owner). Refused before the driver runs: nothing ran,
+    /// nothing was archived or written, and the run's lease was released. Keys are global in
+    /// one store, so a namespace cannot use a key another namespace owns (see
+    /// `docs/threads.md`, "Ownership").
+    #[error(
+        "thread {key:?} belongs to another credential namespace (owner {owner}); nothing ran and nothing changed"
+    )]
+    Foreign {
+        /// The Thread key.
+        key: String,
+        /// A short digest of the owning namespace (never its name: it names another tenant).
+        owner: compat_fingerprint::ShortDigest,
+    },
+    /// The Thread was stored without an owning namespace (before ownership was recorded, or
+    /// by an agent without one), and this agent, which has a namespace, could not claim it: a
+    /// namespaced agent may only resume such a Thread, which claims it for its namespace when
+    /// the provider resumes the session; it never starts it over, archives or forks it.
+    /// Nothing was written (see `docs/threads.md`, "Ownership").
+    #[error(
+        "thread {key:?} has no owning namespace and this run could not claim it: {reason}; nothing changed"
+    )]
+    Unclaimed {
+        /// The Thread key.
+        key: String,
+        /// Why the run could not claim it (a fixed text).
+        reason: &'static str,
+    },
     /// A fork target key is already taken.
     #[error("thread {key:?} already exists")]
     AlreadyExists {
@@ -208,6 +236,8 @@ impl ThreadError {
             Self::Incompatible { .. } => "incompatible",
             Self::LeaseLost { .. } => "lease_lost",
             Self::CheckpointMissing { .. } => "checkpoint_missing",
+            Self::Foreign { .. } => "foreign",
+            Self::Unclaimed { .. } => "unclaimed",
             Self::AlreadyExists { .. } => "already_exists",
             Self::ResumeRejected { .. } => "resume_rejected",
             Self::InvalidAttachment(_) => "invalid_attachment",
@@ -244,6 +274,21 @@ pub enum BuildError {
     /// A host-declared MCP server is invalid.
     #[error("invalid host MCP server")]
     HostMcp(#[source] ValidationError),
+    /// The driver reports a credential namespace
+    /// ([`Driver::credential_namespace`](driver_spi::Driver::credential_namespace)) that is
+    /// not one (see `runtime_env::CredentialNamespace` for the grammar).
+    #[error("the driver's credential namespace is invalid")]
+    DriverNamespace(#[source] runtime_env::InvalidName),
+    /// The builder's namespace ([`AgentBuilder::namespace`](crate::AgentBuilder::namespace))
+    /// differs from the one the driver runs in: an agent's Threads belong to exactly one
+    /// namespace. Both are named by a short digest.
+    #[error("the agent's namespace (digest {builder}) differs from its driver's (digest {driver})")]
+    NamespaceConflict {
+        /// A short digest of the driver's namespace.
+        driver: compat_fingerprint::ShortDigest,
+        /// A short digest of the namespace given to the builder.
+        builder: compat_fingerprint::ShortDigest,
+    },
     /// The agent identity is empty or has control characters.
     #[error("agent identity must be non-empty text without control characters")]
     Identity,

@@ -9,7 +9,8 @@ use thread_store::RecordId;
 /// A run that would be refused before the driver runs is not an `Explanation`: `explain`
 /// returns the very [`ThreadError`](crate::ThreadError) the run would (for example
 /// `Incompatible`, whose [`Incompatibility`](crate::Incompatibility) names the drifted
-/// components, `NotFound` or `CheckpointMissing`).
+/// components, `NotFound`, `CheckpointMissing`, or `Foreign` for a Thread another credential
+/// namespace owns).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Explanation {
@@ -26,6 +27,15 @@ pub enum Verdict {
     /// Resume the stored conversation of this record.
     Resume {
         /// The record whose checkpoint the run would resume.
+        record: RecordId,
+    },
+    /// Resume the stored conversation of this record, which has no owning namespace yet
+    /// (it was stored before ownership was recorded): the agent's namespace claims it if its
+    /// provider resumes the session, and the run fails with
+    /// [`ThreadError::Unclaimed`](crate::ThreadError::Unclaimed) otherwise (it never starts
+    /// over).
+    Claim {
+        /// The record whose checkpoint the run would resume and claim.
         record: RecordId,
     },
     /// Start a new conversation (only without `resume_only`).

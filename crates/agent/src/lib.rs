@@ -50,6 +50,11 @@
 //!   clean success with a valid checkpoint, tear down within a budget.
 //! - A `None` compatibility keeps exact fingerprinting. Nothing is inferred from a reuse key,
 //!   URL shape, loopback address, provider type or metadata; host MCP servers are always exact.
+//! - A Thread belongs to the credential namespace whose agent created it (the driver's, or
+//!   [`AgentBuilder::namespace`]): a run from another namespace is refused with
+//!   [`ThreadError::Foreign`] before the driver runs, and never starts over or archives it. A
+//!   record stored without an owner is only resumed by a namespaced agent, which then claims
+//!   it ([`ThreadError::Unclaimed`] otherwise); see `docs/threads.md`, "Ownership".
 //! - A resume-only Thread never starts over. Records written under another fingerprint scheme
 //!   fail closed unless a [`SchemeMigration`] states both identities.
 //! - No secret value reaches the thread store, an error, an event, a result, `Debug` output or

@@ -28,6 +28,9 @@ pub(crate) enum Mode {
 /// - [`resume_only`](Self::resume_only) refuses instead of starting over:
 ///   [`ThreadError::NotFound`], [`ThreadError::CheckpointMissing`] or
 ///   [`ThreadError::Incompatible`], always before the driver runs.
+/// - Either way, a Thread another credential namespace owns is refused with
+///   [`ThreadError::Foreign`] before the driver runs, never started over or archived (see
+///   [`AgentBuilder::namespace`](crate::AgentBuilder::namespace)).
 /// - [`fork`](Self::fork) branches a new key from this Thread's conversation.
 ///
 /// Every decision compares the run's **session view**, so a provider that opted into
@@ -218,6 +221,12 @@ impl Thread {
     }
 
     /// The stored resume handle, or `None` when nothing is stored.
+    ///
+    /// # Errors
+    /// As a run would refuse the record: [`ThreadError::Foreign`] when another credential
+    /// namespace owns it, [`ThreadError::Unclaimed`] when it has no owner and this agent has a
+    /// namespace; and [`ThreadError::StoreRequired`], [`ThreadError::InvalidKey`] or
+    /// [`ThreadError::Store`].
     pub async fn checkpoint(&self) -> Result<Option<ThreadCheckpoint>, ThreadError> {
         let store = self
             .agent
@@ -230,6 +239,9 @@ impl Thread {
             .resolve(&Query::key(self.key.clone()))
             .await
             .map_err(ThreadError::Store)?;
+        if let Some(record) = &record {
+            pipeline::check_readable(self, record)?;
+        }
         Ok(record.map(|r| ThreadCheckpoint {
             record_id: r.id,
             resume_id: r.state.resume_id,

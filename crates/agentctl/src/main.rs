@@ -16,7 +16,11 @@
 //!   sequences cannot hide what an operator approves.
 //! - `threads list` holds one page at a time, whatever the number of Threads.
 //! - Exit codes: 0 success, 1 any other failure, 2 usage error, 3 incompatible, 4 busy
-//!   (leased), 5 not found.
+//!   (leased), 5 not found, 6 another credential namespace's Thread (or one without an owner
+//!   this namespace could not claim).
+//! - A namespace sees and changes its own Threads: `run` and `threads explain` through the
+//!   agent's ownership rule, `threads list`, `show` and `delete` by the record's owner, unless
+//!   `--all-namespaces` asks for every one. Another namespace is named only by a digest.
 //! - `run` and `threads explain` build their agent through one function from one set of
 //!   options, so an explanation describes exactly the run.
 //!
@@ -46,7 +50,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use thread_store::{ListQuery, Query, StoreError, ThreadStore};
+use compat_fingerprint::ShortDigest;
+use thread_store::{ListQuery, Query, StoreError, ThreadRecord, ThreadStore};
 
 use crate::store::StoreSpec;
 
@@ -155,9 +160,60 @@ enum RuntimeEnvCommand {
     },
 }
 
+/// Whose Threads `threads list`, `show` and `delete` work on.
+#[derive(Debug, Clone, clap::Args)]
+struct Scope {
+    /// The credential namespace whose Threads to work on: `kind` or `kind:id`.
+    #[arg(long, default_value = "default", value_name = "NAMESPACE")]
+    namespace: String,
+    /// Every namespace's Threads, and those without an owner (an operator's view).
+    #[arg(long, conflicts_with = "namespace")]
+    all_namespaces: bool,
+}
+
+impl Scope {
+    /// The namespace to keep to, or `None` for every one.
+    fn namespace(&self) -> Result<Option<String>, Failure> {
+        if self.all_namespaces {
+            return Ok(None);
+        }
+        let namespace: runtime_env::CredentialNamespace = self
+            .namespace
+            .parse()
+            .map_err(|e| Failure::new(exit::USAGE, format!("--namespace: {e}")))?;
+        Ok(Some(namespace.into()))
+    }
+
+    /// Refuses `record` unless the scope covers it: its owner is the namespace, or the scope
+    /// is every namespace.
+    fn check(&self, record: &ThreadRecord) -> Result<(), Failure> {
+        let Some(namespace) = self.namespace()? else {
+            return Ok(());
+        };
+        match record.namespace.as_deref() {
+            Some(owner) if owner == namespace => Ok(()),
+            Some(owner) => Err(Failure::new(
+                exit::FOREIGN,
+                format!(
+                    "the Thread belongs to another credential namespace (owner {}); \
+                     --all-namespaces works on every namespace's Threads",
+                    ShortDigest::of_str(owner)
+                ),
+            )),
+            None => Err(Failure::new(
+                exit::FOREIGN,
+                "the Thread has no owning namespace yet (it was stored before ownership was \
+                 recorded; a run of its namespace resumes and claims it); --all-namespaces \
+                 works on every namespace's Threads",
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum ThreadsCommand {
-    /// List Threads, in key order, a page at a time.
+    /// List a namespace's Threads (every namespace's with `--all-namespaces`), in key order,
+    /// a page at a time.
     List {
         /// Only keys starting with this prefix.
         #[arg(long, default_value = "")]
@@ -168,14 +224,19 @@ enum ThreadsCommand {
         /// One JSON object per line instead of a table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        scope: Scope,
     },
-    /// Show one Thread's active record: ids, driver, session, fingerprint components.
+    /// Show one of the namespace's Threads: its active record's ids, driver, session,
+    /// fingerprint components.
     Show {
         /// The thread key.
         key: String,
         /// A JSON object instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        scope: Scope,
     },
     /// What a run with these options would do: resume, start, start over (and why) or be
     /// refused. Takes no lease, runs nothing, writes nothing; exits as the run would fail.
@@ -188,7 +249,8 @@ enum ThreadsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a Thread. Refused while a host holds its lease, unless `--force`.
+    /// Delete one of the namespace's Threads. Refused while a host holds its lease, unless
+    /// `--force`.
     Delete {
         /// The thread key.
         key: String,
@@ -196,6 +258,8 @@ enum ThreadsCommand {
         /// checkpoint is refused (the erase fences it), so its conversation is lost.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        scope: Scope,
     },
 }
 
@@ -260,6 +324,9 @@ pub(crate) mod exit {
     pub(crate) const BUSY: u8 = 4;
     /// No such Thread or store.
     pub(crate) const NOT_FOUND: u8 = 5;
+    /// The Thread belongs to another credential namespace, or has no owner and this
+    /// namespace could not claim it.
+    pub(crate) const FOREIGN: u8 = 6;
 }
 
 fn main() -> ExitCode {
@@ -320,13 +387,16 @@ async fn execute(cli: &Cli) -> Result<(), Failure> {
             prefix,
             archived,
             json,
+            scope,
         }) => {
+            let namespace = scope.namespace()?;
             let store = spec.open_existing(&cli.pg_schema).await?;
-            list(store.as_ref(), prefix, *archived, *json).await
+            list(store.as_ref(), prefix, *archived, *json, namespace).await
         }
-        Command::Threads(ThreadsCommand::Show { key, json }) => {
+        Command::Threads(ThreadsCommand::Show { key, json, scope }) => {
+            scope.namespace()?;
             let store = spec.open_existing(&cli.pg_schema).await?;
-            show(store.as_ref(), key, *json).await
+            show(store.as_ref(), key, *json, scope).await
         }
         Command::Run {
             thread,
@@ -341,9 +411,10 @@ async fn execute(cli: &Cli) -> Result<(), Failure> {
             let store = spec.open_existing(&cli.pg_schema).await?;
             run::explain(store, key, options, *json).await
         }
-        Command::Threads(ThreadsCommand::Delete { key, force }) => {
+        Command::Threads(ThreadsCommand::Delete { key, force, scope }) => {
+            scope.namespace()?;
             let store = spec.open_existing(&cli.pg_schema).await?;
-            delete(store.as_ref(), key, *force).await
+            delete(store.as_ref(), key, *force, scope).await
         }
     }
 }
@@ -356,10 +427,14 @@ async fn list(
     prefix: &str,
     archived: bool,
     json: bool,
+    namespace: Option<String>,
 ) -> Result<(), Failure> {
     let mut query = ListQuery::prefix(prefix).limit(PAGE);
     if archived {
         query = query.including_archived();
+    }
+    if let Some(namespace) = namespace {
+        query = query.namespace(namespace);
     }
     let mut out = output::Out::stdout();
     if !json {
@@ -388,12 +463,18 @@ async fn list(
     }
 }
 
-async fn show(store: &dyn ThreadStore, key: &str, json: bool) -> Result<(), Failure> {
+async fn show(
+    store: &dyn ThreadStore,
+    key: &str,
+    json: bool,
+    scope: &Scope,
+) -> Result<(), Failure> {
     let record = store
         .resolve(&Query::key(key))
         .await
         .map_err(|e| Failure::store("cannot read the Thread", &e))?
         .ok_or_else(|| Failure::new(exit::NOT_FOUND, "no Thread is stored under that key"))?;
+    scope.check(&record)?;
     let lease = store
         .lease_holder(&format!("{}{key}", agent::THREAD_LEASE_PREFIX))
         .await
@@ -427,7 +508,12 @@ async fn show(store: &dyn ThreadStore, key: &str, json: bool) -> Result<(), Fail
 /// How long the delete holds the Thread's lease; it needs it only for the erase itself.
 const DELETE_LEASE_TTL: Duration = Duration::from_secs(30);
 
-async fn delete(store: &dyn ThreadStore, key: &str, force: bool) -> Result<(), Failure> {
+async fn delete(
+    store: &dyn ThreadStore,
+    key: &str,
+    force: bool,
+    scope: &Scope,
+) -> Result<(), Failure> {
     let target = format!("{}{key}", agent::THREAD_LEASE_PREFIX);
     let owner = format!("agentctl/{}", std::process::id());
     let lease = match store.acquire_lease(&target, &owner, DELETE_LEASE_TTL).await {
@@ -442,7 +528,21 @@ async fn delete(store: &dyn ThreadStore, key: &str, force: bool) -> Result<(), F
         }
         Err(e) => return Err(Failure::store("cannot lease the Thread", &e)),
     };
-    let deleted = store.delete(key).await;
+    // Whose it is, read under the lease (a run cannot move it meanwhile); nothing stored is
+    // the delete's own "not found".
+    let deleted = match store.resolve(&Query::key(key).including_archived()).await {
+        Ok(Some(record)) => match scope.check(&record) {
+            Ok(()) => store.delete(key).await,
+            Err(refused) => {
+                if let Some(lease) = &lease {
+                    let _ = store.release_lease(lease).await;
+                }
+                return Err(refused);
+            }
+        },
+        Ok(None) => store.delete(key).await,
+        Err(e) => Err(e),
+    };
     if let Some(lease) = &lease {
         // Best effort: the lease expires by itself within its TTL anyway.
         let _ = store.release_lease(lease).await;

@@ -56,23 +56,31 @@ impl Drop for Out {
 
 /// Width of a driver type column; longer names still print, shifting only their row.
 const DRIVER_WIDTH: usize = 14;
+/// Width of the owner column; longer namespaces still print, shifting only their row.
+const OWNER_WIDTH: usize = 16;
 
 pub(crate) fn list_header() -> String {
     format!(
-        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:>5}  {:<12}  KEY",
-        "UPDATED", "CREATED", "DRIVER", "STATUS", "TURNS", "FINGERPRINT"
+        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:>5}  {:<12}  {:<OWNER_WIDTH$}  KEY",
+        "UPDATED", "CREATED", "DRIVER", "STATUS", "TURNS", "FINGERPRINT", "OWNER"
     )
+}
+
+/// The owning namespace as the text output shows it: `-` for none.
+fn owner(record: &ThreadRecord) -> &str {
+    record.namespace.as_deref().unwrap_or("-")
 }
 
 pub(crate) fn list_row(record: &ThreadRecord) -> String {
     format!(
-        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:>5}  {:<12}  {}",
+        "{:<24}  {:<24}  {:<DRIVER_WIDTH$}  {:<8}  {:>5}  {:<12}  {:<OWNER_WIDTH$}  {}",
         rfc3339(record.updated_at),
         rfc3339(record.created_at),
         record.driver_type,
         record.status.as_str(),
         record.turns,
         record.compatibility.fingerprint.short().to_string(),
+        owner(record),
         record.key
     )
 }
@@ -88,6 +96,7 @@ pub(crate) fn list_json(record: &ThreadRecord) -> Value {
         "updated_at": rfc3339(record.updated_at),
         "turns": record.turns,
         "fingerprint": record.compatibility.fingerprint.to_string(),
+        "namespace": record.namespace,
     })
 }
 
@@ -121,6 +130,7 @@ pub(crate) fn show_text(record: &ThreadRecord) -> Vec<String> {
         format!("record        {}", record.id.as_str()),
         format!("status        {}", record.status.as_str()),
         format!("turns         {}", record.turns),
+        format!("owner         {}", owner(record)),
         format!("driver        {}", record.driver_type),
         format!("agent         {}", record.agent),
         format!("codec         {}", record.session_codec),

@@ -359,6 +359,7 @@ pub(crate) fn failure(error: &ThreadError) -> Failure {
         ThreadError::Incompatible { .. } => exit::INCOMPATIBLE,
         ThreadError::Busy { .. } => exit::BUSY,
         ThreadError::NotFound { .. } => exit::NOT_FOUND,
+        ThreadError::Foreign { .. } | ThreadError::Unclaimed { .. } => exit::FOREIGN,
         _ => exit::FAILURE,
     };
     let mut message = crate::with_causes(error);
@@ -388,6 +389,14 @@ pub(crate) async fn explain(
                 Verdict::Resume { record } => (
                     format!("resume: record {}", record.as_str()),
                     json!({"would": "resume", "record_id": record.as_str()}),
+                ),
+                Verdict::Claim { record } => (
+                    format!(
+                        "resume and claim: record {} has no owning namespace yet; a resume \
+                         claims it for this one",
+                        record.as_str()
+                    ),
+                    json!({"would": "claim", "record_id": record.as_str()}),
                 ),
                 Verdict::Start {
                     replaces: None,

@@ -56,8 +56,10 @@ async fn seed(path: &Path, keys: &[&str]) {
 }
 
 async fn seed_store(store: Arc<dyn ThreadStore>, keys: &[&str]) {
+    // agentctl's default namespace, whose Threads its commands list, show and delete.
     let agent = Agent::builder(Arc::new(ReferenceDriver::new()))
         .store(store)
+        .namespace("default".parse().unwrap())
         .model("model-1")
         .provider(Arc::new(SecretUi))
         .build()
@@ -147,7 +149,8 @@ async fn list_pages_through_more_records_than_a_page() {
             template.session_codec.clone(),
             template.state.clone(),
             template.created_at,
-        );
+        )
+        .owned_by("default");
         store.finalize(&FinalizeRequest::new(record)).await.unwrap();
     }
     let out = agentctl(&db, &["threads", "list", "--prefix", "bulk/", "--json"]);

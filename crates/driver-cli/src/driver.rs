@@ -383,6 +383,11 @@ impl<D: Dialect> Driver for CliDriver<D> {
     fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
         self.pool.as_ref().map(|_| self as &dyn ProcessLifecycle)
     }
+
+    /// The namespace of the driver's [`RuntimeEnv`]: the CLI's sessions live in its state.
+    fn credential_namespace(&self) -> Option<&str> {
+        Some(self.env.namespace().as_str())
+    }
 }
 
 /// Closes the resident processes: idle ones now, busy ones when their turn ends.

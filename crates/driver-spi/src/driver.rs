@@ -28,7 +28,9 @@ use crate::{
 ///
 /// Optional capabilities are declared by returning `Some` from
 /// [`session_codec`](Self::session_codec), [`config_fingerprinter`](Self::config_fingerprinter)
-/// and [`process_lifecycle`](Self::process_lifecycle); the defaults return `None`.
+/// and [`process_lifecycle`](Self::process_lifecycle); the defaults return `None`. A driver
+/// bound to a credential namespace says which from
+/// [`credential_namespace`](Self::credential_namespace).
 #[async_trait::async_trait]
 pub trait Driver: Send + Sync {
     /// The driver's identity and capabilities.
@@ -56,6 +58,15 @@ pub trait Driver: Send + Sync {
 
     /// The process lifecycle, for a driver that keeps provider processes alive.
     fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
+        None
+    }
+
+    /// The credential namespace whose runtime state this driver runs in (`user:alice`, the
+    /// grammar of `runtime_env::CredentialNamespace`), for a driver bound to one: the
+    /// namespace that owns the Threads an agent on this driver writes, and the only one
+    /// whose Threads it may run. `None` (the default) for a driver bound to none; a layer
+    /// that wraps a driver passes the wrapped driver's through.
+    fn credential_namespace(&self) -> Option<&str> {
         None
     }
 }

@@ -95,16 +95,20 @@ const ID_PREFIX: &str = "ref-";
 const MAX_ID_LEN: usize = 64;
 
 /// The reference driver whose sessions live in the environment `env` builds (which is made to
-/// serve [`DESCRIPTOR`]): the runtime `agentctl --runtime reference` drives.
+/// serve [`DESCRIPTOR`]), bound to its credential namespace
+/// ([`Driver::credential_namespace`](driver_spi::Driver::credential_namespace)): the runtime
+/// `agentctl --runtime reference` drives.
 ///
 /// # Errors
 /// [`runtime_env::Error`] when the environment cannot be built.
 pub fn driver(env: RuntimeEnvBuilder) -> Result<ReferenceDriver, runtime_env::Error> {
     let env = Arc::new(env.runtimes([&DESCRIPTOR]).build()?);
+    let namespace = env.namespace().as_str().to_owned();
     let sessions = FileSessions::new(env)?;
-    Ok(ReferenceDriver::with_backend(
-        ReferenceBackend::with_sessions(sessions),
-    ))
+    Ok(
+        ReferenceDriver::with_backend(ReferenceBackend::with_sessions(sessions))
+            .with_credential_namespace(namespace),
+    )
 }
 
 /// The reference runtime's sessions as files in a credential namespace: one

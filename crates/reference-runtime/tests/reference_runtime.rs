@@ -71,6 +71,17 @@ fn state(response: &driver_spi::Response) -> SessionState {
 }
 
 /// `cargo xtask conformance` runs this by name: every clause passes on the file table.
+/// The driver is bound to the namespace its session files live in, so an agent on it owns
+/// the Threads it writes in that namespace's name.
+#[test]
+fn the_driver_is_bound_to_its_namespace() {
+    let base = tempfile::tempdir().unwrap();
+    assert_eq!(
+        process(base.path()).credential_namespace(),
+        Some("user:alice")
+    );
+}
+
 #[test]
 fn conformance_on_disk() {
     let base = tempfile::tempdir().unwrap();

@@ -267,6 +267,9 @@ impl Driver for Counting {
     fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
         self.inner.process_lifecycle()
     }
+    fn credential_namespace(&self) -> Option<&str> {
+        self.inner.credential_namespace()
+    }
 }
 
 /// Samples every process's command line (`/proc/*/cmdline`) while a CLI runs.

@@ -281,4 +281,8 @@ impl driver_spi::Driver for Reshaped {
     fn config_fingerprinter(&self) -> Option<&dyn driver_spi::ConfigFingerprinter> {
         self.driver.config_fingerprinter()
     }
+
+    fn credential_namespace(&self) -> Option<&str> {
+        self.driver.credential_namespace()
+    }
 }

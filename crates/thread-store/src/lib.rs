@@ -104,7 +104,9 @@
 //!
 //! # What it deliberately does not do
 //! It does not decide compatibility: it stores fingerprints, it never computes or compares
-//! them. It does not renew leases on a timer or retry `Busy`: that is the caller's policy. It
+//! them. It does not decide ownership either: it stores each record's owning credential
+//! namespace ([`ThreadRecord::namespace`]) and lists one namespace's records on request
+//! ([`ListQuery::namespace`]); who may use a record is the caller's rule. It does not renew leases on a timer or retry `Busy`: that is the caller's policy. It
 //! does not encrypt: it must never be handed anything that needs encrypting.
 //!
 //! Stability: pre-1.0, the API may change in any release.

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::record::check_name;
-use crate::store::{check_erase_fence, check_lease_args, is_storable_key, millis_until, visible};
+use crate::store::{
+    check_erase_fence, check_lease_args, is_storable_key, millis_until, owned_by, visible,
+};
 use crate::{
     Clock, FinalizeRequest, Lease, LeaseHolder, ListPage, ListQuery, Lookup, Query, RecordId,
     RecordStatus, StoreError, SystemClock, ThreadRecord, ThreadStore, Timestamp,
@@ -134,6 +136,7 @@ impl ThreadStore for MemoryStore {
             .map(|(_, r)| r)
             .take_while(|r| r.key.starts_with(&query.prefix))
             .filter(|r| visible(r, query.include_archived))
+            .filter(|r| owned_by(r, query.namespace.as_deref()))
             .take(fetch)
             .cloned()
             .collect();

@@ -191,10 +191,17 @@ pub struct ThreadRecord {
     /// Turns persisted in this conversation: 1 after its first run, one more per resumed run.
     /// A fork starts from its parent's count. Records written before schema version 3 read 0.
     pub turns: u64,
+    /// The credential namespace that owns the Thread, or `None`: written before schema version
+    /// 4 (which added ownership), or by a writer without a namespace. The store keeps and
+    /// filters it ([`ListQuery::namespace`](crate::ListQuery::namespace)); it never decides
+    /// who may use a record: that is the caller's rule (the `agent` crate's is in
+    /// `docs/threads.md`, "Ownership").
+    pub namespace: Option<String>,
 }
 
 impl ThreadRecord {
-    /// A new active record with a fresh id, created and updated at `now`, at its first turn.
+    /// A new active record with a fresh id, created and updated at `now`, at its first turn,
+    /// owned by no namespace (see [`owned_by`](Self::owned_by)).
     pub fn new(
         key: impl Into<String>,
         driver_type: impl Into<String>,
@@ -216,7 +223,15 @@ impl ThreadRecord {
             created_at: now,
             updated_at: now,
             turns: 1,
+            namespace: None,
         }
+    }
+
+    /// The record, owned by the credential namespace `namespace` (1 to [`MAX_NAME_LEN`]
+    /// bytes, without NUL characters, or a finalize refuses it).
+    pub fn owned_by(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
     }
 }
 

@@ -3,6 +3,7 @@
 use compat_fingerprint::{Breakdown, Fingerprint, ShortDigest};
 
 use crate::error::describe_json_error;
+use crate::record::check_name;
 use crate::{
     Compatibility, RECORD_FORMAT_VERSION, RecordId, RecordStatus, SessionState, StoreError,
     ThreadRecord, Timestamp,
@@ -25,11 +26,12 @@ pub(crate) struct StoredRow {
     pub(crate) created_at: i64,
     pub(crate) updated_at: i64,
     pub(crate) turns: i64,
+    pub(crate) namespace: Option<String>,
 }
 
 /// The columns of the records table, in [`StoredRow`] order.
 pub(crate) const COLUMNS: &str = "id, key, status, format, driver_type, agent, fingerprint, \
-     scheme_version, components, codec, state, created_at, updated_at, turns";
+     scheme_version, components, codec, state, created_at, updated_at, turns, namespace";
 
 /// [`COLUMNS`], each qualified by a table alias (`t.id, t.key, ...`), for joins.
 pub(crate) fn columns_of(alias: &str) -> String {
@@ -43,7 +45,7 @@ pub(crate) fn columns_of(alias: &str) -> String {
 /// The newest schema version of the SQL adapters. Both number their migrations alike: entry
 /// `n` brings the schema from version `n` to `n + 1`, so a column added to the records
 /// table (and to [`StoredRow`], [`COLUMNS`] and [`RowSource`]) is one version on both.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 /// Refuses a schema this build cannot read: newer than [`SCHEMA_VERSION`], or negative.
 /// `engine` names the database in the message ("SQLite", "PostgreSQL").
@@ -80,6 +82,8 @@ pub(crate) trait RowSource {
     fn text(&self, index: usize) -> Result<String, Self::Error>;
     /// An integer column.
     fn int(&self, index: usize) -> Result<i64, Self::Error>;
+    /// A nullable text column.
+    fn opt_text(&self, index: usize) -> Result<Option<String>, Self::Error>;
 }
 
 impl StoredRow {
@@ -100,6 +104,7 @@ impl StoredRow {
             created_at: row.int(11)?,
             updated_at: row.int(12)?,
             turns: row.int(13)?,
+            namespace: row.opt_text(14)?,
         })
     }
 
@@ -125,6 +130,7 @@ impl StoredRow {
             created_at: record.created_at.as_millis(),
             updated_at: record.updated_at.as_millis(),
             turns: i64::try_from(record.turns).unwrap_or(i64::MAX),
+            namespace: record.namespace.clone(),
         })
     }
 
@@ -154,6 +160,15 @@ impl StoredRow {
         })?;
         let turns = u64::try_from(self.turns)
             .map_err(|_| corrupt(format!("the turn count {} is negative", self.turns)))?;
+        if self
+            .namespace
+            .as_deref()
+            .is_some_and(|ns| check_name("namespace", ns).is_err())
+        {
+            return Err(corrupt(
+                "the owning namespace is empty, too long or holds a NUL character".into(),
+            ));
+        }
         let components: Breakdown = serde_json::from_str(&self.components).map_err(|e| {
             corrupt(format!(
                 "the component breakdown does not decode: {}",
@@ -182,6 +197,7 @@ impl StoredRow {
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
             turns,
+            namespace: self.namespace,
         })
     }
 }
@@ -241,17 +257,18 @@ mod fuzz {
             scheme_version in number(), components in column(), codec in column(),
             state in column(), created_at in any::<i64>(), updated_at in any::<i64>(),
             turns in number(),
+            namespace in proptest::option::of(column()),
         ) -> StoredRow {
             StoredRow {
                 id, key, status, format, driver_type, agent, fingerprint, scheme_version,
-                components, codec, state, created_at, updated_at, turns,
+                components, codec, state, created_at, updated_at, turns, namespace,
             }
         }
     }
 
     /// A row's text columns, kept before `decode` consumes the row: both fuzz properties
     /// compare what decoding says against them.
-    fn text_columns(row: &StoredRow) -> [String; 9] {
+    fn text_columns(row: &StoredRow) -> [String; 10] {
         [
             row.id.clone(),
             row.key.clone(),
@@ -262,6 +279,7 @@ mod fuzz {
             row.components.clone(),
             row.codec.clone(),
             row.state.clone(),
+            row.namespace.clone().unwrap_or_default(),
         ]
     }
 
@@ -281,6 +299,7 @@ mod fuzz {
             created_at in any::<i64>(),
             updated_at in any::<i64>(),
             turns in 0..=i64::MAX as u64,
+            namespace in proptest::option::of("[a-z][a-z0-9_-]{0,8}(:[A-Za-z0-9._@+-]{1,12})?"),
         ) -> ThreadRecord {
             let mut components = Breakdown::new();
             for (name, digest) in parts {
@@ -304,6 +323,7 @@ mod fuzz {
                 created_at: Timestamp::from_millis(created_at),
                 updated_at: Timestamp::from_millis(updated_at),
                 turns,
+                namespace,
             }
         }
     }

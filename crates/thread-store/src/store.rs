@@ -91,17 +91,28 @@ pub struct ListQuery {
     pub limit: u32,
     /// The cursor from the previous page, or `None` for the first page.
     pub after: Option<PageCursor>,
+    /// Only records owned by this credential namespace
+    /// ([`ThreadRecord::namespace`](crate::ThreadRecord::namespace) equal to it; records
+    /// without an owner are left out), or `None` for records of every owner and none.
+    pub namespace: Option<String>,
 }
 
 impl ListQuery {
-    /// The first page of active records under `prefix`, 100 records per page.
+    /// The first page of active records under `prefix`, of every owner, 100 records per page.
     pub fn prefix(prefix: impl Into<String>) -> Self {
         Self {
             prefix: prefix.into(),
             include_archived: false,
             limit: 100,
             after: None,
+            namespace: None,
         }
+    }
+
+    /// Lists only the records owned by the credential namespace `namespace`.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
     }
 
     /// Lists archived records too.
@@ -138,6 +149,9 @@ impl ListQuery {
 
     pub(crate) fn validate(&self) -> Result<(), StoreError> {
         check_text("list prefix", &self.prefix)?;
+        if let Some(namespace) = &self.namespace {
+            check_name("list namespace", namespace)?;
+        }
         if self.limit == 0 || self.limit > MAX_PAGE_LIMIT {
             return Err(StoreError::invalid(format!(
                 "list limit {} is outside 1..={MAX_PAGE_LIMIT}",
@@ -249,6 +263,9 @@ impl FinalizeRequest {
         check_text("driver type", &self.record.driver_type)?;
         check_text("agent", &self.record.agent)?;
         check_text("session codec", &self.record.session_codec)?;
+        if let Some(namespace) = &self.record.namespace {
+            check_name("record namespace", namespace)?;
+        }
         if self.archive_previous.as_ref() == Some(&self.record.id) {
             return Err(StoreError::invalid(
                 "archive_previous names the record being saved",
@@ -392,6 +409,12 @@ pub(crate) fn prefix_successor(prefix: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether a list of `namespace`'s records (`None`: of every owner) holds `record`. The memory
+/// store applies it here; the SQL `list` queries state it as `(? IS NULL OR namespace = ?)`.
+pub(crate) fn owned_by(record: &ThreadRecord, namespace: Option<&str>) -> bool {
+    namespace.is_none_or(|ns| record.namespace.as_deref() == Some(ns))
 }
 
 /// Whether a lookup may return `record`: an archived record only when it asks for archived

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use compat_fingerprint::{Breakdown, ComponentChange, Fingerprint};
+use compat_fingerprint::{Breakdown, ComponentChange, Fingerprint, ShortDigest};
 use driver_spi::{FailureKind, ResumeRejectReason, SessionCodec, SessionParams};
 use thread_store::{Lease, Query, StoreError, ThreadRecord, ThreadStore};
 
@@ -20,6 +20,9 @@ pub(super) enum Plan {
     },
     Resume {
         record: ThreadRecord,
+        /// The record has no owner and the agent has a namespace: the resume must not start
+        /// over, and a successful one claims the record for the agent's namespace.
+        claim: bool,
     },
     Fork {
         parent: ThreadRecord,
@@ -32,7 +35,8 @@ impl Plan {
         match self {
             Plan::Start { changes: None, .. } => "start",
             Plan::Start { .. } => "restart",
-            Plan::Resume { .. } => "resume",
+            Plan::Resume { claim: false, .. } => "resume",
+            Plan::Resume { claim: true, .. } => "claim",
             Plan::Fork { .. } => "fork",
         }
     }
@@ -92,6 +96,63 @@ pub(super) fn check_compatibility(
     ))
 }
 
+/// Whose a stored record is, from the agent's point of view.
+enum Ownership {
+    /// The agent's namespace owns it, or neither has one (an unscoped agent on a record
+    /// without an owner: as before ownership existed).
+    Own,
+    /// Another namespace owns it (or the agent is unscoped and the record has an owner).
+    Foreign(ShortDigest),
+    /// The record has no owner and the agent has a namespace: it may only be resumed,
+    /// which claims it.
+    Unclaimed,
+}
+
+/// The one ownership rule, applied before any plan: see `docs/threads.md`, "Ownership".
+fn ownership(agent: Option<&str>, record: &ThreadRecord) -> Ownership {
+    match (record.namespace.as_deref(), agent) {
+        (Some(owner), Some(ns)) if owner == ns => Ownership::Own,
+        (Some(owner), _) => Ownership::Foreign(ShortDigest::of_str(owner)),
+        (None, None) => Ownership::Own,
+        (None, Some(_)) => Ownership::Unclaimed,
+    }
+}
+
+/// Why a run may not claim a record without an owner: the reasons of
+/// [`ThreadError::Unclaimed`].
+pub(super) mod unclaimed {
+    /// The driver rejected the resume of the stored session.
+    pub(crate) const REJECTED: &str = "its provider session did not resume in this namespace";
+    /// Continue-or-start would archive it and start over: the configuration drifted.
+    pub(crate) const INCOMPATIBLE: &str =
+        "it is incompatible with the current configuration, and only a resume may claim it";
+    /// Continue-or-start would archive it and start over: there is nothing to resume.
+    pub(crate) const NO_CHECKPOINT: &str =
+        "it holds no checkpoint to resume, and only a resume may claim it";
+    /// Reading a checkpoint needs an owner.
+    pub(crate) const READ: &str =
+        "its checkpoint is read only by its owner; resume the Thread first, which claims it";
+    /// A fork parent must be owned.
+    pub(crate) const FORK_PARENT: &str =
+        "a fork needs a parent its namespace owns; resume the parent first, which claims it";
+}
+
+/// Whether `thread`'s agent may read `record` (its checkpoint): only a record it owns, by the
+/// same rule as a run.
+pub(crate) fn check_readable(thread: &Thread, record: &ThreadRecord) -> Result<(), ThreadError> {
+    match ownership(thread.agent.inner.namespace.as_deref(), record) {
+        Ownership::Own => Ok(()),
+        Ownership::Foreign(owner) => Err(ThreadError::Foreign {
+            key: thread.key.clone(),
+            owner,
+        }),
+        Ownership::Unclaimed => Err(ThreadError::Unclaimed {
+            key: thread.key.clone(),
+            reason: unclaimed::READ,
+        }),
+    }
+}
+
 /// Step 4's decision, from the stored records of the key (and the fork parent).
 pub(super) async fn decide(
     thread: &Thread,
@@ -100,6 +161,7 @@ pub(super) async fn decide(
     fingerprint: Fingerprint,
 ) -> Result<Plan, ThreadError> {
     let key = &thread.key;
+    let namespace = thread.agent.inner.namespace.as_deref();
     let resolve = |k: &str| {
         let query = Query::key(k.to_owned());
         async move { store.resolve(&query).await }
@@ -114,6 +176,21 @@ pub(super) async fn decide(
             .ok_or_else(|| ThreadError::NotFound {
                 key: parent_key.clone(),
             })?;
+        match ownership(namespace, &parent) {
+            Ownership::Own => {}
+            Ownership::Foreign(owner) => {
+                return Err(ThreadError::Foreign {
+                    key: parent_key.clone(),
+                    owner,
+                });
+            }
+            Ownership::Unclaimed => {
+                return Err(ThreadError::Unclaimed {
+                    key: parent_key.clone(),
+                    reason: unclaimed::FORK_PARENT,
+                });
+            }
+        }
         check_compatibility(thread, &parent, breakdown, fingerprint).map_err(
             |incompatibility| ThreadError::Incompatible {
                 key: parent_key.clone(),
@@ -138,7 +215,33 @@ pub(super) async fn decide(
             })
         };
     };
-    match check_compatibility(thread, &record, breakdown, fingerprint) {
+    let claim = match ownership(namespace, &record) {
+        Ownership::Own => false,
+        Ownership::Foreign(owner) => {
+            return Err(ThreadError::Foreign {
+                key: key.clone(),
+                owner,
+            });
+        }
+        Ownership::Unclaimed => true,
+    };
+    let compatible = check_compatibility(thread, &record, breakdown, fingerprint);
+    // Without an owner, only a resume may happen: where continue-or-start would start over,
+    // the run is refused instead (resume-only refuses as it always does).
+    if claim && !resume_only {
+        let reason = match &compatible {
+            Err(_) => Some(unclaimed::INCOMPATIBLE),
+            Ok(()) if record.state.resume_id.trim().is_empty() => Some(unclaimed::NO_CHECKPOINT),
+            Ok(()) => None,
+        };
+        if let Some(reason) = reason {
+            return Err(ThreadError::Unclaimed {
+                key: key.clone(),
+                reason,
+            });
+        }
+    }
+    match compatible {
         Ok(()) if record.state.resume_id.trim().is_empty() => {
             if resume_only {
                 Err(ThreadError::CheckpointMissing { key: key.clone() })
@@ -149,7 +252,7 @@ pub(super) async fn decide(
                 })
             }
         }
-        Ok(()) => Ok(Plan::Resume { record }),
+        Ok(()) => Ok(Plan::Resume { record, claim }),
         Err(incompatibility) if resume_only => Err(ThreadError::Incompatible {
             key: key.clone(),
             incompatibility,

@@ -11,7 +11,7 @@ use thread_store::{Lease, StoreError, ThreadStore};
 use tokio::sync::watch;
 
 use super::RunCx;
-use super::decide::{Plan, decode_state};
+use super::decide::{Plan, decode_state, unclaimed};
 use crate::ThreadError;
 use crate::compat::profile_payload;
 use crate::events::CoreSink;
@@ -136,10 +136,12 @@ pub(super) struct Driven {
 fn session(thread: &Thread, plan: &Plan) -> Result<SessionContext, ThreadError> {
     Ok(match plan {
         Plan::Start { .. } => SessionContext::start(),
-        Plan::Resume { record } if thread.mode == Mode::ResumeOnly => {
+        // A claim must never become a fresh session: only a real resume proves the session
+        // lives in this agent's namespace.
+        Plan::Resume { record, claim } if *claim || thread.mode == Mode::ResumeOnly => {
             SessionContext::continue_only(decode_state(thread, &record.state)?)
         }
-        Plan::Resume { record } => {
+        Plan::Resume { record, .. } => {
             SessionContext::continue_or_start(decode_state(thread, &record.state)?)
         }
         Plan::Fork { parent } => SessionContext::fork(decode_state(thread, &parent.state)?),
@@ -160,7 +162,7 @@ pub(super) async fn run_with_retry(
         let session = session(thread, &plan)?;
         // Decided once per attempt. Only then is the request cloned, for the retry.
         let retry_possible = thread.mode == Mode::ContinueOrStart
-            && matches!(plan, Plan::Resume { .. })
+            && matches!(plan, Plan::Resume { claim: false, .. })
             && !rejected;
         let request = if retry_possible {
             base.clone()
@@ -182,7 +184,18 @@ pub(super) async fn run_with_retry(
         )
         .await;
         match (response, plan) {
-            (Err(ThreadError::ResumeRejected { reason }), Plan::Resume { record })
+            (Err(ThreadError::ResumeRejected { .. }), plan @ Plan::Resume { claim: true, .. }) => {
+                // Not this namespace's session (or not any more): the record stays as it is.
+                return Ok(Driven {
+                    plan,
+                    rejected,
+                    response: Err(ThreadError::Unclaimed {
+                        key: thread.key.clone(),
+                        reason: unclaimed::REJECTED,
+                    }),
+                });
+            }
+            (Err(ThreadError::ResumeRejected { reason }), Plan::Resume { record, .. })
                 if retry_possible =>
             {
                 tracing::debug!(%reason, "the driver rejected the resume; starting over once");

@@ -6,7 +6,8 @@
 //!    ([`attach::attach_providers`]), and validate all attachments.
 //! 3. Build the concrete and session views and the run's identity ([`attach::identity`]).
 //! 4. Take the Thread's leases ([`attached_run`]), resolve the stored record and decide:
-//!    resume, start fresh, fork or refuse, before the driver runs ([`decide::decide`]).
+//!    first whose it is (another namespace's is refused), then resume, start fresh, fork or
+//!    refuse, before the driver runs ([`decide::decide`]).
 //! 5. Run the driver with the concrete request, renewing the lease, starting over once after a
 //!    rejected resume, and check its response ([`drive`]).
 //! 6. Persist only a clean success with a valid checkpoint ([`persist::checkpoint`]).
@@ -38,6 +39,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use self::attach::{attach_providers, check_contract, detach_all, identity, secret_values};
+pub(crate) use self::decide::check_readable;
 use self::decide::{Plan, decide, decode_state, release_all, store_error};
 use self::drive::Driven;
 use crate::events::CoreSink;
@@ -214,9 +216,19 @@ async fn explain_inner(
                 replaces: archive.map(|r| r.id),
                 changes: changes.unwrap_or_default(),
             },
-            Plan::Resume { record } => {
+            Plan::Resume {
+                record,
+                claim: false,
+            } => {
                 decode_state(thread, &record.state)?;
                 Verdict::Resume { record: record.id }
+            }
+            Plan::Resume {
+                record,
+                claim: true,
+            } => {
+                decode_state(thread, &record.state)?;
+                Verdict::Claim { record: record.id }
             }
             Plan::Fork { parent } => {
                 decode_state(thread, &parent.state)?;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use compat_fingerprint::{Breakdown, Fingerprint};
+use compat_fingerprint::{Breakdown, Fingerprint, ShortDigest};
 use thread_store::{
     Compatibility, FinalizeRequest, Lease, RecordStatus, ThreadRecord, ThreadStore, Timestamp,
 };
@@ -93,8 +93,11 @@ async fn persist(
     let driver = &inner.driver_info;
     let codec = driver.codec.clone().unwrap_or_default();
     let stored_state = encode_state(thread, state)?;
-    let fresh = || {
-        ThreadRecord::new(
+    // Every record the agent writes is its namespace's (a restart and a fork keep it: the
+    // decision only lets them happen on a record the namespace owns).
+    let fresh = || ThreadRecord {
+        namespace: inner.namespace.clone(),
+        ..ThreadRecord::new(
             thread.key.clone(),
             driver.driver_type.clone(),
             inner.profile.identity.clone(),
@@ -105,8 +108,10 @@ async fn persist(
         )
     };
     let request = match plan {
-        Plan::Resume { record } => {
+        Plan::Resume { record, .. } => {
             let mut updated = record.clone();
+            // The same owner; a claim gives a record without one the agent's namespace.
+            updated.namespace.clone_from(&inner.namespace);
             updated.state = stored_state.clone();
             updated.compatibility = compatibility.clone();
             updated.status = RecordStatus::Active;
@@ -139,5 +144,11 @@ async fn persist(
         )
         .await
         .map_err(|e| store_error(e, &thread.key))?;
+    if let Plan::Resume { claim: true, .. } = plan {
+        tracing::info!(
+            thread = %ShortDigest::of_str(&thread.key),
+            "claimed a Thread stored without an owner for the agent's credential namespace"
+        );
+    }
     Ok(id)
 }

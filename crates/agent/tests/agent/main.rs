@@ -9,6 +9,7 @@ mod explain;
 mod incompatible;
 mod lifecycle;
 mod matrix;
+mod ownership;
 mod persistence;
 mod races;
 mod streams;

@@ -260,6 +260,12 @@ async fn the_child_gets_the_namespace_and_the_request_secrets_and_no_host_creden
         &["CODEX_HOME", "HOME", "UI_TOKEN_A", "OPENAI_API_KEY"],
     );
     let driver = fake.driver(CodexOptions::new());
+    // The driver is bound to its environment's namespace: the agent's Threads are its.
+    let namespace = fake.env.namespace().as_str();
+    assert_eq!(
+        driver_spi::Driver::credential_namespace(&driver),
+        Some(namespace)
+    );
     let req = request("hi", "http://127.0.0.1:4101/mcp", "UI_TOKEN_A", &fake);
     run(&driver, req).await.0.unwrap();
     let call = fake.last();

@@ -99,6 +99,7 @@ pub struct ReferenceDriver {
     persistent: bool,
     faults: Vec<Fault>,
     codec: ReferenceCodec,
+    namespace: Option<String>,
 }
 
 impl Default for ReferenceDriver {
@@ -125,6 +126,7 @@ impl ReferenceDriver {
             persistent: true,
             faults: Vec::new(),
             codec: ReferenceCodec,
+            namespace: None,
         }
     }
 
@@ -138,6 +140,16 @@ impl ReferenceDriver {
     /// none and [`Driver::process_lifecycle`] returns `None`.
     pub fn with_persistent_processes(mut self, persistent: bool) -> Self {
         self.persistent = persistent;
+        self
+    }
+
+    /// Binds the driver to a credential namespace, which
+    /// [`Driver::credential_namespace`] then reports (none by default). The driver does not
+    /// check the name: the agent that runs it does. Sessions stay where the backend's
+    /// [`SessionTable`] keeps them; `reference-runtime` binds a driver to the namespace its
+    /// session files live in.
+    pub fn with_credential_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
         self
     }
 
@@ -515,6 +527,10 @@ impl Driver for ReferenceDriver {
 
     fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
         if self.persistent { Some(self) } else { None }
+    }
+
+    fn credential_namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
     }
 }
 

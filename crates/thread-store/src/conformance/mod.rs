@@ -162,6 +162,9 @@ kit_report::clauses! {
         Ts18 = "TS-18": "concurrent finalizes each validate their own leases: a failing one fails alone",
         /// TS-19: a holder gone between acquire and finalize (killed) is fenced out for good.
         Ts19 = "TS-19": "a holder gone between acquire and finalize (killed) is fenced out for good",
+        /// TS-20: the owning namespace round-trips (set or not), and a list of one namespace
+        /// returns exactly its records.
+        Ts20 = "TS-20": "the owning namespace round-trips, and a list of one namespace returns exactly its records",
     }
 }
 
@@ -209,6 +212,7 @@ async fn run_one(clause: Clause, factory: &dyn Factory, h: &Harness, ns: &str) -
         Clause::Ts17 => leases::ts17_lease_holder(h, ns).await,
         Clause::Ts18 => concurrency::ts18_batch_isolation(h, ns).await,
         Clause::Ts19 => concurrency::ts19_killed_holder(factory, h, ns).await,
+        Clause::Ts20 => records::ts20_namespace(h, ns).await,
     }
 }
 
@@ -305,6 +309,8 @@ fn sample(key: &str, n: u8) -> ThreadRecord {
         created_at: Timestamp::from_millis(1_700_000_000_000 + i64::from(n)),
         updated_at: Timestamp::from_millis(1_700_000_000_500 + i64::from(n)),
         turns: u64::from(n) + 1,
+        // Odd samples are owned, even ones are not: both round-trip (TS-12).
+        namespace: (n % 2 == 1).then(|| format!("user:conformance-{n}")),
     }
 }
 

@@ -457,3 +457,104 @@ pub(super) async fn ts13_list_pages(h: &Harness, ns: &str) -> Check {
     );
     Ok(())
 }
+
+/// The keys of a listing, in order.
+async fn listed_keys(h: &Harness, query: ListQuery, what: &str) -> Result<Vec<String>, String> {
+    let mut keys = Vec::new();
+    let mut query = query;
+    loop {
+        let page = ok!(h.store.list(&query).await, what);
+        keys.extend(page.records.iter().map(|r| r.key.clone()));
+        match page.next {
+            Some(next) => query = query.after(next),
+            None => return Ok(keys),
+        }
+    }
+}
+
+pub(super) async fn ts20_namespace(h: &Harness, ns: &str) -> Check {
+    // Namespaces of this clause only: clauses may share one database.
+    let (alice, bob) = (format!("user:alice-{ns}"), format!("user:bob-{ns}"));
+    let a1 = sample(&format!("{ns}a1"), 1).owned_by(alice.clone());
+    let a2 = sample(&format!("{ns}a2"), 2).owned_by(alice.clone());
+    let b1 = sample(&format!("{ns}b1"), 3).owned_by(bob.clone());
+    let mut none = sample(&format!("{ns}none"), 4);
+    none.namespace = None;
+    for record in [&a1, &a2, &b1, &none] {
+        seed(h, record).await?;
+        ensure!(
+            by_id_any(h, &record.id).await?.as_ref() == Some(record),
+            "the owning namespace of {:?} did not round-trip",
+            record.key
+        );
+    }
+    // An archived record of alice's: listed with archived records only.
+    let mut old = sample(&format!("{ns}a2"), 5).owned_by(alice.clone());
+    old.status = RecordStatus::Archived;
+    finalize_ok(h, &FinalizeRequest::new(old), "finalize (archived)").await?;
+
+    let keys = |names: &[&str]| names.iter().map(|n| format!("{ns}{n}")).collect::<Vec<_>>();
+    let of = |owner: &str| ListQuery::prefix(ns).namespace(owner).limit(1);
+    let listed = listed_keys(h, of(&alice), "list alice's").await?;
+    ensure!(
+        listed == keys(&["a1", "a2"]),
+        "alice's listing is {listed:?}"
+    );
+    let listed = listed_keys(h, of(&alice).including_archived(), "list alice's, archived").await?;
+    ensure!(
+        listed == keys(&["a1", "a2", "a2"]),
+        "alice's listing with archived records is {listed:?}"
+    );
+    let listed = listed_keys(h, of(&bob), "list bob's").await?;
+    ensure!(listed == keys(&["b1"]), "bob's listing is {listed:?}");
+    let listed = listed_keys(h, of("user:nobody"), "list nobody's").await?;
+    ensure!(
+        listed.is_empty(),
+        "a namespace owning nothing lists {listed:?}"
+    );
+    let listed = listed_keys(h, ListQuery::prefix(ns).limit(2), "list all").await?;
+    ensure!(
+        listed == keys(&["a1", "a2", "b1", "none"]),
+        "the listing of every owner is {listed:?}"
+    );
+
+    // An in-place update may give an unowned record its owner (a claim); it round-trips.
+    let claimed = none.clone().owned_by(bob.clone());
+    finalize_ok(
+        h,
+        &FinalizeRequest::new(claimed.clone()),
+        "finalize (claim)",
+    )
+    .await?;
+    expect_bound(
+        h,
+        &claimed.key,
+        Some(&claimed),
+        "the claim did not round-trip",
+    )
+    .await?;
+    let listed = listed_keys(h, of(&bob), "list bob's after the claim").await?;
+    ensure!(
+        listed == keys(&["b1", "none"]),
+        "bob's listing is {listed:?}"
+    );
+
+    // An empty or NUL-holding namespace is refused and writes nothing.
+    for bad in ["", "user:a\u{0}b"] {
+        let record = sample(&format!("{ns}bad"), 6).owned_by(bad);
+        expect_err!(
+            InvalidInput,
+            h.store
+                .finalize(&FinalizeRequest::new(record.clone()).rebind_key())
+                .await,
+            "a record namespace {bad:?}"
+        );
+        expect_bound(h, &record.key, None, "a refused record was written").await?;
+        expect_err!(
+            InvalidInput,
+            h.store.list(&ListQuery::prefix(ns).namespace(bad)).await,
+            "a list namespace {bad:?}"
+        );
+    }
+    Ok(())
+}

@@ -47,7 +47,7 @@ pub(super) async fn finalize_once(
         .map(|l| token_to_sql(l.token))
         .collect::<Result<Vec<i64>, _>>()?;
     let previous = request.archive_previous.as_ref().map(|p| p.as_str());
-    let record_params: [Param<'_>; 14] = [
+    let record_params: [Param<'_>; 15] = [
         &row.id,
         &row.key,
         &row.status,
@@ -62,6 +62,7 @@ pub(super) async fn finalize_once(
         &row.created_at,
         &row.updated_at,
         &row.turns,
+        &row.namespace,
     ];
     let lock_params: [Param<'_>; 1] = [&key_lock];
     let lease_params: [Param<'_>; 2] = [&targets, &row.key];

@@ -299,6 +299,9 @@ impl RowSource for Row {
     fn int(&self, index: usize) -> Result<i64, StoreError> {
         column(self, index)
     }
+    fn opt_text(&self, index: usize) -> Result<Option<String>, StoreError> {
+        column(self, index)
+    }
 }
 
 fn read_row(row: &Row) -> Result<StoredRow, StoreError> {
@@ -416,6 +419,7 @@ impl ThreadStore for PostgresStore {
                         &query.include_archived,
                         &limit,
                         &end,
+                        &query.namespace,
                     ],
                 )
                 .await?;

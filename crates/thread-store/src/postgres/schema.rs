@@ -75,6 +75,8 @@ pub(super) fn migrations(schema: &str) -> Vec<String> {
         ),
         // 3: the turn count of each record (0 for records written before it).
         format!("ALTER TABLE {s}.threads ADD COLUMN turns BIGINT NOT NULL DEFAULT 0;"),
+        // 4: the credential namespace owning each record (NULL for records written before it).
+        format!("ALTER TABLE {s}.threads ADD COLUMN namespace TEXT COLLATE \"C\";"),
     ]
 }
 
@@ -182,13 +184,13 @@ impl Sql {
             archive: format!("UPDATE {s}.threads SET status = 'archived' WHERE id = $1"),
             upsert: format!(
                 "INSERT INTO {s}.threads AS t ({COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
                  ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, format = EXCLUDED.format, \
                  driver_type = EXCLUDED.driver_type, agent = EXCLUDED.agent, \
                  fingerprint = EXCLUDED.fingerprint, scheme_version = EXCLUDED.scheme_version, \
                  components = EXCLUDED.components, codec = EXCLUDED.codec, state = EXCLUDED.state, \
                  created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, \
-                 turns = EXCLUDED.turns \
+                 turns = EXCLUDED.turns, namespace = EXCLUDED.namespace \
                  WHERE t.key = EXCLUDED.key \
                  RETURNING 1"
             ),
@@ -214,13 +216,15 @@ impl Sql {
             page: format!(
                 "SELECT {COLUMNS} FROM {s}.threads \
                  WHERE (key, id) > ($2, $3) AND key < $6 AND $1::text IS NOT NULL \
-                 AND ($4 OR status = 'active') ORDER BY key, id LIMIT $5"
+                 AND ($4 OR status = 'active') AND ($7::text IS NULL OR namespace = $7) \
+                 ORDER BY key, id LIMIT $5"
             ),
             // A prefix with no successor: $6 is NULL, bound only so both take one parameter list.
             page_unbounded: format!(
                 "SELECT {COLUMNS} FROM {s}.threads \
                  WHERE (key, id) > ($2, $3) AND starts_with(key, $1) AND $6::text IS NULL \
-                 AND ($4 OR status = 'active') ORDER BY key, id LIMIT $5"
+                 AND ($4 OR status = 'active') AND ($7::text IS NULL OR namespace = $7) \
+                 ORDER BY key, id LIMIT $5"
             ),
             delete_bindings: format!("DELETE FROM {s}.bindings WHERE key = $1"),
             delete_threads: format!("DELETE FROM {s}.threads WHERE key = $1"),

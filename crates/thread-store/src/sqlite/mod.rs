@@ -380,7 +380,8 @@ impl ThreadStore for SqliteStore {
                         after_id,
                         query.include_archived,
                         limit,
-                        end
+                        end,
+                        query.namespace
                     ],
                     read_row,
                 )

@@ -55,6 +55,8 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;",
     // 3: the turn count of each record (0 for records written before it).
     "ALTER TABLE threads ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;",
+    // 4: the credential namespace owning each record (NULL for records written before it).
+    "ALTER TABLE threads ADD COLUMN namespace TEXT;",
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -144,6 +146,9 @@ impl RowSource for rusqlite::Row<'_> {
     fn int(&self, index: usize) -> rusqlite::Result<i64> {
         self.get(index)
     }
+    fn opt_text(&self, index: usize) -> rusqlite::Result<Option<String>> {
+        self.get(index)
+    }
 }
 
 pub(super) fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
@@ -160,7 +165,7 @@ pub(super) static SELECT_BY_KEY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// A page of records under a prefix: the index scan seeks to the page's start (`?2, ?3`, never
+/// A page of records under a prefix (of one owner when `?7` is not NULL): the index scan seeks to the page's start (`?2, ?3`, never
 /// below the prefix: `ListQuery::scan_start`) and stops at the prefix's successor (`?6`), so a
 /// page costs the same wherever it sits. The row value comes first: SQLite's planner then
 /// takes it, not `key >= ?1`, as the scan's lower bound (`EXPLAIN QUERY PLAN`:
@@ -169,7 +174,7 @@ pub(super) static SELECT_PAGE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {COLUMNS} FROM threads \
          WHERE (key, id) > (?2, ?3) AND key < ?6 AND key >= ?1 \
-         AND (?4 OR status = 'active') \
+         AND (?4 OR status = 'active') AND (?7 IS NULL OR namespace = ?7) \
          ORDER BY key, id LIMIT ?5"
     )
 });
@@ -180,7 +185,7 @@ pub(super) static SELECT_PAGE_UNBOUNDED: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {COLUMNS} FROM threads \
          WHERE (key, id) > (?2, ?3) AND substr(key, 1, length(?1)) = ?1 AND ?6 IS NULL \
-         AND (?4 OR status = 'active') \
+         AND (?4 OR status = 'active') AND (?7 IS NULL OR namespace = ?7) \
          ORDER BY key, id LIMIT ?5"
     )
 });

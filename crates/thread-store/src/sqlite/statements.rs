@@ -123,14 +123,15 @@ fn finalize_in(
     let saved: Option<i64> = conn
         .prepare_cached(
             "INSERT INTO threads (id, key, status, format, driver_type, agent, fingerprint, \
-         scheme_version, components, codec, state, created_at, updated_at, turns) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+         scheme_version, components, codec, state, created_at, updated_at, turns, namespace) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) \
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, format = excluded.format, \
          driver_type = excluded.driver_type, agent = excluded.agent, \
          fingerprint = excluded.fingerprint, scheme_version = excluded.scheme_version, \
          components = excluded.components, codec = excluded.codec, state = excluded.state, \
          created_at = excluded.created_at, updated_at = excluded.updated_at, \
-         turns = excluded.turns WHERE threads.key = excluded.key RETURNING 1",
+         turns = excluded.turns, namespace = excluded.namespace \
+         WHERE threads.key = excluded.key RETURNING 1",
         )
         .map_err(map_err)?
         .query_row(
@@ -148,7 +149,8 @@ fn finalize_in(
                 row.state,
                 row.created_at,
                 row.updated_at,
-                row.turns
+                row.turns,
+                row.namespace
             ],
             |r| r.get(0),
         )

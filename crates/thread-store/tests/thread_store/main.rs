@@ -10,6 +10,7 @@ mod bad_data;
 mod canary;
 mod fuzz;
 mod group_commit;
+mod ownership;
 mod postgres_race;
 mod postgres_tls;
 mod processes;

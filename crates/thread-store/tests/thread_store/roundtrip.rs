@@ -35,14 +35,19 @@ fn records() -> impl Strategy<Value = ThreadRecord> {
         (names, text, text, text, any::<bool>()),
         (any::<[u8; 32]>(), any::<u32>(), components),
         state,
-        (any::<i64>(), any::<i64>(), 0..=i64::MAX as u64),
+        (
+            any::<i64>(),
+            any::<i64>(),
+            0..=i64::MAX as u64,
+            proptest::option::of(names),
+        ),
     )
         .prop_map(
             |(
                 (key, driver_type, agent, codec, active),
                 (fp, scheme, comps),
                 state,
-                (c, u, turns),
+                (c, u, turns, namespace),
             )| {
                 ThreadRecord {
                     id: RecordId::generate(),
@@ -64,6 +69,7 @@ fn records() -> impl Strategy<Value = ThreadRecord> {
                     created_at: Timestamp::from_millis(c),
                     updated_at: Timestamp::from_millis(u),
                     turns,
+                    namespace,
                 }
             },
         )

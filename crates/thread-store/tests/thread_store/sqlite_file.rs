@@ -283,7 +283,8 @@ fn sqlite_schema_2_databases_migrate_to_turn_counts() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "ALTER TABLE threads DROP COLUMN turns; DELETE FROM schema_migrations WHERE version = 3;",
+            "ALTER TABLE threads DROP COLUMN namespace; ALTER TABLE threads DROP COLUMN turns; \
+             DELETE FROM schema_migrations WHERE version >= 3;",
         )
         .unwrap();
     }
@@ -307,5 +308,5 @@ fn sqlite_schema_2_databases_migrate_to_turn_counts() {
         })
         .unwrap();
     assert_eq!(version, thread_store::sqlite::SCHEMA_VERSION);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 }
