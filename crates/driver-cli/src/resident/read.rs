@@ -72,7 +72,8 @@ pub(super) async fn read_turn<T: crate::Translator>(
         }
     });
     let mut received = 0usize;
-    // This turn's id, once the prompt's answer named it; notifications held until then.
+    // This turn's id, once the prompt's answer named it; notifications wait in `held` until
+    // then (afterwards each is read on the next pass).
     let mut own: Option<String> = None;
     let mut held: VecDeque<(String, Value)> = VecDeque::new();
     loop {
@@ -121,7 +122,8 @@ pub(super) async fn read_turn<T: crate::Translator>(
             }
             message = incoming.recv() => match message {
                 None => break Read::Stopped(Stop::Ended),
-                Some(Incoming::Notification { method, params }) if !answered => {
+                Some(Incoming::Notification { method, params }) => {
+                    // Read at the top of the loop, once the prompt's answer named the turn.
                     if held.len() >= MAX_HELD {
                         let failure = RunFailure::new(
                             FailureKind::Protocol,
@@ -134,21 +136,6 @@ pub(super) async fn read_turn<T: crate::Translator>(
                         break Read::Stopped(Stop::Refused(failure));
                     }
                     held.push_back((method, params));
-                }
-                Some(Incoming::Notification { method, params }) => {
-                    if let Some(stop) = notified(
-                        protocol,
-                        own.as_deref(),
-                        &method,
-                        &params,
-                        &mut received,
-                        translator,
-                        &mut gate,
-                        started,
-                        sink,
-                    ) {
-                        break Read::Stopped(stop);
-                    }
                 }
                 Some(Incoming::Request { id, method, params })
                     if another_turn(protocol, own.as_deref(), &method, &params) =>
