@@ -49,9 +49,6 @@ pub struct CliDriver<D: Dialect> {
     version: VersionCheck,
     /// The resident processes, in [`ProcessMode::Resident`].
     pool: Option<ProcessPool<ResidentProcess>>,
-    /// One-turn protocol processes of per-turn runs whose policy asks the host: a per-turn
-    /// CLI cannot ask, so such a turn runs on a resident-protocol process closed after it.
-    asking: ProcessPool<ResidentProcess>,
 }
 
 impl<D: Dialect> CliDriver<D> {
@@ -85,7 +82,6 @@ impl<D: Dialect> CliDriver<D> {
             fingerprint,
             version: VersionCheck::new(),
             pool,
-            asking: ProcessPool::new(crate::PoolLimits::default()),
         }
     }
 
@@ -336,7 +332,17 @@ impl<D: Dialect> Driver for CliDriver<D> {
             resident,
         };
         if let (Some(protocol), true) = (protocol, turn.resident) {
-            let pool = self.pool.as_ref().unwrap_or(&self.asking);
+            // A per-turn run whose policy asks the host (a per-turn CLI cannot ask): a
+            // one-turn protocol process in a pool of its own, closed after the turn, so no
+            // limit beyond the documented ones applies and no run closes another's process.
+            let one_turn;
+            let pool = match &self.pool {
+                Some(pool) => pool,
+                None => {
+                    one_turn = ProcessPool::new(crate::PoolLimits::default().with_max_live(1));
+                    &one_turn
+                }
+            };
             let command = |invocation| self.command(&request, invocation);
             let result = crate::resident::run(
                 &self.options,
@@ -349,8 +355,7 @@ impl<D: Dialect> Driver for CliDriver<D> {
             )
             .await;
             if self.pool.is_none() {
-                // A per-turn run: its process ends with the turn.
-                self.asking.close().await;
+                pool.close().await;
             }
             return result;
         }

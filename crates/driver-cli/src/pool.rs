@@ -9,9 +9,12 @@
 //! - **recycle** it when the signature differs: it is shut down *before* the new one starts,
 //!   and the reason is the list of changed component names, never a value;
 //! - **replace** it when it died between turns;
-//! - **start** one otherwise; when that would pass [`PoolLimits::max_live`] or
-//!   [`PoolLimits::max_per_namespace`], the least recently used idle process is **evicted**
-//!   first, and with none idle the checkout fails ([`PoolError::Saturated`]).
+//! - **start** one otherwise; when that would pass [`PoolLimits::max_live`], the least
+//!   recently used idle process is **evicted** first, and with none idle the checkout fails
+//!   ([`PoolError::Saturated`]).
+//!
+//! A driver's pool serves one credential namespace (the driver's), so it has one cap on live
+//! processes; the namespace stays part of each process's key.
 //!
 //! A checked-out process serves one turn; [`Checkout::check_in`] returns it, and dropping the
 //! [`Checkout`] without checking in frees its place (the caller ends a process it could not
@@ -50,7 +53,7 @@ pub(crate) trait Resident: Send + 'static {
 /// use driver_cli::PoolLimits;
 ///
 /// let limits = PoolLimits::default().with_idle_timeout(Duration::from_secs(60));
-/// assert_eq!((limits.max_live, limits.max_per_namespace), (8, 4));
+/// assert_eq!(limits.max_live, 8);
 /// assert_eq!(limits.idle_timeout, Duration::from_secs(60));
 /// assert_eq!(limits.max_idle_output, 1 << 20);
 /// assert_eq!(PoolLimits::default().with_max_live(0).max_live, 1);
@@ -64,8 +67,6 @@ pub struct PoolLimits {
     /// needs a new process past it evicts the least recently used idle one, or fails with
     /// [`FailureKind::Limit`](driver_spi::FailureKind::Limit) when none is idle.
     pub max_live: usize,
-    /// Most live processes of one credential namespace (default 4).
-    pub max_per_namespace: usize,
     /// How long an idle process is kept before it is shut down (default 10 minutes). It is
     /// shut down when the time is up, without waiting for another turn.
     pub idle_timeout: Duration,
@@ -78,7 +79,6 @@ impl Default for PoolLimits {
     fn default() -> Self {
         Self {
             max_live: 8,
-            max_per_namespace: 4,
             idle_timeout: Duration::from_secs(600),
             max_idle_output: 1 << 20,
         }
@@ -89,12 +89,6 @@ impl PoolLimits {
     /// Sets [`max_live`](Self::max_live) (at least 1).
     pub fn with_max_live(mut self, max: usize) -> Self {
         self.max_live = max.max(1);
-        self
-    }
-
-    /// Sets [`max_per_namespace`](Self::max_per_namespace) (at least 1).
-    pub fn with_max_per_namespace(mut self, max: usize) -> Self {
-        self.max_per_namespace = max.max(1);
         self
     }
 
@@ -143,6 +137,14 @@ pub(crate) struct ProcessPool<P: Resident> {
     limits: PoolLimits,
     state: Arc<Mutex<State<P>>>,
     endings: Endings,
+    /// Wakes the sweeper early: the pool closed or is gone.
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl<P: Resident> Drop for ProcessPool<P> {
+    fn drop(&mut self) {
+        self.wake.notify_one();
+    }
 }
 
 /// Shutdowns running in tasks of their own (a cancelled turn's process), which
@@ -170,8 +172,8 @@ struct Idle<P> {
 
 struct State<P> {
     idle: Vec<Idle<P>>,
-    /// Namespaces of the checked-out processes (one entry each).
-    busy: Vec<String>,
+    /// Checked-out places.
+    busy: usize,
     /// Bumped by each close: a process checked out before it is shut down on check-in.
     generation: u64,
     /// Whether the task that ends expired idle processes runs.
@@ -203,34 +205,23 @@ pub struct PoolStats {
 }
 
 impl<P> State<P> {
-    fn live_in(&self, namespace: &str) -> usize {
-        self.idle
-            .iter()
-            .filter(|i| i.namespace == namespace)
-            .count()
-            + self.busy.iter().filter(|n| *n == namespace).count()
-    }
-
     fn live(&self) -> usize {
-        self.idle.len() + self.busy.len()
+        self.idle.len() + self.busy
     }
 
-    /// Removes the least recently used idle process (of `namespace`, if given).
-    fn evict_lru(&mut self, namespace: Option<&str>) -> Option<P> {
+    /// Removes the least recently used idle process.
+    fn evict_lru(&mut self) -> Option<P> {
         let at = self
             .idle
             .iter()
             .enumerate()
-            .filter(|(_, i)| namespace.is_none_or(|n| i.namespace == n))
             .min_by_key(|(_, i)| i.since)
             .map(|(at, _)| at)?;
         Some(self.idle.swap_remove(at).process)
     }
 
-    fn unreserve(&mut self, namespace: &str) {
-        if let Some(at) = self.busy.iter().position(|n| n == namespace) {
-            self.busy.swap_remove(at);
-        }
+    fn unreserve(&mut self) {
+        self.busy = self.busy.saturating_sub(1);
     }
 }
 
@@ -247,6 +238,7 @@ pub(crate) struct Checkout<P: Resident> {
     generation: u64,
     idle_timeout: Duration,
     state: Arc<Mutex<State<P>>>,
+    wake: Arc<tokio::sync::Notify>,
     returned: bool,
 }
 
@@ -268,7 +260,7 @@ impl<P: Resident> Checkout<P> {
         self.returned = true;
         let (refused, sweep) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.unreserve(&self.namespace);
+            state.unreserve();
             if state.generation != self.generation {
                 (Some(process), false)
             } else {
@@ -285,6 +277,7 @@ impl<P: Resident> Checkout<P> {
         if sweep {
             tokio::spawn(sweep_expired(
                 Arc::downgrade(&self.state),
+                Arc::clone(&self.wake),
                 self.idle_timeout,
             ));
         }
@@ -300,7 +293,7 @@ impl<P: Resident> Drop for Checkout<P> {
             self.state
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .unreserve(&self.namespace);
+                .unreserve();
         }
     }
 }
@@ -312,12 +305,13 @@ impl<P: Resident> ProcessPool<P> {
             limits,
             state: Arc::new(Mutex::new(State {
                 idle: Vec::new(),
-                busy: Vec::new(),
+                busy: 0,
                 generation: 0,
                 sweeping: false,
                 stats: PoolStats::default(),
             })),
             endings: Endings::default(),
+            wake: Arc::default(),
         }
     }
 
@@ -335,7 +329,7 @@ impl<P: Resident> ProcessPool<P> {
     /// (idle, checked out) process counts.
     pub(crate) fn counts(&self) -> (usize, usize) {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        (state.idle.len(), state.busy.len())
+        (state.idle.len(), state.busy)
     }
 
     /// The counts and decisions so far.
@@ -343,7 +337,7 @@ impl<P: Resident> ProcessPool<P> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         PoolStats {
             idle: state.idle.len(),
-            busy: state.busy.len(),
+            busy: state.busy,
             ..state.stats
         }
     }
@@ -415,6 +409,7 @@ impl<P: Resident> ProcessPool<P> {
             generation,
             idle_timeout: self.limits.idle_timeout,
             state: Arc::clone(&self.state),
+            wake: Arc::clone(&self.wake),
             returned: false,
         })
     }
@@ -463,7 +458,7 @@ impl<P: Resident> ProcessPool<P> {
                 PoolDecision::Replace
             }
             Some((idle, true)) if idle.signature == *signature => {
-                state.busy.push(namespace.to_owned());
+                state.busy += 1;
                 state.stats.reused += 1;
                 return Ok((PoolDecision::Reuse, Some(idle.process), generation));
             }
@@ -475,17 +470,8 @@ impl<P: Resident> ProcessPool<P> {
             }
             None => PoolDecision::Start,
         };
-        while state.live_in(namespace) >= self.limits.max_per_namespace {
-            match state.evict_lru(Some(namespace)) {
-                Some(old) => {
-                    state.stats.evicted += 1;
-                    retired.push(old);
-                }
-                None => return Err(PoolError::Saturated),
-            }
-        }
         while state.live() >= self.limits.max_live {
-            match state.evict_lru(None) {
+            match state.evict_lru() {
                 Some(old) => {
                     state.stats.evicted += 1;
                     retired.push(old);
@@ -493,7 +479,7 @@ impl<P: Resident> ProcessPool<P> {
                 None => return Err(PoolError::Saturated),
             }
         }
-        state.busy.push(namespace.to_owned());
+        state.busy += 1;
         state.stats.started += 1;
         Ok((decision, None, generation))
     }
@@ -506,6 +492,8 @@ impl<P: Resident> ProcessPool<P> {
             state.generation += 1;
             std::mem::take(&mut state.idle)
         };
+        // Nothing idle is left to sweep: the sweeper ends now rather than at its next expiry.
+        self.wake.notify_one();
         for idle in idle {
             idle.process.shut_down().await;
         }
@@ -520,7 +508,11 @@ impl<P: Resident> ProcessPool<P> {
 /// Ends idle processes when their idle time is up, as long as the pool holds any (and exists):
 /// sleeps until the oldest expires, shuts down every expired one, and again. A flooded one
 /// (already ended by its reader) goes at the same time.
-async fn sweep_expired<P: Resident>(state: Weak<Mutex<State<P>>>, timeout: Duration) {
+async fn sweep_expired<P: Resident>(
+    state: Weak<Mutex<State<P>>>,
+    wake: Arc<tokio::sync::Notify>,
+    timeout: Duration,
+) {
     loop {
         let next = {
             let Some(state) = state.upgrade() else {
@@ -546,7 +538,11 @@ async fn sweep_expired<P: Resident>(state: Weak<Mutex<State<P>>>, timeout: Durat
                 .sweeping = false;
             return;
         };
-        tokio::time::sleep_until(tokio::time::Instant::from_std(next)).await;
+        tokio::select! {
+            () = tokio::time::sleep_until(tokio::time::Instant::from_std(next)) => {}
+            // Closed or dropped: look again (an empty or gone pool ends the sweeper).
+            () = wake.notified() => continue,
+        }
         let ended = {
             let Some(state) = state.upgrade() else {
                 return;

@@ -134,11 +134,7 @@ async fn a_process_that_died_between_turns_is_replaced_and_other_conversations_s
 #[tokio::test]
 async fn limits_evict_the_least_recently_used_idle_process_and_refuse_when_all_are_busy() {
     let fx = Fixture::new();
-    let pool = ProcessPool::new(
-        PoolLimits::default()
-            .with_max_live(2)
-            .with_max_per_namespace(2),
-    );
+    let pool = ProcessPool::new(PoolLimits::default().with_max_live(2));
     let sig = signature("t");
     for thread in ["a", "b"] {
         fx.park(&pool, "ns", thread, &sig).await;
@@ -157,19 +153,23 @@ async fn limits_evict_the_least_recently_used_idle_process_and_refuse_when_all_a
     // Dropping a checkout without checking in frees its place.
     drop(third);
     assert!(pool.check_out("ns", Some("d"), &sig).await.is_ok());
+}
 
-    // The per-namespace cap holds even with room in the pool.
-    let pool = ProcessPool::<Fake>::new(
-        PoolLimits::default()
-            .with_max_live(8)
-            .with_max_per_namespace(1),
-    );
-    let _busy = pool.check_out("ns", None, &sig).await.unwrap();
+#[tokio::test]
+async fn the_default_pool_holds_max_live_processes_of_one_namespace() {
+    // A driver's pool serves its one namespace: the documented eight are eight, not four.
+    let limits = PoolLimits::default();
+    let pool = ProcessPool::<Fake>::new(limits);
+    let sig = signature("t");
+    let mut busy = Vec::new();
+    for _ in 0..limits.max_live {
+        busy.push(pool.check_out("ns", None, &sig).await.unwrap());
+    }
     assert_eq!(
         pool.check_out("ns", None, &sig).await.unwrap_err(),
-        PoolError::Saturated
+        PoolError::Saturated,
+        "and not one more"
     );
-    assert!(pool.check_out("other", None, &sig).await.is_ok());
 }
 
 #[tokio::test]

@@ -683,3 +683,44 @@ async fn a_policy_change_between_turns_recycles_the_process() {
     );
     driver.close_processes().await.unwrap();
 }
+
+#[tokio::test]
+async fn concurrent_per_turn_runs_that_ask_meet_no_hidden_limit() {
+    use driver_spi::{Action, PermissionPolicy};
+    // Each turn takes a while, so the runs overlap.
+    let slow = LineRule::when([TURN_START])
+        .sleep_ms(400)
+        .stdout(r#"{"id":${ID},"result":{"turn":{"id":"turn-${COUNT}","status":"inProgress"}}}"#)
+        .stdout(r#"{"method":"item/completed","params":{"threadId":"${PARAM:threadId}","turnId":"turn-${COUNT}","item":{"type":"agentMessage","id":"msg_${COUNT}","text":"pid ${PID}: ${PARAM:input.0.text}"}}}"#)
+        .stdout(r#"{"method":"turn/completed","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-${COUNT}","items":[],"status":"completed","error":null}}}"#);
+    let fake = Fake::new(scenario_with(slow));
+    // One process per turn; a policy that asks runs each turn on a one-turn app-server.
+    let driver = fake.codex.driver(CodexOptions::new());
+    let asks = PermissionPolicy::default()
+        .allow(Action::Commands)
+        .ask(Action::Write);
+    let one = |n: usize| {
+        run(
+            &driver,
+            fake.request(&format!("run {n}")).with_permissions(asks),
+        )
+    };
+    // More than the pool's per-namespace default used to allow (four).
+    let (a, b, c, d, e, f) = tokio::join!(one(1), one(2), one(3), one(4), one(5), one(6));
+    let mut pids = Vec::new();
+    for (n, (result, _)) in [a, b, c, d, e, f].into_iter().enumerate() {
+        let response = result.unwrap_or_else(|e| panic!("run {}: {e}", n + 1));
+        assert!(
+            response.output.ends_with(&format!(": run {}", n + 1)),
+            "{}",
+            response.output
+        );
+        pids.push(pid_of(&response.output));
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), 6, "a process each");
+    for pid in pids {
+        wait_until(|| !is_running(pid)).await;
+    }
+}
