@@ -146,11 +146,22 @@ fn agent(
     backend: &ReferenceBackend,
     spec: ProviderSpec,
 ) -> (Agent, Arc<RotatingProvider>) {
+    agent_with_ttl(store, backend, spec, agent::DEFAULT_LEASE_TTL)
+}
+
+/// [`agent`] with a lease TTL of its own: a short one makes the lease-loss path quick, and
+/// only that path gets it (on a loaded machine a run could outlive a short lease).
+fn agent_with_ttl(
+    store: Arc<dyn ThreadStore>,
+    backend: &ReferenceBackend,
+    spec: ProviderSpec,
+    ttl: Duration,
+) -> (Agent, Arc<RotatingProvider>) {
     let provider = RotatingProvider::new(spec);
     let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
         .store(store)
         .provider(provider.clone())
-        .lease_ttl(Duration::from_millis(300))
+        .lease_ttl(ttl)
         .build()
         .unwrap();
     (agent, provider)
@@ -212,7 +223,12 @@ where
     seen.outcome(&failed);
 
     // Lease loss while the driver runs.
-    let (a6, _) = agent(Arc::new(LosingStore(open().await)), &backend, spec(6));
+    let (a6, _) = agent_with_ttl(
+        Arc::new(LosingStore(open().await)),
+        &backend,
+        spec(6),
+        Duration::from_millis(300),
+    );
     backend.push_behavior(Behavior::Stall);
     let lost = a6.thread("t").run("sixth").await;
     assert!(
