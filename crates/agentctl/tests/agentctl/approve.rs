@@ -3,11 +3,8 @@
 //! makes it use a tool: allowed, the tool runs without a request; asked, the host's answer
 //! decides (`--approve allow`, `--approve deny`, and the default without a terminal: deny;
 //! on a terminal, a `y` typed at the prompt); the policy is part of the Thread's fingerprint.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod common;
-
-use common::agentctl;
+use crate::support::agentctl;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

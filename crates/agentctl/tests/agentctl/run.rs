@@ -2,7 +2,6 @@
 //! the reference runtime: a run creates the store and persists; explain names the stored
 //! record; after a configuration change explain and the resume-only run refuse alike, with the
 //! same exit code and drift, before any driver runs.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::Path;
 use std::process::{Command, Output};

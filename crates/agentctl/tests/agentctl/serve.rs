@@ -1,6 +1,5 @@
 //! `agentctl serve --dev`: loopback only, a bearer token printed once, 401 without it, the
 //! JSON reports with it, and no secret in them.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

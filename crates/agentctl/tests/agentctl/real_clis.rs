@@ -3,7 +3,6 @@
 //! and a resume-only run in a second process that resumes (each CLI keeps its state in the
 //! credential namespace). Every invocation logs at TRACE, and no output holds the model key.
 //! Without the binary a test prints `SKIPPED` locally and fails under CI.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,7 +1,6 @@
 //! `agentctl threads …` run as a real process against a SQLite store that an agent (reference
 //! driver, a provider attaching a secret) wrote: list, paging, show, delete with and without a
 //! lease, exit codes, and no secret in any output.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::Path;
 use std::process::{Command, Output};

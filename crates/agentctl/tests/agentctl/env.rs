@@ -1,7 +1,6 @@
 //! `agentctl auth status` and `agentctl runtime-env show` as processes: a credential file in
 //! the namespace counts as a login and is named by placeholder path only; neither its content
 //! nor a host API key reaches the output.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;

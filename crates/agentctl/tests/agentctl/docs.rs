@@ -3,7 +3,6 @@
 //! and of the reference runtime are in `docs/agentctl.md`; every driver crate of the workspace
 //! is in the README's crate table, in `docs/drivers.md` and in `driver-spi`'s crate docs. The
 //! lists come from the code, so a runtime added without its docs fails here.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,6 @@
 //! `agentctl support-bundle`: versions as probed, the namespace and its level and mode, auth
 //! status and config-source hashes, in one 0600 file that holds no secret, even with a
 //! credential file, a config file and host API keys all carrying a canary.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
