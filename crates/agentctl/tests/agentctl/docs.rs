@@ -5,7 +5,8 @@
 //! lists come from the code, so a runtime added without its docs fails here.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use crate::support;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -21,10 +22,7 @@ fn read(relative: &str) -> String {
 
 /// The values clap lists for `--runtime` in `agentctl run --help`.
 fn runtimes_run_accepts() -> Vec<String> {
-    let help = Command::new(env!("CARGO_BIN_EXE_agentctl"))
-        .args(["run", "--help"])
-        .output()
-        .unwrap();
+    let help = support::command().args(["run", "--help"]).output().unwrap();
     assert!(help.status.success(), "{help:?}");
     let help = String::from_utf8(help.stdout).unwrap();
     let at = help.find("--runtime <").expect("a --runtime option");

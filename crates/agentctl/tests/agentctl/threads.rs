@@ -3,7 +3,7 @@
 //! lease, exit codes, and no secret in any output.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +15,8 @@ use run_service::{
 };
 use thread_store::sqlite::{SqliteConfig, SqliteStore};
 use thread_store::{FinalizeRequest, ThreadRecord, ThreadStore};
+
+use crate::support::{self, assert_no_secret, sqlite_url};
 
 const CANARY: &str = "sk-agentctl-CANARY-7c1e55";
 
@@ -73,10 +75,11 @@ async fn seed_store(store: Arc<dyn ThreadStore>, keys: &[&str]) {
     agent.close().await;
 }
 
+/// agentctl on the SQLite file `store`, `RUST_LOG` unset so no log line mixes into its output.
 fn agentctl(store: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    support::command()
         .arg("--store")
-        .arg(format!("sqlite:{}", store.display()))
+        .arg(sqlite_url(store))
         .args(args)
         .env_remove("RUST_LOG")
         .output()
@@ -85,12 +88,6 @@ fn agentctl(store: &Path, args: &[&str]) -> Output {
 
 fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn assert_no_secret(output: &Output) {
-    for stream in [&output.stdout, &output.stderr] {
-        assert!(!String::from_utf8_lossy(stream).contains(CANARY));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -111,7 +108,7 @@ async fn list_filters_by_prefix_as_a_table_and_as_json() {
         lines[0].contains("TURNS") && lines[1].contains("active        1  "),
         "{text}"
     );
-    assert_no_secret(&table);
+    assert_no_secret(&table, CANARY);
 
     let json = agentctl(&db, &["threads", "list", "--json"]);
     assert!(json.status.success());
@@ -124,7 +121,7 @@ async fn list_filters_by_prefix_as_a_table_and_as_json() {
     assert!(rows[0]["fingerprint"].as_str().unwrap().len() > 12);
     assert!(rows[0]["created_at"].as_str().unwrap().ends_with('Z'));
     assert_eq!(rows[0]["turns"], 1);
-    assert_no_secret(&json);
+    assert_no_secret(&json, CANARY);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -183,7 +180,7 @@ async fn show_prints_the_record_and_its_components_without_secrets() {
         body.contains("  attachment.semantic:"),
         "the provider's component: {body}"
     );
-    assert_no_secret(&text);
+    assert_no_secret(&text, CANARY);
 
     let json = agentctl(&db, &["threads", "show", "support/42", "--json"]);
     let value: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
@@ -191,7 +188,7 @@ async fn show_prints_the_record_and_its_components_without_secrets() {
     assert_eq!(value["status"], "active");
     let components = value["components"].as_object().unwrap();
     assert!(components.contains_key("model"), "{components:?}");
-    assert_no_secret(&json);
+    assert_no_secret(&json, CANARY);
 
     assert!(body.contains("lease         free"), "{body}");
     assert_eq!(value["lease"], serde_json::Value::Null);
@@ -280,19 +277,19 @@ fn usage_and_missing_stores_have_their_exit_codes() {
     assert_eq!(out.status.code(), Some(5));
     assert!(!missing.exists(), "a read command creates no store");
 
-    let bad = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let bad = support::command()
         .args(["--store", "mysql://h/db", "threads", "list"])
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    let unknown = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let unknown = support::command()
         .args(["threads", "frobnicate"])
         .output()
         .unwrap();
     assert_eq!(unknown.status.code(), Some(2));
 
     // A PostgreSQL URL's password never reaches the output, even when connecting fails.
-    let pg = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let pg = support::command()
         .args([
             "--store",
             "postgresql://user:hunter2-secret@127.0.0.1:1/db",
@@ -308,22 +305,15 @@ fn usage_and_missing_stores_have_their_exit_codes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_store_lists_and_shows() {
     use thread_store::postgres::{PostgresConfig, PostgresStore};
-    let url = std::env::var("THREAD_STORE_POSTGRES_URL").expect(
-        "THREAD_STORE_POSTGRES_URL is not set: this PostgreSQL test cannot run \
-         (run with --skip postgres to skip it visibly)",
-    );
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let schema = format!("agentctl_{}_{nanos}", std::process::id());
+    let url = support::postgres_url();
+    let schema = support::unique_schema("agentctl");
     let store = PostgresStore::connect(PostgresConfig::from_url(&url, &schema).unwrap())
         .await
         .unwrap();
     seed_store(Arc::new(store), &["pg/1", "pg/2"]).await;
 
     let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        support::command()
             .args(["--store", url.as_str(), "--pg-schema", schema.as_str()])
             .args(args)
             .output()
@@ -343,6 +333,6 @@ async fn postgres_store_lists_and_shows() {
     assert_eq!(keys, ["pg/1", "pg/2"]);
     let show = run(&["threads", "show", "pg/2"]);
     assert!(stdout(&show).contains("key           pg/2"), "{show:?}");
-    assert_no_secret(&list);
-    assert_no_secret(&show);
+    assert_no_secret(&list, CANARY);
+    assert_no_secret(&show, CANARY);
 }
