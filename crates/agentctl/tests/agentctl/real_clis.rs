@@ -31,7 +31,19 @@ struct Cli<'a> {
     schema: String,
 }
 
-impl Cli<'_> {
+impl<'a> Cli<'a> {
+    /// `runtime` (its binary `binary`, its model at `model_url`) on a SQLite store in `dir`.
+    fn on_sqlite(runtime: &'a str, binary: &'a Path, model_url: String, dir: &'a Path) -> Self {
+        Cli {
+            runtime,
+            binary,
+            model_url,
+            dir,
+            store: None,
+            schema: String::new(),
+        }
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
@@ -105,14 +117,7 @@ fn codex_resumes_across_processes() {
     };
     let model = test_kit::responses::MockResponses::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "codex",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("codex", &binary, model.base_url(), dir.path());
     resumes_across_processes(&cli, || model.requests());
 }
 
@@ -125,14 +130,7 @@ fn claude_code_resumes_across_processes() {
     };
     let model = test_kit::anthropic::MockAnthropic::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "claude-code",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("claude-code", &binary, model.base_url(), dir.path());
     resumes_across_processes(&cli, || model.model_requests());
 }
 
@@ -145,14 +143,7 @@ fn codebuddy_resumes_across_processes() {
     };
     let model = test_kit::chat::MockChat::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "codebuddy",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("codebuddy", &binary, model.base_url(), dir.path());
     resumes_across_processes(&cli, || model.model_requests());
 }
 
@@ -164,14 +155,7 @@ fn gemini_resumes_across_processes() {
     };
     let model = test_kit::gemini::MockGemini::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "gemini",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("gemini", &binary, model.base_url(), dir.path());
     resumes_across_processes(&cli, || model.model_requests());
     // The key reached Gemini (and so the mock) through the typed option.
     for request in model.model_requests() {
@@ -209,14 +193,7 @@ fn ctrl_c_during_a_run_leaves_no_child_and_no_record() {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "codex",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("codex", &binary, model.base_url(), dir.path());
     let mut command = cli.command(&["run", "--thread", "interrupted", "hello"]);
     let mut child = command
         .stdout(std::process::Stdio::null())
@@ -304,12 +281,9 @@ fn mcp_moved(store: Option<String>) {
     let model = test_kit::responses::MockResponses::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cli = Cli {
-        runtime: "codex",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
         store,
         schema: support::unique_schema("agentctl_codex"),
+        ..Cli::on_sqlite("codex", &binary, model.base_url(), dir.path())
     };
     let run = |port: u16, token: &str, args: &[&str]| {
         cli.command(args)

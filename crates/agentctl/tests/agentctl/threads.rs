@@ -90,6 +90,19 @@ fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
 
+/// The `key` of every row `threads list --json` printed, in order.
+fn keys(output: &Output) -> Vec<String> {
+    stdout(output)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn list_filters_by_prefix_as_a_table_and_as_json() {
     let dir = tempfile::tempdir().unwrap();
@@ -151,17 +164,8 @@ async fn list_pages_through_more_records_than_a_page() {
     }
     let out = agentctl(&db, &["threads", "list", "--prefix", "bulk/", "--json"]);
     assert!(out.status.success());
-    let keys: Vec<String> = stdout(&out)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
     let expected: Vec<String> = (0..10_000).map(|n| format!("bulk/{n:05}")).collect();
-    assert_eq!(keys, expected, "every record once, in key order");
+    assert_eq!(keys(&out), expected, "every record once, in key order");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -321,16 +325,7 @@ async fn postgres_store_lists_and_shows() {
     };
     let list = run(&["threads", "list", "--json"]);
     assert!(list.status.success(), "{list:?}");
-    let keys: Vec<String> = stdout(&list)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    assert_eq!(keys, ["pg/1", "pg/2"]);
+    assert_eq!(keys(&list), ["pg/1", "pg/2"]);
     let show = run(&["threads", "show", "pg/2"]);
     assert!(stdout(&show).contains("key           pg/2"), "{show:?}");
     assert_no_secret(&list, CANARY);
