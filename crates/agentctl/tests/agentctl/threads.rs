@@ -1,10 +1,9 @@
 //! `agentctl threads …` run as a real process against a SQLite store that an agent (reference
 //! driver, a provider attaching a secret) wrote: list, paging, show, delete with and without a
 //! lease, exit codes, and no secret in any output.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +15,8 @@ use run_service::{
 };
 use thread_store::sqlite::{SqliteConfig, SqliteStore};
 use thread_store::{FinalizeRequest, ThreadRecord, ThreadStore};
+
+use crate::support::{self, assert_no_secret, sqlite_url};
 
 const CANARY: &str = "sk-agentctl-CANARY-7c1e55";
 
@@ -74,10 +75,11 @@ async fn seed_store(store: Arc<dyn ThreadStore>, keys: &[&str]) {
     agent.close().await;
 }
 
+/// agentctl on the SQLite file `store`, `RUST_LOG` unset so no log line mixes into its output.
 fn agentctl(store: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    support::command()
         .arg("--store")
-        .arg(format!("sqlite:{}", store.display()))
+        .arg(sqlite_url(store))
         .args(args)
         .env_remove("RUST_LOG")
         .output()
@@ -88,10 +90,17 @@ fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
 
-fn assert_no_secret(output: &Output) {
-    for stream in [&output.stdout, &output.stderr] {
-        assert!(!String::from_utf8_lossy(stream).contains(CANARY));
-    }
+/// The `key` of every row `threads list --json` printed, in order.
+fn keys(output: &Output) -> Vec<String> {
+    stdout(output)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -112,7 +121,7 @@ async fn list_filters_by_prefix_as_a_table_and_as_json() {
         lines[0].contains("TURNS") && lines[1].contains("active        1  "),
         "{text}"
     );
-    assert_no_secret(&table);
+    assert_no_secret(&table, CANARY);
 
     let json = agentctl(&db, &["threads", "list", "--json"]);
     assert!(json.status.success());
@@ -125,7 +134,7 @@ async fn list_filters_by_prefix_as_a_table_and_as_json() {
     assert!(rows[0]["fingerprint"].as_str().unwrap().len() > 12);
     assert!(rows[0]["created_at"].as_str().unwrap().ends_with('Z'));
     assert_eq!(rows[0]["turns"], 1);
-    assert_no_secret(&json);
+    assert_no_secret(&json, CANARY);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -155,17 +164,8 @@ async fn list_pages_through_more_records_than_a_page() {
     }
     let out = agentctl(&db, &["threads", "list", "--prefix", "bulk/", "--json"]);
     assert!(out.status.success());
-    let keys: Vec<String> = stdout(&out)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
     let expected: Vec<String> = (0..10_000).map(|n| format!("bulk/{n:05}")).collect();
-    assert_eq!(keys, expected, "every record once, in key order");
+    assert_eq!(keys(&out), expected, "every record once, in key order");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -184,7 +184,7 @@ async fn show_prints_the_record_and_its_components_without_secrets() {
         body.contains("  attachment.semantic:"),
         "the provider's component: {body}"
     );
-    assert_no_secret(&text);
+    assert_no_secret(&text, CANARY);
 
     let json = agentctl(&db, &["threads", "show", "support/42", "--json"]);
     let value: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
@@ -192,7 +192,7 @@ async fn show_prints_the_record_and_its_components_without_secrets() {
     assert_eq!(value["status"], "active");
     let components = value["components"].as_object().unwrap();
     assert!(components.contains_key("model"), "{components:?}");
-    assert_no_secret(&json);
+    assert_no_secret(&json, CANARY);
 
     assert!(body.contains("lease         free"), "{body}");
     assert_eq!(value["lease"], serde_json::Value::Null);
@@ -281,19 +281,19 @@ fn usage_and_missing_stores_have_their_exit_codes() {
     assert_eq!(out.status.code(), Some(5));
     assert!(!missing.exists(), "a read command creates no store");
 
-    let bad = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let bad = support::command()
         .args(["--store", "mysql://h/db", "threads", "list"])
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    let unknown = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let unknown = support::command()
         .args(["threads", "frobnicate"])
         .output()
         .unwrap();
     assert_eq!(unknown.status.code(), Some(2));
 
     // A PostgreSQL URL's password never reaches the output, even when connecting fails.
-    let pg = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let pg = support::command()
         .args([
             "--store",
             "postgresql://user:hunter2-secret@127.0.0.1:1/db",
@@ -309,22 +309,15 @@ fn usage_and_missing_stores_have_their_exit_codes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_store_lists_and_shows() {
     use thread_store::postgres::{PostgresConfig, PostgresStore};
-    let url = std::env::var("THREAD_STORE_POSTGRES_URL").expect(
-        "THREAD_STORE_POSTGRES_URL is not set: this PostgreSQL test cannot run \
-         (run with --skip postgres to skip it visibly)",
-    );
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let schema = format!("agentctl_{}_{nanos}", std::process::id());
+    let url = support::postgres_url();
+    let schema = support::unique_schema("agentctl");
     let store = PostgresStore::connect(PostgresConfig::from_url(&url, &schema).unwrap())
         .await
         .unwrap();
     seed_store(Arc::new(store), &["pg/1", "pg/2"]).await;
 
     let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        support::command()
             .args(["--store", url.as_str(), "--pg-schema", schema.as_str()])
             .args(args)
             .output()
@@ -332,18 +325,9 @@ async fn postgres_store_lists_and_shows() {
     };
     let list = run(&["threads", "list", "--json"]);
     assert!(list.status.success(), "{list:?}");
-    let keys: Vec<String> = stdout(&list)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    assert_eq!(keys, ["pg/1", "pg/2"]);
+    assert_eq!(keys(&list), ["pg/1", "pg/2"]);
     let show = run(&["threads", "show", "pg/2"]);
     assert!(stdout(&show).contains("key           pg/2"), "{show:?}");
-    assert_no_secret(&list);
-    assert_no_secret(&show);
+    assert_no_secret(&list, CANARY);
+    assert_no_secret(&show, CANARY);
 }

@@ -3,10 +3,10 @@
 //! and of the reference runtime are in `docs/agentctl.md`; every driver crate of the workspace
 //! is in the README's crate table, in `docs/drivers.md` and in `driver-spi`'s crate docs. The
 //! lists come from the code, so a runtime added without its docs fails here.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use crate::support;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -22,10 +22,7 @@ fn read(relative: &str) -> String {
 
 /// The values clap lists for `--runtime` in `agentctl run --help`.
 fn runtimes_run_accepts() -> Vec<String> {
-    let help = Command::new(env!("CARGO_BIN_EXE_agentctl"))
-        .args(["run", "--help"])
-        .output()
-        .unwrap();
+    let help = support::command().args(["run", "--help"]).output().unwrap();
     assert!(help.status.success(), "{help:?}");
     let help = String::from_utf8(help.stdout).unwrap();
     let at = help.find("--runtime <").expect("a --runtime option");

@@ -1,28 +1,12 @@
 //! `agentctl support-bundle`: versions as probed, the namespace and its level and mode, auth
 //! status and config-source hashes, in one 0600 file that holds no secret, even with a
 //! credential file, a config file and host API keys all carrying a canary.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
-use std::process::Command;
+use std::os::unix::fs::PermissionsExt;
+
+use crate::support::{self, private_file};
 
 const CANARY: &str = "sk-agentctl-BUNDLE-CANARY-5d2f";
-
-fn private_file(path: &Path, content: &str, mode: u32) {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path.parent().unwrap())
-        .unwrap();
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .unwrap();
-    std::io::Write::write_all(&mut file, content.as_bytes()).unwrap();
-}
 
 #[test]
 fn the_bundle_holds_versions_statuses_and_hashes_and_no_secret() {
@@ -46,7 +30,7 @@ fn the_bundle_holds_versions_statuses_and_hashes_and_no_secret() {
 
     let bundle_path = dir.path().join("bundle.json");
     let run = || {
-        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        support::command()
             .args(["support-bundle", "--namespace", "user:alice", "-o"])
             .arg(&bundle_path)
             .arg("--base")

@@ -2,48 +2,23 @@
 //! the reference runtime: a run creates the store and persists; explain names the stored
 //! record; after a configuration change explain and the resume-only run refuse alike, with the
 //! same exit code and drift, before any driver runs.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-/// agentctl with its data directory (the default runtime's namespace included) and HOME
-/// under `root`, never the user's.
-fn isolated(root: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentctl"));
-    command
-        .env("XDG_DATA_HOME", root.join("xdg-data"))
-        .env("HOME", root.join("home"));
-    command
-}
-
-/// agentctl on the SQLite store `store`, isolated beside it.
-fn on_store(store: &Path) -> Command {
-    let mut command = isolated(store.parent().unwrap());
-    command
-        .arg("--store")
-        .arg(format!("sqlite:{}", store.display()));
-    command
-}
-
-fn agentctl(store: &Path, args: &[&str]) -> Output {
-    on_store(store).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use crate::support::{self, agentctl, assert_no_secret, isolated, on_store, text};
 
 #[test]
 fn run_then_explain_then_refuse_alike_after_a_change() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("nested/threads.sqlite3");
+    // The store's directory, which the run creates.
+    let root = &dir.path().join("nested");
     let ws = dir.path().to_str().unwrap().to_owned();
     let base = ["--workspace", ws.as_str(), "--model", "m1"];
 
     // Nothing stored: explain says start; resume-only would be refused as not found.
     let run = agentctl(
-        &db,
+        root,
         &[&["run", "--thread", "t"][..], &base, &["hello"]].concat(),
     );
     assert!(run.status.success(), "{run:?}");
@@ -51,21 +26,21 @@ fn run_then_explain_then_refuse_alike_after_a_change() {
     assert!(out.contains("session started"), "{out}");
     let record = out.rsplit("record ").next().unwrap().trim().to_owned();
     assert!(!record.is_empty() && record != "not persisted", "{out}");
-    let mode = std::fs::metadata(db.parent().unwrap()).unwrap();
+    let mode = std::fs::metadata(root).unwrap();
     assert_eq!(
         std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
         0o700
     );
 
     // Compatible: explain names the stored record, and changes nothing.
-    let explain = agentctl(&db, &[&["threads", "explain", "t"][..], &base].concat());
+    let explain = agentctl(root, &[&["threads", "explain", "t"][..], &base].concat());
     assert!(explain.status.success(), "{explain:?}");
     assert_eq!(
         text(&explain.stdout).lines().next().unwrap(),
         format!("resume: record {record}")
     );
     let json = agentctl(
-        &db,
+        root,
         &[&["threads", "explain", "t", "--json"][..], &base].concat(),
     );
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -74,9 +49,9 @@ fn run_then_explain_then_refuse_alike_after_a_change() {
 
     // The model changed: both refuse with exit 3 and name the drift.
     let changed = ["--workspace", ws.as_str(), "--model", "m2", "--resume-only"];
-    let explain = agentctl(&db, &[&["threads", "explain", "t"][..], &changed].concat());
+    let explain = agentctl(root, &[&["threads", "explain", "t"][..], &changed].concat());
     let run = agentctl(
-        &db,
+        root,
         &[&["run", "--thread", "t"][..], &changed, &["again"]].concat(),
     );
     assert_eq!(explain.status.code(), Some(3), "{explain:?}");
@@ -87,13 +62,13 @@ fn run_then_explain_then_refuse_alike_after_a_change() {
 
     // Without resume-only a run would start over, archiving the record.
     let changed = ["--workspace", ws.as_str(), "--model", "m2"];
-    let explain = agentctl(&db, &[&["threads", "explain", "t"][..], &changed].concat());
+    let explain = agentctl(root, &[&["threads", "explain", "t"][..], &changed].concat());
     assert!(
         text(&explain.stdout).starts_with(&format!("start over, archiving record {record}")),
         "{explain:?}"
     );
     let run = agentctl(
-        &db,
+        root,
         &[&["run", "--thread", "t"][..], &changed, &["again"]].concat(),
     );
     assert!(
@@ -102,8 +77,8 @@ fn run_then_explain_then_refuse_alike_after_a_change() {
     );
 
     // Not found alike.
-    let explain = agentctl(&db, &["threads", "explain", "nope", "--resume-only"]);
-    let run = agentctl(&db, &["run", "--thread", "nope", "--resume-only", "x"]);
+    let explain = agentctl(root, &["threads", "explain", "nope", "--resume-only"]);
+    let run = agentctl(root, &["run", "--thread", "nope", "--resume-only", "x"]);
     assert_eq!(explain.status.code(), Some(5));
     assert_eq!(run.status.code(), Some(5));
 }
@@ -140,11 +115,11 @@ fn session_files(dir: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn the_default_runtime_resumes_and_forks_across_processes_and_explain_agrees() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("threads.sqlite3");
+    let root = dir.path();
     let ws = dir.path().to_str().unwrap().to_owned();
     let run = |key: &str, extra: &[&str], prompt: &str| {
         agentctl(
-            &db,
+            root,
             &[
                 &["run", "--thread", key, "--workspace", &ws][..],
                 extra,
@@ -155,7 +130,7 @@ fn the_default_runtime_resumes_and_forks_across_processes_and_explain_agrees() {
     };
     let explain = |key: &str, extra: &[&str]| {
         agentctl(
-            &db,
+            root,
             &[&["threads", "explain", key, "--workspace", &ws][..], extra].concat(),
         )
     };
@@ -258,14 +233,14 @@ fn the_default_runtime_resumes_and_forks_across_processes_and_explain_agrees() {
 #[test]
 fn the_reference_runtime_refuses_flags_it_cannot_take() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("threads.sqlite3");
+    let root = dir.path();
     for flag in [
         ["--runtime-bin", "/bin/true"],
         ["--provider-url", "http://127.0.0.1:9/v1"],
         ["--provider-key-env", "HOME"],
     ] {
         let run = agentctl(
-            &db,
+            root,
             &[&["run", "--thread", "t"][..], &flag, &["hi"]].concat(),
         );
         assert_eq!(run.status.code(), Some(2), "{flag:?}: {run:?}");
@@ -276,8 +251,8 @@ fn the_reference_runtime_refuses_flags_it_cannot_take() {
 #[test]
 fn run_json_prints_typed_events_and_unknown_runtimes_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("threads.sqlite3");
-    let run = agentctl(&db, &["run", "--thread", "j", "--json", "hello"]);
+    let root = dir.path();
+    let run = agentctl(root, &["run", "--thread", "j", "--json", "hello"]);
     assert!(run.status.success(), "{run:?}");
     let kinds: Vec<String> = text(&run.stdout)
         .lines()
@@ -291,18 +266,18 @@ fn run_json_prints_typed_events_and_unknown_runtimes_are_usage_errors() {
     assert!(text(&run.stderr).contains("session started"));
 
     let unknown = agentctl(
-        &db,
+        root,
         &["run", "--runtime", "opencode", "--thread", "c", "hi"],
     );
     assert_eq!(unknown.status.code(), Some(2), "no such runtime");
-    let bad = agentctl(&db, &["run", "--thread", "c", "--mcp", "nourl", "hi"]);
+    let bad = agentctl(root, &["run", "--thread", "c", "--mcp", "nourl", "hi"]);
     assert_eq!(bad.status.code(), Some(2));
 }
 
 #[test]
 fn an_mcp_server_on_a_new_port_keeps_the_thread_resumable_a_renamed_one_does_not() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("threads.sqlite3");
+    let root = dir.path();
     let ws = dir.path().to_str().unwrap().to_owned();
     let with = |mcp: &str| {
         vec![
@@ -315,7 +290,7 @@ fn an_mcp_server_on_a_new_port_keeps_the_thread_resumable_a_renamed_one_does_not
         ]
     };
     let run_with = |args: &[&str], mcp: &str, token: &str| {
-        on_store(&db)
+        on_store(root)
             .args(args)
             .args(with(mcp))
             .env("UI_TOKEN", token)
@@ -346,12 +321,11 @@ fn an_mcp_server_on_a_new_port_keeps_the_thread_resumable_a_renamed_one_does_not
     );
     assert_eq!(renamed.status.code(), Some(3), "{renamed:?}");
     for output in [&first, &moved, &renamed] {
-        assert!(!text(&output.stdout).contains("token-"));
-        assert!(!text(&output.stderr).contains("token-"));
+        assert_no_secret(output, "token-");
     }
 
     // A bearer variable that is not set is a usage error.
-    let unset = on_store(&db)
+    let unset = on_store(root)
         .args(["threads", "explain", "m"])
         .args(with("ui=http://127.0.0.1:4202/mcp"))
         .env_remove("UI_TOKEN")
@@ -362,15 +336,8 @@ fn an_mcp_server_on_a_new_port_keeps_the_thread_resumable_a_renamed_one_does_not
 
 #[test]
 fn postgres_store_run_explain_delete() {
-    let url = std::env::var("THREAD_STORE_POSTGRES_URL").expect(
-        "THREAD_STORE_POSTGRES_URL is not set: this PostgreSQL test cannot run \
-         (run with --skip postgres to skip it visibly)",
-    );
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let schema = format!("agentctl_run_{}_{nanos}", std::process::id());
+    let url = support::postgres_url();
+    let schema = support::unique_schema("agentctl_run");
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().to_str().unwrap().to_owned();
     let pg = |args: &[&str]| {
@@ -416,7 +383,7 @@ fn cursor_runtime_starts_then_resumes_a_chat_across_processes() {
     use std::os::unix::fs::PermissionsExt;
 
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("threads.sqlite3");
+    let root = dir.path();
     let record = dir.path().join("record.jsonl");
     let chat = "3f2b8c1e-6d4a-4f7e-9b0c-2a1d5e8f7c60";
     let turn = |rule: Rule, chat: &str, text: &str| {
@@ -471,7 +438,7 @@ fn cursor_runtime_starts_then_resumes_a_chat_across_processes() {
     let run = |extra: &[&str]| {
         let a = args(extra);
         let refs: Vec<&str> = a.iter().map(String::as_str).collect();
-        agentctl(&db, &refs)
+        agentctl(root, &refs)
     };
 
     let first = run(&["hello"]);
@@ -509,10 +476,10 @@ fn trace_logs_every_pipeline_step_and_no_key_or_secret() {
     const KEY: &str = "tenant-acme-private-thread";
     const CANARY: &str = "zebracanary4471";
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("threads.sqlite3");
+    let root = dir.path();
     let ws = dir.path().to_str().unwrap().to_owned();
     let traced = |extra: &[&str]| {
-        on_store(&db)
+        on_store(root)
             .env("RUST_LOG", "trace")
             .env("DOCS_BEARER", CANARY)
             .args(["run", "--thread", KEY, "--workspace", ws.as_str()])

@@ -1,10 +1,11 @@
 //! `agentctl serve --dev`: loopback only, a bearer token printed once, 401 without it, the
 //! JSON reports with it, and no secret in them.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
+
+use crate::support;
 
 const CANARY: &str = "sk-agentctl-SERVE-CANARY-11aa";
 
@@ -40,7 +41,7 @@ impl Drop for Killed {
 fn serves_the_reports_only_with_the_printed_token() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Killed(
-        Command::new(env!("CARGO_BIN_EXE_agentctl"))
+        support::command()
             .args(["serve", "--dev", "--namespace", "user:dev", "--base"])
             .arg(dir.path().join("rt"))
             .env("OPENAI_API_KEY", CANARY)
@@ -85,16 +86,13 @@ fn serves_the_reports_only_with_the_printed_token() {
 #[test]
 fn refuses_non_loopback_addresses_and_a_missing_dev_flag() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let out = support::command()
         .args(["serve", "--dev", "--bind", "0.0.0.0", "--base"])
         .arg(dir.path().join("rt"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
-    let out = Command::new(env!("CARGO_BIN_EXE_agentctl"))
-        .args(["serve"])
-        .output()
-        .unwrap();
+    let out = support::command().args(["serve"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -3,13 +3,14 @@
 //! and a resume-only run in a second process that resumes (each CLI keeps its state in the
 //! credential namespace). Every invocation logs at TRACE, and no output holds the model key.
 //! Without the binary a test prints `SKIPPED` locally and fails under CI.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use test_kit::RecordedRequest;
 use test_kit::{Reply, Script};
+
+use crate::support::{self, assert_no_secret, sqlite_url, text};
 
 /// Shaped like an API key, so the trace output below would show it if anything logged it.
 const MODEL_KEY: &str = "sk-agentctl-not-a-real-key-0123456789abcdef";
@@ -30,7 +31,19 @@ struct Cli<'a> {
     schema: String,
 }
 
-impl Cli<'_> {
+impl<'a> Cli<'a> {
+    /// `runtime` (its binary `binary`, its model at `model_url`) on a SQLite store in `dir`.
+    fn on_sqlite(runtime: &'a str, binary: &'a Path, model_url: String, dir: &'a Path) -> Self {
+        Cli {
+            runtime,
+            binary,
+            model_url,
+            dir,
+            store: None,
+            schema: String::new(),
+        }
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
@@ -38,16 +51,15 @@ impl Cli<'_> {
     fn command(&self, args: &[&str]) -> Command {
         let work = self.dir.join("work");
         std::fs::create_dir_all(&work).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agentctl"));
+        let mut command = support::command();
         match &self.store {
             Some(url) => command
                 .arg("--store")
                 .arg(url)
                 .args(["--pg-schema", &self.schema]),
-            None => command.arg("--store").arg(format!(
-                "sqlite:{}",
-                self.dir.join("threads.sqlite3").display()
-            )),
+            None => command
+                .arg("--store")
+                .arg(sqlite_url(&self.dir.join("threads.sqlite3"))),
         };
         command
             .args(args)
@@ -64,10 +76,6 @@ impl Cli<'_> {
             .env("RUST_LOG", "trace");
         command
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Run, explain, resume in a second process; the last model request carries the first turn.
@@ -97,8 +105,7 @@ fn resumes_across_processes(cli: &Cli<'_>, model_requests: impl Fn() -> Vec<Reco
         "the resumed request carries the first turn"
     );
     for output in [&first, &second, &explain] {
-        assert!(!text(&output.stdout).contains(MODEL_KEY));
-        assert!(!text(&output.stderr).contains(MODEL_KEY));
+        assert_no_secret(output, MODEL_KEY);
     }
 }
 
@@ -110,14 +117,7 @@ fn codex_resumes_across_processes() {
     };
     let model = test_kit::responses::MockResponses::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "codex",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("codex", &binary, model.base_url(), dir.path());
     resumes_across_processes(&cli, || model.requests());
 }
 
@@ -130,14 +130,7 @@ fn claude_code_resumes_across_processes() {
     };
     let model = test_kit::anthropic::MockAnthropic::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "claude-code",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("claude-code", &binary, model.base_url(), dir.path());
     resumes_across_processes(&cli, || model.model_requests());
 }
 
@@ -150,14 +143,7 @@ fn codebuddy_resumes_across_processes() {
     };
     let model = test_kit::chat::MockChat::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "codebuddy",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("codebuddy", &binary, model.base_url(), dir.path());
     resumes_across_processes(&cli, || model.model_requests());
 }
 
@@ -169,14 +155,7 @@ fn gemini_resumes_across_processes() {
     };
     let model = test_kit::gemini::MockGemini::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "gemini",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("gemini", &binary, model.base_url(), dir.path());
     resumes_across_processes(&cli, || model.model_requests());
     // The key reached Gemini (and so the mock) through the typed option.
     for request in model.model_requests() {
@@ -214,14 +193,7 @@ fn ctrl_c_during_a_run_leaves_no_child_and_no_record() {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli {
-        runtime: "codex",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
-        store: None,
-        schema: String::new(),
-    };
+    let cli = Cli::on_sqlite("codex", &binary, model.base_url(), dir.path());
     let mut command = cli.command(&["run", "--thread", "interrupted", "hello"]);
     let mut child = command
         .stdout(std::process::Stdio::null())
@@ -270,12 +242,9 @@ fn ctrl_c_during_a_run_leaves_no_child_and_no_record() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let list = Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let list = support::command()
         .arg("--store")
-        .arg(format!(
-            "sqlite:{}",
-            dir.path().join("threads.sqlite3").display()
-        ))
+        .arg(sqlite_url(&dir.path().join("threads.sqlite3")))
         .args(["threads", "list", "--json", "--archived"])
         .output()
         .unwrap();
@@ -299,11 +268,7 @@ fn codex_resumes_when_its_mcp_server_moves_to_another_port_and_token() {
 
 #[test]
 fn postgres_store_codex_resumes_when_its_mcp_server_moves() {
-    let url = std::env::var("THREAD_STORE_POSTGRES_URL").expect(
-        "THREAD_STORE_POSTGRES_URL is not set: this PostgreSQL test cannot run \
-         (run with --skip postgres to skip it visibly)",
-    );
-    mcp_moved(Some(url));
+    mcp_moved(Some(support::postgres_url()));
 }
 
 /// Run, then (a "restart": a second process) resume-only with the MCP server on another port
@@ -315,17 +280,10 @@ fn mcp_moved(store: Option<String>) {
     };
     let model = test_kit::responses::MockResponses::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
     let cli = Cli {
-        runtime: "codex",
-        binary: &binary,
-        model_url: model.base_url(),
-        dir: dir.path(),
         store,
-        schema: format!("agentctl_codex_{}_{nanos}", std::process::id()),
+        schema: support::unique_schema("agentctl_codex"),
+        ..Cli::on_sqlite("codex", &binary, model.base_url(), dir.path())
     };
     let run = |port: u16, token: &str, args: &[&str]| {
         cli.command(args)
@@ -354,8 +312,6 @@ fn mcp_moved(store: Option<String>) {
         "{second:?}"
     );
     for output in [&first, &second] {
-        for stream in [&output.stdout, &output.stderr] {
-            assert!(!text(stream).contains("ui-token-"));
-        }
+        assert_no_secret(output, "ui-token-");
     }
 }

@@ -2,11 +2,8 @@
 //! breaks the schema fails the run (exit 1) naming the path and keyword, with nothing
 //! persisted; `--schema-in-prompt` puts the schema in the prompt. The reference runtime's
 //! `/answer <text>` prompt answers exactly the text.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod common;
-
-use common::agentctl;
+use crate::support::agentctl;
 
 #[test]
 fn the_validated_json_is_stdout_and_a_breaking_answer_fails() {

@@ -3,11 +3,8 @@
 //! makes it use a tool: allowed, the tool runs without a request; asked, the host's answer
 //! decides (`--approve allow`, `--approve deny`, and the default without a terminal: deny;
 //! on a terminal, a `y` typed at the prompt); the policy is part of the Thread's fingerprint.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod common;
-
-use common::agentctl;
+use crate::support::{agentctl, sqlite_url, text};
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -23,7 +20,7 @@ fn run(root: &Path, thread: &str, flags: &[&str]) -> (Output, String) {
     ]
     .concat();
     let out = agentctl(root, &args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stderr = text(&out.stderr);
     (out, stderr)
 }
 
@@ -102,9 +99,9 @@ fn on_a_terminal(root: &Path, prompt: &str, answer: &[u8]) -> Option<(bool, Stri
     }
     let ws = root.to_str().unwrap();
     let inner = format!(
-        "{bin} --store sqlite:{db} run --thread t --workspace {ws} --ask write \"$AGENTCTL_TEST_PROMPT\"",
+        "{bin} --store {store} run --thread t --workspace {ws} --ask write \"$AGENTCTL_TEST_PROMPT\"",
         bin = env!("CARGO_BIN_EXE_agentctl"),
-        db = root.join("threads.sqlite3").display(),
+        store = sqlite_url(&root.join("threads.sqlite3")),
     );
     let mut child = Command::new("script")
         .args(["-qec", &inner, "/dev/null"])
@@ -122,10 +119,7 @@ fn on_a_terminal(root: &Path, prompt: &str, answer: &[u8]) -> Option<(bool, Stri
         stdin.write_all(answer).unwrap();
     }
     let out = child.wait_with_output().unwrap();
-    Some((
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    ))
+    Some((out.status.success(), text(&out.stdout)))
 }
 
 /// On a terminal the request is shown and a typed `y` approves it.

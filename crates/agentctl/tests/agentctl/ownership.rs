@@ -4,9 +4,6 @@
 //! namespace only by a digest, and change nothing; Alice resumes. `threads list`, `show` and
 //! `delete` keep to the namespace unless `--all-namespaces`. A record stored before ownership
 //! is refused to Bob (exit 6, not archived) and claimed by Alice's resume.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod common;
 
 use std::path::Path;
 use std::process::Output;
@@ -14,17 +11,13 @@ use std::process::Output;
 use thread_store::sqlite::{SqliteConfig, SqliteStore};
 use thread_store::{FinalizeRequest, ListQuery, Query, ThreadRecord, ThreadStore};
 
-use common::agentctl;
+use crate::support::{agentctl, text};
 
 const ALICE: &str = "user:alice";
 const BOB: &str = "user:bob";
 const KEY: &str = "alice/chat-1";
 /// The exit code of another namespace's Thread.
 const FOREIGN: i32 = 6;
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// `agentctl run` of `namespace` on `key`, with `extra` flags.
 fn run(root: &Path, namespace: &str, key: &str, extra: &[&str], prompt: &str) -> Output {

@@ -1,16 +1,16 @@
 //! `agentctl auth status` and `agentctl runtime-env show` as processes: a credential file in
 //! the namespace counts as a login and is named by placeholder path only; neither its content
 //! nor a host API key reaches the output.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::support::{self, assert_no_secret, private_file};
 
 const CANARY: &str = "sk-agentctl-ENV-CANARY-90ab";
 
 fn agentctl(base: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    support::command()
         .args(args)
         .arg("--base")
         .arg(base)
@@ -20,34 +20,17 @@ fn agentctl(base: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn assert_no_secret(output: &Output) {
-    for stream in [&output.stdout, &output.stderr] {
-        assert!(!String::from_utf8_lossy(stream).contains(CANARY));
-    }
-}
-
 #[test]
 fn auth_status_reports_a_namespaced_login_by_placeholder_only() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("rt");
     // A Codex login inside the namespace user:alice, holding the canary.
     let codex_home = base.join("ns/user.alice/home/.codex");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&codex_home)
-        .unwrap();
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(codex_home.join("auth.json"))
-        .unwrap();
-    std::io::Write::write_all(
-        &mut file,
-        format!("{{\"OPENAI_API_KEY\":\"{CANARY}\"}}").as_bytes(),
-    )
-    .unwrap();
+    private_file(
+        &codex_home.join("auth.json"),
+        &format!("{{\"OPENAI_API_KEY\":\"{CANARY}\"}}"),
+        0o600,
+    );
 
     let out = agentctl(
         &base,
@@ -68,7 +51,7 @@ fn auth_status_reports_a_namespaced_login_by_placeholder_only() {
     assert_eq!(codex["logged_in"], "yes", "{codex}");
     assert_eq!(codex["auth_model"], "oauth_file");
     assert_eq!(codex["account_label"], "file:${HOME}/.codex/auth.json");
-    assert_no_secret(&out);
+    assert_no_secret(&out, CANARY);
 
     // Another namespace is not logged in: the host's API key does not leak into it.
     let table = agentctl(&base, &["auth", "status", "--namespace", "user:bob"]);
@@ -76,7 +59,7 @@ fn auth_status_reports_a_namespaced_login_by_placeholder_only() {
     let text = String::from_utf8(table.stdout.clone()).unwrap();
     let codex_row = text.lines().find(|l| l.starts_with("codex")).unwrap();
     assert!(codex_row.contains(" no "), "{text}");
-    assert_no_secret(&table);
+    assert_no_secret(&table, CANARY);
 
     let bad = agentctl(&base, &["auth", "status", "--namespace", "../etc"]);
     assert_eq!(bad.status.code(), Some(2));
@@ -101,7 +84,7 @@ fn runtime_env_show_prints_placeholder_paths_and_names_only() {
         !names.iter().any(|n| n == "OPENAI_API_KEY"),
         "host keys stay out"
     );
-    assert_no_secret(&out);
+    assert_no_secret(&out, CANARY);
     let dir_text = dir.path().to_str().unwrap();
     assert!(
         !String::from_utf8_lossy(&out.stdout).contains(dir_text),
@@ -114,5 +97,5 @@ fn runtime_env_show_prints_placeholder_paths_and_names_only() {
         String::from_utf8_lossy(&text.stdout)
             .starts_with("runtime env: namespace=default level=namespaced")
     );
-    assert_no_secret(&text);
+    assert_no_secret(&text, CANARY);
 }
