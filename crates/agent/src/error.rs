@@ -219,11 +219,18 @@ pub enum ThreadError {
     Unsupported(#[from] driver_spi::Unsupported),
     /// The run's final answer is not the data its output schema asks for (or the schema is
     /// not a valid JSON Schema, before anything ran). Nothing was persisted.
+    // Shown in the message, not as a source, so an error chain does not print it twice.
     #[error("structured output: {0}")]
-    Output(#[from] crate::OutputError),
+    Output(crate::OutputError),
     /// The thread store failed.
     #[error("thread store error")]
     Store(#[source] StoreError),
+}
+
+impl From<crate::OutputError> for ThreadError {
+    fn from(error: crate::OutputError) -> Self {
+        Self::Output(error)
+    }
 }
 
 impl ThreadError {

@@ -43,7 +43,11 @@ fn the_validated_json_is_stdout_and_a_breaking_answer_fails() {
     let bad = run("bad", &[], r#"/answer {"ok": "secret-canary"}"#);
     assert_eq!(bad.status.code(), Some(1), "{bad:?}");
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("`/ok`") && err.contains("`type`"), "{err}");
+    // The rule's place in the schema, never the answer's own keys (issue 37, fault 6).
+    assert!(
+        err.contains("`/properties/ok/type`") && err.contains("`type`"),
+        "{err}"
+    );
     assert!(!err.contains("secret-canary"), "{err}");
     assert!(bad.stdout.is_empty(), "nothing on stdout");
     let shown = agentctl(root, &["threads", "show", "bad"]);
