@@ -141,11 +141,11 @@ impl ResidentProcess {
     /// Sends `call`; a request's answer, `Null` for a notification.
     async fn send(&self, call: &Call) -> Result<Value, RpcError> {
         if call.notification {
-            self.peer.notify(call.method, call.params.clone()).await?;
+            self.peer.notify(call.method, call.wire_params()).await?;
             return Ok(Value::Null);
         }
         self.peer
-            .request(call.method, call.params.clone(), self.limits.idle_timeout)
+            .request(call.method, call.wire_params(), self.limits.idle_timeout)
             .await
     }
 

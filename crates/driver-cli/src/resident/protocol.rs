@@ -2,6 +2,8 @@
 //! sends and the [`Rejection`]s it judges.
 
 use driver_spi::{ApprovalDecision, ApprovalQuery, FailureKind, Request};
+use run_service::SecretString;
+use secrecy::ExposeSecret as _;
 use serde_json::Value;
 
 use crate::Wire;
@@ -13,11 +15,43 @@ use driver_spi::DriverError;
 
 /// One message of a resident protocol: a request whose answer the driver awaits, or a
 /// notification.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// A call may carry secret values ([`with_secret`](Self::with_secret): an MCP server's bearer
+/// header in ACP's `session/new`): they are kept apart from the params and written into them
+/// only when the line is written, so `Debug`, logs and errors never show them.
+///
+/// ```
+/// use driver_cli::Call;
+/// use run_service::SecretString;
+/// use serde_json::json;
+///
+/// let call = Call::request("session/new", json!({"mcpServers": [{"headers": [{"name": "Authorization"}]}]}))
+///     .with_secret("/mcpServers/0/headers/0/value", SecretString::from("Bearer hunter2-canary"));
+/// assert!(!format!("{call:?}").contains("hunter2"));
+/// assert_eq!(call.params()["mcpServers"][0]["headers"][0].get("value"), None);
+/// ```
+#[derive(Debug, Clone)]
 pub struct Call {
     pub(super) method: &'static str,
     pub(super) params: Value,
     pub(super) notification: bool,
+    /// Secret values and the JSON pointers (into the params) they are written at.
+    secrets: Vec<(String, SecretString)>,
+}
+
+/// Calls are equal by method, kind and params, and by where their secrets go (never by the
+/// secret values, which a test compares through what was written).
+impl PartialEq for Call {
+    fn eq(&self, other: &Self) -> bool {
+        self.method == other.method
+            && self.params == other.params
+            && self.notification == other.notification
+            && self
+                .secrets
+                .iter()
+                .map(|(p, _)| p)
+                .eq(other.secrets.iter().map(|(p, _)| p))
+    }
 }
 
 impl Call {
@@ -27,6 +61,7 @@ impl Call {
             method,
             params,
             notification: false,
+            secrets: Vec::new(),
         }
     }
 
@@ -37,7 +72,44 @@ impl Call {
             method,
             params,
             notification: true,
+            secrets: Vec::new(),
         }
+    }
+
+    /// Writes `value` at `pointer` (a JSON pointer into the params, whose parent must exist as
+    /// an object or array) when the call is sent; until then the params do not hold it.
+    pub fn with_secret(mut self, pointer: impl Into<String>, value: SecretString) -> Self {
+        self.secrets.push((pointer.into(), value));
+        self
+    }
+
+    /// The params as written: with the secret values in place. A pointer whose parent does
+    /// not exist leaves its value out (the peer then refuses the call, as it would a missing
+    /// field); a secret is never written anywhere else.
+    pub(crate) fn wire_params(&self) -> Value {
+        if self.secrets.is_empty() {
+            return self.params.clone();
+        }
+        let mut params = self.params.clone();
+        for (pointer, value) in &self.secrets {
+            let Some((parent, last)) = pointer.rsplit_once('/') else {
+                continue;
+            };
+            let last = last.replace("~1", "/").replace("~0", "~");
+            let secret = Value::from(value.expose_secret());
+            match params.pointer_mut(parent) {
+                Some(Value::Object(map)) => {
+                    map.insert(last, secret);
+                }
+                Some(Value::Array(items)) => {
+                    if let Some(slot) = last.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                        *slot = secret;
+                    }
+                }
+                _ => {}
+            }
+        }
+        params
     }
 
     /// The method.
@@ -169,5 +241,46 @@ pub trait ResidentProtocol: Send + Sync {
     fn approval_answer(&self, method: &str, params: &Value, decision: &ApprovalDecision) -> Value {
         let _ = (method, params, decision);
         Value::Null
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_secret_is_written_only_into_the_wire_params() {
+        let call = Call::request(
+            "session/new",
+            json!({"mcpServers": [{"name": "tools", "headers": [{"name": "Authorization"}]}],
+                   "args": ["a", "b"]}),
+        )
+        .with_secret(
+            "/mcpServers/0/headers/0/value",
+            SecretString::from("Bearer call-canary-91xq"),
+        )
+        .with_secret("/args/1", SecretString::from("array-canary-7yt2"))
+        .with_secret(
+            "/missing/parent/value",
+            SecretString::from("lost-canary-0pz"),
+        );
+        for shown in [format!("{call:?}"), call.params().to_string()] {
+            assert!(!shown.contains("canary"), "{shown}");
+        }
+        let wire = call.wire_params();
+        assert_eq!(
+            wire.pointer("/mcpServers/0/headers/0/value"),
+            Some(&json!("Bearer call-canary-91xq"))
+        );
+        assert_eq!(wire["args"], json!(["a", "array-canary-7yt2"]));
+        assert!(
+            !wire.to_string().contains("lost-canary"),
+            "no parent: not written"
+        );
+        // Equal calls differ in no visible way; their secrets are compared by place only.
+        assert_eq!(call.clone(), call);
     }
 }

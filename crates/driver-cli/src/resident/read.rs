@@ -50,11 +50,11 @@ pub(super) async fn read_turn<T: crate::Translator>(
     let deadline = deadline_after(Instant::now(), limits.total_timeout);
     let ResidentProcess { peer, incoming, .. } = process;
     let sent = if prompt.notification {
-        peer.notify(prompt.method, prompt.params.clone())
+        peer.notify(prompt.method, prompt.wire_params())
             .await
             .map(|()| None)
     } else {
-        peer.send_request(prompt.method, prompt.params.clone())
+        peer.send_request(prompt.method, prompt.wire_params())
             .await
             .map(Some)
     };
