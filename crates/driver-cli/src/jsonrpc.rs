@@ -17,8 +17,10 @@
 //! it, the reader stops reading, so back-pressure reaches the pipe and the peer blocks instead
 //! of filling the host's memory. Between turns the peer is **quiet** ([`RpcPeer::end_turn`]):
 //! what it writes then is read and dropped, never queued, and more than its budget of bytes
-//! ends it ([`RpcPeer::on_flood`]). Each message is tagged with the turn it was read in, so
-//! one read before a turn began never reaches that turn.
+//! ends it ([`RpcPeer::on_flood`]). While a session opens ([`RpcPeer::begin_opening`]) what
+//! the peer starts is dropped too, uncounted (a resumed session's history), so it can neither
+//! reach the turn nor fill the inbox ahead of the answer. Each message is tagged with the turn
+//! it was read in, so one read before a turn began never reaches that turn.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -103,6 +105,9 @@ struct Listening {
     turn: AtomicU64,
     /// Between turns: lines are dropped and counted.
     quiet: AtomicBool,
+    /// While a session opens: the messages the peer starts are dropped (answers still reach
+    /// their requests), however many (a session's history replayed).
+    opening: AtomicBool,
     /// Bytes read while quiet since the last turn ended.
     quiet_bytes: AtomicUsize,
     /// The most bytes the peer may write while quiet.
@@ -118,6 +123,7 @@ impl Listening {
         Self {
             turn: AtomicU64::new(0),
             quiet: AtomicBool::new(false),
+            opening: AtomicBool::new(false),
             quiet_bytes: AtomicUsize::new(0),
             budget: AtomicUsize::new(usize::MAX),
             flooded: AtomicBool::new(false),
@@ -299,6 +305,17 @@ impl RpcPeer {
     /// before reaches it.
     pub(crate) fn begin_turn(&self) {
         self.listening.turn.fetch_add(1, Ordering::SeqCst);
+        self.listening.opening.store(false, Ordering::SeqCst);
+        self.listening.quiet.store(false, Ordering::SeqCst);
+    }
+
+    /// A session opens: until the next [`begin_turn`](Self::begin_turn), what the peer starts
+    /// (a resumed session's history, replayed as notifications) is dropped, never queued, so
+    /// it neither reaches the turn nor fills the inbox ahead of the answer; answers still
+    /// reach their requests.
+    pub(crate) fn begin_opening(&self) {
+        self.listening.turn.fetch_add(1, Ordering::SeqCst);
+        self.listening.opening.store(true, Ordering::SeqCst);
         self.listening.quiet.store(false, Ordering::SeqCst);
     }
 
@@ -536,6 +553,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
         };
         let delivered = match routed {
             Routed::Answered => true,
+            // Opening a session: what it replays is not the turn's.
+            Routed::Started(_) if listening.opening.load(Ordering::SeqCst) => false,
             // A full inbox waits here: the peer's pipe fills and it blocks.
             Routed::Started(message) => incoming.send((turn, message)).await.is_ok(),
             Routed::Dropped => false,

@@ -15,7 +15,8 @@
 //!    stdin kept open, then the protocol's handshake;
 //! 4. the session opened unless the process has it loaded (a start, a cold resume or a
 //!    fork); a peer's refusal is judged by the protocol (`UnknownSession` becomes
-//!    `ResumeRejected` before anything is emitted);
+//!    `ResumeRejected` before anything is emitted); what the process sends while the session
+//!    opens (a replayed history) is dropped, never emitted as the turn's;
 //! 5. the prompt, sent once: nothing after this point sends it again, whatever happens;
 //! 6. notifications through the same translator bookkeeping and stop rule as one process
 //!    per turn, server requests answered by the protocol, until the translator says the turn
@@ -486,7 +487,12 @@ async fn open(
     let Some(call) = protocol.open(turn, loaded.as_deref()) else {
         return Ok(loaded);
     };
-    match flight.process().send(&call).await {
+    // What the process sends while the session opens (ACP's `session/load` replays the whole
+    // history, Codex's `thread/resume` its totals) is never the turn's.
+    flight.process().peer.begin_opening();
+    let answer = flight.process().send(&call).await;
+    flight.process().peer.begin_turn();
+    match answer {
         Ok(answer) => protocol.opened(&answer).map(Some).map_err(|_| {
             Opened::Refused(DriverError::Failed(RunFailure::new(
                 FailureKind::Protocol,

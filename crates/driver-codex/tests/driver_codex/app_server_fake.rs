@@ -724,3 +724,33 @@ async fn concurrent_per_turn_runs_that_ask_meet_no_hidden_limit() {
         wait_until(|| !is_running(pid)).await;
     }
 }
+
+#[tokio::test]
+async fn what_a_session_replays_while_it_opens_is_never_the_turns() {
+    // A resumed thread's history comes back as notifications before the answer, as ACP's
+    // `session/load` does: more of them than the driver's inbox holds, and none names a turn.
+    let replayed = r#"{"method":"item/completed","params":{"threadId":"${PARAM:threadId}","item":{"type":"agentMessage","id":"msg_old","text":"REPLAYED"}}}"#;
+    let replaying = LineRule::when([THREAD_RESUME])
+        .stdout_repeated(replayed, 1000)
+        .stdout(r#"{"id":${ID},"result":{"thread":{"id":"${PARAM:threadId}"}}}"#);
+    let mut scenario = Scenario::new().serve(initialize()).serve(replaying);
+    for rule in threads() {
+        scenario = scenario.serve(rule);
+    }
+    let fake = Fake::new(scenario.serve(turn()));
+    let limits = Limits::default().with_idle_timeout(Duration::from_secs(20));
+    let driver = fake
+        .codex
+        .driver(fake.options(PoolLimits::default()).with_limits(limits));
+    let (first, _) = run(&driver, fake.request("one")).await;
+    let state = checkpoint(&first.unwrap());
+    // A new process resumes the thread cold.
+    driver.close_processes().await.unwrap();
+    let (second, events) = run(&driver, resume(fake.request("two"), &state)).await;
+    let second = second.unwrap();
+    assert!(second.output.ends_with(": two"), "{}", second.output);
+    assert_eq!(check_sequence(&events), Ok(()));
+    assert!(!format!("{events:?}").contains("REPLAYED"), "{events:?}");
+    assert_eq!(fake.count(THREAD_RESUME), 1);
+    driver.close_processes().await.unwrap();
+}
