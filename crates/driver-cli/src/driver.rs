@@ -155,12 +155,15 @@ impl<D: Dialect> CliDriver<D> {
     }
 
     /// Whether a turn of `request` runs on a process speaking the dialect's resident
-    /// protocol ([`Turn::resident`]): in resident mode, and for a per-turn run whose policy
-    /// asks the host (a per-turn CLI cannot ask).
+    /// protocol ([`Turn::resident`]): in resident mode, for a per-turn run whose policy asks
+    /// the host (a per-turn CLI cannot ask), and always for a CLI that speaks only its
+    /// protocol ([`ResidentProtocol::per_turn_cli`](crate::ResidentProtocol::per_turn_cli)).
     fn resident_turn(&self, request: &Request) -> bool {
-        let asking =
-            request.permissions.asks() && self.options.resident().is_some_and(|p| p.approvals());
-        self.pool.is_some() || asking
+        let Some(protocol) = self.options.resident() else {
+            return false;
+        };
+        let asking = request.permissions.asks() && protocol.approvals();
+        self.pool.is_some() || asking || !protocol.per_turn_cli()
     }
 
     /// Step 2: what can be refused before anything runs; the turn's plan, config files and

@@ -186,8 +186,7 @@ impl Inbox {
         while self.rx.try_recv().is_ok() {}
     }
 
-    /// The next message if one is queued now (tests).
-    #[cfg(test)]
+    /// The next message of the current turn if one is queued now.
     pub(crate) fn try_recv(&mut self) -> Option<Incoming> {
         loop {
             let (turn, message) = self.rx.try_recv().ok()?;

@@ -410,6 +410,9 @@ pub(crate) async fn run<D: Dialect>(
         let prompt = protocol.prompt(turn, session.as_deref());
         let mut translator = Tracked::new(dialect.translator(request));
         translator.continue_from(flight.process().carried.as_ref());
+        if let Some(session) = session.as_deref() {
+            translator.opened_session(session);
+        }
         let mut started = false;
         let read = read_turn(
             &mut flight,
@@ -493,7 +496,7 @@ async fn open(
     let answer = flight.process().send(&call).await;
     flight.process().peer.begin_turn();
     match answer {
-        Ok(answer) => protocol.opened(&answer).map(Some).map_err(|_| {
+        Ok(answer) => protocol.opened(turn, &answer).map(Some).map_err(|_| {
             Opened::Refused(DriverError::Failed(RunFailure::new(
                 FailureKind::Protocol,
                 format!("resident process: malformed answer to `{}`", call.method),

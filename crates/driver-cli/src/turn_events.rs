@@ -100,6 +100,14 @@ impl TurnEvents {
         }
     }
 
+    /// Notes `id` as the session, unless one was noted already: the session a resident
+    /// protocol opened, for a protocol whose events do not name it.
+    pub(crate) fn note_session_id(&mut self, id: &str) {
+        if self.session_id.is_none() && !id.is_empty() {
+            self.session_id = Some(id.to_owned());
+        }
+    }
+
     /// Pushes `RunStarted` to `out` unless it was emitted already.
     pub fn start(&mut self, out: &mut Vec<DriverEvent>) {
         if !self.started {
@@ -257,8 +265,14 @@ impl<T: Translator> Tracked<T> {
         self.translator.continue_from(carried);
     }
 
+    /// Notes the session a resident protocol opened for the turn: the session id when
+    /// neither the translator nor an event names another.
+    pub(crate) fn opened_session(&mut self, id: &str) {
+        self.turn.note_session_id(id);
+    }
+
     /// The session id the CLI reported: the translator's own, else the first `session_id`
-    /// an event carried.
+    /// an event carried (or the session a resident protocol opened).
     pub fn session_id(&self) -> Option<&str> {
         self.translator
             .session_id()

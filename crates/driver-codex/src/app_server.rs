@@ -112,7 +112,7 @@ impl ResidentProtocol for Codex {
         }
     }
 
-    fn opened(&self, answer: &Value) -> Result<String, MalformedEvent> {
+    fn opened(&self, _turn: &Turn<'_>, answer: &Value) -> Result<String, MalformedEvent> {
         let id = answer
             .pointer("/thread/id")
             .and_then(Value::as_str)

@@ -180,17 +180,22 @@ pub trait ResidentProtocol: Send + Sync {
         None
     }
 
-    /// The session id in the answer to [`open`](Self::open)'s call.
+    /// The session the answer to [`open`](Self::open)'s call for `turn` opened: the id in
+    /// the answer, or, for a protocol whose answer to a load names none (ACP's
+    /// `session/load`), the plan's.
     ///
     /// # Errors
     /// [`MalformedEvent`] when the answer has none.
-    fn opened(&self, answer: &Value) -> Result<String, MalformedEvent> {
-        let _ = answer;
+    fn opened(&self, turn: &Turn<'_>, answer: &Value) -> Result<String, MalformedEvent> {
+        let _ = (turn, answer);
         Err(MalformedEvent)
     }
 
     /// The call that sends the turn's prompt to `session` (`None` while the events have not
-    /// named it yet: a fork, a session the CLI names).
+    /// named it yet: a fork, a session the CLI names). The answer to a prompt sent as a
+    /// request reaches the translator as one more message, of the prompt's method, after
+    /// every message the process sent before it: a protocol whose turn ends with that answer
+    /// (ACP's `session/prompt` answers with the stop reason) ends the turn there.
     fn prompt(&self, turn: &Turn<'_>, session: Option<&str>) -> Call;
 
     /// The turn's id in the answer to the prompt's call, when the protocol has one (for
@@ -213,6 +218,15 @@ pub trait ResidentProtocol: Send + Sync {
     /// The call that interrupts the running turn (of `session`, whose id is `turn_id` when
     /// [`prompt_accepted`](Self::prompt_accepted) gave one), sent when a turn is cancelled.
     fn interrupt(&self, session: Option<&str>, turn_id: Option<&str>) -> Option<Call>;
+
+    /// Whether the CLI also runs a turn without this protocol (its per-turn mode, one process
+    /// per turn reading the prompt and printing events). An agent that speaks only this
+    /// protocol (an ACP agent) says no: in [`ProcessMode::PerTurn`](crate::ProcessMode) each of
+    /// its turns runs on a one-turn process speaking it, closed after the turn. The default:
+    /// yes.
+    fn per_turn_cli(&self) -> bool {
+        true
+    }
 
     /// What the peer's error answer (`code`, and its message, which is never shown) to
     /// `method` means.

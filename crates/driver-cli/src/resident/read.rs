@@ -2,9 +2,14 @@
 //! translator says it ended, answering the process's requests (approvals by the run's policy
 //! or the host) on the way.
 //!
+//! The answer to a prompt sent as a request is the turn's last message from the process's
+//! side: it reaches the translator as a message of the prompt's method, after every message
+//! the process sent before it, so a protocol whose turn ends with that answer (ACP's
+//! `session/prompt` returns the stop reason) ends the turn there.
+//!
 //! Where the protocol names turns ([`ResidentProtocol::turn_of`]), only this turn's messages
-//! are read: notifications that arrive before the prompt's answer names the turn are held
-//! (in order, at most [`MAX_HELD`]) and then read or dropped by their turn.
+//! are read: a notification that names a turn before the prompt's answer named this one is
+//! held (in order, at most [`MAX_HELD`]) and then read or dropped by its turn.
 
 use std::collections::VecDeque;
 
@@ -23,8 +28,8 @@ pub(super) enum Read {
     Stopped(Stop),
 }
 
-/// Sends the prompt and forwards the turn's translated notifications until the translator
-/// says the turn ended; `Some` when it stopped early.
+/// Sends the prompt and forwards the turn's translated messages until the translator says
+/// the turn ended.
 #[allow(
     clippy::too_many_arguments,
     reason = "one turn's parts, borrowed separately"
@@ -36,7 +41,7 @@ pub(super) async fn read_turn<T: crate::Translator>(
     prompt: &Call,
     session: Option<&str>,
     translator: &mut Tracked<T>,
-    mut gate: Gate<'_>,
+    gate: Gate<'_>,
     started: &mut bool,
     sink: &dyn EventSink,
 ) -> Read {
@@ -71,29 +76,21 @@ pub(super) async fn read_turn<T: crate::Translator>(
             None => std::future::pending().await,
         }
     });
-    let mut received = 0usize;
-    // This turn's id, once the prompt's answer named it; notifications wait in `held` until
-    // then (afterwards each is read on the next pass).
-    let mut own: Option<String> = None;
-    let mut held: VecDeque<(String, Value)> = VecDeque::new();
+    let mut reader = Reader {
+        request,
+        protocol,
+        prompt,
+        peer,
+        translator,
+        gate,
+        started,
+        sink,
+        received: 0,
+        own: None,
+        held: VecDeque::new(),
+    };
     loop {
-        if answered && let Some((method, params)) = held.pop_front() {
-            if let Some(stop) = notified(
-                protocol,
-                own.as_deref(),
-                &method,
-                &params,
-                &mut received,
-                translator,
-                &mut gate,
-                started,
-                sink,
-            ) {
-                break Read::Stopped(stop);
-            }
-            continue;
-        }
-        if answered && translator.turn_ended() {
+        if answered && reader.translator.turn_ended() {
             break Read::Ended;
         }
         let now = Instant::now();
@@ -106,64 +103,30 @@ pub(super) async fn read_turn<T: crate::Translator>(
         tokio::select! {
             result = &mut answer, if !answered => {
                 answered = true;
-                match result {
-                    Ok(value) => {
-                        // What a cancellation sends from now on, with the turn's id.
-                        if let Some(id) = protocol.prompt_accepted(&value) {
-                            *interrupt = protocol.interrupt(session, Some(&id));
-                            own = Some(id);
-                        }
-                    }
+                let value = match result {
+                    Ok(value) => value,
                     Err(err) => {
                         let failure = rpc_failure(protocol, prompt.method, err);
                         break Read::Stopped(Stop::Refused(failure));
                     }
+                };
+                // What a cancellation sends from now on, with the turn's id.
+                if let Some(id) = protocol.prompt_accepted(&value) {
+                    *interrupt = protocol.interrupt(session, Some(&id));
+                    reader.own = Some(id);
+                }
+                if let Some(stop) = reader.answered(incoming, value).await {
+                    break Read::Stopped(stop);
                 }
             }
-            message = incoming.recv() => match message {
-                None => break Read::Stopped(Stop::Ended),
-                Some(Incoming::Notification { method, params }) => {
-                    // Read at the top of the loop, once the prompt's answer named the turn.
-                    if held.len() >= MAX_HELD {
-                        let failure = RunFailure::new(
-                            FailureKind::Protocol,
-                            format!(
-                                "resident process: more than {MAX_HELD} messages before the \
-                                 answer to `{}`",
-                                prompt.method
-                            ),
-                        );
-                        break Read::Stopped(Stop::Refused(failure));
-                    }
-                    held.push_back((method, params));
+            message = incoming.recv() => {
+                let Some(message) = message else {
+                    break Read::Stopped(Stop::Ended);
+                };
+                if let Some(stop) = reader.message(message, answered).await {
+                    break Read::Stopped(stop);
                 }
-                Some(Incoming::Request { id, method, params })
-                    if another_turn(protocol, own.as_deref(), &method, &params) =>
-                {
-                    tracing::debug!(method, "a request of another turn was refused");
-                    if peer.respond_error(id, -32600, "not the current turn").await.is_err() {
-                        break Read::Stopped(Stop::Ended);
-                    }
-                }
-                Some(Incoming::Request { id, method, params }) => {
-                    let sent = if let Some(query) = protocol.approval(request, &method, &params) {
-                        // The CLI waits for this answer: no idle time runs meanwhile.
-                        let decision = crate::approval::decide(request, sink, query).await;
-                        let result = protocol.approval_answer(&method, &params, &decision);
-                        peer.respond(id, result).await
-                    } else {
-                        match protocol.answer(&method, &params) {
-                            Some(result) => peer.respond(id, result).await,
-                            None => {
-                                peer.respond_error(id, -32601, "not supported by this client").await
-                            }
-                        }
-                    };
-                    if sent.is_err() {
-                        break Read::Stopped(Stop::Ended);
-                    }
-                }
-            },
+            }
             () = tokio::time::sleep_until(idle) => {
                 break Read::Stopped(Stop::Cli(if idle >= deadline {
                     CliError::TotalTimeout { after: limits.total_timeout }
@@ -172,6 +135,116 @@ pub(super) async fn read_turn<T: crate::Translator>(
                 }));
             }
         }
+    }
+}
+
+/// One turn's reading state: what the process's messages go through.
+struct Reader<'t, 'g, T: crate::Translator> {
+    request: &'t Request,
+    protocol: &'t dyn ResidentProtocol,
+    prompt: &'t Call,
+    peer: &'t RpcPeer,
+    translator: &'t mut Tracked<T>,
+    gate: Gate<'g>,
+    started: &'t mut bool,
+    sink: &'t dyn EventSink,
+    /// Messages translated so far (the line a malformed one is reported at).
+    received: usize,
+    /// This turn's id, once the prompt's answer named it.
+    own: Option<String>,
+    /// Notifications naming a turn, waiting for the answer that names this one.
+    held: VecDeque<(String, Value)>,
+}
+
+impl<T: crate::Translator> Reader<'_, '_, T> {
+    /// One message of the process; `Some` when it stops the turn.
+    async fn message(&mut self, message: Incoming, answered: bool) -> Option<Stop> {
+        match message {
+            Incoming::Notification { method, params } => {
+                let names_a_turn = self.protocol.turn_of(&method, &params).is_some();
+                if !answered && names_a_turn {
+                    if self.held.len() >= MAX_HELD {
+                        return Some(Stop::Refused(RunFailure::new(
+                            FailureKind::Protocol,
+                            format!(
+                                "resident process: more than {MAX_HELD} messages before the \
+                                 answer to `{}`",
+                                self.prompt.method
+                            ),
+                        )));
+                    }
+                    self.held.push_back((method, params));
+                    return None;
+                }
+                self.notified(&method, &params)
+            }
+            Incoming::Request { id, method, params } => self.requested(id, &method, &params).await,
+        }
+    }
+
+    /// The prompt's answer arrived: what the process sent before it is read first (it is all
+    /// queued: the reader reads in order), then the held notifications, then the answer
+    /// itself, as a message of the prompt's method.
+    async fn answered(&mut self, incoming: &mut Inbox, value: Value) -> Option<Stop> {
+        while let Some(message) = incoming.try_recv() {
+            if let Some(stop) = self.message(message, true).await {
+                return Some(stop);
+            }
+        }
+        while let Some((method, params)) = self.held.pop_front() {
+            if let Some(stop) = self.notified(&method, &params) {
+                return Some(stop);
+            }
+        }
+        let method = self.prompt.method;
+        self.notified(method, &value)
+    }
+
+    /// Answers a request of the process: an approval by the run's policy or the host, another
+    /// by the protocol; one of another turn is refused.
+    async fn requested(&mut self, id: Value, method: &str, params: &Value) -> Option<Stop> {
+        let (protocol, request, peer) = (self.protocol, self.request, self.peer);
+        let sent = if another_turn(protocol, self.own.as_deref(), method, params) {
+            tracing::debug!(method, "a request of another turn was refused");
+            peer.respond_error(id, -32600, "not the current turn").await
+        } else if let Some(query) = protocol.approval(request, method, params) {
+            // The CLI waits for this answer: no idle time runs meanwhile.
+            let decision = crate::approval::decide(request, self.sink, query).await;
+            let result = protocol.approval_answer(method, params, &decision);
+            peer.respond(id, result).await
+        } else {
+            match protocol.answer(method, params) {
+                Some(result) => peer.respond(id, result).await,
+                None => {
+                    peer.respond_error(id, -32601, "not supported by this client")
+                        .await
+                }
+            }
+        };
+        sent.is_err().then_some(Stop::Ended)
+    }
+
+    /// Reads one notification of the turn into the translator and the sink (one of another
+    /// turn is dropped); `Some` when it stops the turn.
+    fn notified(&mut self, method: &str, params: &Value) -> Option<Stop> {
+        if another_turn(self.protocol, self.own.as_deref(), method, params) {
+            tracing::debug!(method, "a notification of another turn was dropped");
+            return None;
+        }
+        self.received += 1;
+        let Ok(events) = self.translator.translate_kind(method, params) else {
+            return Some(Stop::Cli(CliError::MalformedJson {
+                line: self.received,
+            }));
+        };
+        if let Some(stop) = self.gate.check(self.translator) {
+            return Some(stop);
+        }
+        for event in events {
+            self.sink.emit(event);
+        }
+        *self.started = self.translator.started();
+        None
     }
 }
 
@@ -187,41 +260,6 @@ fn another_turn(
             .turn_of(method, params)
             .is_some_and(|theirs| theirs != own)
     })
-}
-
-/// Reads one notification of the turn into the translator and the sink (one of another turn
-/// is dropped); `Some` when it stops the turn.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one turn's parts, borrowed separately"
-)]
-fn notified<T: crate::Translator>(
-    protocol: &dyn ResidentProtocol,
-    own: Option<&str>,
-    method: &str,
-    params: &Value,
-    received: &mut usize,
-    translator: &mut Tracked<T>,
-    gate: &mut Gate<'_>,
-    started: &mut bool,
-    sink: &dyn EventSink,
-) -> Option<Stop> {
-    if another_turn(protocol, own, method, params) {
-        tracing::debug!(method, "a notification of another turn was dropped");
-        return None;
-    }
-    *received += 1;
-    let Ok(events) = translator.translate_kind(method, params) else {
-        return Some(Stop::Cli(CliError::MalformedJson { line: *received }));
-    };
-    if let Some(stop) = gate.check(translator) {
-        return Some(stop);
-    }
-    for event in events {
-        sink.emit(event);
-    }
-    *started = translator.started();
-    None
 }
 
 /// `now + d`, saturating to a far future instead of overflowing.
