@@ -23,7 +23,7 @@
 //! it was read in, so one read before a turn began never reaches that turn.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -32,6 +32,11 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::lines::{LineError, LineReader};
+
+mod inbox;
+
+pub(crate) use inbox::Inbox;
+use inbox::{Listening, QUEUE};
 
 /// Why a request failed. No variant carries the peer's text in its `Display`: an error's
 /// message comes from the runtime and may quote provider output.
@@ -94,108 +99,6 @@ pub(crate) enum Incoming {
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
-
-/// How many messages the peer may have started that the driver has not read yet; past it the
-/// reader waits, and so does the peer on its full pipe.
-const QUEUE: usize = 256;
-
-/// Whether the peer is serving a turn, which turn, and what it wrote while quiet.
-struct Listening {
-    /// The turn being served: bumped by each [`RpcPeer::begin_turn`].
-    turn: AtomicU64,
-    /// Between turns: lines are dropped and counted.
-    quiet: AtomicBool,
-    /// While a session opens: the messages the peer starts are dropped (answers still reach
-    /// their requests), however many (a session's history replayed).
-    opening: AtomicBool,
-    /// Bytes read while quiet since the last turn ended.
-    quiet_bytes: AtomicUsize,
-    /// The most bytes the peer may write while quiet.
-    budget: AtomicUsize,
-    /// Whether the peer passed its budget (and was ended).
-    flooded: AtomicBool,
-    /// What ends the peer when it floods.
-    on_flood: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-impl Listening {
-    fn new() -> Self {
-        Self {
-            turn: AtomicU64::new(0),
-            quiet: AtomicBool::new(false),
-            opening: AtomicBool::new(false),
-            quiet_bytes: AtomicUsize::new(0),
-            budget: AtomicUsize::new(usize::MAX),
-            flooded: AtomicBool::new(false),
-            on_flood: Mutex::new(None),
-        }
-    }
-
-    /// Counts `bytes` read while quiet; `true` (once, after ending the peer) when they pass the
-    /// budget.
-    fn flood(&self, bytes: usize) -> bool {
-        let read = self
-            .quiet_bytes
-            .fetch_add(bytes, Ordering::SeqCst)
-            .saturating_add(bytes);
-        if read <= self.budget.load(Ordering::SeqCst) {
-            return false;
-        }
-        self.flooded.store(true, Ordering::SeqCst);
-        let end = self
-            .on_flood
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(end) = end {
-            end();
-        }
-        true
-    }
-}
-
-/// What the peer started, as the driver reads it: in order, only messages read during the
-/// current turn (earlier ones are skipped), ending when the peer's output does.
-pub(crate) struct Inbox {
-    rx: mpsc::Receiver<(u64, Incoming)>,
-    listening: Arc<Listening>,
-}
-
-impl std::fmt::Debug for Inbox {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inbox").finish_non_exhaustive()
-    }
-}
-
-impl Inbox {
-    /// The next message of the current turn; `None` when the peer's output ended.
-    /// Cancel-safe: nothing is awaited after a message is taken.
-    pub(crate) async fn recv(&mut self) -> Option<Incoming> {
-        loop {
-            let (turn, message) = self.rx.recv().await?;
-            if turn == self.listening.turn.load(Ordering::SeqCst) {
-                return Some(message);
-            }
-            tracing::debug!("a message read before this turn began was dropped");
-        }
-    }
-
-    /// Drops everything queued, so a reader waiting for room goes on (and, quiet, drops what
-    /// it reads next).
-    pub(crate) fn clear(&mut self) {
-        while self.rx.try_recv().is_ok() {}
-    }
-
-    /// The next message of the current turn if one is queued now.
-    pub(crate) fn try_recv(&mut self) -> Option<Incoming> {
-        loop {
-            let (turn, message) = self.rx.try_recv().ok()?;
-            if turn == self.listening.turn.load(Ordering::SeqCst) {
-                return Some(message);
-            }
-        }
-    }
-}
 
 /// How messages are framed on a resident process's stdio (one JSON object per line in both).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
