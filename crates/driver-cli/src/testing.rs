@@ -14,7 +14,9 @@
 //!
 //! #[test]
 //! fn transcripts() {
-//!     driver_cli::testing::replay_dir(fixtures, |request| options.translator(request));
+//!     driver_cli::testing::replay_dir(fixtures, |request| {
+//!         options.translator(request, request.redactor())
+//!     });
 //! }
 //! ```
 

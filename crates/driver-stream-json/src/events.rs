@@ -69,11 +69,16 @@ pub struct StreamJson {
 }
 
 impl StreamJson {
-    /// A translator for one turn of `request`: its redactor, its MCP servers' names, and
-    /// `classify` for a failed `result`.
-    pub fn new(request: &Request, classify: fn(&TurnResult) -> FailureKind) -> Self {
+    /// A translator for one turn of `request` that redacts with the turn's `redactor`
+    /// ([`Dialect::translator`](driver_cli::Dialect::translator)), reports the tools of the
+    /// request's MCP servers by their names, and judges a failed `result` with `classify`.
+    pub fn new(
+        request: &Request,
+        redactor: Redactor,
+        classify: fn(&TurnResult) -> FailureKind,
+    ) -> Self {
         Self::with(
-            request.redactor(),
+            redactor,
             ToolNames::new(request.mcp.iter().map(|s| s.name.as_str())),
             classify,
         )

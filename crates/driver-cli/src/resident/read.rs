@@ -24,7 +24,8 @@ pub(super) enum Read {
 }
 
 /// Sends the prompt and forwards the turn's translated notifications until the translator
-/// says the turn ended; `Some` when it stopped early.
+/// says the turn ended; `Some` when it stopped early. Approval requests are redacted with the
+/// turn's `redactor`, as its events are.
 #[allow(
     clippy::too_many_arguments,
     reason = "one turn's parts, borrowed separately"
@@ -32,6 +33,7 @@ pub(super) enum Read {
 pub(super) async fn read_turn<T: crate::Translator>(
     flight: &mut InFlight,
     request: &Request,
+    redactor: &Redactor,
     protocol: &dyn ResidentProtocol,
     prompt: &Call,
     session: Option<&str>,
@@ -148,7 +150,8 @@ pub(super) async fn read_turn<T: crate::Translator>(
                 Some(Incoming::Request { id, method, params }) => {
                     let sent = if let Some(query) = protocol.approval(request, &method, &params) {
                         // The CLI waits for this answer: no idle time runs meanwhile.
-                        let decision = crate::approval::decide(request, sink, query).await;
+                        let decision =
+                            crate::approval::decide(request, redactor, sink, query).await;
                         let result = protocol.approval_answer(&method, &params, &decision);
                         peer.respond(id, result).await
                     } else {
