@@ -183,7 +183,7 @@ impl Translator for StreamJson {
                         Some("text") => {
                             let piece = block.get("text").and_then(Value::as_str).unwrap_or("");
                             if !piece.is_empty() {
-                                out.push(DriverEvent::text(piece));
+                                out.push(DriverEvent::text(self.redactor.redact(piece)));
                                 text.push_str(piece);
                             }
                         }
@@ -192,7 +192,8 @@ impl Translator for StreamJson {
                     }
                 }
                 if !text.is_empty() {
-                    self.last_text = Some(text);
+                    // Redacted whole: a secret split across blocks is hidden here too.
+                    self.last_text = Some(self.redactor.redact(&text).into_owned());
                 }
             }
             "user" => {
