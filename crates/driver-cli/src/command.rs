@@ -15,6 +15,10 @@ use run_service::EnvBinding;
 /// allow-list, the namespace variables and its injected secrets), plus [`var`](Self::var)s and
 /// [`secret_env`](Self::secret_env) bindings. Secret values are exposed only when the child's
 /// environment is configured; `Debug` shows names only.
+///
+/// Its redactor is given when it is made and is the only one its stderr tail passes: a turn's
+/// command carries the turn's redactor (see `crate::driver::turn_redactor`), so stderr and
+/// events hide the same secrets; any other command, the environment's.
 #[derive(Clone)]
 pub(crate) struct CliCommand {
     pub(crate) program: PathBuf,
@@ -27,12 +31,18 @@ pub(crate) struct CliCommand {
     pub(crate) stdin: Option<String>,
     /// Stdin stays open for the caller ([`CliProcess::spawn_resident`](crate::CliProcess)).
     pub(crate) keep_stdin: bool,
-    pub(crate) redactor: Option<Redactor>,
+    /// What the stderr tail is redacted with. It knows every secret value the command
+    /// carries: a binding's value joins it as the binding is added (a turn's redactor knows
+    /// them already), so no command can carry a secret its stderr would show.
+    pub(crate) redactor: Redactor,
 }
 
 impl CliCommand {
-    /// A command for `program`: a path, or a name looked up in the child's `PATH`.
-    pub(crate) fn new(program: impl Into<PathBuf>) -> Self {
+    /// A command for `program` (a path, or a name looked up in the child's `PATH`) whose
+    /// stderr tail `redactor` redacts: a turn's redactor, or the environment's. The secrets
+    /// the command is given later ([`secret_env`](Self::secret_env),
+    /// [`request_env`](Self::request_env)) join it; the token patterns always apply.
+    pub(crate) fn new(program: impl Into<PathBuf>, redactor: Redactor) -> Self {
         Self {
             program: program.into(),
             args: Vec::new(),
@@ -42,7 +52,7 @@ impl CliCommand {
             request_secrets: Vec::new(),
             stdin: None,
             keep_stdin: false,
-            redactor: None,
+            redactor,
         }
     }
 
@@ -80,24 +90,30 @@ impl CliCommand {
     /// [`RuntimePayload::secret_env`](driver_spi::RuntimePayload::secret_env): the run
     /// services' tokens). They come from providers, so
     /// [`CliProcess::spawn`](crate::CliProcess::spawn) refuses any that would set what
-    /// changes how or where the runtime runs ([`runtime_env::RefusedVar`]); their values are
-    /// redacted from the stderr tail.
+    /// changes how or where the runtime runs ([`runtime_env::RefusedVar`]); the command's
+    /// redactor knows their values.
     pub(crate) fn request_env<'a>(
         mut self,
         bindings: impl IntoIterator<Item = &'a EnvBinding>,
     ) -> Self {
-        self.request_secrets.extend(bindings.into_iter().cloned());
+        for binding in bindings {
+            self.redactor.add_secret(binding.value().clone());
+            self.request_secrets.push(binding.clone());
+        }
         self
     }
 
     /// Adds the dialect's own secret variables (the model key of its configuration). They are
-    /// set last, so they win over plain variables of the same name, and their values are also
-    /// redacted from the stderr tail.
+    /// set last, so they win over plain variables of the same name; the command's redactor
+    /// knows their values.
     pub(crate) fn secret_env<'a>(
         mut self,
         bindings: impl IntoIterator<Item = &'a EnvBinding>,
     ) -> Self {
-        self.secrets.extend(bindings.into_iter().cloned());
+        for binding in bindings {
+            self.redactor.add_secret(binding.value().clone());
+            self.secrets.push(binding.clone());
+        }
         self
     }
 
@@ -112,15 +128,6 @@ impl CliCommand {
     /// [`stdin_text`](Self::stdin_text) and closing it).
     pub(crate) fn keep_stdin(mut self) -> Self {
         self.keep_stdin = true;
-        self
-    }
-
-    /// A redactor applied to the stderr tail, usually the request's
-    /// [`Request::redactor`](driver_spi::Request::redactor). The runtime environment's secrets,
-    /// the [`secret_env`](Self::secret_env) values and the token patterns of
-    /// [`runtime_env::redact()`] are always applied as well.
-    pub(crate) fn redactor(mut self, redactor: Redactor) -> Self {
-        self.redactor = Some(redactor);
         self
     }
 }

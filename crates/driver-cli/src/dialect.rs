@@ -13,7 +13,7 @@ use std::path::Path;
 
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, DriverEvent, ExitStatus,
-    FailureKind, GuardedCodec, Request, RunFailure, Usage,
+    FailureKind, GuardedCodec, Redactor, Request, RunFailure, Usage,
 };
 use run_service::{EnvBinding, TransportKind};
 use runtime_env::RuntimeEnv;
@@ -102,8 +102,9 @@ impl<'a> CliEvent<'a> {
 ///
 /// A translator is pure and total: unknown event types are ignored, a known event with a
 /// broken shape is [`MalformedEvent`] and changes nothing (see
-/// [`Tracked`](crate::Tracked)), and provider text it keeps has passed the
-/// request's redactor. The shared harness fuzzes every translator against these rules.
+/// [`Tracked`](crate::Tracked)), and provider text it emits or keeps (answer text, tool
+/// arguments and results, error messages) has passed the turn's redactor
+/// ([`Dialect::translator`]). The shared harness fuzzes every translator against these rules.
 pub trait Translator: fmt::Debug + Send {
     /// Translates one event into `event.out`, recording in `event.turn` what every translator
     /// records the same way: the run's start, the tool calls opened and closed, the session
@@ -220,8 +221,9 @@ impl fmt::Debug for NamespaceConfig {
     }
 }
 
-/// What a dialect adds to the one command of a turn. The driver adds the program, the
-/// request's secrets and redactor, and runs it in the namespace's environment.
+/// What a dialect adds to the one command of a turn. The driver adds the program and the
+/// request's secrets, builds the turn's one redactor (see [`Dialect::translator`]), and runs it
+/// in the namespace's environment.
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct Invocation {
@@ -230,7 +232,8 @@ pub struct Invocation {
     /// Plain (non-secret) variables.
     pub vars: Vec<(String, String)>,
     /// Secrets of the driver's own (a key option), added after the request's so that they
-    /// win, and redacted like them.
+    /// win. The turn's redactor knows their values: they are hidden from its events, output
+    /// and stderr like the request's.
     pub secrets: Vec<EnvBinding>,
     /// The text for stdin; `None` writes the request's prompt.
     pub stdin: Option<String>,
@@ -430,8 +433,12 @@ pub trait Dialect:
     /// The [`DriverError`] to report; nothing has been spawned.
     fn invocation(&self, turn: &Turn<'_>) -> Result<Invocation, DriverError>;
 
-    /// A translator for one turn of `request`.
-    fn translator(&self, request: &Request) -> Self::Translator;
+    /// A translator for one turn of `request`, which redacts with `redactor`: the turn's one
+    /// redactor, built by the driver from every secret it knows for the turn (the
+    /// namespace's injected secrets, the dialect's own keys in [`Invocation::secrets`], the
+    /// request's bindings). The process's stderr tail is redacted with the same one. A
+    /// dialect adds nothing to it: a key it knows belongs in its invocation's secrets.
+    fn translator(&self, request: &Request, redactor: Redactor) -> Self::Translator;
 
     /// Whether the finished turn says, in the CLI's own words, that the resumed session is
     /// unknown.

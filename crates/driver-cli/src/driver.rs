@@ -9,7 +9,8 @@
 //!    that can be refused is refused here, before anything runs;
 //! 3. the version probe (once per driver);
 //! 4. the config files put in place: a per-run file, or namespace files under the turn lock;
-//! 5. the dialect's invocation, spawned in the namespace's environment;
+//! 5. the dialect's invocation, and the turn's one redactor ([`turn_redactor`]) for both its
+//!    process and its translator, spawned in the namespace's environment;
 //! 6. the one event loop ([`crate::turn`]) and the one judgement.
 
 use std::ffi::OsString;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use compat_fingerprint::Fingerprint;
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver,
-    DriverError, EventSink, FailureKind, ProcessLifecycle, Request, Response, RunFailure,
+    DriverError, EventSink, FailureKind, ProcessLifecycle, Redactor, Request, Response, RunFailure,
     SessionCodec,
 };
 use runtime_env::RuntimeEnv;
@@ -34,6 +35,24 @@ use crate::{
 
 /// The turn lock's file in a runtime's state directory.
 pub const TURN_LOCK_FILE: &str = "sdk-turn.lock";
+
+/// The one redactor of a turn whose command is `invocation`: every secret value the driver
+/// knows for it, so that no secret reaches an event, the output, a failure or the stderr
+/// tail while another is hidden. It is assembled here only, and handed to both the
+/// translator ([`Dialect::translator`]) and the process (its stderr tail, and a resident
+/// turn's approval requests). It knows:
+/// - the secrets the namespace injects into every child ([`RuntimeEnv::redactor`]);
+/// - the driver's own, construction-time keys, which its dialect puts in the child's
+///   environment ([`Invocation::secrets`]);
+/// - the request's bindings, its runtime's and its services' ([`Request::redactor`]).
+///
+/// Config files add none: they name variables, never values ([`ConfigFiles`]).
+pub(crate) fn turn_redactor(turn: &Turn<'_>, invocation: &Invocation) -> Redactor {
+    let mut redactor = turn.env.redactor();
+    redactor.merge(&turn.request.redactor());
+    redactor.extend(invocation.secrets.iter().map(|b| b.value().clone()));
+    redactor
+}
 
 /// A CLI driver: the CLI that `D` describes, one process per turn or resident
 /// ([`ProcessMode`]), in a [`RuntimeEnv`] namespace whose state directory keeps the CLI's
@@ -205,23 +224,23 @@ impl<D: Dialect> CliDriver<D> {
             .stdin
             .take()
             .unwrap_or_else(|| request.prompt.clone());
-        let command = self.command(request, invocation).stdin_text(stdin);
-        let translator = self.options.translator(request);
+        // One turn, one redactor: the process's stderr and the translator's events.
+        let redactor = turn_redactor(turn, &invocation);
+        let translator = self.options.translator(request, redactor.clone());
+        let command = self
+            .command(request, invocation, redactor)
+            .stdin_text(stdin);
         crate::turn::drive(&self.options, &self.env, command, turn, translator, sink).await
     }
 
     /// The command of `invocation` for `request`: the binary, its argv and variables, the
-    /// request's and the invocation's secrets, the redactor, the workspace.
-    fn command(&self, request: &Request, invocation: Invocation) -> CliCommand {
-        let mut redactor = request.redactor();
-        for secret in &invocation.secrets {
-            redactor.add_secret(secret.value().clone());
-        }
-        let mut command = CliCommand::new(&self.options.cli().binary)
+    /// request's and the invocation's secrets, the workspace, and the turn's `redactor` (see
+    /// [`turn_redactor`]).
+    fn command(&self, request: &Request, invocation: Invocation, redactor: Redactor) -> CliCommand {
+        let mut command = CliCommand::new(&self.options.cli().binary, redactor)
             .args(invocation.args.into_iter().map(OsString::from))
             .request_env(&request.runtime.secret_env)
-            .secret_env(&invocation.secrets)
-            .redactor(redactor);
+            .secret_env(&invocation.secrets);
         for (name, value) in invocation.vars {
             command = command.var(name, value);
         }
@@ -346,7 +365,7 @@ impl<D: Dialect> Driver for CliDriver<D> {
                     &one_turn
                 }
             };
-            let command = |invocation| self.command(&request, invocation);
+            let command = |invocation, redactor| self.command(&request, invocation, redactor);
             let result = crate::resident::run(
                 &self.options,
                 protocol,

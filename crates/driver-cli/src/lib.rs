@@ -56,9 +56,12 @@
 //!   ([`runtime_env::RefusedVar`], [`CliError::RefusedRequestVar`]).
 //! * Secret values are exposed only to configure the child's environment. `Debug` of every
 //!   type shows names only; error messages hold code constants, numbers, names and paths,
-//!   never an output line, stderr text or a secret. stderr reaches callers only through the
-//!   redacted tail (the request's redactor, the environment's and the invocation's secrets,
-//!   and the token patterns, all one [`redaction::Redactor`]).
+//!   never an output line, stderr text or a secret. One turn has one
+//!   [`redaction::Redactor`], built once from every secret the driver knows for it (the
+//!   environment's injected secrets, the invocation's own keys, the request's bindings;
+//!   a resident turn adds its process's launch secrets) and the token patterns: its events
+//!   (through its [`Translator`]), its approval requests and its stderr tail (the only way
+//!   stderr reaches callers) all pass that one.
 //! * Memory is bounded: one stdout line holds at most [`Limits::max_line_bytes`], the stderr
 //!   tail at most [`Limits::stderr_tail_bytes`] plus a fixed 8 KiB redaction margin.
 //! * A spawned process never outlives its turn unnoticed: dropping the run future, a total

@@ -386,6 +386,17 @@ impl ChildHandle {
         self.guard.ender()
     }
 
+    /// What the stderr tail is redacted with.
+    pub(crate) fn redaction(&self) -> &Redaction {
+        &self.redaction
+    }
+
+    /// Redacts the stderr tail with `redaction` from now on (a resident process's next turn
+    /// may know secrets its launch did not; the caller keeps the launch's in it).
+    pub(crate) fn set_redaction(&mut self, redaction: Redaction) {
+        self.redaction = redaction;
+    }
+
     /// The redacted end of stderr so far.
     pub(crate) fn stderr_tail(&self) -> String {
         self.stderr

@@ -17,7 +17,9 @@
 //!    fork); a peer's refusal is judged by the protocol (`UnknownSession` becomes
 //!    `ResumeRejected` before anything is emitted); what the process sends while the session
 //!    opens (a replayed history) is dropped, never emitted as the turn's;
-//! 5. the prompt, sent once: nothing after this point sends it again, whatever happens;
+//! 5. the turn's one redactor: the turn's secrets ([`turn_redactor`]) and those the process
+//!    was launched with, for the translator, the approval requests and the stderr tail;
+//!    then the prompt, sent once: nothing after this point sends it again, whatever happens;
 //! 6. notifications through the same translator bookkeeping and stop rule as one process
 //!    per turn, server requests answered by the protocol, until the translator says the turn
 //!    ended; idle and total timeouts as for a per-turn process;
@@ -35,8 +37,8 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use driver_spi::{
-    ConfigError, DriverError, EventSink, ExitStatus, FailureKind, ProcessSignature, Request,
-    Response, ResumeRejectReason, RunFailure,
+    ConfigError, DriverError, EventSink, ExitStatus, FailureKind, ProcessSignature, Redactor,
+    Request, Response, ResumeRejectReason, RunFailure,
 };
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
@@ -44,6 +46,7 @@ use tokio::time::Instant;
 
 use crate::CommonOptions as _;
 use crate::dialect::{Dialect, Invocation, Translator as _, Turn};
+use crate::driver::turn_redactor;
 use crate::jsonrpc::{Inbox, Incoming, RpcError, RpcPeer};
 use crate::pool::{Endings, ProcessPool, Resident};
 use crate::process::ChildHandle;
@@ -280,7 +283,7 @@ pub(crate) async fn run<D: Dialect>(
     pool: &ProcessPool<ResidentProcess>,
     turn: &Turn<'_>,
     config: ConfigFiles,
-    command: impl Fn(Invocation) -> CliCommand,
+    command: impl Fn(Invocation, Redactor) -> CliCommand,
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {
     let request = turn.request;
@@ -343,9 +346,11 @@ pub(crate) async fn run<D: Dialect>(
         };
         let mut invocation = dialect.invocation(&launched)?;
         invocation.args.extend(protocol.launch_session(turn));
+        // The launch's secrets: kept by the process for every turn it serves.
+        let redactor = turn_redactor(turn, &invocation);
         let mut process = ResidentProcess::start(
             turn.env,
-            command(invocation),
+            command(invocation, redactor),
             limits,
             pool.limits().max_idle_output,
             protocol,
@@ -406,9 +411,15 @@ pub(crate) async fn run<D: Dialect>(
         }
         flight.process().loaded.clone_from(&session);
 
+        // One turn, one redactor: the turn's secrets and those the process was launched with
+        // (for an earlier turn, maybe), for its events, its approvals and its stderr.
+        let mut redactor = turn_redactor(turn, &invocation);
+        redactor.merge(flight.process().child.redaction());
+        flight.process().child.set_redaction(redactor.clone());
+
         // The prompt, sent once; then the turn's notifications.
         let prompt = protocol.prompt(turn, session.as_deref());
-        let mut translator = Tracked::new(dialect.translator(request));
+        let mut translator = Tracked::new(dialect.translator(request, redactor.clone()));
         translator.continue_from(flight.process().carried.as_ref());
         if let Some(session) = session.as_deref() {
             translator.opened_session(session);
@@ -417,6 +428,7 @@ pub(crate) async fn run<D: Dialect>(
         let read = read_turn(
             &mut flight,
             request,
+            &redactor,
             protocol,
             &prompt,
             session.as_deref(),

@@ -47,8 +47,10 @@ impl<D: Dialect> CliDriver<D> {
     pub async fn side_command(&self, args: &[&str]) -> Result<SideOutput, CliError> {
         self.check_version().await?;
         let cli = self.options().cli();
-        let command = CliCommand::new(&cli.binary).args(args.iter().copied());
-        let process = CliProcess::spawn(self.runtime_env(), command, cli.limits)?;
+        // No turn: the environment's secrets are all it carries.
+        let env = self.runtime_env();
+        let command = CliCommand::new(&cli.binary, env.redactor()).args(args.iter().copied());
+        let process = CliProcess::spawn(env, command, cli.limits)?;
         collect(process).await
     }
 }

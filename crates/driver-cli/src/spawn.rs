@@ -156,17 +156,8 @@ pub(crate) fn start(
     let tail = Arc::new(Mutex::new(TailBuffer::new(limits.stderr_tail_bytes)));
     let stderr_task = runtime.spawn(stderr::drain(stderr_pipe, Arc::clone(&tail)));
 
-    let mut redaction = env.redactor();
-    redaction.extend(
-        command
-            .secrets
-            .iter()
-            .chain(&command.request_secrets)
-            .map(|b| b.value().clone()),
-    );
-    if let Some(request) = &command.redactor {
-        redaction.merge(request);
-    }
+    // The command's redactor as it is: a turn's was assembled once, for its events too.
+    let redaction = command.redactor;
     Ok(Started {
         program,
         pid,

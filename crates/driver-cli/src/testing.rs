@@ -1,7 +1,9 @@
 //! The driver test kit (feature `testing`): one fuzz that every [`Translator`] runs, and the
 //! replay of recorded CLI transcripts against blessed goldens; one typed fake CLI for every
-//! dialect ([`FakeCli`]) and one conformance factory over it ([`FakeCliFactory`]); and the
-//! measuring part of every driver's `turns` bench ([`thread_of_turns`]).
+//! dialect ([`FakeCli`]) and one conformance factory over it ([`FakeCliFactory`]); the one
+//! check that a model key the driver knows reaches no event, output or log
+//! ([`assert_canary_hidden`]); and the measuring part of every driver's `turns` bench
+//! ([`thread_of_turns`]).
 //!
 //! Translators are private to their driver crates, so both are called from a `#[cfg(test)]`
 //! module inside the crate:
@@ -12,7 +14,9 @@
 //!
 //! #[test]
 //! fn transcripts() {
-//!     driver_cli::testing::replay_dir(fixtures, |request| options.translator(request));
+//!     driver_cli::testing::replay_dir(fixtures, |request| {
+//!         options.translator(request, request.redactor())
+//!     });
 //! }
 //! ```
 
@@ -28,9 +32,11 @@ use serde_json::Value;
 
 use crate::{Tracked, Translator};
 
+mod canary;
 mod fake;
 mod turns;
 
+pub use canary::{CANARY, assert_canary_hidden, canary_secret};
 pub use fake::FakeCli;
 pub use turns::{TurnsRow, run_turns_bench, thread_of_turns};
 

@@ -102,7 +102,9 @@ pub async fn probe_version(
         .with_max_line_bytes(64 << 10)
         .with_stderr_tail_bytes(4 << 10)
         .with_kill_grace(Limits::default().kill_grace.min(timeout));
-    let mut process = CliProcess::spawn(env, CliCommand::new(program).arg("--version"), limits)?;
+    // No turn: the environment's secrets are all the probe can carry.
+    let command = CliCommand::new(program, env.redactor()).arg("--version");
+    let mut process = CliProcess::spawn(env, command, limits)?;
     let mut found = None;
     loop {
         match process.next_line().await {

@@ -145,7 +145,8 @@ fn main() {
         let argv = driver.command_line(black_box(&request)).expect("argv");
         // The translator the driver would use for this request (the crate keeps its type
         // private; the dialect hands one out).
-        let mut translator = Tracked::new(driver.dialect().translator(&request));
+        let mut translator =
+            Tracked::new(driver.dialect().translator(&request, request.redactor()));
         let mut events = 0usize;
         for line in TRANSCRIPT {
             let value: serde_json::Value = serde_json::from_str(black_box(line)).expect("json");

@@ -20,8 +20,8 @@ use driver_cli::{
     ProcessMode, Runtime, SessionPlan, Translator, Turn, cli_capabilities,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, Permission, Request,
-    RunFailure, SessionMode, Unsupported, Usage,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, Permission, Redactor,
+    Request, RunFailure, SessionMode, Unsupported, Usage,
 };
 use run_service::{McpServer, McpTransport, TransportKind};
 use runtime_env::RuntimeEnv;
@@ -162,7 +162,7 @@ impl Dialect for Codex {
     /// `exec --json` events, or app-server notifications in resident mode. Both measure a
     /// continued turn's usage from the same checkpoint totals, so a Thread moves between
     /// modes.
-    fn translator(&self, request: &Request) -> CodexTranslator {
+    fn translator(&self, request: &Request, redactor: Redactor) -> CodexTranslator {
         // Codex reports the thread's running totals (the source thread's included for a
         // fork): a continued turn's usage is measured from the totals its stored state kept.
         let previous = match request.session.mode {
@@ -175,12 +175,10 @@ impl Dialect for Codex {
             matches!(self.cli.process_mode, ProcessMode::Resident(_)) || request.permissions.asks();
         if app_server {
             CodexTranslator::AppServer(
-                AppServerTranslator::new(request.redactor()).with_previous_totals(previous),
+                AppServerTranslator::new(redactor).with_previous_totals(previous),
             )
         } else {
-            CodexTranslator::Exec(
-                EventTranslator::new(request.redactor()).with_previous_totals(previous),
-            )
+            CodexTranslator::Exec(EventTranslator::new(redactor).with_previous_totals(previous))
         }
     }
 

@@ -12,7 +12,7 @@ use driver_cli::{
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
-    PermissionPolicy, Request, RunFailure, Unsupported,
+    PermissionPolicy, Redactor, Request, RunFailure, Unsupported,
 };
 use run_service::TransportKind;
 use runtime_env::RuntimeEnv;
@@ -121,11 +121,8 @@ impl Dialect for Cursor {
         Ok(invocation)
     }
 
-    fn translator(&self, request: &Request) -> EventTranslator {
-        EventTranslator::new(
-            request.redactor(),
-            request.mcp.iter().map(|s| s.name.as_str()),
-        )
+    fn translator(&self, request: &Request, redactor: Redactor) -> EventTranslator {
+        EventTranslator::new(redactor, request.mcp.iter().map(|s| s.name.as_str()))
     }
 
     /// Cursor fails before `system/init` with a "chat not found"-like message on stderr (an

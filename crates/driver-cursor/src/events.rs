@@ -39,8 +39,9 @@ pub struct EventTranslator {
 }
 
 impl EventTranslator {
-    /// A translator that redacts Cursor's result text with `redactor` and reports MCP tools
-    /// of the declared `servers` as `mcp__<server>__<tool>`.
+    /// A translator that redacts Cursor's text (the answer, tool arguments and results, the
+    /// result) with the turn's `redactor` and reports MCP tools of the declared `servers` as
+    /// `mcp__<server>__<tool>`.
     pub(crate) fn new<'a>(redactor: Redactor, servers: impl IntoIterator<Item = &'a str>) -> Self {
         Self {
             redactor,
@@ -70,10 +71,15 @@ impl EventTranslator {
         turn.start(out);
         // A `completed` without its `started` still opens the call first; a closed call
         // stays closed.
-        turn.open_call(id, &call.name, &call.arguments, out);
+        turn.open_call(id, &call.name, &self.redactor.redact(&call.arguments), out);
         if subtype == Some("completed") {
             let (output, is_error) = tools::outcome(call.result);
-            turn.close_call(id, output, is_error, out);
+            turn.close_call(
+                id,
+                self.redactor.redact(&output).into_owned(),
+                is_error,
+                out,
+            );
         }
         Ok(())
     }
@@ -95,15 +101,18 @@ impl Translator for EventTranslator {
                 let blocks = message_content(event)?;
                 turn.note_session(event);
                 turn.start(out);
+                let mut message = String::new();
                 for block in blocks {
                     if block.get("type").and_then(Value::as_str) == Some("text")
                         && let Some(text) = block.get("text").and_then(Value::as_str)
                         && !text.is_empty()
                     {
-                        out.push(DriverEvent::text(text));
-                        self.text.push_str(text);
+                        out.push(DriverEvent::text(self.redactor.redact(text)));
+                        message.push_str(text);
                     }
                 }
+                // Kept redacted whole: a secret split across blocks is hidden here too.
+                self.text.push_str(&self.redactor.redact(&message));
             }
             "tool_call" => self.tool_call(turn, event, out)?,
             "result" => {
@@ -236,6 +245,29 @@ mod tests {
                 DriverEvent::tool_call_result("c2", "denied", true),
             ]
         );
+    }
+
+    /// The model's text and a tool's arguments and output pass the turn's redactor; the text
+    /// kept as the output is redacted whole, so a key split across blocks is hidden there.
+    #[test]
+    fn text_and_tool_calls_are_redacted() {
+        let secret = "opaque-key-5e1b";
+        let (t, events) = driver_cli::testing::translate_all(
+            EventTranslator::new(
+                Redactor::from_iter([EnvBinding::new("K", secret.to_owned()).value().clone()]),
+                [],
+            ),
+            &[
+                json!({"type":"tool_call","subtype":"completed","call_id":"c1","tool_call":{"shellToolCall":{"args":{"command":format!("echo {secret}")},"result":{"success":{"stdout":secret,"exitCode":0}}}},"session_id":"s"}),
+                json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"key opaque-"},{"type":"text","text":"key-5e1b"}]},"session_id":"s"}),
+            ],
+        );
+        assert!(!format!("{events:?}").contains(secret), "{events:?}");
+        assert!(events.contains(&DriverEvent::tool_call_arguments(
+            "c1",
+            r#"{"command":"echo [REDACTED]"}"#
+        )));
+        assert_eq!(t.output(), "key [REDACTED]");
     }
 
     #[test]

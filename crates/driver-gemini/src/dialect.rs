@@ -24,7 +24,7 @@ use driver_cli::{
 };
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
-    PermissionPolicy, Request, ResumeRejectReason, RunFailure,
+    PermissionPolicy, Redactor, Request, ResumeRejectReason, RunFailure,
 };
 use run_service::{EnvBinding, TransportKind};
 use runtime_env::{IsolationLevel, RuntimeEnv};
@@ -152,11 +152,8 @@ impl Dialect for Gemini {
         Ok(invocation)
     }
 
-    fn translator(&self, request: &Request) -> EventTranslator {
-        let mut redactor = request.redactor();
-        if let Some(key) = &self.api_key {
-            redactor.add_secret(key.clone());
-        }
+    /// The key option is in the turn's `redactor` already: the invocation carries it.
+    fn translator(&self, request: &Request, redactor: Redactor) -> EventTranslator {
         let names = tool_names(request.mcp.iter().map(|s| s.name.as_str()));
         EventTranslator::new(redactor, names)
     }

@@ -8,6 +8,7 @@
 use driver_cli::{CliEvent, MalformedEvent, ToolNames, Translator, str_field};
 use driver_spi::{DriverEvent, FailureKind, Redactor, RunFailure, Usage};
 use serde_json::Value;
+use std::sync::OnceLock;
 
 /// The `result` event: how Gemini judged the turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +27,9 @@ struct TurnResult {
 /// needs: the session id, the final assistant message, the `result` and the last `error`.
 ///
 /// Tool names are reported as `mcp__<declared server>__<tool>`: Gemini calls an MCP tool
-/// `mcp_<server>_<tool>` (see [`ToolNames`]). Text and tool output are the model's and the
-/// tools' own; error messages pass through the redactor.
+/// `mcp_<server>_<tool>` (see [`ToolNames`]). Provider text passes the turn's redactor: each
+/// streamed piece of the answer, a tool's parameters and output, error messages; the answer
+/// kept as the output is redacted whole, so a secret split across pieces is hidden there.
 ///
 /// `pub` only because it is the [`Dialect::Translator`](driver_cli::Dialect::Translator) of a
 /// public type (a crate-private type cannot be one); its module is private, so nothing
@@ -38,8 +40,10 @@ pub struct EventTranslator {
     names: ToolNames,
     /// `RunStarted` and the tool-call lifecycle, by `tool_id`.
     session_id: Option<String>,
-    /// The assistant text since the last tool call: the run's output.
+    /// The assistant text since the last tool call, as Gemini sent it.
     message: String,
+    /// `message` redacted whole (the run's output), made when first asked for after a change.
+    output: OnceLock<String>,
     result: Option<TurnResult>,
     last_error: Option<String>,
 }
@@ -119,9 +123,10 @@ impl Translator for EventTranslator {
                         self.message.clear();
                     }
                     self.message.push_str(content);
+                    self.output = OnceLock::new();
                     if !content.is_empty() {
                         turn.start(out);
-                        out.push(DriverEvent::text(content));
+                        out.push(DriverEvent::text(self.redactor.redact(content)));
                     }
                 }
             }
@@ -131,6 +136,8 @@ impl Translator for EventTranslator {
                 let arguments = driver_cli::json_text(event.get("parameters"));
                 turn.start(out);
                 self.message.clear();
+                self.output = OnceLock::new();
+                let arguments = self.redactor.redact(&arguments);
                 turn.open_call(id, &self.names.report(name), &arguments, out);
             }
             "tool_result" => {
@@ -140,7 +147,7 @@ impl Translator for EventTranslator {
                 let error = event.pointer("/error/message").and_then(Value::as_str);
                 let text = match (failed, output, error) {
                     (true, _, Some(error)) => self.redactor.redact(error).into_owned(),
-                    (_, Some(output), _) => output.to_owned(),
+                    (_, Some(output), _) => self.redactor.redact(output).into_owned(),
                     _ => String::new(),
                 };
                 turn.close_call(id, text, failed, out);
@@ -176,9 +183,10 @@ impl Translator for EventTranslator {
         self.session_id.as_deref()
     }
 
-    /// The assistant text after the last tool call.
+    /// The assistant text after the last tool call, redacted whole.
     fn output(&self) -> &str {
-        &self.message
+        self.output
+            .get_or_init(|| self.redactor.redact(&self.message).into_owned())
     }
 
     /// A `result` with `status: "success"`.
@@ -277,6 +285,28 @@ mod tests {
         assert_eq!(t.output(), "Fine");
         assert!(events.contains(&DriverEvent::tool_call_started("r1", "read_file")));
         assert!(!events.contains(&DriverEvent::text("")));
+    }
+
+    /// The model's text, a tool's parameters and its output pass the turn's redactor; the
+    /// output, redacted whole, hides a key split across streamed pieces too.
+    #[test]
+    fn text_tool_parameters_and_output_are_redacted() {
+        let secret = "opaque-key-5e1b";
+        let redactor = Redactor::from_iter([SecretString::from(secret)]);
+        let (t, events) = driver_cli::testing::translate_all(
+            EventTranslator::new(redactor, tool_names([])),
+            &[
+                json!({"type":"init","session_id":"s"}),
+                json!({"type":"tool_use","tool_name":"run_shell_command","tool_id":"t1","parameters":{"command":format!("echo {secret}")}}),
+                json!({"type":"tool_result","tool_id":"t1","status":"success","output":secret}),
+                json!({"type":"message","role":"assistant","content":format!("the key is {secret}"),"delta":true}),
+                json!({"type":"message","role":"assistant","content":" and opaque-","delta":true}),
+                json!({"type":"message","role":"assistant","content":"key-5e1b again","delta":true}),
+            ],
+        );
+        assert!(!format!("{events:?}").contains(secret), "{events:?}");
+        assert!(events.contains(&DriverEvent::tool_call_result("t1", "[REDACTED]", false)));
+        assert_eq!(t.output(), "the key is [REDACTED] and [REDACTED] again");
     }
 
     #[test]

@@ -10,7 +10,8 @@ use driver_cli::{
     Turn,
 };
 use driver_spi::{
-    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, Request,
+    Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, Redactor,
+    Request,
 };
 use runtime_env::RuntimeEnv;
 
@@ -165,8 +166,9 @@ impl<C: StreamJsonCli> Dialect for StreamJsonDialect<C> {
         Ok(C::vars(self, invocation).vars_if(C::offline(self), C::OFFLINE_VARS))
     }
 
-    fn translator(&self, request: &Request) -> StreamJson {
-        StreamJson::new(request, C::classify).with_process_usage(C::usage_per_process(self))
+    fn translator(&self, request: &Request, redactor: Redactor) -> StreamJson {
+        StreamJson::new(request, redactor, C::classify)
+            .with_process_usage(C::usage_per_process(self))
     }
 
     fn resident(&self) -> Option<&dyn ResidentProtocol> {

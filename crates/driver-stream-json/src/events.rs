@@ -69,11 +69,16 @@ pub struct StreamJson {
 }
 
 impl StreamJson {
-    /// A translator for one turn of `request`: its redactor, its MCP servers' names, and
-    /// `classify` for a failed `result`.
-    pub fn new(request: &Request, classify: fn(&TurnResult) -> FailureKind) -> Self {
+    /// A translator for one turn of `request` that redacts with the turn's `redactor`
+    /// ([`Dialect::translator`](driver_cli::Dialect::translator)), reports the tools of the
+    /// request's MCP servers by their names, and judges a failed `result` with `classify`.
+    pub fn new(
+        request: &Request,
+        redactor: Redactor,
+        classify: fn(&TurnResult) -> FailureKind,
+    ) -> Self {
         Self::with(
-            request.redactor(),
+            redactor,
             ToolNames::new(request.mcp.iter().map(|s| s.name.as_str())),
             classify,
         )
@@ -178,7 +183,7 @@ impl Translator for StreamJson {
                         Some("text") => {
                             let piece = block.get("text").and_then(Value::as_str).unwrap_or("");
                             if !piece.is_empty() {
-                                out.push(DriverEvent::text(piece));
+                                out.push(DriverEvent::text(self.redactor.redact(piece)));
                                 text.push_str(piece);
                             }
                         }
@@ -187,7 +192,8 @@ impl Translator for StreamJson {
                     }
                 }
                 if !text.is_empty() {
-                    self.last_text = Some(text);
+                    // Redacted whole: a secret split across blocks is hidden here too.
+                    self.last_text = Some(self.redactor.redact(&text).into_owned());
                 }
             }
             "user" => {

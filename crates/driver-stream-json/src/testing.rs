@@ -105,3 +105,39 @@ pub fn tool_use() -> [LineRule; 3] {
         ),
     ]
 }
+
+/// The events of a turn on session `session` (a template) whose model echoes the canary key
+/// ([`CANARY`](driver_cli::testing::CANARY)) everywhere a model's text goes: a `Bash` tool's
+/// input (first asked with `can_use_tool`, when `ask`: a resident process's permission
+/// request), the tool's result, and the answer. The lines for a per-turn [`Rule`]'s or a
+/// resident [`LineRule`]'s `stdout` steps, for
+/// [`assert_canary_hidden`](driver_cli::testing::assert_canary_hidden).
+pub fn canary_turn(session: &str, ask: bool) -> Vec<String> {
+    let key = driver_cli::testing::CANARY;
+    let input = format!(r#"{{"command":"echo {key}","description":"print the key"}}"#);
+    let mut lines = vec![
+        format!(
+            r#"{{"type":"system","subtype":"init","cwd":"/w","session_id":"{session}","tools":["Bash"],"mcp_servers":[],"model":"claude-test","permissionMode":"default"}}"#
+        ),
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"msg_1","type":"message","role":"assistant","content":[{{"type":"tool_use","id":"toolu_1","name":"Bash","input":{input}}}]}},"parent_tool_use_id":null,"session_id":"{session}"}}"#
+        ),
+    ];
+    if ask {
+        lines.push(format!(
+            r#"{{"type":"control_request","request_id":"perm_1","request":{{"subtype":"can_use_tool","tool_name":"Bash","input":{input},"tool_use_id":"toolu_1"}}}}"#
+        ));
+    }
+    lines.extend([
+        format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"{key}","is_error":false}}]}},"session_id":"{session}"}}"#
+        ),
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"msg_2","type":"message","role":"assistant","content":[{{"type":"text","text":"the key is {key}"}}]}},"parent_tool_use_id":null,"session_id":"{session}"}}"#
+        ),
+        format!(
+            r#"{{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"the key is {key}","session_id":"{session}","usage":{{"input_tokens":11,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"output_tokens":7}}}}"#
+        ),
+    ]);
+    lines
+}

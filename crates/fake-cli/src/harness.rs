@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use runtime_env::{HostEnv, RuntimeDescriptor, RuntimeEnv};
+use secrecy::SecretString;
 use tempfile::TempDir;
 
 use crate::{Invocation, SCENARIO_ENV, Scenario, read_invocations};
@@ -47,6 +48,30 @@ impl Harness {
         record_env: &[&str],
         host_credentials: &[&str],
     ) -> Self {
+        Self::with_secrets(
+            runtime,
+            scenario,
+            version,
+            record_env,
+            host_credentials,
+            &[],
+        )
+    }
+
+    /// A harness like [`new`](Self::new) whose namespace also injects `secrets` (name, value)
+    /// into the child's environment, as a host injects a model key
+    /// ([`RuntimeEnvBuilder::secret`](runtime_env::RuntimeEnvBuilder::secret)).
+    ///
+    /// # Panics
+    /// As [`new`](Self::new), and when a secret's name is refused by the namespace.
+    pub fn with_secrets(
+        runtime: &'static RuntimeDescriptor,
+        scenario: Scenario,
+        version: &str,
+        record_env: &[&str],
+        host_credentials: &[&str],
+        secrets: &[(&str, SecretString)],
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let record = dir.path().join("invocations.jsonl");
         let scenario_path = dir.path().join("scenario.json");
@@ -64,16 +89,18 @@ impl Harness {
                 .iter()
                 .map(|name| ((*name).to_owned(), HOST_CREDENTIAL.to_owned())),
         );
-        let env = RuntimeEnv::builder(
+        let mut builder = RuntimeEnv::builder(
             dir.path().join("rt"),
             "user:fake".parse().expect("namespace"),
             &workspace,
         )
         .host_env(HostEnv::from_vars(host))
         .runtimes([runtime])
-        .var(SCENARIO_ENV, scenario_path.as_os_str())
-        .build()
-        .expect("runtime env");
+        .var(SCENARIO_ENV, scenario_path.as_os_str());
+        for (name, value) in secrets {
+            builder = builder.secret(*name, value.clone());
+        }
+        let env = builder.build().expect("runtime env");
         Self {
             dir,
             record,

@@ -1,6 +1,7 @@
 //! The . test binary: one binary for the crate (see each module).
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod canary;
 mod conformance;
 mod fake_cli;
 mod fake_resident;

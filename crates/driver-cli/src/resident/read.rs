@@ -29,7 +29,8 @@ pub(super) enum Read {
 }
 
 /// Sends the prompt and forwards the turn's translated messages until the translator says
-/// the turn ended.
+/// the turn ended. Approval requests are redacted with the turn's `redactor`, as its events
+/// are.
 #[allow(
     clippy::too_many_arguments,
     reason = "one turn's parts, borrowed separately"
@@ -37,6 +38,7 @@ pub(super) enum Read {
 pub(super) async fn read_turn<T: crate::Translator>(
     flight: &mut InFlight,
     request: &Request,
+    redactor: &Redactor,
     protocol: &dyn ResidentProtocol,
     prompt: &Call,
     session: Option<&str>,
@@ -78,6 +80,7 @@ pub(super) async fn read_turn<T: crate::Translator>(
     });
     let mut reader = Reader {
         request,
+        redactor,
         protocol,
         prompt,
         peer,
@@ -141,6 +144,8 @@ pub(super) async fn read_turn<T: crate::Translator>(
 /// One turn's reading state: what the process's messages go through.
 struct Reader<'t, 'g, T: crate::Translator> {
     request: &'t Request,
+    /// The turn's one redactor (approval requests pass it).
+    redactor: &'t Redactor,
     protocol: &'t dyn ResidentProtocol,
     prompt: &'t Call,
     peer: &'t RpcPeer,
@@ -209,7 +214,7 @@ impl<T: crate::Translator> Reader<'_, '_, T> {
             peer.respond_error(id, -32600, "not the current turn").await
         } else if let Some(query) = protocol.approval(request, method, params) {
             // The CLI waits for this answer: no idle time runs meanwhile.
-            let decision = crate::approval::decide(request, self.sink, query).await;
+            let decision = crate::approval::decide(request, self.redactor, self.sink, query).await;
             let result = protocol.approval_answer(method, params, &decision);
             peer.respond(id, result).await
         } else {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use driver_spi::{CollectingSink, Driver, DriverEvent, FailureKind, Request};
 use fake_cli::{Harness, Invocation, Scenario};
+use secrecy::SecretString;
 
 use crate::{CliDriver, CliError, CommonOptions, Dialect};
 
@@ -34,13 +35,27 @@ impl<O: CommonOptions + Default> FakeCli<O> {
         record_env: &[&str],
         host_credentials: &[&str],
     ) -> Self {
+        Self::with_secrets(scenario, version, record_env, host_credentials, &[])
+    }
+
+    /// A fake like [`new`](Self::new) whose namespace also injects `secrets` (name, value)
+    /// into the CLI's environment, as a host injects a model key
+    /// ([`canary_secret`](super::canary_secret) for the canary check).
+    pub fn with_secrets(
+        scenario: Scenario,
+        version: &str,
+        record_env: &[&str],
+        host_credentials: &[&str],
+        secrets: &[(&str, SecretString)],
+    ) -> Self {
         Self {
-            harness: Harness::new(
+            harness: Harness::with_secrets(
                 &O::Dialect::RUNTIME.descriptor,
                 scenario,
                 version,
                 record_env,
                 host_credentials,
+                secrets,
             ),
             options: PhantomData,
         }

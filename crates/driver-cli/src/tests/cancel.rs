@@ -5,10 +5,10 @@ use std::time::Duration;
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario};
 
+use crate::CliProcess;
 use crate::tests::support::{
     eventually, fixture, group_is_gone, limits, live_group_members, proc_stat, read_pid,
 };
-use crate::{CliCommand, CliProcess};
 
 /// A scenario that starts a grandchild (a helper server, say), reports ready and hangs.
 fn with_grandchild(pid_file: &std::path::Path) -> Scenario {
@@ -91,7 +91,9 @@ async fn cancelling_the_task_that_owns_the_process_ends_the_group() {
 async fn terminate_escalates_to_sigkill_when_sigterm_is_ignored() {
     let fx = fixture();
     // An ignored signal stays ignored across exec, so `sleep` ignores SIGTERM too.
-    let command = CliCommand::new("sh").args(["-c", "trap '' TERM; echo ready; exec sleep 600"]);
+    let command = fx
+        .command("sh")
+        .args(["-c", "trap '' TERM; echo ready; exec sleep 600"]);
     let limits = limits().with_kill_grace(Duration::from_millis(200));
     let mut process = CliProcess::spawn(&fx.env, command, limits).unwrap();
     assert_eq!(process.next_line().await.unwrap().as_deref(), Some("ready"));
@@ -104,7 +106,7 @@ async fn terminate_escalates_to_sigkill_when_sigterm_is_ignored() {
 #[tokio::test]
 async fn dropping_escalates_to_sigkill_when_sigterm_is_ignored() {
     let fx = fixture();
-    let command = CliCommand::new("sh").args([
+    let command = fx.command("sh").args([
         "-c",
         "trap '' TERM; sleep 600 & echo $!; echo ready; exec sleep 600",
     ]);

@@ -151,7 +151,7 @@ async fn namespace_variables_and_credentials_cannot_be_set_as_plain_variables() 
 #[test]
 fn debug_of_a_command_shows_variable_names_never_secret_values() {
     let key = EnvBinding::new("OPENAI_API_KEY", "sk-do-not-print-me");
-    let command = CliCommand::new("codex")
+    let command = CliCommand::new("codex", driver_spi::Redactor::new())
         .args(["exec", "--json", "-"])
         .var("RUST_LOG", "warn")
         .secret_env([&key])

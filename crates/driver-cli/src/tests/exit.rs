@@ -1,6 +1,6 @@
 //! Exit statuses, their classification, and the redacted stderr tail.
 
-use driver_spi::{DriverError, ExitStatus, FailureKind, Redactor};
+use driver_spi::{DriverError, ExitStatus, FailureKind};
 use fake_cli::{Rule, Scenario};
 use run_service::EnvBinding;
 
@@ -69,12 +69,11 @@ async fn the_stderr_tail_is_bounded_and_redacted() {
             .stderr("the last line")
             .stdout("done"),
     );
-    let command = fx
-        .fake(&scenario)
-        .secret_env([&binding])
-        .redactor(Redactor::from_iter(
-            ([&request_secret]).into_iter().map(|b| b.value().clone()),
-        ));
+    // A turn's redactor knows the environment's secrets and the request's; the command's own
+    // binding joins it.
+    let mut redactor = fx.env.redactor();
+    redactor.add_secret(request_secret.value().clone());
+    let command = fx.fake_redacted(&scenario, redactor).secret_env([&binding]);
     let limits = limits().with_stderr_tail_bytes(512);
     let mut process = CliProcess::spawn(&fx.env, command, limits).unwrap();
     assert_eq!(process.next_line().await.unwrap().as_deref(), Some("done"));

@@ -3,7 +3,7 @@
 use fake_cli::Scenario;
 
 use crate::tests::support::{fixture, limits};
-use crate::{CliCommand, CliError, CliProcess};
+use crate::{CliError, CliProcess};
 
 #[tokio::test]
 async fn a_missing_program_is_not_found() {
@@ -12,7 +12,7 @@ async fn a_missing_program_is_not_found() {
         "/nonexistent/bin/codex",
         "definitely-not-an-installed-cli-4f2a",
     ] {
-        let err = CliProcess::spawn(&fx.env, CliCommand::new(program), limits()).unwrap_err();
+        let err = CliProcess::spawn(&fx.env, fx.command(program), limits()).unwrap_err();
         assert!(
             matches!(err, CliError::NotFound { .. }),
             "{program}: {err:?}"

@@ -4,7 +4,7 @@ use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario};
 
 use crate::tests::support::{fixture, limits};
-use crate::{CliCommand, CliError, CliProcess};
+use crate::{CliError, CliProcess};
 
 #[tokio::test]
 async fn lines_are_streamed_in_order_then_end() {
@@ -108,7 +108,7 @@ async fn malformed_json_names_the_line_not_the_content() {
 async fn non_utf8_lines_are_typed_errors_and_crlf_is_trimmed() {
     let fx = fixture();
     // printf from the host PATH: the fake's scenarios are UTF-8 by construction.
-    let command = CliCommand::new("printf").arg(r"ok\r\n\377\376\nnext\nlast");
+    let command = fx.command("printf").arg(r"ok\r\n\377\376\nnext\nlast");
     let mut process = CliProcess::spawn(&fx.env, command, limits()).unwrap();
     assert_eq!(process.next_line().await.unwrap().as_deref(), Some("ok"));
     let err = process.next_line().await.unwrap_err();

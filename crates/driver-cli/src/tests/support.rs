@@ -11,6 +11,8 @@ use runtime_env::{
 use secrecy::SecretString;
 use tempfile::TempDir;
 
+use driver_spi::Redactor;
+
 use crate::{CliCommand, Limits};
 
 /// The value of the host's OPENAI_API_KEY, which must never reach a child.
@@ -98,9 +100,22 @@ impl Fixture {
         (record, scenario)
     }
 
-    /// Writes the scenario and returns a command that runs the fake with it.
+    /// Writes the scenario and returns a command that runs the fake with it, redacted as a
+    /// command outside a turn is (the environment's secrets).
     pub(crate) fn fake(&self, scenario: &Scenario) -> CliCommand {
-        CliCommand::new(fake_cli::binary_path()).var(SCENARIO_ENV, self.write_scenario(scenario))
+        self.fake_redacted(scenario, self.env.redactor())
+    }
+
+    /// [`fake`](Self::fake), redacted with `redactor` (as a turn's command is, with the
+    /// turn's).
+    pub(crate) fn fake_redacted(&self, scenario: &Scenario, redactor: Redactor) -> CliCommand {
+        CliCommand::new(fake_cli::binary_path(), redactor)
+            .var(SCENARIO_ENV, self.write_scenario(scenario))
+    }
+
+    /// A command for `program` in this environment, redacted with the environment's secrets.
+    pub(crate) fn command(&self, program: impl Into<PathBuf>) -> CliCommand {
+        CliCommand::new(program, self.env.redactor())
     }
 
     pub(crate) fn write_scenario(&self, scenario: &Scenario) -> PathBuf {

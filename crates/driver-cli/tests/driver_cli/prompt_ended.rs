@@ -99,7 +99,7 @@ impl Dialect for PromptEnded {
         Ok(driver_cli::Invocation::new(vec!["serve".to_owned()]))
     }
 
-    fn translator(&self, _request: &Request) -> Updates {
+    fn translator(&self, _request: &Request, _redactor: driver_spi::Redactor) -> Updates {
         Updates::default()
     }
 

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod app_server_fake;
+mod canary;
 mod conformance;
 mod fake_cli;
 mod fake_structured;

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod canary;
 mod conformance;
 mod fake_cli;
 mod namespace;

@@ -76,6 +76,25 @@ fn tool_results_close_calls_once_and_unknown_results_are_ignored() {
     assert!(t.close_open_calls().is_empty());
 }
 
+/// The model's text and a tool's input and result pass the turn's redactor; the answer
+/// kept as the output is redacted whole, so a key split across blocks is hidden there.
+#[test]
+fn text_and_tool_calls_are_redacted() {
+    let secret = "opaque-key-5e1b";
+    let redactor = Redactor::from_iter([EnvBinding::new("K", secret.to_owned()).value().clone()]);
+    let (t, events) = driver_cli::testing::translate_all(
+        translator(redactor, ToolNames::default()),
+        &[
+            json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"u1","name":"Bash","input":{"command":format!("echo {secret}")}}]},"session_id":"s"}),
+            json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"u1","content":secret}]},"session_id":"s"}),
+            json!({"type":"assistant","message":{"content":[{"type":"text","text":"key opaque-"},{"type":"text","text":"key-5e1b"}]},"session_id":"s"}),
+        ],
+    );
+    assert!(!format!("{events:?}").contains(secret), "{events:?}");
+    assert!(events.contains(&DriverEvent::tool_call_result("u1", "[REDACTED]", false)));
+    assert_eq!(t.output(), "key [REDACTED]");
+}
+
 #[test]
 fn result_and_error_events_are_kept_redacted() {
     let secret = "canary-secret-42f1";

@@ -1,0 +1,72 @@
+//! The canary check (`driver_cli::testing::assert_canary_hidden`) for Claude Code, one
+//! process per turn and resident: the model key the namespace injects (`ANTHROPIC_API_KEY`),
+//! echoed by the model in a command's input (and, resident, its permission request), the
+//! command's result and the answer, shows in no event, output or log.
+
+use driver_claude_code::CommonOptions;
+use driver_cli::testing::{CANARY, assert_canary_hidden, canary_secret};
+use driver_cli::{PoolLimits, ProcessMode};
+use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy, ProfilePayload, Request};
+use driver_stream_json::testing::{USER_LINE, canary_turn, resident};
+use fake_cli::{LineRule, Rule, Scenario};
+use run_service::RunId;
+
+use crate::support::{FakeClaude, VERSION};
+
+/// A fake whose namespace injects the canary as Claude Code's model key.
+fn fake(scenario: Scenario) -> FakeClaude {
+    FakeClaude::with_secrets(
+        scenario,
+        VERSION,
+        &[],
+        &["CLAUDE_CODE_OAUTH_TOKEN"],
+        &[canary_secret("ANTHROPIC_API_KEY")],
+    )
+}
+
+fn request(fake: &FakeClaude) -> Request {
+    let k = compat_fingerprint::Kind::new("driver-claude-code canary tests v1");
+    let profile = ProfilePayload::new(
+        compat_fingerprint::Fingerprint::of(k, |e| e.str("exact")),
+        compat_fingerprint::Fingerprint::of(k, |e| e.str("session")),
+    );
+    Request::new(RunId::new("canary"), "say the key", profile)
+        .with_workspace(fake.workspace.to_str().unwrap())
+}
+
+const SESSION: &str = "${ARG_AFTER:--session-id}";
+
+#[test]
+fn per_turn_hides_the_namespace_model_key() {
+    let rule = canary_turn(SESSION, false)
+        .into_iter()
+        .fold(Rule::any(), Rule::stdout)
+        .stderr(format!("warning: key {CANARY}"));
+    let fake = fake(Scenario::new().rule(rule));
+    let driver = fake.driver(fake.options());
+    assert_canary_hidden(&driver, request(&fake));
+}
+
+#[test]
+fn resident_hides_the_namespace_model_key_and_its_approval_arguments() {
+    let turn = canary_turn(SESSION, true)
+        .into_iter()
+        .fold(LineRule::when([USER_LINE]), LineRule::stdout)
+        .stderr(format!("warning: key {CANARY}"));
+    let fake = fake(resident(&[turn]));
+    let driver = fake.driver(
+        fake.options()
+            .with_process_mode(ProcessMode::Resident(PoolLimits::default())),
+    );
+    let request = request(&fake)
+        .with_permissions(PermissionPolicy::default().ask(Action::Commands))
+        .with_approvals(Approvals::approve_all());
+    let (_, events) = assert_canary_hidden(&driver, request);
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            DriverEvent::ApprovalRequested { arguments, .. } if arguments.contains("[REDACTED]")
+        )),
+        "the approval request was asked, its arguments redacted: {events:?}"
+    );
+}

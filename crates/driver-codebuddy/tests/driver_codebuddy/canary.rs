@@ -1,0 +1,82 @@
+//! The canary check (`driver_cli::testing::assert_canary_hidden`) for CodeBuddy, one process
+//! per turn and resident: its key option (a construction-time key the driver puts in the
+//! child's environment), or a model key the namespace injects, echoed by the model in a
+//! command's input (and, resident, its permission request), the command's result and the
+//! answer, shows in no event, output or log.
+
+use driver_cli::testing::{CANARY, assert_canary_hidden, canary_secret};
+use driver_cli::{PoolLimits, ProcessMode};
+use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
+use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy, ProfilePayload, Request};
+use driver_stream_json::testing::{USER_LINE, canary_turn, resident};
+use fake_cli::{LineRule, Rule, Scenario};
+use run_service::RunId;
+use secrecy::SecretString;
+
+use crate::support::{FakeCodeBuddy, VERSION};
+
+/// A fake whose namespace injects `secrets`.
+fn fake(scenario: Scenario, secrets: &[(&str, SecretString)]) -> FakeCodeBuddy {
+    FakeCodeBuddy::with_secrets(scenario, VERSION, &[], &["CODEBUDDY_AUTH_TOKEN"], secrets)
+}
+
+/// Options whose key option is the canary.
+fn keyed(fake: &FakeCodeBuddy) -> CodeBuddyOptions {
+    fake.options().with_api_key(SecretString::from(CANARY))
+}
+
+fn request(fake: &FakeCodeBuddy) -> Request {
+    let k = compat_fingerprint::Kind::new("driver-codebuddy canary tests v1");
+    let profile = ProfilePayload::new(
+        compat_fingerprint::Fingerprint::of(k, |e| e.str("exact")),
+        compat_fingerprint::Fingerprint::of(k, |e| e.str("session")),
+    );
+    Request::new(RunId::new("canary"), "say the key", profile)
+        .with_workspace(fake.workspace.to_str().unwrap())
+}
+
+const SESSION: &str = "${ARG_AFTER:--session-id}";
+
+fn per_turn() -> Scenario {
+    let rule = canary_turn(SESSION, false)
+        .into_iter()
+        .fold(Rule::any(), Rule::stdout)
+        .stderr(format!("warning: key {CANARY}"));
+    Scenario::new().rule(rule)
+}
+
+#[test]
+fn per_turn_hides_the_key_option() {
+    let fake = fake(per_turn(), &[]);
+    let driver = fake.driver(keyed(&fake));
+    assert_canary_hidden(&driver, request(&fake));
+}
+
+#[test]
+fn per_turn_hides_the_namespace_model_key() {
+    let fake = fake(per_turn(), &[canary_secret("CODEBUDDY_API_KEY")]);
+    let driver = fake.driver(fake.options());
+    assert_canary_hidden(&driver, request(&fake));
+}
+
+#[test]
+fn resident_hides_the_key_option_and_its_approval_arguments() {
+    let turn = canary_turn(SESSION, true)
+        .into_iter()
+        .fold(LineRule::when([USER_LINE]), LineRule::stdout)
+        .stderr(format!("warning: key {CANARY}"));
+    let fake = fake(resident(&[turn]), &[]);
+    let driver =
+        fake.driver(keyed(&fake).with_process_mode(ProcessMode::Resident(PoolLimits::default())));
+    let request = request(&fake)
+        .with_permissions(PermissionPolicy::default().ask(Action::Commands))
+        .with_approvals(Approvals::approve_all());
+    let (_, events) = assert_canary_hidden(&driver, request);
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            DriverEvent::ApprovalRequested { arguments, .. } if arguments.contains("[REDACTED]")
+        )),
+        "the approval request was asked, its arguments redacted: {events:?}"
+    );
+}
