@@ -104,6 +104,10 @@ pub(super) async fn read_turn<T: crate::Translator>(
         }
         let idle = deadline_after(now, limits.idle_timeout).min(deadline);
         tokio::select! {
+            // The answer first: the reader routed it before any message that follows it on
+            // the wire, so taking it first keeps the process's order (a crash right after a
+            // turn's first messages still shows them).
+            biased;
             result = &mut answer, if !answered => {
                 answered = true;
                 let value = match result {

@@ -325,7 +325,11 @@ async fn a_crash_mid_turn_fails_the_turn_and_the_prompt_is_never_sent_again() {
     let state = checkpoint(&first.unwrap());
 
     let (crashed, events) = run(&driver, resume(fake.request("crash"), &state)).await;
-    assert_eq!(failed_kind(&crashed), Some(FailureKind::Process));
+    assert_eq!(
+        failed_kind(&crashed),
+        Some(FailureKind::Process),
+        "{crashed:?}"
+    );
     assert_eq!(check_sequence(&events), Ok(()));
     assert!(matches!(events.last(), Some(DriverEvent::RunFailed { .. })));
 
