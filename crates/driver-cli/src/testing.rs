@@ -36,7 +36,7 @@ mod canary;
 mod fake;
 mod turns;
 
-pub use canary::{CANARY, assert_canary_hidden, canary_secret};
+pub use canary::{CANARY, assert_canary_hidden, canary_request, canary_secret};
 pub use fake::FakeCli;
 pub use turns::{TurnsRow, run_turns_bench, thread_of_turns};
 

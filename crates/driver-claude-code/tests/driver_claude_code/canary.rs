@@ -4,12 +4,11 @@
 //! command's result and the answer, shows in no event, output or log.
 
 use driver_claude_code::CommonOptions;
-use driver_cli::testing::{CANARY, assert_canary_hidden, canary_secret};
+use driver_cli::testing::{CANARY, assert_canary_hidden, canary_request, canary_secret};
 use driver_cli::{PoolLimits, ProcessMode};
-use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy, ProfilePayload, Request};
+use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy};
 use driver_stream_json::testing::{USER_LINE, canary_turn, resident};
 use fake_cli::{LineRule, Rule, Scenario};
-use run_service::RunId;
 
 use crate::support::{FakeClaude, VERSION};
 
@@ -24,16 +23,6 @@ fn fake(scenario: Scenario) -> FakeClaude {
     )
 }
 
-fn request(fake: &FakeClaude) -> Request {
-    let k = compat_fingerprint::Kind::new("driver-claude-code canary tests v1");
-    let profile = ProfilePayload::new(
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("exact")),
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("session")),
-    );
-    Request::new(RunId::new("canary"), "say the key", profile)
-        .with_workspace(fake.workspace.to_str().unwrap())
-}
-
 const SESSION: &str = "${ARG_AFTER:--session-id}";
 
 #[test]
@@ -44,7 +33,7 @@ fn per_turn_hides_the_namespace_model_key() {
         .stderr(format!("warning: key {CANARY}"));
     let fake = fake(Scenario::new().rule(rule));
     let driver = fake.driver(fake.options());
-    assert_canary_hidden(&driver, request(&fake));
+    assert_canary_hidden(&driver, canary_request(&fake.workspace));
 }
 
 #[test]
@@ -58,7 +47,7 @@ fn resident_hides_the_namespace_model_key_and_its_approval_arguments() {
         fake.options()
             .with_process_mode(ProcessMode::Resident(PoolLimits::default())),
     );
-    let request = request(&fake)
+    let request = canary_request(&fake.workspace)
         .with_permissions(PermissionPolicy::default().ask(Action::Commands))
         .with_approvals(Approvals::approve_all());
     let (_, events) = assert_canary_hidden(&driver, request);

@@ -21,6 +21,24 @@ pub fn canary_secret(name: &str) -> (&str, SecretString) {
     (name, SecretString::from(CANARY))
 }
 
+/// The request of a canary turn ("say the key") in `workspace`, with a fixed profile.
+///
+/// # Panics
+/// When `workspace` is not UTF-8.
+#[allow(
+    clippy::expect_used,
+    reason = "a test kit: its workspaces are temporary UTF-8 paths"
+)]
+pub fn canary_request(workspace: &std::path::Path) -> Request {
+    let kind = compat_fingerprint::Kind::new("driver-cli canary check v1");
+    let profile = driver_spi::ProfilePayload::new(
+        compat_fingerprint::Fingerprint::of(kind, |e| e.str("exact")),
+        compat_fingerprint::Fingerprint::of(kind, |e| e.str("session")),
+    );
+    Request::new(run_service::RunId::new("canary"), "say the key", profile)
+        .with_workspace(workspace.to_str().expect("a UTF-8 workspace"))
+}
+
 /// Runs `request` on `driver` (then closes its resident processes) and asserts that
 /// [`CANARY`] shows nowhere: in no event, not in the result (output, failure, structured
 /// output, checkpoint), not in any line logged meanwhile through `tracing`, at any level. Also

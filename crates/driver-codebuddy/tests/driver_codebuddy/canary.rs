@@ -4,13 +4,12 @@
 //! command's input (and, resident, its permission request), the command's result and the
 //! answer, shows in no event, output or log.
 
-use driver_cli::testing::{CANARY, assert_canary_hidden, canary_secret};
+use driver_cli::testing::{CANARY, assert_canary_hidden, canary_request, canary_secret};
 use driver_cli::{PoolLimits, ProcessMode};
 use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
-use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy, ProfilePayload, Request};
+use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy};
 use driver_stream_json::testing::{USER_LINE, canary_turn, resident};
 use fake_cli::{LineRule, Rule, Scenario};
-use run_service::RunId;
 use secrecy::SecretString;
 
 use crate::support::{FakeCodeBuddy, VERSION};
@@ -23,16 +22,6 @@ fn fake(scenario: Scenario, secrets: &[(&str, SecretString)]) -> FakeCodeBuddy {
 /// Options whose key option is the canary.
 fn keyed(fake: &FakeCodeBuddy) -> CodeBuddyOptions {
     fake.options().with_api_key(SecretString::from(CANARY))
-}
-
-fn request(fake: &FakeCodeBuddy) -> Request {
-    let k = compat_fingerprint::Kind::new("driver-codebuddy canary tests v1");
-    let profile = ProfilePayload::new(
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("exact")),
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("session")),
-    );
-    Request::new(RunId::new("canary"), "say the key", profile)
-        .with_workspace(fake.workspace.to_str().unwrap())
 }
 
 const SESSION: &str = "${ARG_AFTER:--session-id}";
@@ -49,14 +38,14 @@ fn per_turn() -> Scenario {
 fn per_turn_hides_the_key_option() {
     let fake = fake(per_turn(), &[]);
     let driver = fake.driver(keyed(&fake));
-    assert_canary_hidden(&driver, request(&fake));
+    assert_canary_hidden(&driver, canary_request(&fake.workspace));
 }
 
 #[test]
 fn per_turn_hides_the_namespace_model_key() {
     let fake = fake(per_turn(), &[canary_secret("CODEBUDDY_API_KEY")]);
     let driver = fake.driver(fake.options());
-    assert_canary_hidden(&driver, request(&fake));
+    assert_canary_hidden(&driver, canary_request(&fake.workspace));
 }
 
 #[test]
@@ -68,7 +57,7 @@ fn resident_hides_the_key_option_and_its_approval_arguments() {
     let fake = fake(resident(&[turn]), &[]);
     let driver =
         fake.driver(keyed(&fake).with_process_mode(ProcessMode::Resident(PoolLimits::default())));
-    let request = request(&fake)
+    let request = canary_request(&fake.workspace)
         .with_permissions(PermissionPolicy::default().ask(Action::Commands))
         .with_approvals(Approvals::approve_all());
     let (_, events) = assert_canary_hidden(&driver, request);

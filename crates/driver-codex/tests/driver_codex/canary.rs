@@ -3,12 +3,11 @@
 //! its answer, a command and its output, an MCP tool's arguments and result (and, in
 //! app-server, a command's approval request), shows in no event, output or log.
 
-use driver_cli::testing::{CANARY, assert_canary_hidden, canary_secret};
+use driver_cli::testing::{CANARY, assert_canary_hidden, canary_request, canary_secret};
 use driver_cli::{PoolLimits, ProcessMode};
 use driver_codex::{CodexOptions, CommonOptions};
-use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy, ProfilePayload, Request};
+use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy};
 use fake_cli::{LineRule, Rule, Scenario};
-use run_service::RunId;
 
 use crate::support::{FakeCodex, VERSION};
 
@@ -21,16 +20,6 @@ fn fake(scenario: Scenario) -> FakeCodex {
         &["OPENAI_API_KEY"],
         &[canary_secret("CODEX_API_KEY")],
     )
-}
-
-fn request(fake: &FakeCodex) -> Request {
-    let k = compat_fingerprint::Kind::new("driver-codex canary tests v1");
-    let profile = ProfilePayload::new(
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("exact")),
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("session")),
-    );
-    Request::new(RunId::new("canary"), "say the key", profile)
-        .with_workspace(fake.workspace.to_str().unwrap())
 }
 
 /// The items of a turn that echoes the canary, as `exec --json` names them (`item.*`) or as
@@ -88,7 +77,7 @@ fn exec_hides_the_namespace_model_key() {
         .stderr(format!("warning: key {CANARY}"));
     let fake = fake(Scenario::new().rule(rule));
     let driver = fake.driver(CodexOptions::new());
-    assert_canary_hidden(&driver, request(&fake));
+    assert_canary_hidden(&driver, canary_request(&fake.workspace));
 }
 
 #[test]
@@ -120,7 +109,7 @@ fn app_server_hides_the_namespace_model_key_and_its_approval_arguments() {
     let options =
         CodexOptions::new().with_process_mode(ProcessMode::Resident(PoolLimits::default()));
     let driver = fake.driver(options);
-    let request = request(&fake)
+    let request = canary_request(&fake.workspace)
         .with_permissions(PermissionPolicy::default().ask(Action::Commands))
         .with_approvals(Approvals::approve_all());
     let (_, events) = assert_canary_hidden(&driver, request);

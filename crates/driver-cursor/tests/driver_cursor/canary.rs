@@ -2,10 +2,8 @@
 //! the namespace injects (`CURSOR_API_KEY`), echoed by the model in a shell command, the
 //! command's output and its answer, shows in no event, output or log.
 
-use driver_cli::testing::{CANARY, assert_canary_hidden, canary_secret};
-use driver_spi::{ProfilePayload, Request};
+use driver_cli::testing::{CANARY, assert_canary_hidden, canary_request, canary_secret};
 use fake_cli::{Rule, Scenario};
-use run_service::RunId;
 
 use crate::fixtures::{self, NEW_CHAT};
 use crate::support::FakeCursor;
@@ -36,13 +34,6 @@ fn hides_the_namespace_model_key() {
         &["CURSOR_AUTH_TOKEN"],
         &[canary_secret("CURSOR_API_KEY")],
     );
-    let k = compat_fingerprint::Kind::new("driver-cursor canary tests v1");
-    let profile = ProfilePayload::new(
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("exact")),
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("session")),
-    );
-    let request = Request::new(RunId::new("canary"), "say the key", profile)
-        .with_workspace(fake.workspace.to_str().unwrap());
     let driver = fake.driver(fake.options());
-    assert_canary_hidden(&driver, request);
+    assert_canary_hidden(&driver, canary_request(&fake.workspace));
 }

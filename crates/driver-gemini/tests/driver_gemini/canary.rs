@@ -3,11 +3,9 @@
 //! namespace injects, echoed by the model in its streamed answer, a tool's parameters and the
 //! tool's output, shows in no event, output or log.
 
-use driver_cli::testing::{CANARY, assert_canary_hidden, canary_secret};
+use driver_cli::testing::{CANARY, assert_canary_hidden, canary_request, canary_secret};
 use driver_gemini::GeminiOptions;
-use driver_spi::{ProfilePayload, Request};
 use fake_cli::{Rule, Scenario};
-use run_service::RunId;
 use secrecy::SecretString;
 
 use crate::support::{FakeGemini, RESULT, VERSION, init};
@@ -37,27 +35,17 @@ fn fake(secrets: &[(&str, SecretString)]) -> FakeGemini {
     )
 }
 
-fn request(fake: &FakeGemini) -> Request {
-    let k = compat_fingerprint::Kind::new("driver-gemini canary tests v1");
-    let profile = ProfilePayload::new(
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("exact")),
-        compat_fingerprint::Fingerprint::of(k, |e| e.str("session")),
-    );
-    Request::new(RunId::new("canary"), "say the key", profile)
-        .with_workspace(fake.workspace.to_str().unwrap())
-}
-
 #[test]
 fn hides_the_key_option() {
     let fake = fake(&[]);
     let options: GeminiOptions = fake.options().with_api_key(SecretString::from(CANARY));
     let driver = fake.driver(options);
-    assert_canary_hidden(&driver, request(&fake));
+    assert_canary_hidden(&driver, canary_request(&fake.workspace));
 }
 
 #[test]
 fn hides_the_namespace_model_key() {
     let fake = fake(&[canary_secret("GEMINI_API_KEY")]);
     let driver = fake.driver(fake.options());
-    assert_canary_hidden(&driver, request(&fake));
+    assert_canary_hidden(&driver, canary_request(&fake.workspace));
 }
