@@ -36,7 +36,9 @@ mod canary;
 mod fake;
 mod turns;
 
-pub use canary::{CANARY, assert_canary_hidden, canary_request, canary_secret};
+pub use canary::{
+    CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
+};
 pub use fake::FakeCli;
 pub use turns::{TurnsRow, run_turns_bench, thread_of_turns};
 

@@ -39,6 +39,33 @@ pub fn canary_request(workspace: &std::path::Path) -> Request {
         .with_workspace(workspace.to_str().expect("a UTF-8 workspace"))
 }
 
+/// [`assert_canary_hidden`] for a canary turn in `workspace` whose policy asks before
+/// commands and whose host approves everything: also asserts that the approval request was
+/// asked with its arguments redacted (a resident protocol's approval carries the model's
+/// command, canary included). Returns the events.
+///
+/// # Panics
+/// As [`assert_canary_hidden`], and when no approval request with redacted arguments came.
+pub fn assert_canary_hidden_in_approvals(
+    driver: &dyn Driver,
+    workspace: &std::path::Path,
+) -> Vec<DriverEvent> {
+    use driver_spi::{Action, Approvals, PermissionPolicy};
+    let request = canary_request(workspace)
+        .with_permissions(PermissionPolicy::default().ask(Action::Commands))
+        .with_approvals(Approvals::approve_all());
+    let (_, events) = assert_canary_hidden(driver, request);
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            DriverEvent::ApprovalRequested { arguments, .. }
+                if arguments.contains(runtime_env::REDACTED)
+        )),
+        "the approval request was asked, its arguments redacted: {events:?}"
+    );
+    events
+}
+
 /// Runs `request` on `driver` (then closes its resident processes) and asserts that
 /// [`CANARY`] shows nowhere: in no event, not in the result (output, failure, structured
 /// output, checkpoint), not in any line logged meanwhile through `tracing`, at any level. Also

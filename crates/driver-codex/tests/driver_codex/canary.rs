@@ -3,10 +3,11 @@
 //! its answer, a command and its output, an MCP tool's arguments and result (and, in
 //! app-server, a command's approval request), shows in no event, output or log.
 
-use driver_cli::testing::{CANARY, assert_canary_hidden, canary_request, canary_secret};
+use driver_cli::testing::{
+    CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
+};
 use driver_cli::{PoolLimits, ProcessMode};
 use driver_codex::{CodexOptions, CommonOptions};
-use driver_spi::{Action, Approvals, DriverEvent, PermissionPolicy};
 use fake_cli::{LineRule, Rule, Scenario};
 
 use crate::support::{FakeCodex, VERSION};
@@ -109,15 +110,5 @@ fn app_server_hides_the_namespace_model_key_and_its_approval_arguments() {
     let options =
         CodexOptions::new().with_process_mode(ProcessMode::Resident(PoolLimits::default()));
     let driver = fake.driver(options);
-    let request = canary_request(&fake.workspace)
-        .with_permissions(PermissionPolicy::default().ask(Action::Commands))
-        .with_approvals(Approvals::approve_all());
-    let (_, events) = assert_canary_hidden(&driver, request);
-    assert!(
-        events.iter().any(|e| matches!(
-            e,
-            DriverEvent::ApprovalRequested { arguments, .. } if arguments.contains("[REDACTED]")
-        )),
-        "the approval request was asked, its arguments redacted: {events:?}"
-    );
+    assert_canary_hidden_in_approvals(&driver, &fake.workspace);
 }
