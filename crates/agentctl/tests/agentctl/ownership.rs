@@ -21,38 +21,26 @@ const FOREIGN: i32 = 6;
 
 /// `agentctl run` of `namespace` on `key`, with `extra` flags.
 fn run(root: &Path, namespace: &str, key: &str, extra: &[&str], prompt: &str) -> Output {
-    let ws = root.to_str().unwrap();
-    let args = [
-        &[
-            "run",
-            "--thread",
-            key,
-            "--namespace",
-            namespace,
-            "--workspace",
-            ws,
-        ][..],
-        extra,
-        &[prompt],
-    ]
-    .concat();
-    agentctl(root, &args)
+    in_namespace(
+        root,
+        &["run", "--thread", key],
+        namespace,
+        &[extra, &[prompt]].concat(),
+    )
 }
 
 /// `agentctl threads explain` of `namespace` on `key`.
 fn explain(root: &Path, namespace: &str, key: &str, extra: &[&str]) -> Output {
+    in_namespace(root, &["threads", "explain", key], namespace, extra)
+}
+
+/// `agentctl <command>` in `namespace` and the test's workspace, then `rest`.
+fn in_namespace(root: &Path, command: &[&str], namespace: &str, rest: &[&str]) -> Output {
     let ws = root.to_str().unwrap();
     let args = [
-        &[
-            "threads",
-            "explain",
-            key,
-            "--namespace",
-            namespace,
-            "--workspace",
-            ws,
-        ][..],
-        extra,
+        command,
+        &["--namespace", namespace, "--workspace", ws],
+        rest,
     ]
     .concat();
     agentctl(root, &args)
