@@ -51,7 +51,7 @@ pub const ENV_READERS: &[(&str, &str)] = &[
         "the operator CLI: a binary reads its own environment (RUST_LOG, variables the operator names)",
     ),
     (
-        "crates/driver-cli/src/tests/support.rs",
+        "crates/driver-process/src/tests/support.rs",
         "unit tests of the process layer: the host's PATH is the allow-listed variable their children find `sh` and `printf` through",
     ),
     (
@@ -232,7 +232,7 @@ pub fn check_confined_calls(path: &Path, relative: &str, text: &str) -> Vec<Viol
         (
             &["process::Command::new(", " Command::new("],
             PROCESS_BUILDERS,
-            "builds a process Command; children start through runtime-env and driver-cli (or add the file to PROCESS_BUILDERS with the reason)",
+            "builds a process Command; children start through runtime-env and driver-process (or add the file to PROCESS_BUILDERS with the reason)",
         ),
     ];
     for (needles, list, why) in rules {

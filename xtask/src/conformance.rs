@@ -461,7 +461,12 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates");
         for entry in std::fs::read_dir(root).unwrap() {
             let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-            let shared = ["driver-spi", "driver-cli", "driver-stream-json"];
+            let shared = [
+                "driver-spi",
+                "driver-cli",
+                "driver-process",
+                "driver-stream-json",
+            ];
             if name.starts_with("driver-") && !shared.contains(&name.as_str()) {
                 assert!(
                     suites.iter().any(|s| s.package == name),

@@ -7,7 +7,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use driver_cli::{CliError, Version, probe_version};
+use driver_process::error::ProcessError;
+use driver_process::probe::probe_version;
+use driver_process::version::Version;
 use serde_json::{Value, json};
 
 use crate::env::{EnvOptions, build};
@@ -35,9 +37,9 @@ pub(crate) async fn write(options: &EnvOptions, path: Option<&Path>) -> Result<(
         let probed = probe_version(&env, &program, Version::new(0, 0, 0), PROBE_TIMEOUT).await;
         let (version, probe) = match probed {
             Ok(version) => (Value::String(version.to_string()), "ok"),
-            Err(CliError::NotFound { .. }) => (Value::Null, "not_found"),
-            Err(CliError::TotalTimeout { .. }) => (Value::Null, "timed_out"),
-            Err(CliError::VersionUnparseable) => (Value::Null, "unparseable"),
+            Err(ProcessError::NotFound { .. }) => (Value::Null, "not_found"),
+            Err(ProcessError::TotalTimeout { .. }) => (Value::Null, "timed_out"),
+            Err(ProcessError::VersionUnparseable) => (Value::Null, "unparseable"),
             Err(_) => (Value::Null, "failed"),
         };
         runtimes.push(json!({"runtime": runtime, "version": version, "probe": probe}));

@@ -17,8 +17,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions, CommonOptions};
+use driver_cli::ProcessMode;
 use driver_cli::testing::run_turns_bench;
-use driver_cli::{PoolLimits, ProcessMode};
+use driver_process::pool::PoolLimits;
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::anthropic::MockAnthropic;

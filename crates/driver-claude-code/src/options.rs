@@ -1,6 +1,7 @@
 //! The typed construction options of the Claude Code driver.
 
-use driver_cli::{CliOptions, Version};
+use driver_cli::CliOptions;
+use driver_process::version::Version;
 
 /// The oldest `claude` release this driver is tested with.
 pub const MINIMUM_VERSION: Version = Version::new(2, 1, 197);
@@ -43,7 +44,7 @@ impl Default for ClaudeCodeOptions {
 
 impl ClaudeCodeOptions {
     /// Defaults: binary `claude` from `PATH`, Claude Code's default model, Anthropic's endpoint, no turn limit, offline switches on, the
-    /// default [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
+    /// default [`Limits`](driver_process::command::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
             cli: CliOptions::new("claude", MINIMUM_VERSION),

@@ -19,7 +19,8 @@ use run_service::{EnvBinding, TransportKind};
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
 
-use crate::{CommonOptions, Finished, Runtime, SessionPlan, TurnEvents};
+use crate::{CommonOptions, Runtime, SessionPlan, TurnEvents};
+use driver_process::process::Finished;
 
 /// A known event whose shape is broken: the driver stops the turn with a protocol failure
 /// naming the line number, never the line.
@@ -469,7 +470,7 @@ pub fn default_failure(translator: &dyn Translator, finished: &Finished) -> RunF
             "the CLI exited without a successful result",
         ),
         status => RunFailure::new(
-            crate::failure_kind(status).unwrap_or(FailureKind::Process),
+            driver_process::process::failure_kind(status).unwrap_or(FailureKind::Process),
             translator
                 .last_error()
                 .unwrap_or(&finished.stderr_tail)

@@ -26,12 +26,18 @@ use runtime_env::RuntimeEnv;
 
 use crate::CommonOptions as _;
 use crate::dialect::{ConfigFiles, Dialect, Invocation, NamespaceConfig, NewSessionId, Turn};
-use crate::pool::ProcessPool;
 use crate::resident::ResidentProcess;
-use crate::{
-    CliCommand, CliError, NamespaceFiles, PoolStats, ProcessMode, RunFiles, SessionPlan, TurnLock,
-    TurnLockError, Version, VersionCheck,
-};
+use crate::{ProcessMode, SessionPlan};
+use driver_process::command::CliCommand;
+use driver_process::error::ProcessError;
+use driver_process::files::RunFiles;
+use driver_process::pool::PoolStats;
+use driver_process::pool::ProcessPool;
+use driver_process::probe::VersionCheck;
+use driver_process::turn_lock::NamespaceFiles;
+use driver_process::turn_lock::TurnLock;
+use driver_process::turn_lock::TurnLockError;
+use driver_process::version::Version;
 
 /// The turn lock's file in a runtime's state directory.
 pub const TURN_LOCK_FILE: &str = "sdk-turn.lock";
@@ -131,9 +137,9 @@ impl<D: Dialect> CliDriver<D> {
     /// before the first turn.
     ///
     /// # Errors
-    /// [`CliError::NotFound`], [`CliError::VersionTooOld`], [`CliError::VersionUnparseable`]
+    /// [`ProcessError::NotFound`], [`ProcessError::VersionTooOld`], [`ProcessError::VersionUnparseable`]
     /// and the other errors of starting the binary.
-    pub async fn check_version(&self) -> Result<Version, CliError> {
+    pub async fn check_version(&self) -> Result<Version, ProcessError> {
         let cli = self.options.cli();
         self.version
             .get(
@@ -276,18 +282,18 @@ impl<D: Dialect> CliDriver<D> {
         // never replaced while someone holds it.
         let runtime = &D::RUNTIME.descriptor;
         let path = {
-            let lock = self.env.lock_config().map_err(CliError::from)?;
+            let lock = self.env.lock_config().map_err(ProcessError::from)?;
             if lock
                 .read(runtime, TURN_LOCK_FILE)
-                .map_err(CliError::from)?
+                .map_err(ProcessError::from)?
                 .is_none()
             {
                 lock.write(runtime, TURN_LOCK_FILE, b"")
-                    .map_err(CliError::from)?;
+                    .map_err(ProcessError::from)?;
             }
             self.env
                 .state_dir(runtime)
-                .map_err(CliError::from)?
+                .map_err(ProcessError::from)?
                 .join(TURN_LOCK_FILE)
         };
         let wait = self.options.cli().limits.total_timeout;
@@ -361,7 +367,9 @@ impl<D: Dialect> Driver for CliDriver<D> {
             let pool = match &self.pool {
                 Some(pool) => pool,
                 None => {
-                    one_turn = ProcessPool::new(crate::PoolLimits::default().with_max_live(1));
+                    one_turn = ProcessPool::new(
+                        driver_process::pool::PoolLimits::default().with_max_live(1),
+                    );
                     &one_turn
                 }
             };

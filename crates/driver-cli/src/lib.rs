@@ -12,20 +12,20 @@
 //! * [`Dialect`], [`Identity`], [`Translator`], [`CliEvent`], [`Turn`], [`Invocation`],
 //!   [`ConfigFiles`], [`NamespaceConfig`], [`NewSessionId`], [`SessionPlan`] and
 //!   [`McpStatus`]: what a dialect implements, returns and is shown;
-//! * [`CliOptions`], [`CommonOptions`], [`Limits`] and [`Version`]: the options every CLI
-//!   driver has; [`probe_version`]: the `--version` check on its own, for hosts;
+//! * [`CliOptions`], [`CommonOptions`] and [`ProcessMode`]: the options every CLI driver
+//!   has (its [`Limits`](driver_process::command::Limits), minimum
+//!   [`Version`](driver_process::version::Version) and pool bounds come from `driver-process`);
 //! * [`Tracked`], [`TurnEvents`], [`MalformedEvent`], [`str_field`],
 //!   [`message_content`], [`json_text`] and [`ToolNames`]: the event bookkeeping every translator shares, kept by the driver;
 //! * [`EnvRefs`], [`McpEntry`], [`mcp_servers`], [`is_env_var_name`], [`is_mcp_server_name`]
 //!   and [`McpRefError`]: MCP server configs with secrets as environment-variable references,
 //!   in a CLI's own syntax;
-//! * [`Finished`], [`failure_kind`], [`default_failure`], [`classify_text`], [`is_uuid`],
-//!   [`is_safe_id`] and [`CliError`]: how a process ended and how failures are classified;
-//! * [`ProcessMode`], [`PoolLimits`], [`PoolStats`], [`ResidentProtocol`], [`Wire`], [`Call`]
-//!   and [`Rejection`]: the resident mode, for dialects whose CLI keeps a process between turns
-//!   (Codex's `app-server`): the protocol as values, and the pool the driver keeps its
-//!   processes in, keyed by their exact private
-//!   [`ProcessSignature`](driver_spi::ProcessSignature);
+//! * [`default_failure`], [`classify_text`], [`is_uuid`] and [`is_safe_id`]: how failures
+//!   are classified and which ids are safe;
+//! * [`ResidentProtocol`], [`Call`] and [`Rejection`]: the resident mode, for dialects whose
+//!   CLI keeps a process between turns (Codex's `app-server`, an ACP agent): the protocol as
+//!   values over `driver-process`'s peer, in the pool the driver keeps its processes in,
+//!   keyed by their exact private [`ProcessSignature`](driver_spi::ProcessSignature);
 //! * [`CliDriver::side_command`]: a command of the CLI besides turns (Cursor's `create-chat`);
 //! * [`Runtime`], [`CommonArgs`], [`BuildError`]: the entry of the open runtime registry that
 //!   each driver crate exports (its descriptor, binary and key variables), whose driver is
@@ -36,14 +36,11 @@
 //!   conformance factory, for the driver crates' own tests, and the measuring part of their
 //!   `turns` benches.
 //!
-//! Underneath, private to the crate, is the process layer every turn runs on: a program run
+//! Underneath is `driver-process`, the process layer every turn runs on: a program run
 //! directly (never through a shell) in the namespace's isolated environment and in its own
-//! process group, with secret bindings that reach only the child; bounded, cancel-safe line
-//! reading with idle and total timeouts; a bounded, redacted stderr tail; the whole group
-//! ended (SIGTERM, then SIGKILL) on drop, timeout or termination; per-run private files; and,
-//! for CLIs that read config only from a namespace file, a cross-process turn lock and the
-//! install-then-restore of those files. Its tests are unit tests (`src/tests/`) with the
-//! scripted fake CLI as the child.
+//! process group, bounded lines, a redacted stderr tail, per-run files, the namespace turn
+//! lock, the stdio peer and the pool. This crate decides what runs and what its output
+//! means; that one runs it.
 //!
 //! # Invariants
 //!
@@ -53,7 +50,8 @@
 //!   TMPDIR or state variables, nor pass a credential as a plain variable. A request's
 //!   bindings (from run services) may not set what changes how or where the runtime runs:
 //!   the loader, interpreter hooks, `PATH`, TLS trust, proxies, model endpoints, the model key
-//!   ([`runtime_env::RefusedVar`], [`CliError::RefusedRequestVar`]).
+//!   ([`runtime_env::RefusedVar`],
+//!   [`ProcessError::RefusedRequestVar`](driver_process::error::ProcessError::RefusedRequestVar)).
 //! * Secret values are exposed only to configure the child's environment. `Debug` of every
 //!   type shows names only; error messages hold code constants, numbers, names and paths,
 //!   never an output line, stderr text or a secret. One turn has one
@@ -62,8 +60,11 @@
 //!   a resident turn adds its process's launch secrets) and the token patterns: its events
 //!   (through its [`Translator`]), its approval requests and its stderr tail (the only way
 //!   stderr reaches callers) all pass that one.
-//! * Memory is bounded: one stdout line holds at most [`Limits::max_line_bytes`], the stderr
-//!   tail at most [`Limits::stderr_tail_bytes`] plus a fixed 8 KiB redaction margin.
+//! * Memory is bounded: one stdout line holds at most the driver's
+//!   [`Limits::max_line_bytes`](driver_process::command::Limits::max_line_bytes), the stderr
+//!   tail at most its
+//!   [`Limits::stderr_tail_bytes`](driver_process::command::Limits::stderr_tail_bytes) plus a
+//!   fixed 8 KiB redaction margin.
 //! * A spawned process never outlives its turn unnoticed: dropping the run future, a total
 //!   timeout, or the end of the main process ends every remaining member of the process
 //!   group, and the direct child is always reaped (by a dedicated thread, so this holds even
@@ -79,40 +80,8 @@
 //! * It knows no CLI: argv, event parsing, the unknown-session signal and MCP config formats
 //!   belong to each dialect.
 //! * It does not retry a turn.
-//! * It does not publish its process layer: a CLI runs only as a turn of a [`CliDriver`] or
-//!   as its [`side_command`](CliDriver::side_command), so no caller can spawn outside the
-//!   driver's environment and limits.
-//! * It cannot reach processes that leave the group (`setsid`, double-fork into a new group);
-//!   a CLI that does that must clean up after itself. It runs on Unix only.
-//!
-//! # Example
-//!
-//! The `--version` check, as a host runs it at startup (a driver runs it before its first
-//! turn), through the same isolated spawn as a turn:
-//!
-//! ```
-//! use std::os::unix::fs::PermissionsExt;
-//! use std::time::Duration;
-//!
-//! use driver_cli::{Version, probe_version};
-//! use runtime_env::{HostEnv, RuntimeEnv};
-//!
-//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-//! # rt.block_on(async {
-//! let base = tempfile::tempdir()?;
-//! let cli = base.path().join("mycli");
-//! std::fs::write(&cli, "#!/bin/sh\necho 'mycli 1.4.2'\n")?;
-//! std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755))?;
-//! let env = RuntimeEnv::builder(base.path().join("rt"), "user:alice".parse()?, base.path())
-//!     .host_env(HostEnv::from_vars([("PATH", "/usr/bin:/bin")]))
-//!     .build()?;
-//! let found = probe_version(&env, &cli, Version::new(1, 0, 0), Duration::from_secs(30)).await?;
-//! assert_eq!(found, Version::new(1, 4, 2));
-//! assert_eq!(found.to_string(), "1.4.2");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! # })?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! * It does not spawn a process itself: every process is `driver-process`'s, which takes the
+//!   namespace's environment and the driver's limits for each spawn.
 //!
 //! Stability: pre-1.0; the API may change in any release.
 #![forbid(unsafe_code)]
@@ -122,66 +91,37 @@
 compile_error!("driver-cli supports Unix only: it relies on process groups and signals");
 
 mod approval;
-mod command;
 mod dialect;
 mod driver;
-mod error;
-mod files;
-mod group;
-mod jsonrpc;
-mod lines;
 mod mcp_refs;
 mod options;
-mod pool;
-mod process;
 mod resident;
 mod runtime;
 mod session;
 mod side;
-mod spawn;
-mod stderr;
 #[cfg(feature = "testing")]
 pub mod testing;
-#[cfg(test)]
-mod tests;
 mod tool_names;
 mod turn;
 mod turn_events;
-mod turn_lock;
-mod version;
 
-pub use command::Limits;
 pub use dialect::{
     CliEvent, ConfigFiles, Dialect, Identity, Invocation, MalformedEvent, McpStatus, MergeFiles,
     NamespaceConfig, NewSessionId, Translator, Turn, cli_capabilities, default_failure,
     message_content, str_field,
 };
 pub use driver::{CliDriver, TURN_LOCK_FILE};
-pub use error::CliError;
-pub use jsonrpc::Wire;
 pub use mcp_refs::{
     EnvRefs, McpEntry, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers,
 };
 pub use options::{CliOptions, CommonOptions, ProcessMode};
-pub use pool::{PoolLimits, PoolStats};
-pub use process::{Finished, failure_kind};
 pub use resident::{Call, Rejection, ResidentProtocol};
 pub use runtime::{BuildError, CommonArgs, KeyRoute, ModelAccess, Runtime, WithEndpoint};
 pub use session::SessionPlan;
-pub use side::SideOutput;
 pub use tool_names::ToolNames;
 pub use turn_events::{Tracked, TurnEvents, json_text};
-pub use version::{Version, probe_version};
 
-// The process layer, private to the crate: the driver and the unit tests reach it here.
-pub(crate) use command::CliCommand;
-pub(crate) use files::RunFiles;
-#[cfg(feature = "testing")]
-pub(crate) use lines::parse_json_line;
-pub(crate) use process::CliProcess;
 pub(crate) use turn_events::{checkpoint, fail_turn, finish_turn};
-pub(crate) use turn_lock::{NamespaceFiles, TurnLock, TurnLockError};
-pub(crate) use version::VersionCheck;
 
 /// Whether `id` is safe to store as a CLI session id and to pass as one argv element: 1–128
 /// bytes of ASCII letters, digits, `-` and `_`, not starting with `-` (so it can never be read

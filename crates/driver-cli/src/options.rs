@@ -5,7 +5,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::{Dialect, Limits, PoolLimits, Version};
+use crate::Dialect;
+use driver_process::command::Limits;
+use driver_process::pool::PoolLimits;
+use driver_process::version::Version;
 
 /// How a CLI driver runs its turns.
 ///

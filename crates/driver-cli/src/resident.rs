@@ -28,7 +28,7 @@
 //!    process: a cancelled one is first asked to interrupt the turn, within the kill grace.
 //!
 //! Between turns a process is quiet: what it writes is dropped, never read as the next
-//! turn's, and past [`PoolLimits::max_idle_output`](crate::PoolLimits::max_idle_output) it is
+//! turn's, and past [`PoolLimits::max_idle_output`](driver_process::pool::PoolLimits::max_idle_output) it is
 //! ended. Within a turn, a protocol that names turns ([`ResidentProtocol::turn_of`]) has only
 //! its own turn's messages read: those of another turn are dropped.
 
@@ -47,17 +47,23 @@ use tokio::time::Instant;
 use crate::CommonOptions as _;
 use crate::dialect::{Dialect, Invocation, Translator as _, Turn};
 use crate::driver::turn_redactor;
-use crate::jsonrpc::{Inbox, Incoming, RpcError, RpcPeer};
-use crate::pool::{Endings, ProcessPool, Resident};
-use crate::process::ChildHandle;
 use crate::turn::{Gate, Stop, fail_early, judge, required_servers};
+use driver_process::peer::{Inbox, Incoming, RpcError, RpcPeer};
+use driver_process::pool::{Endings, ProcessPool, Resident};
+use driver_process::process::ChildHandle;
 
 mod protocol;
 mod read;
 
 use crate::dialect::ConfigFiles;
-use crate::files::RunDir;
-use crate::{CliCommand, CliError, CliProcess, Finished, Limits, RunFiles, SessionPlan, Tracked};
+use crate::{SessionPlan, Tracked};
+use driver_process::command::CliCommand;
+use driver_process::command::Limits;
+use driver_process::error::ProcessError;
+use driver_process::files::RunDir;
+use driver_process::files::RunFiles;
+use driver_process::process::CliProcess;
+use driver_process::process::Finished;
 pub use protocol::{Call, Rejection, ResidentProtocol};
 use read::{Read, read_turn};
 
@@ -463,10 +469,7 @@ pub(crate) async fn run<D: Dialect>(
             return Err(fail_early(stop, turn.plan, started, &finished, sink));
         }
         done.carried = translator.carried();
-        let finished = Finished {
-            status: ExitStatus::Success,
-            stderr_tail: done.child.stderr_tail(),
-        };
+        let finished = Finished::new(ExitStatus::Success, done.child.stderr_tail());
         let session = session.or_else(|| translator.session_id().map(str::to_owned));
         let result = judge(dialect, turn, translator, &finished, sink);
         match (&session, &result) {

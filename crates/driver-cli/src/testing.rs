@@ -288,7 +288,7 @@ pub fn translate_all<T: Translator>(
 /// Parses `line` as the driver does and translates it: never a panic, whatever the text.
 pub fn take_line(translator: impl Translator, line: &str) {
     let mut translator = Tracked::new(translator);
-    if let Ok(value) = crate::parse_json_line(line, 1) {
+    if let Ok(value) = driver_process::lines::parse_json_line(line, 1) {
         let _ = translator.translate(&value);
         let _ = translator.close_open_calls();
         let _ = translator.output();
@@ -416,7 +416,7 @@ pub struct FakeCliFactory<D> {
 /// process per turn.
 pub fn process_mode(resident: bool) -> crate::ProcessMode {
     if resident {
-        crate::ProcessMode::Resident(crate::PoolLimits::default())
+        crate::ProcessMode::Resident(driver_process::pool::PoolLimits::default())
     } else {
         crate::ProcessMode::PerTurn
     }
@@ -553,7 +553,7 @@ impl<D: crate::CommonOptions + Clone> FakeCliFactory<D> {
     /// A factory of drivers in resident mode ([`ProcessMode::Resident`](crate::ProcessMode),
     /// default pool limits), whose process clauses the kit then exercises for real.
     pub fn resident(harness: fake_cli::Harness, options: D) -> Self {
-        let resident = crate::ProcessMode::Resident(crate::PoolLimits::default());
+        let resident = crate::ProcessMode::Resident(driver_process::pool::PoolLimits::default());
         Self::new(harness, options.with_process_mode(resident))
     }
 

@@ -15,16 +15,20 @@ use driver_spi::{
 use runtime_env::RuntimeEnv;
 
 use crate::CommonOptions as _;
+use crate::SessionPlan;
 use crate::Tracked;
 use crate::dialect::{Dialect, Translator, Turn};
-use crate::{CliCommand, CliError, CliProcess, Finished, SessionPlan};
+use driver_process::command::CliCommand;
+use driver_process::error::ProcessError;
+use driver_process::process::CliProcess;
+use driver_process::process::Finished;
 
 const SERVER_NAME: Kind = Kind::new("agent-sdk 2026-11-30 driver-stream-json mcp-server-name v1");
 
 /// Why reading a turn's events stopped early.
 pub(crate) enum Stop {
     /// The output broke a limit or the protocol.
-    Cli(CliError),
+    Cli(ProcessError),
     /// The CLI reported another session than the plan's.
     OtherSession,
     /// A fork reported its parent: the CLI continued the session instead.
@@ -111,7 +115,7 @@ async fn read_events<T: Translator>(
         };
         let Ok(events) = translator.translate(&value) else {
             let line = process.line_number();
-            return Some(Stop::Cli(CliError::MalformedJson { line }));
+            return Some(Stop::Cli(ProcessError::MalformedJson { line }));
         };
         if let Some(stop) = gate.check(translator) {
             return Some(stop);
@@ -205,7 +209,8 @@ pub(crate) fn fail_early(
         }
         Stop::Ended => {
             let mut failure = RunFailure::new(
-                crate::failure_kind(finished.status).unwrap_or(FailureKind::Process),
+                driver_process::process::failure_kind(finished.status)
+                    .unwrap_or(FailureKind::Process),
                 format!(
                     "the resident process ended during the turn ({}); the prompt is not sent again",
                     finished.status

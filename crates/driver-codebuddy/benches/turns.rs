@@ -17,9 +17,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use driver_cli::ProcessMode;
 use driver_cli::testing::run_turns_bench;
-use driver_cli::{Limits, PoolLimits, ProcessMode};
 use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
+use driver_process::command::Limits;
+use driver_process::pool::PoolLimits;
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::chat::MockChat;

@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use driver_cli::Limits;
 use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
+use driver_process::command::Limits;
 use runtime_env::{HostEnv, RuntimeEnv};
 use secrecy::SecretString;
 use test_kit::chat::MockChat;

@@ -1,6 +1,7 @@
 //! The typed construction options of the CodeBuddy driver.
 
-use driver_cli::{CliOptions, Version};
+use driver_cli::CliOptions;
+use driver_process::version::Version;
 use secrecy::SecretString;
 use std::fmt;
 
@@ -42,7 +43,7 @@ impl Default for CodeBuddyOptions {
 impl CodeBuddyOptions {
     /// Defaults: binary `codebuddy` from `PATH`, CodeBuddy's default model and permission
     /// mode, its own endpoint and login, user id `agent-sdk`, no turn limit, offline switches
-    /// on, the default [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
+    /// on, the default [`Limits`](driver_process::command::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
             cli: CliOptions::new("codebuddy", MINIMUM_VERSION),

@@ -14,9 +14,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use driver_cli::ProcessMode;
 use driver_cli::testing::run_turns_bench;
-use driver_cli::{PoolLimits, ProcessMode};
 use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
+use driver_process::pool::PoolLimits;
 use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::responses::MockResponses;
 

@@ -194,7 +194,7 @@ pub(crate) fn launch(codex: &Codex, turn: &Turn<'_>) -> Result<Invocation, Drive
         let state = turn
             .env
             .state_dir(&crate::RUNTIME.descriptor)
-            .map_err(driver_cli::CliError::from)?;
+            .map_err(driver_process::error::ProcessError::from)?;
         if state.join(USER_CONFIG).exists() {
             return Err(ConfigError::invalid(
                 "hermetic_config",

@@ -16,9 +16,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use driver_cli::{
-    CliEvent, ConfigFiles, Dialect, Finished, Identity, Invocation, MalformedEvent, NewSessionId,
+    CliEvent, ConfigFiles, Dialect, Identity, Invocation, MalformedEvent, NewSessionId,
     ProcessMode, Runtime, SessionPlan, Translator, Turn, cli_capabilities,
 };
+use driver_process::process::Finished;
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, Permission, Redactor,
     Request, RunFailure, SessionMode, Unsupported, Usage,

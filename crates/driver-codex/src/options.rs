@@ -1,7 +1,8 @@
 //! [`CodexOptions`]: the typed construction options of the Codex driver, which are also its
 //! [`Dialect`](driver_cli::Dialect) (see `dialect.rs`).
 
-use driver_cli::{CliOptions, Version};
+use driver_cli::CliOptions;
+use driver_process::version::Version;
 
 /// The oldest `codex` release this driver is tested with; older ones are refused by the version
 /// probe (their `exec --json` events and `-c` keys differ).
@@ -166,7 +167,7 @@ impl CodexOptions {
     /// Defaults: binary `codex` from `PATH`, Codex's default model and effort, Codex's
     /// built-in provider, a hermetic config
     /// (the namespace's `config.toml` is not loaded), git repository check skipped, bounded
-    /// connection retries, the default [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
+    /// connection retries, the default [`Limits`](driver_process::command::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
             cli: CliOptions::new("codex", MINIMUM_VERSION),

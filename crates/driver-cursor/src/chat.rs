@@ -1,7 +1,7 @@
 //! [`create_chat`]: a Cursor-only extra, `cursor-agent create-chat`, for a host that wants a
 //! chat id before the first turn.
 
-use driver_cli::CliError;
+use driver_process::error::ProcessError;
 use driver_spi::ExitStatus;
 
 use crate::CursorDriver;
@@ -12,7 +12,7 @@ use crate::CursorDriver;
 pub enum CreateChatError {
     /// The CLI could not be run (missing binary, too old, a timeout, …).
     #[error(transparent)]
-    Cli(#[from] CliError),
+    Cli(#[from] ProcessError),
     /// `create-chat` exited unsuccessfully.
     #[error("cursor-agent create-chat failed ({status})")]
     Failed {

@@ -7,9 +7,10 @@
 //! stderr ([`UNKNOWN_CHAT`]), and failures are classified by their text ([`classify`]).
 
 use driver_cli::{
-    ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime, SessionPlan,
-    Translator, Turn, cli_capabilities,
+    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, SessionPlan, Translator,
+    Turn, cli_capabilities,
 };
+use driver_process::process::Finished;
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
     PermissionPolicy, Redactor, Request, RunFailure, Unsupported,
@@ -152,10 +153,10 @@ impl Dialect for Cursor {
                 );
             }
             ExitStatus::Code(_) => {
-                let fallback = driver_cli::failure_kind(finished.status);
+                let fallback = driver_process::process::failure_kind(finished.status);
                 classify(stderr, fallback.unwrap_or(FailureKind::Process))
             }
-            status => driver_cli::failure_kind(status).unwrap_or(FailureKind::Process),
+            status => driver_process::process::failure_kind(status).unwrap_or(FailureKind::Process),
         };
         RunFailure::new(fallback, stderr.clone())
     }

@@ -1,7 +1,8 @@
 //! [`CursorOptions`]: the typed construction options of the Cursor driver, which are also its
 //! [`Dialect`](driver_cli::Dialect) (see `dialect.rs`).
 
-use driver_cli::{CliOptions, Version};
+use driver_cli::CliOptions;
+use driver_process::version::Version;
 
 /// The binary the driver runs unless told otherwise. Newer Cursor builds also install it as
 /// `agent`; pass that (or a path) to [`CommonOptions::with_binary`](driver_cli::CommonOptions::with_binary).
@@ -66,7 +67,7 @@ impl Default for CursorOptions {
 impl CursorOptions {
     /// Defaults: binary [`DEFAULT_BINARY`] from `PATH`, Cursor's default model, the workspace
     /// trusted (`--trust`), the prompt on stdin, the default
-    /// [`Limits`](driver_cli::Limits) and [`MINIMUM_VERSION`].
+    /// [`Limits`](driver_process::command::Limits) and [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {
             cli: CliOptions::new(DEFAULT_BINARY, MINIMUM_VERSION),

@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use driver_cli::{
-    CliError, ConfigFiles, Dialect, Finished, Identity, Invocation, NewSessionId, Runtime,
-    SessionPlan, Translator as _, Turn, cli_capabilities,
+    ConfigFiles, Dialect, Identity, Invocation, NewSessionId, Runtime, SessionPlan,
+    Translator as _, Turn, cli_capabilities,
 };
+use driver_process::error::ProcessError;
+use driver_process::process::Finished;
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, ExitStatus, FailureKind,
     PermissionPolicy, Redactor, Request, ResumeRejectReason, RunFailure,
@@ -174,7 +176,7 @@ impl Dialect for Gemini {
 }
 
 /// `$GEMINI_CLI_HOME/.gemini` of `env`.
-fn gemini_dir(env: &RuntimeEnv) -> Result<PathBuf, CliError> {
+fn gemini_dir(env: &RuntimeEnv) -> Result<PathBuf, ProcessError> {
     Ok(env.state_dir(&crate::RUNTIME.descriptor)?.join(".gemini"))
 }
 
@@ -263,7 +265,7 @@ fn exit_kind(status: ExitStatus) -> FailureKind {
         ExitStatus::Code(53) => FailureKind::Limit,
         // Input, config and untrusted-directory errors: the run was refused as asked.
         ExitStatus::Code(42 | 52 | 55) => FailureKind::Other,
-        status => driver_cli::failure_kind(status).unwrap_or(FailureKind::Process),
+        status => driver_process::process::failure_kind(status).unwrap_or(FailureKind::Process),
     }
 }
 

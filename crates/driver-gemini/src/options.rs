@@ -1,7 +1,8 @@
 //! [`GeminiOptions`]: the construction options of the Gemini driver, and the dialect
 //! ([`crate::dialect`]) that [`GeminiDriver`](crate::GeminiDriver) runs.
 
-use driver_cli::{CliOptions, Version};
+use driver_cli::CliOptions;
+use driver_process::version::Version;
 use driver_spi::{ConfigError, Request};
 use secrecy::SecretString;
 
@@ -86,7 +87,7 @@ impl GeminiOptions {
     /// Defaults: binary `gemini` from `PATH`, Gemini's default model (`auto`, which adds a
     /// routing request before every turn), Google's endpoint, no key and no auth type (the
     /// namespace's own `settings.json`, else Gemini's detection), the request's MCP servers
-    /// trusted, offline switches on, the default [`Limits`](driver_cli::Limits) and
+    /// trusted, offline switches on, the default [`Limits`](driver_process::command::Limits) and
     /// [`MINIMUM_VERSION`].
     pub fn new() -> Self {
         Self {

@@ -22,7 +22,8 @@
 //! | `driver-gemini` | the Gemini CLI (stream-json) |
 //!
 //! The CLI drivers are dialects of the one `CliDriver` of `driver-cli` (Claude Code and
-//! CodeBuddy share the stream-json dialect of `driver-stream-json`); `runtimes` lists them.
+//! CodeBuddy share the stream-json dialect of `driver-stream-json`), on the process layer of
+//! `driver-process`; `runtimes` lists them.
 //!
 //! # The contract at a glance
 //! | piece | what it is |

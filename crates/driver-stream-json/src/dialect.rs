@@ -6,9 +6,9 @@ use std::fmt;
 use std::ops::Deref;
 
 use driver_cli::{
-    CommonOptions, ConfigFiles, Dialect, Finished, Identity, Invocation, ResidentProtocol, Runtime,
-    Turn,
+    CommonOptions, ConfigFiles, Dialect, Identity, Invocation, ResidentProtocol, Runtime, Turn,
 };
+use driver_process::process::Finished;
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, DriverError, FailureKind, Redactor,
     Request,

@@ -5,7 +5,8 @@
 //! interrupted with the `interrupt` control request. What the pinned CLIs do with these is in
 //! `docs/stream-json-resident.md`.
 
-use driver_cli::{Call, Rejection, ResidentProtocol, Turn, Wire};
+use driver_cli::{Call, Rejection, ResidentProtocol, Turn};
+use driver_process::peer::Wire;
 use driver_spi::{ApprovalDecision, ApprovalQuery, FailureKind, Request};
 use serde_json::{Value, json};
 

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use driver_claude_code::{ClaudeCodeDriver, ClaudeCodeOptions};
-use driver_cli::{CommonOptions as _, Limits};
+use driver_cli::CommonOptions as _;
 use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions};
 use driver_codex::{CodexDriver, CodexOptions, ModelProvider};
 use driver_gemini::{GeminiDriver, GeminiOptions};
+use driver_process::command::Limits;
 use driver_spi::Driver;
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};

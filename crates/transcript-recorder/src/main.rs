@@ -208,7 +208,7 @@ mod tests {
             _ => format!("{{\"type\":\"{scenario}\",\"cwd\":\"{tmp}/workspace\"}}\n"),
         };
         Recording {
-            version: driver_cli::Version::new(1, 2, 3),
+            version: driver_process::version::Version::new(1, 2, 3),
             transcripts: scenarios::SCENARIOS
                 .into_iter()
                 .map(|s| (s, transcript(s)))

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use agent::tools::{HostedTool, ToolOutput};
 use agent::{Agent, RunResult, SessionOutcome, Thread, ThreadError};
-use driver_cli::Version;
+use driver_process::version::Version;
 use hosted_tools::{HostedToolsProvider, ToolSet};
 use test_kit::Reply;
 use test_kit::Script;
@@ -70,10 +70,14 @@ pub(crate) async fn record(cli: Cli, real: &Path, path: &OsStr) -> Result<Record
         .ok_or("the temporary directory is not UTF-8")?
         .to_owned();
     let env = Arc::new(cli.env(root, path)?);
-    let version =
-        driver_cli::probe_version(&env, real, Version::new(0, 0, 0), Duration::from_secs(60))
-            .await
-            .map_err(|e| format!("`{} --version`: {e}", real.display()))?;
+    let version = driver_process::probe::probe_version(
+        &env,
+        real,
+        Version::new(0, 0, 0),
+        Duration::from_secs(60),
+    )
+    .await
+    .map_err(|e| format!("`{} --version`: {e}", real.display()))?;
     println!("{} {version} ({})", cli.name(), real.display());
     let capture = Capture::install(root, cli.name(), real)?;
 

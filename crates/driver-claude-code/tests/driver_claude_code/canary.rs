@@ -4,10 +4,11 @@
 //! command's result and the answer, shows in no event, output or log.
 
 use driver_claude_code::CommonOptions;
+use driver_cli::ProcessMode;
 use driver_cli::testing::{
     CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
 };
-use driver_cli::{PoolLimits, ProcessMode};
+use driver_process::pool::PoolLimits;
 use driver_stream_json::testing::{USER_LINE, canary_turn, resident};
 use fake_cli::{LineRule, Rule, Scenario};
 

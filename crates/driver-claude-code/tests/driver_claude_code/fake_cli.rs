@@ -7,8 +7,8 @@ use std::time::Duration;
 use crate::support::{FakeClaude, claude_like, fake_claude};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_claude_code::{ClaudeCodeOptions, CommonOptions};
-use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
+use driver_process::command::Limits;
 use driver_spi::{Action, Permission, PermissionPolicy, Unsupported};
 use driver_spi::{
     DriverError, DriverEvent, FailureKind, ProfilePayload, Request, ResumeRejectReason,

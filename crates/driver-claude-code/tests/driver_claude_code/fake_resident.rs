@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use driver_claude_code::{ClaudeCodeDriver, CommonOptions};
+use driver_cli::ProcessMode;
 use driver_cli::testing::{checkpoint, failed_kind, run};
-use driver_cli::{PoolLimits, ProcessMode};
+use driver_process::pool::PoolLimits;
 use driver_spi::{
     CollectingSink, Driver, DriverEvent, FailureKind, ProcessLifecycle as _, Request,
     SessionContext, SessionState, check_sequence,

@@ -4,8 +4,9 @@
 //! `structured_output` in the response only for a request with a schema.
 
 use driver_claude_code::CommonOptions as _;
+use driver_cli::ProcessMode;
 use driver_cli::testing::{checkpoint, run};
-use driver_cli::{PoolLimits, ProcessMode};
+use driver_process::pool::PoolLimits;
 use driver_spi::{OutputSchema, ProcessLifecycle as _, Request, SessionContext};
 use driver_stream_json::testing::resident;
 use fake_cli::{Rule, Scenario};

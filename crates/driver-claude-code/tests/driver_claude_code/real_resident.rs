@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use driver_claude_code::ClaudeCodeDriver;
-use driver_cli::{PoolLimits, ProcessMode};
+use driver_cli::ProcessMode;
+use driver_process::pool::PoolLimits;
 use driver_spi::ProcessLifecycle as _;
 use test_kit::anthropic::MockAnthropic;
 use test_kit::resident::{self, ResidentSetup};

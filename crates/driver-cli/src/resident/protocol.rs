@@ -6,10 +6,10 @@ use run_service::SecretString;
 use secrecy::ExposeSecret as _;
 use serde_json::Value;
 
-use crate::Wire;
 #[cfg(doc)]
 use crate::dialect::Invocation;
 use crate::dialect::{MalformedEvent, Turn};
+use driver_process::peer::Wire;
 #[cfg(doc)]
 use driver_spi::DriverError;
 

@@ -98,7 +98,7 @@ pub(super) async fn read_turn<T: crate::Translator>(
         }
         let now = Instant::now();
         if now >= deadline {
-            break Read::Stopped(Stop::Cli(CliError::TotalTimeout {
+            break Read::Stopped(Stop::Cli(ProcessError::TotalTimeout {
                 after: limits.total_timeout,
             }));
         }
@@ -136,9 +136,9 @@ pub(super) async fn read_turn<T: crate::Translator>(
             }
             () = tokio::time::sleep_until(idle) => {
                 break Read::Stopped(Stop::Cli(if idle >= deadline {
-                    CliError::TotalTimeout { after: limits.total_timeout }
+                    ProcessError::TotalTimeout { after: limits.total_timeout }
                 } else {
-                    CliError::IdleTimeout { after: limits.idle_timeout }
+                    ProcessError::IdleTimeout { after: limits.idle_timeout }
                 }));
             }
         }
@@ -242,7 +242,7 @@ impl<T: crate::Translator> Reader<'_, '_, T> {
         }
         self.received += 1;
         let Ok(events) = self.translator.translate_kind(method, params) else {
-            return Some(Stop::Cli(CliError::MalformedJson {
+            return Some(Stop::Cli(ProcessError::MalformedJson {
                 line: self.received,
             }));
         };

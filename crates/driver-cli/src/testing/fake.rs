@@ -10,7 +10,8 @@ use driver_spi::{CollectingSink, Driver, DriverEvent, FailureKind, Request};
 use fake_cli::{Harness, Invocation, Scenario};
 use secrecy::SecretString;
 
-use crate::{CliDriver, CliError, CommonOptions, Dialect};
+use crate::{CliDriver, CommonOptions, Dialect};
+use driver_process::error::ProcessError;
 
 /// A namespace and a scripted fake of the CLI that options `O` drive: a [`Harness`] over the
 /// dialect's [`RUNTIME`](Dialect::RUNTIME) descriptor, whose drivers and options run the fake
@@ -124,7 +125,7 @@ impl<O: CommonOptions + Default> FakeCli<O> {
     }
 
     /// Asserts that a driver of `options` whose binary does not exist fails typed:
-    /// `check_version` is [`CliError::NotFound`], and a run of `request` fails as
+    /// `check_version` is [`ProcessError::NotFound`], and a run of `request` fails as
     /// [`FailureKind::Process`] before any event. Returns the driver, for the dialect's own
     /// checks.
     ///
@@ -138,7 +139,7 @@ impl<O: CommonOptions + Default> FakeCli<O> {
         let driver = self.driver_without_binary(options);
         let probed = driver.check_version().await;
         assert!(
-            matches!(probed, Err(CliError::NotFound { .. })),
+            matches!(probed, Err(ProcessError::NotFound { .. })),
             "check_version: {probed:?}"
         );
         let sink = Arc::new(CollectingSink::new());

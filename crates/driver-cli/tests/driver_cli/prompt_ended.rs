@@ -15,10 +15,14 @@ use std::time::Duration;
 
 use driver_cli::testing::{FakeCli, checkpoint, run};
 use driver_cli::{
-    Call, CliEvent, CliOptions, Dialect, Finished, Identity, KeyRoute, Limits, MalformedEvent,
-    ModelAccess, NewSessionId, PoolLimits, ProcessMode, Rejection, ResidentProtocol, Runtime,
-    SessionPlan, Translator, Turn, Version, WithEndpoint, cli_capabilities, str_field,
+    Call, CliEvent, CliOptions, Dialect, Identity, KeyRoute, MalformedEvent, ModelAccess,
+    NewSessionId, ProcessMode, Rejection, ResidentProtocol, Runtime, SessionPlan, Translator, Turn,
+    WithEndpoint, cli_capabilities, str_field,
 };
+use driver_process::command::Limits;
+use driver_process::pool::PoolLimits;
+use driver_process::process::Finished;
+use driver_process::version::Version;
 use driver_spi::{
     Capabilities, ConfigFingerprintBuilder, DriverError, DriverEvent, FailureKind,
     ProcessLifecycle as _, ProfilePayload, Request, RunFailure, SessionContext, Usage,

@@ -4,11 +4,12 @@
 //! command's input (and, resident, its permission request), the command's result and the
 //! answer, shows in no event, output or log.
 
+use driver_cli::ProcessMode;
 use driver_cli::testing::{
     CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
 };
-use driver_cli::{PoolLimits, ProcessMode};
 use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
+use driver_process::pool::PoolLimits;
 use driver_stream_json::testing::{USER_LINE, canary_turn, resident};
 use fake_cli::{LineRule, Rule, Scenario};
 use secrecy::SecretString;

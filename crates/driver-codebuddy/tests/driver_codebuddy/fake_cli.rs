@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crate::support::{FakeCodeBuddy, codebuddy_like, fake_codebuddy};
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
+use driver_process::command::Limits;
 use driver_spi::{Action, PermissionPolicy};
 use driver_spi::{
     DriverError, DriverEvent, FailureKind, ProfilePayload, Request, ResumeRejectReason,

@@ -14,8 +14,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use driver_cli::{Limits, ProcessMode};
+use driver_cli::ProcessMode;
 use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
+use driver_process::command::Limits;
 use run_service::SecretString;
 use runtime_env::{HostEnv, RuntimeEnv};
 use test_kit::chat::MockChat;

@@ -10,8 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use driver_cli::{PoolLimits, ProcessMode};
+use driver_cli::ProcessMode;
 use driver_codebuddy::CodeBuddyDriver;
+use driver_process::pool::PoolLimits;
 use driver_spi::ProcessLifecycle as _;
 use test_kit::chat::MockChat;
 use test_kit::resident::{self, ResidentSetup};

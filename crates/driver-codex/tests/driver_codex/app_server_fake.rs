@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use driver_cli::ProcessMode;
 use driver_cli::testing::{checkpoint, failed_kind, run};
-use driver_cli::{Limits, PoolLimits, ProcessMode};
 use driver_codex::{CodexDriver, CodexOptions, CommonOptions};
+use driver_process::command::Limits;
+use driver_process::pool::PoolLimits;
 use driver_spi::{
     CollectingSink, Driver, DriverError, DriverEvent, FailureKind, ProcessLifecycle as _,
     ProfilePayload, Request, ResumeRejectReason, RuntimePayload, SessionContext, SessionState,

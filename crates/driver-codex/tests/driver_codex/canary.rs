@@ -3,11 +3,12 @@
 //! its answer, a command and its output, an MCP tool's arguments and result (and, in
 //! app-server, a command's approval request), shows in no event, output or log.
 
+use driver_cli::ProcessMode;
 use driver_cli::testing::{
     CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
 };
-use driver_cli::{PoolLimits, ProcessMode};
 use driver_codex::{CodexOptions, CommonOptions};
+use driver_process::pool::PoolLimits;
 use fake_cli::{LineRule, Rule, Scenario};
 
 use crate::support::{FakeCodex, VERSION};

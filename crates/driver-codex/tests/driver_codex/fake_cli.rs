@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use crate::support::{FakeCodex, codex_like, fake_codex, overrides, text_turn};
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::Limits;
 use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_codex::{CodexOptions, CommonOptions, ModelProvider, ReasoningEffort};
+use driver_process::command::Limits;
 use driver_spi::{
     Action, DriverError, DriverEvent, ExitStatus, FailureKind, PermissionPolicy, ProfilePayload,
     Request, ResumeRejectReason, RuntimePayload, SessionContext, SessionState, Unsupported,
@@ -550,11 +550,15 @@ async fn a_missing_binary_is_a_typed_error() {
 #[tokio::test]
 async fn a_too_old_codex_is_refused_before_any_turn() {
     let fake = fake_codex(codex_like(), &[]);
-    let driver =
-        fake.driver(CodexOptions::new().with_minimum_version(driver_cli::Version::new(0, 170, 0)));
+    let driver = fake.driver(
+        CodexOptions::new().with_minimum_version(driver_process::version::Version::new(0, 170, 0)),
+    );
     let err = driver.check_version().await.unwrap_err();
     assert!(
-        matches!(err, driver_cli::CliError::VersionTooOld { .. }),
+        matches!(
+            err,
+            driver_process::error::ProcessError::VersionTooOld { .. }
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("0.169.0"));

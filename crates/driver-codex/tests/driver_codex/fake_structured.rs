@@ -3,9 +3,10 @@
 //! and the schema inline in `turn/start` for that turn only, so turns with and without one
 //! share the process.
 
+use driver_cli::ProcessMode;
 use driver_cli::testing::{checkpoint, run};
-use driver_cli::{PoolLimits, ProcessMode};
 use driver_codex::CommonOptions as _;
+use driver_process::pool::PoolLimits;
 use driver_spi::{
     Action, Driver as _, OutputSchema, PermissionPolicy, ProcessLifecycle as _, ProfilePayload,
     Request, SessionContext,

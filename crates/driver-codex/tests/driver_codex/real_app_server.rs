@@ -9,8 +9,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use driver_cli::{PoolLimits, ProcessMode};
+use driver_cli::ProcessMode;
 use driver_codex::CodexDriver;
+use driver_process::pool::PoolLimits;
 use driver_spi::ProcessLifecycle as _;
 use test_kit::resident::{self, ResidentSetup};
 use test_kit::responses::MockResponses;

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use driver_cli::Limits;
 use driver_cursor::{CommonOptions, CreateChatError, create_chat};
+use driver_process::command::Limits;
 use driver_spi::{
     Driver, DriverError, DriverEvent, FailureKind, ResumeRejectReason, RuntimePayload,
     SessionContext, check_sequence,
@@ -449,7 +449,9 @@ async fn a_missing_binary_is_a_typed_error() {
     let driver = fake.assert_missing_binary_fails(fake.options(), req).await;
     assert!(matches!(
         create_chat(&driver).await,
-        Err(CreateChatError::Cli(driver_cli::CliError::NotFound { .. }))
+        Err(CreateChatError::Cli(
+            driver_process::error::ProcessError::NotFound { .. }
+        ))
     ));
     assert!(!fake.mcp_json().exists());
 }

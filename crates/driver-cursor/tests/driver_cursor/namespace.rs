@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use driver_cli::Limits;
 use driver_cursor::CommonOptions;
+use driver_process::command::Limits;
 use driver_spi::FailureKind;
 use fake_cli::{Rule, Scenario};
 

@@ -9,8 +9,8 @@ use crate::support::{
     API_KEY, GeminiFake, RESULT, SECRET, checkpoint, failed_kind, fake_gemini, gemini_like, init,
     profile, request, run,
 };
-use driver_cli::Limits;
 use driver_gemini::{AuthType, CommonOptions, GeminiDriver};
+use driver_process::command::Limits;
 use driver_spi::{
     Driver, DriverError, DriverEvent, FailureKind, Request, ResumeRejectReason, SessionContext,
     SessionGuard, SessionState, check_sequence,

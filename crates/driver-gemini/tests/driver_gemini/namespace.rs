@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use crate::support::{
     GeminiFake, RESULT, failed_kind, fake_gemini, gemini_like, init, request, run,
 };
-use driver_cli::Limits;
 use driver_gemini::CommonOptions;
+use driver_process::command::Limits;
 use driver_spi::{CollectingSink, Driver, FailureKind};
 use fake_cli::{Rule, Scenario};
 use serde_json::json;

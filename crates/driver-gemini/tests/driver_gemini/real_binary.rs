@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use driver_cli::Limits;
 use driver_gemini::{CommonOptions, GeminiDriver, GeminiOptions};
+use driver_process::command::Limits;
 use runtime_env::{HostEnv, RuntimeEnv};
 use secrecy::SecretString;
 use test_kit::gemini::MockGemini;

@@ -71,7 +71,7 @@ impl Listening {
 
 /// What the peer started, as the driver reads it: in order, only messages read during the
 /// current turn (earlier ones are skipped), ending when the peer's output does.
-pub(crate) struct Inbox {
+pub struct Inbox {
     pub(super) rx: mpsc::Receiver<(u64, Incoming)>,
     pub(super) listening: Arc<Listening>,
 }
@@ -85,7 +85,7 @@ impl std::fmt::Debug for Inbox {
 impl Inbox {
     /// The next message of the current turn; `None` when the peer's output ended.
     /// Cancel-safe: nothing is awaited after a message is taken.
-    pub(crate) async fn recv(&mut self) -> Option<Incoming> {
+    pub async fn recv(&mut self) -> Option<Incoming> {
         loop {
             let (turn, message) = self.rx.recv().await?;
             if turn == self.listening.turn.load(Ordering::SeqCst) {
@@ -97,12 +97,12 @@ impl Inbox {
 
     /// Drops everything queued, so a reader waiting for room goes on (and, quiet, drops what
     /// it reads next).
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         while self.rx.try_recv().is_ok() {}
     }
 
     /// The next message of the current turn if one is queued now.
-    pub(crate) fn try_recv(&mut self) -> Option<Incoming> {
+    pub fn try_recv(&mut self) -> Option<Incoming> {
         loop {
             let (turn, message) = self.rx.try_recv().ok()?;
             if turn == self.listening.turn.load(Ordering::SeqCst) {

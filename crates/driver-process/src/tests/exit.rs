@@ -4,8 +4,10 @@ use driver_spi::{DriverError, ExitStatus, FailureKind};
 use fake_cli::{Rule, Scenario};
 use run_service::EnvBinding;
 
+use crate::error::ProcessError;
+use crate::process::CliProcess;
+use crate::process::failure_kind;
 use crate::tests::support::{ENV_SECRET, fixture, limits};
-use crate::{CliError, CliProcess, failure_kind};
 
 #[tokio::test]
 async fn a_crash_mid_stream_ends_the_stream_and_is_a_process_failure() {
@@ -120,27 +122,33 @@ fn errors_map_to_failure_kinds_without_content() {
     use std::time::Duration;
     let cases = [
         (
-            CliError::IdleTimeout {
+            ProcessError::IdleTimeout {
                 after: Duration::from_millis(300),
             },
             FailureKind::Timeout,
         ),
         (
-            CliError::TotalTimeout {
+            ProcessError::TotalTimeout {
                 after: Duration::from_secs(1),
             },
             FailureKind::Timeout,
         ),
-        (CliError::LineTooLong { limit: 10 }, FailureKind::Protocol),
-        (CliError::NonUtf8 { line: 4 }, FailureKind::Protocol),
-        (CliError::MalformedJson { line: 4 }, FailureKind::Protocol),
         (
-            CliError::NotFound {
+            ProcessError::LineTooLong { limit: 10 },
+            FailureKind::Protocol,
+        ),
+        (ProcessError::NonUtf8 { line: 4 }, FailureKind::Protocol),
+        (
+            ProcessError::MalformedJson { line: 4 },
+            FailureKind::Protocol,
+        ),
+        (
+            ProcessError::NotFound {
                 program: "codex".into(),
             },
             FailureKind::Process,
         ),
-        (CliError::VersionUnparseable, FailureKind::Protocol),
+        (ProcessError::VersionUnparseable, FailureKind::Protocol),
     ];
     for (err, kind) in cases {
         assert_eq!(err.failure_kind(), kind);
@@ -153,7 +161,7 @@ fn errors_map_to_failure_kinds_without_content() {
             other => panic!("{other:?}"),
         }
     }
-    let with_tail = CliError::TotalTimeout {
+    let with_tail = ProcessError::TotalTimeout {
         after: Duration::from_secs(1),
     }
     .to_run_failure(Some("last words"));

@@ -13,7 +13,8 @@ use tempfile::TempDir;
 
 use driver_spi::Redactor;
 
-use crate::{CliCommand, Limits};
+use crate::command::CliCommand;
+use crate::command::Limits;
 
 /// The value of the host's OPENAI_API_KEY, which must never reach a child.
 pub(crate) const HOST_KEY: &str = "host-key";

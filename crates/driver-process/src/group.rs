@@ -214,7 +214,7 @@ impl GroupGuard {
 
 /// Ends a process group from wherever it is held, without owning the process.
 #[derive(Debug, Clone)]
-pub(crate) struct GroupEnder {
+pub struct GroupEnder {
     pgid: Pid,
     watch: Arc<ExitWatch>,
     grace: Duration,
@@ -223,7 +223,7 @@ pub(crate) struct GroupEnder {
 impl GroupEnder {
     /// SIGTERM to the group now, and SIGKILL after the grace period unless the main process
     /// exited by then (the reaper then ends the rest of the group). Returns at once.
-    pub(crate) fn terminate(&self) {
+    pub fn terminate(&self) {
         if self.watch.has_exited() {
             // The reaper is already ending what is left of the group.
             return;
@@ -233,7 +233,7 @@ impl GroupEnder {
         let grace = self.grace;
         let watch = Arc::clone(&self.watch);
         let started = std::thread::Builder::new()
-            .name(format!("driver-cli-kill-{}", pgid.as_raw_pid()))
+            .name(format!("driver-process-kill-{}", pgid.as_raw_pid()))
             .spawn(move || {
                 if !watch.wait_for(grace) {
                     tracing::debug!(

@@ -4,14 +4,14 @@ use std::io;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
-use crate::error::CliError;
+use crate::error::ProcessError;
 
 /// Read buffer of the stdout pipe.
 const READ_BUFFER: usize = 64 << 10;
 
 /// Why a line could not be read.
 #[derive(Debug)]
-pub(crate) enum LineError {
+pub enum LineError {
     /// The line is longer than the limit; it was discarded.
     TooLong,
     /// Reading failed.
@@ -24,7 +24,7 @@ pub(crate) enum LineError {
 /// and recording them, so [`read_line`](Self::read_line) is cancel-safe: a timeout around it
 /// loses nothing.
 #[derive(Debug)]
-pub(crate) struct LineReader<R> {
+pub struct LineReader<R> {
     inner: BufReader<R>,
     partial: Vec<u8>,
     /// Discarding the rest of an over-long line.
@@ -36,7 +36,8 @@ pub(crate) struct LineReader<R> {
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    pub(crate) fn new(inner: R, max: usize) -> Self {
+    /// A reader of `inner` whose lines hold at most `max` bytes.
+    pub fn new(inner: R, max: usize) -> Self {
         Self {
             inner: BufReader::with_capacity(READ_BUFFER, inner),
             partial: Vec::new(),
@@ -48,14 +49,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// The number of lines read (or reported too long) so far.
-    pub(crate) fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.count
     }
 
     /// The next line without its `\n`; `Ok(None)` at end of stream. A final line without a
     /// newline is returned as a line. After [`LineError::TooLong`] the rest of that line is
     /// skipped by the next call.
-    pub(crate) async fn read_line(&mut self) -> Result<Option<Vec<u8>>, LineError> {
+    pub async fn read_line(&mut self) -> Result<Option<Vec<u8>>, LineError> {
         loop {
             if self.eof {
                 return Ok(None);
@@ -104,7 +105,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// Reads and discards everything up to the end of the stream.
-    pub(crate) async fn discard_all(&mut self) {
+    pub async fn discard_all(&mut self) {
         loop {
             match self.inner.fill_buf().await {
                 Ok([]) | Err(_) => return,
@@ -121,12 +122,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 ///
 /// # Errors
 ///
-/// [`CliError::MalformedJson`] when `line` is not one JSON value.
-pub(crate) fn parse_json_line(
-    line: &str,
-    line_number: usize,
-) -> Result<serde_json::Value, CliError> {
-    serde_json::from_str(line).map_err(|_| CliError::MalformedJson { line: line_number })
+/// [`ProcessError::MalformedJson`] when `line` is not one JSON value.
+pub fn parse_json_line(line: &str, line_number: usize) -> Result<serde_json::Value, ProcessError> {
+    serde_json::from_str(line).map_err(|_| ProcessError::MalformedJson { line: line_number })
 }
 
 #[cfg(test)]

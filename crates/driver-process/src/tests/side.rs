@@ -3,9 +3,9 @@
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario};
 
-use crate::side::collect;
+use crate::error::ProcessError;
+use crate::process::CliProcess;
 use crate::tests::support::{fixture, limits};
-use crate::{CliError, CliProcess};
 
 #[tokio::test]
 async fn lines_are_kept_up_to_the_line_limit_then_counted() {
@@ -20,7 +20,7 @@ async fn lines_are_kept_up_to_the_line_limit_then_counted() {
     );
     let limits = limits().with_max_line_bytes(10);
     let process = CliProcess::spawn(&fx.env, fx.fake(&scenario), limits).unwrap();
-    let out = collect(process).await.unwrap();
+    let out = process.collect().await.unwrap();
     // "e" would fit after "dddd" was dropped, but the kept lines stay a prefix.
     assert_eq!(out.stdout, ["aaaa", "bbbb", "cc"]);
     assert_eq!(out.dropped_lines, 2);
@@ -35,7 +35,7 @@ async fn an_unsuccessful_exit_is_reported_not_an_error() {
     let fx = fixture();
     let scenario = Scenario::new().rule(Rule::any().stdout("partial").stderr("nope").exit(3));
     let process = CliProcess::spawn(&fx.env, fx.fake(&scenario), limits()).unwrap();
-    let out = collect(process).await.unwrap();
+    let out = process.collect().await.unwrap();
     assert_eq!(out.stdout, ["partial"]);
     assert_eq!(out.finished.status, ExitStatus::Code(3));
     assert_eq!(out.finished.stderr_tail, "nope\n");
@@ -47,9 +47,9 @@ async fn a_read_error_is_the_error() {
     let scenario = Scenario::new().rule(Rule::any().stdout("0123456789ABC"));
     let limits = limits().with_max_line_bytes(10);
     let process = CliProcess::spawn(&fx.env, fx.fake(&scenario), limits).unwrap();
-    let err = collect(process).await.unwrap_err();
+    let err = process.collect().await.unwrap_err();
     assert!(
-        matches!(err, CliError::LineTooLong { limit: 10 }),
+        matches!(err, ProcessError::LineTooLong { limit: 10 }),
         "{err:?}"
     );
 }

@@ -2,8 +2,9 @@
 
 use fake_cli::Scenario;
 
+use crate::error::ProcessError;
+use crate::process::CliProcess;
 use crate::tests::support::{fixture, limits};
-use crate::{CliError, CliProcess};
 
 #[tokio::test]
 async fn a_missing_program_is_not_found() {
@@ -14,7 +15,7 @@ async fn a_missing_program_is_not_found() {
     ] {
         let err = CliProcess::spawn(&fx.env, fx.command(program), limits()).unwrap_err();
         assert!(
-            matches!(err, CliError::NotFound { .. }),
+            matches!(err, ProcessError::NotFound { .. }),
             "{program}: {err:?}"
         );
         assert_eq!(err.failure_kind(), driver_spi::FailureKind::Process);
@@ -26,12 +27,12 @@ async fn a_missing_working_directory_is_a_spawn_error_not_a_missing_program() {
     let fx = fixture();
     let command = fx.fake(&Scenario::new()).cwd(fx.path("no-such-dir"));
     let err = CliProcess::spawn(&fx.env, command, limits()).unwrap_err();
-    assert!(matches!(err, CliError::Spawn { .. }), "{err:?}");
+    assert!(matches!(err, ProcessError::Spawn { .. }), "{err:?}");
 }
 
 #[test]
 fn spawning_outside_a_runtime_is_an_error() {
     let fx = fixture();
     let err = CliProcess::spawn(&fx.env, fx.fake(&Scenario::new()), limits()).unwrap_err();
-    assert!(matches!(err, CliError::NoRuntime), "{err:?}");
+    assert!(matches!(err, ProcessError::NoRuntime), "{err:?}");
 }

@@ -33,7 +33,7 @@ use driver_spi::ProcessSignature;
 
 /// A process the pool keeps between turns.
 #[async_trait::async_trait]
-pub(crate) trait Resident: Send + 'static {
+pub trait Resident: Send + 'static {
     /// Whether it still runs; a dead process is never handed out.
     fn is_alive(&mut self) -> bool;
 
@@ -46,11 +46,11 @@ pub(crate) trait Resident: Send + 'static {
     async fn shut_down(self);
 }
 
-/// The bounds of a driver's resident-process pool ([`ProcessMode::Resident`]).
+/// The bounds of a resident-process pool (such as a CLI driver's in its resident mode).
 ///
 /// ```
 /// use std::time::Duration;
-/// use driver_cli::PoolLimits;
+/// use driver_process::pool::PoolLimits;
 ///
 /// let limits = PoolLimits::default().with_idle_timeout(Duration::from_secs(60));
 /// assert_eq!(limits.max_live, 8);
@@ -58,8 +58,6 @@ pub(crate) trait Resident: Send + 'static {
 /// assert_eq!(limits.max_idle_output, 1 << 20);
 /// assert_eq!(PoolLimits::default().with_max_live(0).max_live, 1);
 /// ```
-///
-/// [`ProcessMode::Resident`]: crate::ProcessMode::Resident
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolLimits {
@@ -108,7 +106,7 @@ impl PoolLimits {
 /// What the pool decided for one checkout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub(crate) enum PoolDecision {
+pub enum PoolDecision {
     /// The conversation's idle process has the wanted signature: it serves the turn.
     Reuse,
     /// No idle process for the conversation: the caller starts one.
@@ -126,14 +124,14 @@ pub(crate) enum PoolDecision {
 /// Why a checkout failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum PoolError {
+pub enum PoolError {
     /// Every place is taken by a process serving a turn.
     #[error("the process pool is full: every process is serving a turn")]
     Saturated,
 }
 
 /// Resident processes keyed by namespace, conversation and exact signature.
-pub(crate) struct ProcessPool<P: Resident> {
+pub struct ProcessPool<P: Resident> {
     limits: PoolLimits,
     state: Arc<Mutex<State<P>>>,
     endings: Endings,
@@ -149,7 +147,7 @@ impl<P: Resident> Drop for ProcessPool<P> {
 
 /// Shutdowns running in tasks of their own (a cancelled turn's process), which
 /// [`ProcessPool::close`] waits for.
-pub(crate) type Endings = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+pub type Endings = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
 
 impl<P: Resident> std::fmt::Debug for ProcessPool<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,11 +226,11 @@ impl<P> State<P> {
 /// One checked-out place in the pool: the process to reuse, if any, and the place a new one
 /// takes. [`check_in`](Self::check_in) returns the process for the next turn; dropping the
 /// checkout frees the place.
-pub(crate) struct Checkout<P: Resident> {
+pub struct Checkout<P: Resident> {
     /// What the pool decided.
-    pub(crate) decision: PoolDecision,
+    pub decision: PoolDecision,
     /// The process to reuse ([`PoolDecision::Reuse`]); `None` when the caller starts one.
-    pub(crate) process: Option<P>,
+    pub process: Option<P>,
     namespace: String,
     signature: ProcessSignature,
     generation: u64,
@@ -256,7 +254,7 @@ impl<P: Resident> Checkout<P> {
     /// (`conversation` is the session the turn started or continued, which a new process only
     /// knows after its first turn). When the pool was closed since the checkout, it is shut
     /// down instead.
-    pub(crate) async fn check_in(mut self, conversation: &str, process: P) {
+    pub async fn check_in(mut self, conversation: &str, process: P) {
         self.returned = true;
         let (refused, sweep) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -300,7 +298,7 @@ impl<P: Resident> Drop for Checkout<P> {
 
 impl<P: Resident> ProcessPool<P> {
     /// An empty pool within `limits`.
-    pub(crate) fn new(limits: PoolLimits) -> Self {
+    pub fn new(limits: PoolLimits) -> Self {
         Self {
             limits,
             state: Arc::new(Mutex::new(State {
@@ -316,24 +314,24 @@ impl<P: Resident> ProcessPool<P> {
     }
 
     /// The pool's limits.
-    pub(crate) fn limits(&self) -> PoolLimits {
+    pub fn limits(&self) -> PoolLimits {
         self.limits
     }
 
     /// Where a shutdown running in a task of its own registers, so that
     /// [`close`](Self::close) waits for it.
-    pub(crate) fn endings(&self) -> Endings {
+    pub fn endings(&self) -> Endings {
         Arc::clone(&self.endings)
     }
 
     /// (idle, checked out) process counts.
-    pub(crate) fn counts(&self) -> (usize, usize) {
+    pub fn counts(&self) -> (usize, usize) {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         (state.idle.len(), state.busy)
     }
 
     /// The counts and decisions so far.
-    pub(crate) fn stats(&self) -> PoolStats {
+    pub fn stats(&self) -> PoolStats {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         PoolStats {
             idle: state.idle.len(),
@@ -344,7 +342,7 @@ impl<P: Resident> ProcessPool<P> {
 
     /// Counts a replacement the caller made itself: a reused process that turned out to be
     /// gone before anything was delivered to it.
-    pub(crate) fn note_replaced(&self) {
+    pub fn note_replaced(&self) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.stats.replaced += 1;
         state.stats.started += 1;
@@ -353,7 +351,7 @@ impl<P: Resident> ProcessPool<P> {
 
     /// Shuts down the idle process of `conversation` in `namespace`, if there is one (a
     /// fork frees its parent this way, so no other process holds the parent's session).
-    pub(crate) async fn retire(&self, namespace: &str, conversation: &str) {
+    pub async fn retire(&self, namespace: &str, conversation: &str) {
         let retired = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             let at = state
@@ -379,7 +377,7 @@ impl<P: Resident> ProcessPool<P> {
     /// # Errors
     /// [`PoolError::Saturated`] when starting a process would pass a limit and no idle one can
     /// be evicted.
-    pub(crate) async fn check_out(
+    pub async fn check_out(
         &self,
         namespace: &str,
         conversation: Option<&str>,
@@ -486,7 +484,7 @@ impl<P: Resident> ProcessPool<P> {
 
     /// Shuts down every idle process now, and every checked-out one when it is checked in.
     /// Later checkouts start new processes. Idempotent.
-    pub(crate) async fn close(&self) {
+    pub async fn close(&self) {
         let idle = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.generation += 1;

@@ -35,13 +35,13 @@ use crate::lines::{LineError, LineReader};
 
 mod inbox;
 
-pub(crate) use inbox::Inbox;
+pub use inbox::Inbox;
 use inbox::{Listening, QUEUE};
 
 /// Why a request failed. No variant carries the peer's text in its `Display`: an error's
 /// message comes from the runtime and may quote provider output.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RpcError {
+pub enum RpcError {
     /// No answer within the request's timeout; the request is forgotten (a late answer is
     /// dropped).
     #[error("no answer to `{method}` within {timeout:?}")]
@@ -68,7 +68,7 @@ pub(crate) enum RpcError {
 }
 
 /// Text the peer sent: kept for classification, shown by length only.
-pub(crate) struct RemoteText(pub(crate) String);
+pub struct RemoteText(pub String);
 
 impl std::fmt::Debug for RemoteText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,7 +79,7 @@ impl std::fmt::Debug for RemoteText {
 /// A message the peer started: a notification, or a request the client must answer with
 /// [`RpcPeer::respond`].
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Incoming {
+pub enum Incoming {
     /// `{"method", "params"}` without an id.
     Notification {
         /// The method.
@@ -117,7 +117,7 @@ pub enum Wire {
 }
 
 /// The client side of one peer. Dropping it stops the reader task.
-pub(crate) struct RpcPeer {
+pub struct RpcPeer {
     wire: Wire,
     writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
     pending: Pending,
@@ -147,7 +147,7 @@ impl RpcPeer {
     /// at most `max_line` bytes. Incoming notifications and requests arrive on the receiver,
     /// which ends when the output does. The reader runs as a task on the current Tokio runtime.
     #[cfg(test)]
-    pub(crate) fn new(
+    pub fn new(
         output: impl AsyncRead + Send + Unpin + 'static,
         input: impl AsyncWrite + Send + Unpin + 'static,
         max_line: usize,
@@ -156,7 +156,7 @@ impl RpcPeer {
     }
 
     /// A peer framing its messages as `wire`.
-    pub(crate) fn with_wire(
+    pub fn with_wire(
         wire: Wire,
         output: impl AsyncRead + Send + Unpin + 'static,
         input: impl AsyncWrite + Send + Unpin + 'static,
@@ -194,7 +194,7 @@ impl RpcPeer {
     }
 
     /// Ends the peer with `end` when it writes more than `budget` bytes while quiet.
-    pub(crate) fn on_flood(&self, budget: usize, end: impl FnOnce() + Send + 'static) {
+    pub fn on_flood(&self, budget: usize, end: impl FnOnce() + Send + 'static) {
         self.listening.budget.store(budget, Ordering::SeqCst);
         *self
             .listening
@@ -205,7 +205,7 @@ impl RpcPeer {
 
     /// A new turn begins: what the peer writes from now on is queued for it, and nothing read
     /// before reaches it.
-    pub(crate) fn begin_turn(&self) {
+    pub fn begin_turn(&self) {
         self.listening.turn.fetch_add(1, Ordering::SeqCst);
         self.listening.opening.store(false, Ordering::SeqCst);
         self.listening.quiet.store(false, Ordering::SeqCst);
@@ -215,7 +215,7 @@ impl RpcPeer {
     /// (a resumed session's history, replayed as notifications) is dropped, never queued, so
     /// it neither reaches the turn nor fills the inbox ahead of the answer; answers still
     /// reach their requests.
-    pub(crate) fn begin_opening(&self) {
+    pub fn begin_opening(&self) {
         self.listening.turn.fetch_add(1, Ordering::SeqCst);
         self.listening.opening.store(true, Ordering::SeqCst);
         self.listening.quiet.store(false, Ordering::SeqCst);
@@ -223,19 +223,19 @@ impl RpcPeer {
 
     /// The turn ended: until the next [`begin_turn`](Self::begin_turn) the peer is quiet, and
     /// what it writes is dropped (and counted against its flood budget).
-    pub(crate) fn end_turn(&self) {
+    pub fn end_turn(&self) {
         self.listening.quiet_bytes.store(0, Ordering::SeqCst);
         self.listening.turn.fetch_add(1, Ordering::SeqCst);
         self.listening.quiet.store(true, Ordering::SeqCst);
     }
 
     /// Whether the peer wrote more than its budget while quiet (and was ended).
-    pub(crate) fn flooded(&self) -> bool {
+    pub fn flooded(&self) -> bool {
         self.listening.flooded.load(Ordering::SeqCst)
     }
 
     /// Sends a request and waits for its answer, at most `timeout`.
-    pub(crate) async fn request(
+    pub async fn request(
         &self,
         method: &'static str,
         params: Value,
@@ -246,7 +246,7 @@ impl RpcPeer {
 
     /// Sends a request; once this returns `Ok`, the request was written (a caller that must
     /// deliver a message at most once may retry elsewhere only after an `Err`).
-    pub(crate) async fn send_request(
+    pub async fn send_request(
         &self,
         method: &'static str,
         params: Value,
@@ -281,12 +281,12 @@ impl RpcPeer {
     }
 
     /// Whether the peer's output ended (it exited, or closed stdout).
-    pub(crate) fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         self.reader.is_finished()
     }
 
     /// Sends a notification.
-    pub(crate) async fn notify(&self, method: &'static str, params: Value) -> Result<(), RpcError> {
+    pub async fn notify(&self, method: &'static str, params: Value) -> Result<(), RpcError> {
         match self.wire {
             Wire::JsonRpc => {
                 self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
@@ -297,7 +297,7 @@ impl RpcPeer {
     }
 
     /// Answers a request of the peer.
-    pub(crate) async fn respond(&self, id: Value, result: Value) -> Result<(), RpcError> {
+    pub async fn respond(&self, id: Value, result: Value) -> Result<(), RpcError> {
         match self.wire {
             Wire::JsonRpc => {
                 self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
@@ -312,12 +312,7 @@ impl RpcPeer {
     }
 
     /// Answers a request of the peer with an error object.
-    pub(crate) async fn respond_error(
-        &self,
-        id: Value,
-        code: i64,
-        message: &str,
-    ) -> Result<(), RpcError> {
+    pub async fn respond_error(&self, id: Value, code: i64, message: &str) -> Result<(), RpcError> {
         match self.wire {
             Wire::JsonRpc => {
                 self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
@@ -332,12 +327,12 @@ impl RpcPeer {
     }
 
     /// Lines dropped so far (not JSON objects, answers to nothing, too long).
-    pub(crate) fn dropped(&self) -> usize {
+    pub fn dropped(&self) -> usize {
         self.dropped.load(Ordering::Relaxed)
     }
 
     /// Requests waiting for an answer.
-    pub(crate) fn pending_count(&self) -> usize {
+    pub fn pending_count(&self) -> usize {
         self.lock_pending().len()
     }
 
@@ -357,16 +352,25 @@ impl RpcPeer {
 }
 
 /// The answer to a request that was written ([`RpcPeer::send_request`]).
-pub(crate) struct Answer {
+pub struct Answer {
     id: u64,
     method: &'static str,
     rx: oneshot::Receiver<Result<Value, RpcError>>,
     pending: Pending,
 }
 
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answer")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Answer {
     /// Waits for the answer, at most `timeout`; a request that times out is forgotten.
-    pub(crate) async fn wait(self, timeout: Duration) -> Result<Value, RpcError> {
+    pub async fn wait(self, timeout: Duration) -> Result<Value, RpcError> {
         let Self {
             id,
             method,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-use crate::jsonrpc::{Inbox, Incoming, RpcError, RpcPeer};
+use crate::peer::{Inbox, Incoming, RpcError, RpcPeer};
 
 const SECOND: Duration = Duration::from_secs(5);
 

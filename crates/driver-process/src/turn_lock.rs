@@ -18,7 +18,7 @@ use std::time::Duration;
 use runtime_env::{RuntimeDescriptor, RuntimeEnv};
 use tokio::time::Instant;
 
-use crate::error::CliError;
+use crate::error::ProcessError;
 
 /// First pause between two attempts to take the lock; doubled up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(5);
@@ -29,7 +29,7 @@ const MAX_PAUSE: Duration = Duration::from_millis(100);
 /// Why a [`TurnLock`] was not taken.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum TurnLockError {
+pub enum TurnLockError {
     /// The lock file could not be opened (a symlink is not followed), is not a regular file
     /// of this user, or cannot be locked.
     #[error("could not {op} the turn lock")]
@@ -50,7 +50,7 @@ pub(crate) enum TurnLockError {
 
 /// An exclusive, advisory, cross-process lock on a file; released when dropped.
 #[derive(Debug)]
-pub(crate) struct TurnLock {
+pub struct TurnLock {
     file: File,
 }
 
@@ -64,7 +64,7 @@ impl TurnLock {
     /// # Errors
     /// [`TurnLockError::Io`] when the file cannot be opened, trusted or locked,
     /// [`TurnLockError::TimedOut`] after `wait`.
-    pub(crate) async fn acquire(path: &Path, wait: Duration) -> Result<Self, TurnLockError> {
+    pub async fn acquire(path: &Path, wait: Duration) -> Result<Self, TurnLockError> {
         let file = open(path)?;
         let start = Instant::now();
         let mut pause = FIRST_PAUSE;
@@ -123,7 +123,7 @@ fn open(path: &Path) -> Result<File, TurnLockError> {
 /// atomic and symlink-safe); hold a [`TurnLock`] around it so that no other turn of the
 /// namespace replaces the files meanwhile.
 #[derive(Debug)]
-pub(crate) struct NamespaceFiles<'e> {
+pub struct NamespaceFiles<'e> {
     env: &'e RuntimeEnv,
     runtime: &'static RuntimeDescriptor,
     /// Each file's path relative to the state directory, and its bytes before the turn.
@@ -138,14 +138,14 @@ impl<'e> NamespaceFiles<'e> {
     /// over what it is given.
     ///
     /// # Errors
-    /// [`CliError::Files`] or [`CliError::Io`] when a file cannot be read, written or
+    /// [`ProcessError::Files`] or [`ProcessError::Io`] when a file cannot be read, written or
     /// removed; whatever was already changed is put back.
-    pub(crate) fn install(
+    pub fn install(
         env: &'e RuntimeEnv,
         runtime: &'static RuntimeDescriptor,
         relative: &[&str],
         contents: impl FnOnce(&[Option<Vec<u8>>]) -> Vec<Option<Vec<u8>>>,
-    ) -> Result<Self, CliError> {
+    ) -> Result<Self, ProcessError> {
         let (previous, written) = {
             let lock = env.lock_config()?;
             let mut before = Vec::with_capacity(relative.len());
@@ -158,7 +158,7 @@ impl<'e> NamespaceFiles<'e> {
                     Some(bytes) => lock.write(runtime, path, &bytes).map(drop)?,
                     None => remove(env, runtime, path)?,
                 }
-                Ok::<_, CliError>(())
+                Ok::<_, ProcessError>(())
             });
             let previous = relative.iter().map(|p| (*p).to_owned()).zip(before);
             (previous.collect(), written)
@@ -178,13 +178,13 @@ impl<'e> NamespaceFiles<'e> {
     /// Puts back what was there before the turn.
     ///
     /// # Errors
-    /// [`CliError::Files`] or [`CliError::Io`] when a file cannot be written or removed.
-    pub(crate) fn restore(mut self) -> Result<(), CliError> {
+    /// [`ProcessError::Files`] or [`ProcessError::Io`] when a file cannot be written or removed.
+    pub fn restore(mut self) -> Result<(), ProcessError> {
         self.restored = true;
         self.put_back()
     }
 
-    fn put_back(&self) -> Result<(), CliError> {
+    fn put_back(&self) -> Result<(), ProcessError> {
         let lock = self.env.lock_config()?;
         for (relative, bytes) in &self.previous {
             match bytes {
@@ -213,9 +213,13 @@ impl Drop for NamespaceFiles<'_> {
 }
 
 /// Removes a file under the state directory; a missing file is fine.
-fn remove(env: &RuntimeEnv, runtime: &RuntimeDescriptor, relative: &str) -> Result<(), CliError> {
+fn remove(
+    env: &RuntimeEnv,
+    runtime: &RuntimeDescriptor,
+    relative: &str,
+) -> Result<(), ProcessError> {
     match std::fs::remove_file(env.state_dir(runtime)?.join(relative)) {
-        Err(source) if source.kind() != io::ErrorKind::NotFound => Err(CliError::Io {
+        Err(source) if source.kind() != io::ErrorKind::NotFound => Err(ProcessError::Io {
             op: "remove a per-turn namespace file",
             source,
         }),

@@ -7,8 +7,9 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
+use crate::error::ProcessError;
 use crate::lines::parse_json_line;
-use crate::{CliError, Version};
+use crate::version::Version;
 
 fn config() -> Config {
     test_support::fuzz_config()
@@ -48,7 +49,7 @@ proptest! {
             Ok(v) => prop_assert_eq!(Some(v), serde_json::from_str::<serde_json::Value>(&line).ok()),
             Err(e) => {
                 prop_assert!(serde_json::from_str::<serde_json::Value>(&line).is_err());
-                let right = matches!(e, CliError::MalformedJson { line } if line == n);
+                let right = matches!(e, ProcessError::MalformedJson { line } if line == n);
                 prop_assert!(right);
                 let shown = e.to_string();
                 prop_assert!(line.trim().len() < 6 || !shown.contains(line.trim()), "{shown}");

@@ -4,8 +4,10 @@ use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario, read_invocations};
 use run_service::EnvBinding;
 
+use crate::command::CliCommand;
+use crate::error::ProcessError;
+use crate::process::CliProcess;
 use crate::tests::support::{CODEX, HOST_KEY, fixture, limits};
-use crate::{CliCommand, CliError, CliProcess};
 
 #[tokio::test]
 async fn the_child_sees_the_namespace_and_injected_secrets_but_no_host_credential() {
@@ -130,22 +132,22 @@ async fn namespace_variables_and_credentials_cannot_be_set_as_plain_variables() 
 
     let err = spawn(fx.fake(&scenario).var("HOME", "/tmp")).unwrap_err();
     assert!(
-        matches!(err, CliError::ReservedVar { ref name } if name == "HOME"),
+        matches!(err, ProcessError::ReservedVar { ref name } if name == "HOME"),
         "{err:?}"
     );
     let err = spawn(fx.fake(&scenario).var("CODEX_HOME", "/tmp")).unwrap_err();
-    assert!(matches!(err, CliError::ReservedVar { .. }), "{err:?}");
+    assert!(matches!(err, ProcessError::ReservedVar { .. }), "{err:?}");
     let err = spawn(fx.fake(&scenario).var("OPENAI_API_KEY", "plain")).unwrap_err();
-    assert!(matches!(err, CliError::CredentialVar { .. }), "{err:?}");
+    assert!(matches!(err, ProcessError::CredentialVar { .. }), "{err:?}");
     let err = spawn(fx.fake(&scenario).var("A=sk-secret", "x")).unwrap_err();
     assert!(
-        matches!(err, CliError::InvalidVarName { len: 11 }),
+        matches!(err, ProcessError::InvalidVarName { len: 11 }),
         "{err:?}"
     );
     assert!(!err.to_string().contains("sk-secret"));
     let binding = EnvBinding::new("XDG_CONFIG_HOME", "/tmp");
     let err = spawn(fx.fake(&scenario).secret_env([&binding])).unwrap_err();
-    assert!(matches!(err, CliError::ReservedVar { .. }), "{err:?}");
+    assert!(matches!(err, ProcessError::ReservedVar { .. }), "{err:?}");
 }
 
 #[test]
@@ -192,7 +194,7 @@ async fn request_bindings_may_not_set_loader_interpreter_tls_endpoint_or_model_k
             .map(drop)
             .unwrap_err();
         match &err {
-            CliError::RefusedRequestVar { name: n, class: c } => {
+            ProcessError::RefusedRequestVar { name: n, class: c } => {
                 assert_eq!((n.as_str(), *c), (name, class));
             }
             other => panic!("{name}: {other:?}"),

@@ -5,7 +5,7 @@ use std::time::Duration;
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario};
 
-use crate::CliProcess;
+use crate::process::CliProcess;
 use crate::tests::support::{
     eventually, fixture, group_is_gone, limits, live_group_members, proc_stat, read_pid,
 };

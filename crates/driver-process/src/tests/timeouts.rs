@@ -5,8 +5,9 @@ use std::time::Duration;
 use driver_spi::{ExitStatus, FailureKind};
 use fake_cli::{Rule, Scenario};
 
+use crate::error::ProcessError;
+use crate::process::CliProcess;
 use crate::tests::support::{eventually, fixture, group_is_gone, limits};
-use crate::{CliError, CliProcess};
 
 #[tokio::test]
 async fn a_hang_is_an_idle_timeout_and_reading_can_resume() {
@@ -23,7 +24,7 @@ async fn a_hang_is_an_idle_timeout_and_reading_can_resume() {
     assert_eq!(process.next_line().await.unwrap().as_deref(), Some("first"));
     let err = process.next_line().await.unwrap_err();
     assert!(
-        matches!(err, CliError::IdleTimeout { after } if after == Duration::from_millis(300)),
+        matches!(err, ProcessError::IdleTimeout { after } if after == Duration::from_millis(300)),
         "{err:?}"
     );
     assert_eq!(err.failure_kind(), FailureKind::Timeout);
@@ -31,7 +32,7 @@ async fn a_hang_is_an_idle_timeout_and_reading_can_resume() {
     let mut late = None;
     for _ in 0..100 {
         match process.next_line().await {
-            Err(CliError::IdleTimeout { .. }) => {}
+            Err(ProcessError::IdleTimeout { .. }) => {}
             other => {
                 late = Some(other.unwrap());
                 break;
@@ -63,10 +64,13 @@ async fn steady_output_still_hits_the_total_timeout() {
             Err(e) => break e,
         }
     };
-    assert!(matches!(err, CliError::TotalTimeout { .. }), "{err:?}");
+    assert!(matches!(err, ProcessError::TotalTimeout { .. }), "{err:?}");
     // Every later call fails the same way.
     let again = process.next_line().await.unwrap_err();
-    assert!(matches!(again, CliError::TotalTimeout { .. }), "{again:?}");
+    assert!(
+        matches!(again, ProcessError::TotalTimeout { .. }),
+        "{again:?}"
+    );
     let finished = process.wait().await.unwrap();
     assert_eq!(finished.status, ExitStatus::TimedOut);
     assert_eq!(finished.failure().unwrap().kind, FailureKind::Timeout);

@@ -14,7 +14,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::command::{CliCommand, Limits};
-use crate::error::CliError;
+use crate::error::ProcessError;
+pub use crate::group::GroupEnder;
 use crate::group::{ExitReport, GroupGuard};
 use crate::lines::{LineError, LineReader, parse_json_line};
 use crate::stderr::{Redaction, TailBuffer};
@@ -33,7 +34,7 @@ use crate::stderr::{Redaction, TailBuffer};
 /// remains even when the Tokio runtime shuts down right after the drop. `Drop` itself never
 /// blocks: the SIGKILL is timed by a short-lived std thread rather than a task, because a task
 /// would be lost if the runtime stopped.
-pub(crate) struct CliProcess {
+pub struct CliProcess {
     program: String,
     stdout: LineReader<ChildStdout>,
     deadline: Instant,
@@ -64,6 +65,14 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// How a process ended: its status and its (already redacted) stderr tail.
+    pub fn new(status: ExitStatus, stderr_tail: String) -> Self {
+        Self {
+            status,
+            stderr_tail,
+        }
+    }
+
     /// A [`RunFailure`] for an unsuccessful exit (see [`failure_kind`]), whose message is the
     /// status and the redacted stderr tail; `None` after success.
     pub fn failure(&self) -> Option<RunFailure> {
@@ -131,20 +140,20 @@ impl CliProcess {
     ///
     /// # Errors
     ///
-    /// [`CliError::NotFound`] when the program does not exist, [`CliError::Spawn`] for other
-    /// start failures (including a missing working directory), [`CliError::InvalidVarName`],
-    /// [`CliError::ReservedVar`], [`CliError::CredentialVar`] and
-    /// [`CliError::RefusedRequestVar`] for refused variables, and
-    /// [`CliError::NoRuntime`] outside a Tokio runtime.
+    /// [`ProcessError::NotFound`] when the program does not exist, [`ProcessError::Spawn`] for other
+    /// start failures (including a missing working directory), [`ProcessError::InvalidVarName`],
+    /// [`ProcessError::ReservedVar`], [`ProcessError::CredentialVar`] and
+    /// [`ProcessError::RefusedRequestVar`] for refused variables, and
+    /// [`ProcessError::NoRuntime`] outside a Tokio runtime.
     ///
     /// # Panics
     ///
     /// Like every Tokio I/O type, when the current runtime has I/O or time disabled.
-    pub(crate) fn spawn(
+    pub fn spawn(
         env: &RuntimeEnv,
         command: CliCommand,
         limits: Limits,
-    ) -> Result<Self, CliError> {
+    ) -> Result<Self, ProcessError> {
         let (child, started) = ChildHandle::of(crate::spawn::start(env, command, limits)?, limits);
         Ok(Self {
             program: started.program,
@@ -162,13 +171,13 @@ impl CliProcess {
     ///
     /// # Errors
     /// As [`spawn`](Self::spawn).
-    pub(crate) fn spawn_resident(
+    pub fn spawn_resident(
         env: &RuntimeEnv,
         command: CliCommand,
         limits: Limits,
-    ) -> Result<(ChildHandle, ChildStdin, ChildStdout), CliError> {
+    ) -> Result<(ChildHandle, ChildStdin, ChildStdout), ProcessError> {
         let (child, started) = ChildHandle::of(crate::spawn::start(env, command, limits)?, limits);
-        let stdin = started.stdin.ok_or_else(|| CliError::Io {
+        let stdin = started.stdin.ok_or_else(|| ProcessError::Io {
             op: "attach to stdin",
             source: io::Error::other("stdin was not kept open"),
         })?;
@@ -177,18 +186,18 @@ impl CliProcess {
 
     /// The process id (also the process group id).
     #[cfg(test)]
-    pub(crate) fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.child.pid
     }
 
     /// The limits in force.
-    pub(crate) fn limits(&self) -> &Limits {
+    pub fn limits(&self) -> &Limits {
         &self.child.limits
     }
 
     /// How many stdout lines have been read (or reported too long) so far: the number of the
     /// last line returned.
-    pub(crate) fn line_number(&self) -> usize {
+    pub fn line_number(&self) -> usize {
         self.stdout.count()
     }
 
@@ -199,20 +208,20 @@ impl CliProcess {
     ///
     /// # Errors
     ///
-    /// * [`CliError::LineTooLong`]: the line exceeds [`Limits::max_line_bytes`]. At most that
+    /// * [`ProcessError::LineTooLong`]: the line exceeds [`Limits::max_line_bytes`]. At most that
     ///   many bytes of it are ever held; the next call skips its rest and continues.
-    /// * [`CliError::NonUtf8`]: the line is not UTF-8 (it is consumed; the next call
+    /// * [`ProcessError::NonUtf8`]: the line is not UTF-8 (it is consumed; the next call
     ///   continues).
-    /// * [`CliError::IdleTimeout`]: no complete line within [`Limits::idle_timeout`] of this
+    /// * [`ProcessError::IdleTimeout`]: no complete line within [`Limits::idle_timeout`] of this
     ///   call; nothing is lost, and a later call waits again.
-    /// * [`CliError::TotalTimeout`]: [`Limits::total_timeout`] since spawn has passed; every
+    /// * [`ProcessError::TotalTimeout`]: [`Limits::total_timeout`] since spawn has passed; every
     ///   later call fails the same way.
-    /// * [`CliError::Io`]: reading failed; later calls return `Ok(None)`.
+    /// * [`ProcessError::Io`]: reading failed; later calls return `Ok(None)`.
     ///
     /// The process keeps running after an error; drop it or call
     /// [`terminate`](Self::terminate) to end it.
-    pub(crate) async fn next_line(&mut self) -> Result<Option<String>, CliError> {
-        let total = CliError::TotalTimeout {
+    pub async fn next_line(&mut self) -> Result<Option<String>, ProcessError> {
+        let total = ProcessError::TotalTimeout {
             after: self.child.limits.total_timeout,
         };
         let now = Instant::now();
@@ -229,15 +238,15 @@ impl CliProcess {
                 }
                 String::from_utf8(bytes)
                     .map(Some)
-                    .map_err(|_| CliError::NonUtf8 {
+                    .map_err(|_| ProcessError::NonUtf8 {
                         line: self.stdout.count(),
                     })
             }
             Ok(Ok(None)) => Ok(None),
-            Ok(Err(LineError::TooLong)) => Err(CliError::LineTooLong {
+            Ok(Err(LineError::TooLong)) => Err(ProcessError::LineTooLong {
                 limit: self.child.limits.max_line_bytes,
             }),
-            Ok(Err(LineError::Io(source))) => Err(CliError::Io {
+            Ok(Err(LineError::Io(source))) => Err(ProcessError::Io {
                 op: "read stdout",
                 source,
             }),
@@ -245,7 +254,7 @@ impl CliProcess {
                 self.total_timed_out = true;
                 Err(total)
             }
-            Err(_) => Err(CliError::IdleTimeout {
+            Err(_) => Err(ProcessError::IdleTimeout {
                 after: self.child.limits.idle_timeout,
             }),
         }
@@ -255,9 +264,9 @@ impl CliProcess {
     ///
     /// # Errors
     ///
-    /// As [`next_line`](Self::next_line), and [`CliError::MalformedJson`] with the line
+    /// As [`next_line`](Self::next_line), and [`ProcessError::MalformedJson`] with the line
     /// number (never the content) when the line is not JSON.
-    pub(crate) async fn next_json(&mut self) -> Result<Option<serde_json::Value>, CliError> {
+    pub async fn next_json(&mut self) -> Result<Option<serde_json::Value>, ProcessError> {
         loop {
             match self.next_line().await? {
                 None => return Ok(None),
@@ -269,7 +278,7 @@ impl CliProcess {
 
     /// The redacted end of stderr so far (at most [`Limits::stderr_tail_bytes`] bytes).
     #[cfg(test)]
-    pub(crate) fn stderr_tail(&self) -> String {
+    pub fn stderr_tail(&self) -> String {
         self.child.stderr_tail()
     }
 
@@ -283,9 +292,9 @@ impl CliProcess {
     ///
     /// # Errors
     ///
-    /// [`CliError::Io`] when the exit status cannot be observed (another part of the program
+    /// [`ProcessError::Io`] when the exit status cannot be observed (another part of the program
     /// reaped the child).
-    pub(crate) async fn wait(self) -> Result<Finished, CliError> {
+    pub async fn wait(self) -> Result<Finished, ProcessError> {
         let Self {
             mut stdout,
             deadline,
@@ -299,13 +308,13 @@ impl CliProcess {
             Ok(Ok(_)) if timed_out => ExitStatus::TimedOut,
             Ok(Ok(status)) => exit_status(status),
             Ok(Err(source)) => {
-                return Err(CliError::Io {
+                return Err(ProcessError::Io {
                     op: "wait for the CLI process",
                     source,
                 });
             }
             Err(_) => {
-                return Err(CliError::Io {
+                return Err(ProcessError::Io {
                     op: "wait for the CLI process",
                     source: io::Error::other("the reaper thread ended without a status"),
                 });
@@ -322,7 +331,7 @@ impl CliProcess {
     ///
     /// The status is what the process reported (usually `Signal(15)` or `Signal(9)`); if it
     /// cannot be observed (another part of the program reaped the child), `Signal(9)`.
-    pub(crate) async fn terminate(self) -> Finished {
+    pub async fn terminate(self) -> Finished {
         let Self { stdout, child, .. } = self;
         // A child that handles SIGTERM and is blocked writing stdout gets EPIPE and can exit.
         drop(stdout);
@@ -333,7 +342,7 @@ impl CliProcess {
 /// A started process's handle: its exit, group and stderr tail, without its stdout (which a
 /// [`CliProcess`] reads as lines, and a resident process hands to its protocol peer).
 /// Dropping it ends the process group, like [`CliProcess`].
-pub(crate) struct ChildHandle {
+pub struct ChildHandle {
     pid: u32,
     stderr: Arc<Mutex<TailBuffer>>,
     stderr_task: JoinHandle<()>,
@@ -372,33 +381,33 @@ impl ChildHandle {
     }
 
     /// The process id (also the process group id).
-    pub(crate) fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.pid
     }
 
     /// Whether the main process has exited.
-    pub(crate) fn has_exited(&self) -> bool {
+    pub fn has_exited(&self) -> bool {
         self.guard.has_exited()
     }
 
     /// What ends the process group from a task that does not own the handle.
-    pub(crate) fn ender(&self) -> crate::group::GroupEnder {
+    pub fn ender(&self) -> GroupEnder {
         self.guard.ender()
     }
 
     /// What the stderr tail is redacted with.
-    pub(crate) fn redaction(&self) -> &Redaction {
+    pub fn redaction(&self) -> &Redaction {
         &self.redaction
     }
 
     /// Redacts the stderr tail with `redaction` from now on (a resident process's next turn
     /// may know secrets its launch did not; the caller keeps the launch's in it).
-    pub(crate) fn set_redaction(&mut self, redaction: Redaction) {
+    pub fn set_redaction(&mut self, redaction: Redaction) {
         self.redaction = redaction;
     }
 
     /// The redacted end of stderr so far.
-    pub(crate) fn stderr_tail(&self) -> String {
+    pub fn stderr_tail(&self) -> String {
         self.stderr
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -409,7 +418,7 @@ impl ChildHandle {
     /// ends the group (SIGTERM, SIGKILL after [`Limits::kill_grace`], then any member left);
     /// returns how it ended: the status it reported, or `Signal(9)` when that cannot be
     /// observed (another part of the program reaped the child).
-    pub(crate) async fn wait_or_terminate(self, within: Option<Duration>) -> Finished {
+    pub async fn wait_or_terminate(self, within: Option<Duration>) -> Finished {
         const SIGKILL: i32 = 9;
         let deadline = within.map(|d| deadline_after(Instant::now(), d));
         let (report, _, stderr_tail) = self.end(deadline).await;

@@ -3,8 +3,9 @@
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, Scenario};
 
+use crate::error::ProcessError;
+use crate::process::CliProcess;
 use crate::tests::support::{fixture, limits};
-use crate::{CliError, CliProcess};
 
 #[tokio::test]
 async fn lines_are_streamed_in_order_then_end() {
@@ -29,7 +30,7 @@ async fn lines_are_streamed_in_order_then_end() {
     assert_eq!(process.next_line().await.unwrap(), None);
     let finished = process.wait().await.unwrap();
     assert_eq!(finished.status, ExitStatus::Success);
-    assert_eq!(crate::failure_kind(finished.status), None);
+    assert_eq!(crate::process::failure_kind(finished.status), None);
     assert!(finished.failure().is_none());
 }
 
@@ -59,7 +60,7 @@ async fn an_over_long_line_is_an_error_and_never_buffered_whole() {
     let mut process = CliProcess::spawn(&fx.env, fx.fake(&scenario), limits).unwrap();
     let err = process.next_line().await.unwrap_err();
     assert!(
-        matches!(err, CliError::LineTooLong { limit } if limit == MIB),
+        matches!(err, ProcessError::LineTooLong { limit } if limit == MIB),
         "{err:?}"
     );
     // The rest of the 64 MiB line is skipped; reading resumes after it.
@@ -89,7 +90,7 @@ async fn malformed_json_names_the_line_not_the_content() {
     assert_eq!(process.next_json().await.unwrap().unwrap()["ok"], 1);
     let err = process.next_json().await.unwrap_err();
     assert!(
-        matches!(err, CliError::MalformedJson { line: 2 }),
+        matches!(err, ProcessError::MalformedJson { line: 2 }),
         "{err:?}"
     );
     assert!(!err.to_string().contains("not json"));
@@ -112,7 +113,7 @@ async fn non_utf8_lines_are_typed_errors_and_crlf_is_trimmed() {
     let mut process = CliProcess::spawn(&fx.env, command, limits()).unwrap();
     assert_eq!(process.next_line().await.unwrap().as_deref(), Some("ok"));
     let err = process.next_line().await.unwrap_err();
-    assert!(matches!(err, CliError::NonUtf8 { line: 2 }), "{err:?}");
+    assert!(matches!(err, ProcessError::NonUtf8 { line: 2 }), "{err:?}");
     assert_eq!(process.next_line().await.unwrap().as_deref(), Some("next"));
     // A final line without a newline is still a line.
     assert_eq!(process.next_line().await.unwrap().as_deref(), Some("last"));

@@ -17,10 +17,10 @@ use run_service::EnvBinding;
 /// environment is configured; `Debug` shows names only.
 ///
 /// Its redactor is given when it is made and is the only one its stderr tail passes: a turn's
-/// command carries the turn's redactor (see `crate::driver::turn_redactor`), so stderr and
+/// command carries the turn's redactor (see `driver_cli`'s turn redactor), so stderr and
 /// events hide the same secrets; any other command, the environment's.
 #[derive(Clone)]
-pub(crate) struct CliCommand {
+pub struct CliCommand {
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<OsString>,
     pub(crate) cwd: Option<PathBuf>,
@@ -29,7 +29,7 @@ pub(crate) struct CliCommand {
     /// The request's bindings, from run services: checked against [`runtime_env::RefusedVar`].
     pub(crate) request_secrets: Vec<EnvBinding>,
     pub(crate) stdin: Option<String>,
-    /// Stdin stays open for the caller ([`CliProcess::spawn_resident`](crate::CliProcess)).
+    /// Stdin stays open for the caller ([`CliProcess::spawn_resident`](crate::process::CliProcess::spawn_resident)).
     pub(crate) keep_stdin: bool,
     /// What the stderr tail is redacted with. It knows every secret value the command
     /// carries: a binding's value joins it as the binding is added (a turn's redactor knows
@@ -42,7 +42,7 @@ impl CliCommand {
     /// stderr tail `redactor` redacts: a turn's redactor, or the environment's. The secrets
     /// the command is given later ([`secret_env`](Self::secret_env),
     /// [`request_env`](Self::request_env)) join it; the token patterns always apply.
-    pub(crate) fn new(program: impl Into<PathBuf>, redactor: Redactor) -> Self {
+    pub fn new(program: impl Into<PathBuf>, redactor: Redactor) -> Self {
         Self {
             program: program.into(),
             args: Vec::new(),
@@ -57,13 +57,13 @@ impl CliCommand {
     }
 
     /// Appends one argument.
-    pub(crate) fn arg(mut self, arg: impl Into<OsString>) -> Self {
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.args.push(arg.into());
         self
     }
 
     /// Appends arguments.
-    pub(crate) fn args<I, S>(mut self, args: I) -> Self
+    pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
@@ -73,15 +73,15 @@ impl CliCommand {
     }
 
     /// The working directory (default: the runtime environment's `cwd`).
-    pub(crate) fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
         self
     }
 
     /// Sets a plain, non-secret variable. Names managed by the runtime environment (HOME,
     /// XDG_*, TMPDIR, state variables such as CODEX_HOME) and credential-looking names are
-    /// refused by [`CliProcess::spawn`](crate::CliProcess::spawn).
-    pub(crate) fn var(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
+    /// refused by [`CliProcess::spawn`](crate::process::CliProcess::spawn).
+    pub fn var(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
         self.vars.push((name.into(), value.into()));
         self
     }
@@ -89,13 +89,10 @@ impl CliCommand {
     /// Adds the request's secret bindings (its
     /// [`RuntimePayload::secret_env`](driver_spi::RuntimePayload::secret_env): the run
     /// services' tokens). They come from providers, so
-    /// [`CliProcess::spawn`](crate::CliProcess::spawn) refuses any that would set what
+    /// [`CliProcess::spawn`](crate::process::CliProcess::spawn) refuses any that would set what
     /// changes how or where the runtime runs ([`runtime_env::RefusedVar`]); the command's
     /// redactor knows their values.
-    pub(crate) fn request_env<'a>(
-        mut self,
-        bindings: impl IntoIterator<Item = &'a EnvBinding>,
-    ) -> Self {
+    pub fn request_env<'a>(mut self, bindings: impl IntoIterator<Item = &'a EnvBinding>) -> Self {
         for binding in bindings {
             self.redactor.add_secret(binding.value().clone());
             self.request_secrets.push(binding.clone());
@@ -106,10 +103,7 @@ impl CliCommand {
     /// Adds the dialect's own secret variables (the model key of its configuration). They are
     /// set last, so they win over plain variables of the same name; the command's redactor
     /// knows their values.
-    pub(crate) fn secret_env<'a>(
-        mut self,
-        bindings: impl IntoIterator<Item = &'a EnvBinding>,
-    ) -> Self {
+    pub fn secret_env<'a>(mut self, bindings: impl IntoIterator<Item = &'a EnvBinding>) -> Self {
         for binding in bindings {
             self.redactor.add_secret(binding.value().clone());
             self.secrets.push(binding.clone());
@@ -119,14 +113,14 @@ impl CliCommand {
 
     /// Text written to the child's stdin, which is then closed (the prompt goes here, never
     /// on the command line). Without it, stdin is `/dev/null`.
-    pub(crate) fn stdin_text(mut self, text: impl Into<String>) -> Self {
+    pub fn stdin_text(mut self, text: impl Into<String>) -> Self {
         self.stdin = Some(text.into());
         self
     }
 
     /// Keeps stdin open as a pipe for a resident process's protocol (instead of writing
     /// [`stdin_text`](Self::stdin_text) and closing it).
-    pub(crate) fn keep_stdin(mut self) -> Self {
+    pub fn keep_stdin(mut self) -> Self {
         self.keep_stdin = true;
         self
     }
@@ -154,7 +148,7 @@ impl fmt::Debug for CliCommand {
 ///
 /// ```
 /// use std::time::Duration;
-/// use driver_cli::Limits;
+/// use driver_process::command::Limits;
 ///
 /// let limits = Limits::default().with_idle_timeout(Duration::from_secs(30));
 /// assert_eq!(limits.idle_timeout, Duration::from_secs(30));

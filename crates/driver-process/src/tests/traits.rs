@@ -1,6 +1,13 @@
 //! Auto traits drivers rely on: processes and their futures move across threads.
 
-use crate::{CliCommand, CliError, CliProcess, Finished, Limits, RunFiles, SideOutput, Version};
+use crate::command::CliCommand;
+use crate::command::Limits;
+use crate::error::ProcessError;
+use crate::files::RunFiles;
+use crate::output::SideOutput;
+use crate::process::CliProcess;
+use crate::process::Finished;
+use crate::version::Version;
 
 fn send_sync<T: Send + Sync>() {}
 
@@ -10,7 +17,7 @@ fn send<T: Send>(_: &T) {}
 fn public_types_are_send_and_sync() {
     send_sync::<CliCommand>();
     send_sync::<CliProcess>();
-    send_sync::<CliError>();
+    send_sync::<ProcessError>();
     send_sync::<Finished>();
     send_sync::<Limits>();
     send_sync::<RunFiles<'static>>();

@@ -6,8 +6,10 @@ use std::time::Duration;
 use driver_spi::ExitStatus;
 use fake_cli::{Rule, SCENARIO_ENV, Scenario, read_invocations};
 
+use crate::error::ProcessError;
+use crate::probe::probe_version;
 use crate::tests::support::{Fixture, fixture, fixture_with};
-use crate::{CliError, Version, probe_version};
+use crate::version::Version;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -26,13 +28,13 @@ async fn probe_within(
     scenario: &Scenario,
     minimum: Version,
     timeout: Duration,
-) -> Result<Version, CliError> {
+) -> Result<Version, ProcessError> {
     let fx = env_running(scenario);
     probe_version(&fx.env, &fake_cli::binary_path(), minimum, timeout).await
 }
 
 /// [`probe_within`] the usual time.
-async fn probe(scenario: &Scenario, minimum: Version) -> Result<Version, CliError> {
+async fn probe(scenario: &Scenario, minimum: Version) -> Result<Version, ProcessError> {
     probe_within(scenario, minimum, TIMEOUT).await
 }
 
@@ -58,7 +60,7 @@ async fn an_old_version_is_too_old() {
     .await
     .unwrap_err();
     match err {
-        CliError::VersionTooOld { found, minimum } => {
+        ProcessError::VersionTooOld { found, minimum } => {
             assert_eq!(found, Version::new(0, 169, 0));
             assert_eq!(minimum, Version::new(0, 170, 0));
         }
@@ -74,7 +76,7 @@ async fn a_version_without_numbers_is_unparseable() {
     )
     .await
     .unwrap_err();
-    assert!(matches!(err, CliError::VersionUnparseable), "{err:?}");
+    assert!(matches!(err, ProcessError::VersionUnparseable), "{err:?}");
 }
 
 #[tokio::test]
@@ -104,7 +106,7 @@ async fn a_failing_version_command_is_a_probe_failure() {
     assert!(
         matches!(
             err,
-            CliError::VersionProbeFailed {
+            ProcessError::VersionProbeFailed {
                 status: ExitStatus::Code(2)
             }
         ),
@@ -123,7 +125,7 @@ async fn a_missing_binary_is_not_found() {
     )
     .await
     .unwrap_err();
-    assert!(matches!(err, CliError::NotFound { .. }), "{err:?}");
+    assert!(matches!(err, ProcessError::NotFound { .. }), "{err:?}");
 }
 
 #[tokio::test]
@@ -135,7 +137,7 @@ async fn a_hanging_version_command_times_out() {
     )
     .await
     .unwrap_err();
-    assert!(matches!(err, CliError::TotalTimeout { .. }), "{err:?}");
+    assert!(matches!(err, ProcessError::TotalTimeout { .. }), "{err:?}");
 }
 
 #[test]

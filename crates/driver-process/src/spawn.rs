@@ -1,6 +1,6 @@
 //! Starting a CLI in its namespace: the variable checks, the command in the runtime
 //! environment, its own process group, the pipes, the reaper thread and the group guard.
-//! What a per-turn [`CliProcess`](crate::CliProcess) and a resident process are both built
+//! What a per-turn [`CliProcess`](crate::process::CliProcess) and a resident process are both built
 //! from.
 
 use std::io;
@@ -17,21 +17,21 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::command::{CliCommand, Limits};
-use crate::error::CliError;
+use crate::error::ProcessError;
 use crate::group::{self, ExitReport, GroupGuard};
 use crate::stderr::{self, Redaction, TailBuffer};
 
 /// A process just started: its pipes, stderr drain, reaper and group guard.
 pub(crate) struct Started {
-    pub(crate) program: String,
-    pub(crate) pid: u32,
-    pub(crate) stdin: Option<ChildStdin>,
-    pub(crate) stdout: ChildStdout,
-    pub(crate) stderr: Arc<Mutex<TailBuffer>>,
-    pub(crate) stderr_task: JoinHandle<()>,
-    pub(crate) exit: oneshot::Receiver<ExitReport>,
-    pub(crate) guard: GroupGuard,
-    pub(crate) redaction: Redaction,
+    pub program: String,
+    pub pid: u32,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: ChildStdout,
+    pub stderr: Arc<Mutex<TailBuffer>>,
+    pub stderr_task: JoinHandle<()>,
+    pub exit: oneshot::Receiver<ExitReport>,
+    pub guard: GroupGuard,
+    pub redaction: Redaction,
 }
 
 /// Starts `command` in `env` (see [`CliProcess::spawn`]).
@@ -39,8 +39,8 @@ pub(crate) fn start(
     env: &RuntimeEnv,
     command: CliCommand,
     limits: Limits,
-) -> Result<Started, CliError> {
-    let runtime = tokio::runtime::Handle::try_current().map_err(|_| CliError::NoRuntime)?;
+) -> Result<Started, ProcessError> {
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| ProcessError::NoRuntime)?;
     for (name, _) in &command.vars {
         check_var(env, name, false)?;
     }
@@ -50,7 +50,7 @@ pub(crate) fn start(
     for binding in &command.request_secrets {
         check_var(env, binding.name(), true)?;
         if let Some(class) = env.refused_request_var(binding.name()) {
-            return Err(CliError::RefusedRequestVar {
+            return Err(ProcessError::RefusedRequestVar {
                 name: binding.name().to_owned(),
                 class,
             });
@@ -83,11 +83,11 @@ pub(crate) fn start(
         // ENOENT also reports a missing working directory; only a missing program is
         // NotFound.
         if source.kind() == io::ErrorKind::NotFound && cwd.is_dir() {
-            CliError::NotFound {
+            ProcessError::NotFound {
                 program: program.clone(),
             }
         } else {
-            CliError::Spawn {
+            ProcessError::Spawn {
                 program: program.clone(),
                 source,
             }
@@ -104,13 +104,13 @@ pub(crate) fn start(
         // A pid that is not a positive i32 cannot happen on Unix; never signal group 0.
         let _ = child.kill();
         let _ = child.wait();
-        return Err(CliError::Spawn {
+        return Err(ProcessError::Spawn {
             program,
             source: io::Error::other("the child has an invalid process id"),
         });
     };
     let (watch, exit) =
-        group::start_reaper(child, pgid, limits.kill_grace).map_err(|e| CliError::Io {
+        group::start_reaper(child, pgid, limits.kill_grace).map_err(|e| ProcessError::Io {
             op: "start the reaper thread",
             source: e,
         })?;
@@ -120,14 +120,14 @@ pub(crate) fn start(
     let stdout = stdout
         .ok_or_else(|| io::Error::other("stdout was not piped"))
         .and_then(ChildStdout::from_std)
-        .map_err(|source| CliError::Io {
+        .map_err(|source| ProcessError::Io {
             op: "attach to stdout",
             source,
         })?;
     let stderr_pipe = stderr_pipe
         .ok_or_else(|| io::Error::other("stderr was not piped"))
         .and_then(ChildStderr::from_std)
-        .map_err(|source| CliError::Io {
+        .map_err(|source| ProcessError::Io {
             op: "attach to stderr",
             source,
         })?;
@@ -136,12 +136,12 @@ pub(crate) fn start(
         kept_stdin = stdin
             .map(ChildStdin::from_std)
             .transpose()
-            .map_err(|source| CliError::Io {
+            .map_err(|source| ProcessError::Io {
                 op: "attach to stdin",
                 source,
             })?;
     } else if let (Some(stdin), Some(text)) = (stdin, command.stdin) {
-        let mut stdin = ChildStdin::from_std(stdin).map_err(|source| CliError::Io {
+        let mut stdin = ChildStdin::from_std(stdin).map_err(|source| ProcessError::Io {
             op: "attach to stdin",
             source,
         })?;
@@ -178,17 +178,17 @@ fn is_valid_var_name(name: &str) -> bool {
         && name.len() <= 256
 }
 
-fn check_var(env: &RuntimeEnv, name: &str, secret: bool) -> Result<(), CliError> {
+fn check_var(env: &RuntimeEnv, name: &str, secret: bool) -> Result<(), ProcessError> {
     if !is_valid_var_name(name) {
-        return Err(CliError::InvalidVarName { len: name.len() });
+        return Err(ProcessError::InvalidVarName { len: name.len() });
     }
     if env.is_reserved_var(name) {
-        return Err(CliError::ReservedVar {
+        return Err(ProcessError::ReservedVar {
             name: name.to_owned(),
         });
     }
     if !secret && runtime_env::is_credential_var(name) {
-        return Err(CliError::CredentialVar {
+        return Err(ProcessError::CredentialVar {
             name: name.to_owned(),
         });
     }

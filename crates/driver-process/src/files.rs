@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use runtime_env::{RuntimeDescriptor, RuntimeEnv};
 
-use crate::error::CliError;
+use crate::error::ProcessError;
 
 /// The directory, under a runtime's state directory, that holds per-run directories.
-pub(crate) const RUNS_DIR: &str = "sdk-runs";
+pub const RUNS_DIR: &str = "sdk-runs";
 
 /// Written to claim a new directory, then removed.
 const CLAIM: &str = ".claim";
@@ -27,7 +27,7 @@ const MAX_ID_CHARS: usize = 64;
 /// even with the same run id, never share or clobber files. Dropping it removes the
 /// directory; a failure to remove it is logged.
 #[derive(Debug)]
-pub(crate) struct RunFiles<'e> {
+pub struct RunFiles<'e> {
     env: &'e RuntimeEnv,
     runtime: &'static RuntimeDescriptor,
     /// `sdk-runs/<unique>`, relative to the state directory.
@@ -44,14 +44,14 @@ impl<'e> RunFiles<'e> {
     ///
     /// # Errors
     ///
-    /// [`CliError::Files`] when the runtime environment refuses or fails the write (or does
+    /// [`ProcessError::Files`] when the runtime environment refuses or fails the write (or does
     /// not serve `runtime`), and
-    /// [`CliError::Io`] when no random name can be drawn or the claim cannot be finished.
-    pub(crate) fn create(
+    /// [`ProcessError::Io`] when no random name can be drawn or the claim cannot be finished.
+    pub fn create(
         env: &'e RuntimeEnv,
         runtime: &'static RuntimeDescriptor,
         run_id: &str,
-    ) -> Result<Self, CliError> {
+    ) -> Result<Self, ProcessError> {
         let prefix = sanitize(run_id);
         let lock = env.lock_config()?;
         let runs = env.state_dir(runtime)?.join(RUNS_DIR);
@@ -63,7 +63,7 @@ impl<'e> RunFiles<'e> {
                 Ok(_) => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(source) => {
-                    return Err(CliError::Io {
+                    return Err(ProcessError::Io {
                         op: "inspect the per-run directory",
                         source,
                     });
@@ -71,7 +71,7 @@ impl<'e> RunFiles<'e> {
             }
             let relative = format!("{RUNS_DIR}/{unique}");
             let claim = lock.write(runtime, &format!("{relative}/{CLAIM}"), b"")?;
-            fs::remove_file(&claim).map_err(|source| CliError::Io {
+            fs::remove_file(&claim).map_err(|source| ProcessError::Io {
                 op: "finish claiming the per-run directory",
                 source,
             })?;
@@ -90,7 +90,7 @@ impl<'e> RunFiles<'e> {
 
     /// The directory.
     #[cfg(test)]
-    pub(crate) fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -99,17 +99,17 @@ impl<'e> RunFiles<'e> {
     ///
     /// # Errors
     ///
-    /// [`CliError::InvalidFileName`] unless `name` is a plain file name (not empty, `.` or
-    /// `..`, without `/`, `\` or NUL, at most 255 bytes), and [`CliError::Files`] when the
+    /// [`ProcessError::InvalidFileName`] unless `name` is a plain file name (not empty, `.` or
+    /// `..`, without `/`, `\` or NUL, at most 255 bytes), and [`ProcessError::Files`] when the
     /// runtime environment refuses or fails the write.
-    pub(crate) fn write(&self, name: &str, contents: &[u8]) -> Result<PathBuf, CliError> {
+    pub fn write(&self, name: &str, contents: &[u8]) -> Result<PathBuf, ProcessError> {
         if name.is_empty()
             || name == "."
             || name == ".."
             || name.len() > 255
             || name.contains(['/', '\\', '\0'])
         {
-            return Err(CliError::InvalidFileName { len: name.len() });
+            return Err(ProcessError::InvalidFileName { len: name.len() });
         }
         Ok(self.env.write_runtime_file(
             self.runtime,
@@ -122,11 +122,11 @@ impl<'e> RunFiles<'e> {
     ///
     /// # Errors
     ///
-    /// [`CliError::Io`] when it cannot be removed.
+    /// [`ProcessError::Io`] when it cannot be removed.
     #[cfg(test)]
-    pub(crate) fn remove(mut self) -> Result<(), CliError> {
+    pub fn remove(mut self) -> Result<(), ProcessError> {
         self.removed = true;
-        remove_dir(&self.dir).map_err(|source| CliError::Io {
+        remove_dir(&self.dir).map_err(|source| ProcessError::Io {
             op: "remove the per-run directory",
             source,
         })
@@ -136,7 +136,7 @@ impl<'e> RunFiles<'e> {
 impl RunFiles<'_> {
     /// The directory, with its files written, for a holder that outlives the environment
     /// borrow (a resident process): removed when the returned guard is dropped.
-    pub(crate) fn keep(mut self) -> RunDir {
+    pub fn keep(mut self) -> RunDir {
         self.removed = true;
         RunDir {
             dir: std::mem::take(&mut self.dir),
@@ -146,7 +146,7 @@ impl RunFiles<'_> {
 
 /// A per-run directory whose files are written, removed when dropped ([`RunFiles::keep`]).
 #[derive(Debug)]
-pub(crate) struct RunDir {
+pub struct RunDir {
     dir: PathBuf,
 }
 
@@ -202,9 +202,9 @@ fn sanitize(run_id: &str) -> String {
     }
 }
 
-fn random_suffix() -> Result<String, CliError> {
+fn random_suffix() -> Result<String, ProcessError> {
     let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).map_err(|e| CliError::Io {
+    getrandom::fill(&mut bytes).map_err(|e| ProcessError::Io {
         op: "draw a random directory name",
         source: io::Error::other(e.to_string()),
     })?;

@@ -4,9 +4,12 @@ use std::os::unix::fs::PermissionsExt;
 
 use fake_cli::read_invocations;
 
+use crate::error::ProcessError;
 use crate::files::RUNS_DIR;
+use crate::files::RunFiles;
+use crate::process::CliProcess;
 use crate::tests::support::{CLAUDE, CODEX, fixture, limits};
-use crate::{CliError, CliProcess, NamespaceFiles, RunFiles};
+use crate::turn_lock::NamespaceFiles;
 
 fn mode(path: &std::path::Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -120,7 +123,7 @@ fn file_names_must_be_plain() {
     ] {
         let err = files.write(name, b"x").unwrap_err();
         assert!(
-            matches!(err, CliError::InvalidFileName { .. }),
+            matches!(err, ProcessError::InvalidFileName { .. }),
             "{name:?}: {err:?}"
         );
     }

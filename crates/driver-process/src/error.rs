@@ -1,8 +1,8 @@
-//! [`CliError`]: what can go wrong while running a CLI process.
+//! [`ProcessError`]: what can go wrong while running a CLI process.
 //!
 //! Messages are built from code constants, numbers, variable names and paths only: never a
 //! secret value, an output line or stderr text (those go into the redacted
-//! [`Finished::stderr_tail`](crate::Finished::stderr_tail) instead).
+//! [`Finished::stderr_tail`](crate::process::Finished::stderr_tail) instead).
 
 use std::error::Error as _;
 use std::io;
@@ -15,7 +15,7 @@ use crate::version::Version;
 /// Running a CLI process failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CliError {
+pub enum ProcessError {
     /// The program does not exist (or is not on the child's `PATH`).
     #[error("CLI program `{program}` not found")]
     NotFound {
@@ -58,7 +58,7 @@ pub enum CliError {
         class: runtime_env::RefusedVar,
     },
     /// A credential variable was given as a plain variable; pass it as a secret (such as
-    /// [`Invocation::secrets`](crate::Invocation::secrets)).
+    /// [`CliCommand::secret_env`](crate::command::CliCommand::secret_env)).
     #[error("`{name}` carries a credential: pass it as a secret binding")]
     CredentialVar {
         /// The variable.
@@ -73,7 +73,7 @@ pub enum CliError {
         #[source]
         source: io::Error,
     },
-    /// A stdout line is longer than [`Limits::max_line_bytes`](crate::Limits::max_line_bytes).
+    /// A stdout line is longer than [`Limits::max_line_bytes`](crate::command::Limits::max_line_bytes).
     #[error("stdout line longer than {limit} bytes")]
     LineTooLong {
         /// The limit.
@@ -132,7 +132,7 @@ pub enum CliError {
     Files(#[from] runtime_env::Error),
 }
 
-impl CliError {
+impl ProcessError {
     /// The failure class of this error: timeouts are [`FailureKind::Timeout`], unreadable
     /// output is [`FailureKind::Protocol`], a CLI that cannot be started, is too old or whose
     /// pipes fail is [`FailureKind::Process`], and file and configuration problems are
@@ -162,8 +162,8 @@ impl CliError {
     /// A [`RunFailure`] of [`failure_kind`](Self::failure_kind) whose message is this error
     /// and its sources (no secret or provider text by construction), followed by
     /// `stderr_tail` when given (pass a redacted tail, such as
-    /// [`Finished::stderr_tail`](crate::Finished::stderr_tail)).
-    pub(crate) fn to_run_failure(&self, stderr_tail: Option<&str>) -> RunFailure {
+    /// [`Finished::stderr_tail`](crate::process::Finished::stderr_tail)).
+    pub fn to_run_failure(&self, stderr_tail: Option<&str>) -> RunFailure {
         let mut message = self.to_string();
         let mut source = self.source();
         while let Some(s) = source {
@@ -185,8 +185,8 @@ impl CliError {
     }
 }
 
-impl From<CliError> for DriverError {
-    fn from(e: CliError) -> Self {
+impl From<ProcessError> for DriverError {
+    fn from(e: ProcessError) -> Self {
         e.into_driver_error()
     }
 }
