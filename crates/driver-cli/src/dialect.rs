@@ -7,6 +7,10 @@
 //! what it is shown, so the order of checks, the one event loop, terminate-then-fail and the
 //! judgement skeleton cannot differ between CLIs.
 
+pub(crate) mod events;
+pub(crate) mod session;
+pub(crate) mod tool_names;
+
 use std::fmt;
 use std::ops::Deref;
 use std::path::Path;
@@ -19,7 +23,10 @@ use run_service::{EnvBinding, TransportKind};
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
 
-use crate::{CommonOptions, Runtime, SessionPlan, TurnEvents};
+use crate::dialect::events::TurnEvents;
+use crate::dialect::session::SessionPlan;
+use crate::driver::options::CommonOptions;
+use crate::registry::Runtime;
 use driver_process::process::Finished;
 
 /// A known event whose shape is broken: the driver stops the turn with a protocol failure
@@ -367,7 +374,7 @@ impl Identity {
         Self {
             driver_type,
             display_name,
-            codec: crate::session::session_codec(codec),
+            codec: crate::dialect::session::session_codec(codec),
             new_session_id,
         }
     }
@@ -447,7 +454,7 @@ pub trait Dialect:
 
     /// The resident mode's protocol, for dialects whose CLI has one
     /// ([`ProcessMode::Resident`](crate::ProcessMode::Resident)). The default: none.
-    fn resident(&self) -> Option<&dyn crate::ResidentProtocol> {
+    fn resident(&self) -> Option<&dyn crate::resident::ResidentProtocol> {
         None
     }
 

@@ -13,6 +13,10 @@
 //!    process and its translator, spawned in the namespace's environment;
 //! 6. the one event loop ([`crate::turn`]) and the one judgement.
 
+pub(crate) mod options;
+mod side;
+pub(crate) mod turn;
+
 use std::ffi::OsString;
 use std::sync::Arc;
 
@@ -24,10 +28,11 @@ use driver_spi::{
 };
 use runtime_env::RuntimeEnv;
 
-use crate::CommonOptions as _;
+use crate::dialect::session::SessionPlan;
 use crate::dialect::{ConfigFiles, Dialect, Invocation, NamespaceConfig, NewSessionId, Turn};
+use crate::driver::options::CommonOptions as _;
+use crate::driver::options::ProcessMode;
 use crate::resident::ResidentProcess;
-use crate::{ProcessMode, SessionPlan};
 use driver_process::command::CliCommand;
 use driver_process::error::ProcessError;
 use driver_process::files::RunFiles;
@@ -236,7 +241,7 @@ impl<D: Dialect> CliDriver<D> {
         let command = self
             .command(request, invocation, redactor)
             .stdin_text(stdin);
-        crate::turn::drive(&self.options, &self.env, command, turn, translator, sink).await
+        crate::driver::turn::drive(&self.options, &self.env, command, turn, translator, sink).await
     }
 
     /// The command of `invocation` for `request`: the binary, its argv and variables, the

@@ -90,38 +90,27 @@
 #[cfg(not(unix))]
 compile_error!("driver-cli supports Unix only: it relies on process groups and signals");
 
-mod approval;
 mod dialect;
 mod driver;
-mod mcp_refs;
-mod options;
+mod mcp;
+mod registry;
 mod resident;
-mod runtime;
-mod session;
-mod side;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod tool_names;
-mod turn;
-mod turn_events;
 
+pub use dialect::events::{Tracked, TurnEvents, json_text};
+pub use dialect::session::SessionPlan;
+pub use dialect::tool_names::ToolNames;
 pub use dialect::{
     CliEvent, ConfigFiles, Dialect, Identity, Invocation, MalformedEvent, McpStatus, MergeFiles,
     NamespaceConfig, NewSessionId, Translator, Turn, cli_capabilities, default_failure,
     message_content, str_field,
 };
+pub use driver::options::{CliOptions, CommonOptions, ProcessMode};
 pub use driver::{CliDriver, TURN_LOCK_FILE};
-pub use mcp_refs::{
-    EnvRefs, McpEntry, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers,
-};
-pub use options::{CliOptions, CommonOptions, ProcessMode};
+pub use mcp::{EnvRefs, McpEntry, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers};
+pub use registry::{BuildError, CommonArgs, KeyRoute, ModelAccess, Runtime, WithEndpoint};
 pub use resident::{Call, Rejection, ResidentProtocol};
-pub use runtime::{BuildError, CommonArgs, KeyRoute, ModelAccess, Runtime, WithEndpoint};
-pub use session::SessionPlan;
-pub use tool_names::ToolNames;
-pub use turn_events::{Tracked, TurnEvents, json_text};
-
-pub(crate) use turn_events::{checkpoint, fail_turn, finish_turn};
 
 /// Whether `id` is safe to store as a CLI session id and to pass as one argv element: 1–128
 /// bytes of ASCII letters, digits, `-` and `_`, not starting with `-` (so it can never be read

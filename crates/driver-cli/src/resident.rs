@@ -44,19 +44,21 @@ use runtime_env::RuntimeEnv;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::CommonOptions as _;
 use crate::dialect::{Dialect, Invocation, Translator as _, Turn};
+use crate::driver::options::CommonOptions as _;
+use crate::driver::turn::{Gate, Stop, fail_early, judge, required_servers};
 use crate::driver::turn_redactor;
-use crate::turn::{Gate, Stop, fail_early, judge, required_servers};
 use driver_process::peer::{Inbox, Incoming, RpcError, RpcPeer};
 use driver_process::pool::{Endings, ProcessPool, Resident};
 use driver_process::process::ChildHandle;
 
+mod approval;
 mod protocol;
 mod read;
 
 use crate::dialect::ConfigFiles;
-use crate::{SessionPlan, Tracked};
+use crate::dialect::events::Tracked;
+use crate::dialect::session::SessionPlan;
 use driver_process::command::CliCommand;
 use driver_process::command::Limits;
 use driver_process::error::ProcessError;
@@ -410,7 +412,7 @@ pub(crate) async fn run<D: Dialect>(
         };
         if let Some(stop) = session
             .as_deref()
-            .and_then(|s| crate::turn::session_stop(turn.plan, s))
+            .and_then(|s| crate::driver::turn::session_stop(turn.plan, s))
         {
             let finished = flight.finish().close().await;
             return Err(fail_early(stop, turn.plan, false, &finished, sink));

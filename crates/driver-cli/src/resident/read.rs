@@ -35,7 +35,7 @@ pub(super) enum Read {
     clippy::too_many_arguments,
     reason = "one turn's parts, borrowed separately"
 )]
-pub(super) async fn read_turn<T: crate::Translator>(
+pub(super) async fn read_turn<T: crate::dialect::Translator>(
     flight: &mut InFlight,
     request: &Request,
     redactor: &Redactor,
@@ -146,7 +146,7 @@ pub(super) async fn read_turn<T: crate::Translator>(
 }
 
 /// One turn's reading state: what the process's messages go through.
-struct Reader<'t, 'g, T: crate::Translator> {
+struct Reader<'t, 'g, T: crate::dialect::Translator> {
     request: &'t Request,
     /// The turn's one redactor (approval requests pass it).
     redactor: &'t Redactor,
@@ -165,7 +165,7 @@ struct Reader<'t, 'g, T: crate::Translator> {
     held: VecDeque<(String, Value)>,
 }
 
-impl<T: crate::Translator> Reader<'_, '_, T> {
+impl<T: crate::dialect::Translator> Reader<'_, '_, T> {
     /// One message of the process; `Some` when it stops the turn.
     async fn message(&mut self, message: Incoming, answered: bool) -> Option<Stop> {
         match message {
@@ -218,7 +218,8 @@ impl<T: crate::Translator> Reader<'_, '_, T> {
             peer.respond_error(id, -32600, "not the current turn").await
         } else if let Some(query) = protocol.approval(request, method, params) {
             // The CLI waits for this answer: no idle time runs meanwhile.
-            let decision = crate::approval::decide(request, self.redactor, self.sink, query).await;
+            let decision =
+                crate::resident::approval::decide(request, self.redactor, self.sink, query).await;
             let result = protocol.approval_answer(method, params, &decision);
             peer.respond(id, result).await
         } else {

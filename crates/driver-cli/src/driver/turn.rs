@@ -14,10 +14,10 @@ use driver_spi::{
 };
 use runtime_env::RuntimeEnv;
 
-use crate::CommonOptions as _;
-use crate::SessionPlan;
-use crate::Tracked;
+use crate::dialect::events::Tracked;
+use crate::dialect::session::SessionPlan;
 use crate::dialect::{Dialect, Translator, Turn};
+use crate::driver::options::CommonOptions as _;
 use driver_process::command::CliCommand;
 use driver_process::error::ProcessError;
 use driver_process::process::CliProcess;
@@ -278,7 +278,7 @@ pub(crate) fn judge<D: Dialect>(
             }
             _ => dialect.failure(&translator, finished),
         };
-        return crate::fail_turn(
+        return crate::dialect::events::fail_turn(
             sink,
             translator.started(),
             failure,
@@ -292,10 +292,11 @@ pub(crate) fn judge<D: Dialect>(
         for (key, value) in translator.checkpoint_data() {
             state.data.insert(key, value);
         }
-        crate::checkpoint(turn.request, state, &D::IDENTITY.codec)
+        crate::dialect::events::checkpoint(turn.request, state, &D::IDENTITY.codec)
     });
     let closing = translator.close_open_calls();
-    let response = crate::finish_turn(sink, closing, translator.output(), usage, checkpoint);
+    let response =
+        crate::dialect::events::finish_turn(sink, closing, translator.output(), usage, checkpoint);
     // The structured answer, when the CLI reports one apart from its text; the core checks
     // it (else the text) against the schema.
     Ok(match translator.structured_output() {

@@ -17,7 +17,8 @@ use run_service::EnvBinding;
 use runtime_env::{RuntimeDescriptor, RuntimeEnvBuilder};
 use secrecy::SecretString;
 
-use crate::{CliDriver, CommonOptions};
+use crate::driver::CliDriver;
+use crate::driver::options::CommonOptions;
 
 /// What every runtime's driver can be built from. Empty by default: each `None` keeps the
 /// driver's own default (the program on `PATH`, the vendor's model and endpoint, no key).

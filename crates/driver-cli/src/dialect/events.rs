@@ -13,7 +13,9 @@ use driver_spi::{
 };
 use serde_json::Value;
 
-use crate::{CliEvent, MalformedEvent, Translator};
+use crate::dialect::CliEvent;
+use crate::dialect::MalformedEvent;
+use crate::dialect::Translator;
 
 /// The tool-result text of a call that was still open when a clean turn ended.
 const NOT_COMPLETED: &str = "the tool call did not complete";

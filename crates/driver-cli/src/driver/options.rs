@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::Dialect;
+use crate::dialect::Dialect;
 use driver_process::command::Limits;
 use driver_process::pool::PoolLimits;
 use driver_process::version::Version;

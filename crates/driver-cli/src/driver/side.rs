@@ -1,8 +1,9 @@
 //! [`CliDriver::side_command`]: a command of the CLI besides turns (Cursor's `create-chat`),
 //! run the way a turn's process runs: in the driver's environment and within its limits.
 
-use crate::CommonOptions as _;
-use crate::{CliDriver, Dialect};
+use crate::dialect::Dialect;
+use crate::driver::CliDriver;
+use crate::driver::options::CommonOptions as _;
 use driver_process::command::CliCommand;
 use driver_process::error::ProcessError;
 use driver_process::output::SideOutput;
