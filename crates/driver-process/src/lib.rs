@@ -13,9 +13,10 @@
 //!   files.
 //! * [`version`] and [`probe`]: a CLI's `x.y.z`, and the `--version` probe through the same
 //!   isolated spawn.
-//! * [`peer`]: a peer over a resident process's stdio, JSON-RPC or the stream-json control
-//!   protocol ([`Wire`](peer::Wire)): requests correlated by id with their own timeouts, and
-//!   what the process starts on a bounded queue.
+//! * [`peer`]: a message peer over a resident process's stdio: requests correlated by id with
+//!   their own timeouts, and what the process starts on a bounded queue. How messages look is
+//!   a [`Framing`](peer::Framing): JSON-RPC ([`JsonRpc`](peer::JsonRpc)) here, another
+//!   protocol's beside its dialect.
 //! * [`pool`]: the resident-process pool, keyed by the exact private
 //!   [`ProcessSignature`](driver_spi::ProcessSignature), with its limits and statistics.
 //! * [`error`]: [`ProcessError`](error::ProcessError), the one error type of the layer.

@@ -1,17 +1,18 @@
-//! A JSON-RPC peer over a resident process's stdio: newline-delimited JSON messages, requests
-//! correlated by id, each with its own timeout; notifications and server requests delivered
-//! in order on a channel.
+//! A message peer over a resident process's stdio: newline-delimited JSON messages, requests
+//! correlated by id, each with its own timeout; notifications and requests of the process
+//! delivered in order on a bounded channel. It is the transport any resident dialect shares
+//! (Codex's app-server, an ACP agent, Claude Code's stream-json input, a subprocess worker),
+//! so it knows no method.
 //!
-//! It is the transport any resident dialect shares (Codex's app-server, an ACP agent, a
-//! subprocess worker), so it knows no method. The same roles (requests with ids, their
-//! answers, messages the peer starts) have a second framing, [`Wire::StreamJson`]: the control
-//! protocol of Claude Code's and CodeBuddy's `--input-format stream-json`, where a request is a
-//! `control_request` with a `request_id`, its answer a `control_response`, every other line an
-//! event named by its `type`, and a notification a raw line. It sends `"jsonrpc":"2.0"` and accepts messages
-//! with or without it (Codex's app-server omits it). A line that is not a JSON object, a
-//! response to no pending request, or an over-long line is dropped and counted, never fatal:
-//! a peer's bad output cannot take the pool down. When the peer's output ends, every pending
-//! request fails with [`RpcError::Closed`].
+//! **Framing.** How a message looks on the wire is a [`Framing`]: how a request, a
+//! notification, an answer and an error answer are written, and what one line read is (an
+//! answer to an id, a request, a notification, or nothing valid). [`JsonRpc`] is JSON-RPC 2.0:
+//! it writes `"jsonrpc":"2.0"` and reads messages with or without it (Codex's app-server omits
+//! it). A protocol with another framing brings its own (`driver-stream-json` has the control
+//! protocol of Claude Code's and CodeBuddy's `--input-format stream-json`). A line that is not
+//! a JSON message, an answer to no pending request, or an over-long line is dropped and
+//! counted, never fatal: a peer's bad output cannot take the pool down. When the peer's output
+//! ends, every pending request fails with [`RpcError::Closed`].
 //!
 //! What the peer starts is delivered on a **bounded** queue ([`Inbox`]): when nobody reads
 //! it, the reader stops reading, so back-pressure reaches the pipe and the peer blocks instead
@@ -27,14 +28,16 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::lines::{LineError, LineReader};
 
+mod framing;
 mod inbox;
 
+pub use framing::{Frame, Framing, JsonRpc};
 pub use inbox::Inbox;
 use inbox::{Listening, QUEUE};
 
@@ -76,8 +79,8 @@ impl std::fmt::Debug for RemoteText {
     }
 }
 
-/// A message the peer started: a notification, or a request the client must answer with
-/// [`RpcPeer::respond`].
+/// A message the other side started: a notification, or a request to answer with
+/// [`RpcPeer::respond`] (or [`RpcPeer::respond_error`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
     /// `{"method", "params"}` without an id.
@@ -89,7 +92,7 @@ pub enum Incoming {
     },
     /// `{"id", "method", "params"}`.
     Request {
-        /// The peer's id, echoed in the answer.
+        /// The other side's id, echoed in the answer.
         id: Value,
         /// The method.
         method: String,
@@ -100,25 +103,9 @@ pub enum Incoming {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
 
-/// How messages are framed on a resident process's stdio (one JSON object per line in both).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Wire {
-    /// JSON-RPC 2.0 (`id`, `method`, `params`, `result`, `error`), with or without the
-    /// `jsonrpc` member: Codex's app-server, ACP.
-    #[default]
-    JsonRpc,
-    /// The stream-json control protocol of Claude Code and CodeBuddy: requests both ways are
-    /// `{"type":"control_request","request_id","request":{"subtype",…}}`, answers
-    /// `{"type":"control_response","response":{"subtype":"success"|"error","request_id",…}}`;
-    /// every other line is an event whose kind is its `type`; a notification is written as its
-    /// params alone (a `user` message).
-    StreamJson,
-}
-
 /// The client side of one peer. Dropping it stops the reader task.
 pub struct RpcPeer {
-    wire: Wire,
+    framing: &'static dyn Framing,
     writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
     pending: Pending,
     next_id: AtomicU64,
@@ -143,21 +130,12 @@ impl Drop for RpcPeer {
 }
 
 impl RpcPeer {
-    /// A peer reading `output` (the process's stdout) and writing `input` (its stdin), lines
-    /// at most `max_line` bytes. Incoming notifications and requests arrive on the receiver,
-    /// which ends when the output does. The reader runs as a task on the current Tokio runtime.
-    #[cfg(test)]
-    pub fn new(
-        output: impl AsyncRead + Send + Unpin + 'static,
-        input: impl AsyncWrite + Send + Unpin + 'static,
-        max_line: usize,
-    ) -> (Self, Inbox) {
-        Self::with_wire(Wire::JsonRpc, output, input, max_line)
-    }
-
-    /// A peer framing its messages as `wire`.
-    pub fn with_wire(
-        wire: Wire,
+    /// A client reading `output` (the process's stdout) and writing `input` (its stdin), in
+    /// `framing`, lines at most `max_line` bytes. The notifications and requests the process
+    /// starts arrive on the inbox, which ends when the output does. The reader runs as a task
+    /// on the current Tokio runtime.
+    pub fn client(
+        framing: &'static dyn Framing,
         output: impl AsyncRead + Send + Unpin + 'static,
         input: impl AsyncWrite + Send + Unpin + 'static,
         max_line: usize,
@@ -167,9 +145,9 @@ impl RpcPeer {
         let listening = Arc::new(Listening::new());
         let (tx, rx) = mpsc::channel(QUEUE);
         let reader = tokio::spawn(read_loop(
-            wire,
             LineReader::new(output, max_line),
             Reading {
+                framing,
                 pending: Arc::clone(&pending),
                 dropped: Arc::clone(&dropped),
                 listening: Arc::clone(&listening),
@@ -182,7 +160,7 @@ impl RpcPeer {
             listening: Arc::clone(&listening),
         };
         let peer = Self {
-            wire,
+            framing,
             writer: tokio::sync::Mutex::new(Box::new(input)),
             pending,
             next_id: AtomicU64::new(1),
@@ -254,19 +232,7 @@ impl RpcPeer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(id, tx);
-        let message = match self.wire {
-            Wire::JsonRpc => {
-                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-            }
-            Wire::StreamJson => {
-                let mut request = match params {
-                    Value::Object(map) => map,
-                    _ => Map::new(),
-                };
-                request.insert("subtype".into(), Value::from(method));
-                json!({"type": "control_request", "request_id": id.to_string(), "request": request})
-            }
-        };
+        let message = self.framing.request(id, method, params);
         let sent = self.send(message).await;
         if let Err(e) = sent {
             self.lock_pending().remove(&id);
@@ -287,46 +253,22 @@ impl RpcPeer {
 
     /// Sends a notification.
     pub async fn notify(&self, method: &'static str, params: Value) -> Result<(), RpcError> {
-        match self.wire {
-            Wire::JsonRpc => {
-                self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
-                    .await
-            }
-            Wire::StreamJson => self.send(params).await,
-        }
+        self.send(self.framing.notification(method, params)).await
     }
 
     /// Answers a request of the peer.
     pub async fn respond(&self, id: Value, result: Value) -> Result<(), RpcError> {
-        match self.wire {
-            Wire::JsonRpc => {
-                self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
-                    .await
-            }
-            Wire::StreamJson => {
-                self.send(json!({"type": "control_response", "response": {
-                    "subtype": "success", "request_id": id, "response": result}}))
-                    .await
-            }
-        }
+        self.send(self.framing.answer(id, result)).await
     }
 
     /// Answers a request of the peer with an error object.
     pub async fn respond_error(&self, id: Value, code: i64, message: &str) -> Result<(), RpcError> {
-        match self.wire {
-            Wire::JsonRpc => {
-                self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
-                    .await
-            }
-            Wire::StreamJson => {
-                self.send(json!({"type": "control_response", "response": {
-                    "subtype": "error", "request_id": id, "error": message}}))
-                    .await
-            }
-        }
+        self.send(self.framing.error_answer(id, code, message))
+            .await
     }
 
-    /// Lines dropped so far (not JSON objects, answers to nothing, too long).
+    /// Lines dropped so far (not JSON messages, answers to nothing, too long, read while quiet
+    /// or opening).
     pub fn dropped(&self) -> usize {
         self.dropped.load(Ordering::Relaxed)
     }
@@ -393,6 +335,7 @@ impl Answer {
 
 /// What the reader shares with the peer.
 struct Reading {
+    framing: &'static dyn Framing,
     pending: Pending,
     dropped: Arc<AtomicUsize>,
     listening: Arc<Listening>,
@@ -412,12 +355,12 @@ enum Routed {
 /// Reads the peer's lines until its output ends (or it floods while quiet); then fails every
 /// pending request.
 async fn read_loop<R: AsyncRead + Unpin>(
-    wire: Wire,
     mut lines: LineReader<R>,
     reading: Reading,
     incoming: mpsc::Sender<(u64, Incoming)>,
 ) {
     let Reading {
+        framing,
         pending,
         dropped,
         listening,
@@ -451,11 +394,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
         }
         let turn = listening.turn.load(Ordering::SeqCst);
         let routed = match serde_json::from_slice::<Value>(&line) {
-            Ok(Value::Object(message)) => match wire {
-                Wire::JsonRpc => dispatch(message, &pending),
-                Wire::StreamJson => dispatch_stream_json(message, &pending),
-            },
-            _ => Routed::Dropped,
+            Ok(message) => route(framing.classify(message), &pending),
+            Err(_) => Routed::Dropped,
         };
         let delivered = match routed {
             Routed::Answered => true,
@@ -469,7 +409,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             dropped.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(
                 dropped = dropped.load(Ordering::Relaxed),
-                "json-rpc line dropped"
+                "a peer's line reached neither a request nor the inbox"
             );
         }
     }
@@ -480,101 +420,26 @@ async fn read_loop<R: AsyncRead + Unpin>(
         .clear();
 }
 
-/// Routes one stream-json line: a control request, a control response, or an event (a
-/// notification named by its `type`); `false` when it is none of them.
-fn dispatch_stream_json(mut message: Map<String, Value>, pending: &Pending) -> Routed {
-    let kind = match message.get("type") {
-        Some(Value::String(kind)) => kind.clone(),
-        _ => return Routed::Dropped,
+/// Routes one message as `framing` classified it: an answer to its waiting request, a message
+/// for the inbox, or nothing.
+fn route(frame: Frame, pending: &Pending) -> Routed {
+    let (id, answer) = match frame {
+        Frame::Answer { id, result } => (id, Ok(result)),
+        Frame::ErrorAnswer { id, code, message } => (id, Err(RpcError::Remote { code, message })),
+        Frame::Incoming(message) => return Routed::Started(message),
+        Frame::Invalid { .. } => return Routed::Dropped,
     };
-    match kind.as_str() {
-        "control_request" => {
-            let id = message.remove("request_id").unwrap_or(Value::Null);
-            let params = message.remove("request").unwrap_or(Value::Null);
-            let Some(method) = params.get("subtype").and_then(Value::as_str) else {
-                return Routed::Dropped;
-            };
-            let method = method.to_owned();
-            Routed::Started(Incoming::Request { id, method, params })
-        }
-        "control_response" => {
-            let Some(Value::Object(mut response)) = message.remove("response") else {
-                return Routed::Dropped;
-            };
-            let id = response
-                .get("request_id")
-                .and_then(Value::as_str)
-                .and_then(|id| id.parse::<u64>().ok());
-            let Some(waiter) = id.and_then(|id| {
-                pending
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&id)
-            }) else {
-                return Routed::Dropped;
-            };
-            let answer = match response.get("subtype").and_then(Value::as_str) {
-                Some("success") => Ok(response.remove("response").unwrap_or(Value::Null)),
-                _ => Err(RpcError::Remote {
-                    code: 0,
-                    message: RemoteText(
-                        response
-                            .get("error")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    ),
-                }),
-            };
+    let waiter = id.and_then(|id| {
+        pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id)
+    });
+    match waiter {
+        Some(waiter) => {
             let _ = waiter.send(answer);
             Routed::Answered
         }
-        _ => Routed::Started(Incoming::Notification {
-            method: kind,
-            params: Value::Object(message),
-        }),
-    }
-}
-
-/// Routes one message: a response, a request or a notification.
-fn dispatch(mut message: Map<String, Value>, pending: &Pending) -> Routed {
-    let method = match message.remove("method") {
-        Some(Value::String(method)) => Some(method),
-        Some(_) => return Routed::Dropped,
-        None => None,
-    };
-    let params = message.remove("params").unwrap_or(Value::Null);
-    match (message.remove("id"), method) {
-        (Some(id), Some(method)) => Routed::Started(Incoming::Request { id, method, params }),
-        (None, Some(method)) => Routed::Started(Incoming::Notification { method, params }),
-        (Some(id), None) => {
-            let Some(id) = id.as_u64() else {
-                return Routed::Dropped;
-            };
-            let Some(waiter) = pending
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id)
-            else {
-                return Routed::Dropped;
-            };
-            let answer = match (message.remove("result"), message.remove("error")) {
-                (Some(result), None) => Ok(result),
-                (_, Some(error)) => Err(RpcError::Remote {
-                    code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                    message: RemoteText(
-                        error
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    ),
-                }),
-                (None, None) => Ok(Value::Null),
-            };
-            let _ = waiter.send(answer);
-            Routed::Answered
-        }
-        (None, None) => Routed::Dropped,
+        None => Routed::Dropped,
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-use crate::peer::{Inbox, Incoming, RpcError, RpcPeer};
+use crate::peer::{Inbox, Incoming, JsonRpc, RpcError, RpcPeer};
 
 const SECOND: Duration = Duration::from_secs(5);
 
@@ -21,7 +21,7 @@ fn pair() -> (
 ) {
     let (client_in, peer_out) = tokio::io::duplex(1 << 16);
     let (peer_in, client_out) = tokio::io::duplex(1 << 16);
-    let (peer, incoming) = RpcPeer::new(client_in, client_out, 4096);
+    let (peer, incoming) = RpcPeer::client(&JsonRpc, client_in, client_out, 4096);
     (peer, incoming, BufReader::new(peer_in).lines(), peer_out)
 }
 
@@ -178,7 +178,7 @@ async fn a_write_to_a_gone_peer_fails_typed() {
     let (client_in, _peer_out) = tokio::io::duplex(64);
     let (peer_in, client_out) = tokio::io::duplex(64);
     drop(peer_in);
-    let (peer, _incoming) = RpcPeer::new(client_in, client_out, 4096);
+    let (peer, _incoming) = RpcPeer::client(&JsonRpc, client_in, client_out, 4096);
     let err = peer.notify("initialized", json!({})).await.unwrap_err();
     assert!(matches!(err, RpcError::Write(_)), "{err:?}");
 }
