@@ -54,8 +54,8 @@ pub enum Frame {
     },
     /// A request or a notification the other side started.
     Incoming(Incoming),
-    /// Not a message of this framing (the peer drops it), with the request's id when one
-    /// could be read.
+    /// Not a message of this framing (a client drops it; a server answers it as an invalid
+    /// request), with the request's id when one could be read.
     Invalid {
         /// The id, when the message had a readable one.
         id: Option<Value>,
