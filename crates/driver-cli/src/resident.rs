@@ -120,7 +120,7 @@ impl ResidentProcess {
     ) -> Result<Self, DriverError> {
         let (child, stdin, stdout) = CliProcess::spawn_resident(env, command.keep_stdin(), limits)?;
         let (peer, incoming) =
-            RpcPeer::with_wire(protocol.wire(), stdout, stdin, limits.max_line_bytes);
+            RpcPeer::client(protocol.framing(), stdout, stdin, limits.max_line_bytes);
         let ender = child.ender();
         peer.on_flood(idle_output, move || ender.terminate());
         tracing::debug!(pid = child.pid(), "resident process started");

@@ -13,9 +13,13 @@
 //!   files.
 //! * [`version`] and [`probe`]: a CLI's `x.y.z`, and the `--version` probe through the same
 //!   isolated spawn.
-//! * [`peer`]: a peer over a resident process's stdio, JSON-RPC or the stream-json control
-//!   protocol ([`Wire`](peer::Wire)): requests correlated by id with their own timeouts, and
-//!   what the process starts on a bounded queue.
+//! * [`peer`]: a message peer over a process's stdio, in either role: a client of a resident
+//!   process ([`RpcPeer::client`](peer::RpcPeer::client)) or a server of its own methods on
+//!   its stdin ([`RpcPeer::server`](peer::RpcPeer::server), answering what it cannot take with
+//!   the fixed JSON-RPC errors); requests correlated by id with their own timeouts, and what
+//!   the other side starts on a bounded queue. How messages look is a
+//!   [`Framing`](peer::Framing): JSON-RPC ([`JsonRpc`](peer::JsonRpc)) here, another protocol's
+//!   beside its dialect.
 //! * [`pool`]: the resident-process pool, keyed by the exact private
 //!   [`ProcessSignature`](driver_spi::ProcessSignature), with its limits and statistics.
 //! * [`error`]: [`ProcessError`](error::ProcessError), the one error type of the layer.

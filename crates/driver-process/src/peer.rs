@@ -1,42 +1,60 @@
-//! A JSON-RPC peer over a resident process's stdio: newline-delimited JSON messages, requests
-//! correlated by id, each with its own timeout; notifications and server requests delivered
-//! in order on a channel.
+//! A message peer over a process's stdio: newline-delimited JSON messages, requests correlated
+//! by id, each with its own timeout; notifications and requests of the other side delivered in
+//! order on a bounded channel. It is the transport any resident dialect shares (Codex's
+//! app-server, an ACP agent, Claude Code's stream-json input) and the one a worker process
+//! serves its requests on, so it knows no method.
 //!
-//! It is the transport any resident dialect shares (Codex's app-server, an ACP agent, a
-//! subprocess worker), so it knows no method. The same roles (requests with ids, their
-//! answers, messages the peer starts) have a second framing, [`Wire::StreamJson`]: the control
-//! protocol of Claude Code's and CodeBuddy's `--input-format stream-json`, where a request is a
-//! `control_request` with a `request_id`, its answer a `control_response`, every other line an
-//! event named by its `type`, and a notification a raw line. It sends `"jsonrpc":"2.0"` and accepts messages
-//! with or without it (Codex's app-server omits it). A line that is not a JSON object, a
-//! response to no pending request, or an over-long line is dropped and counted, never fatal:
-//! a peer's bad output cannot take the pool down. When the peer's output ends, every pending
-//! request fails with [`RpcError::Closed`].
+//! **Framing.** How a message looks on the wire is a [`Framing`]: how a request, a
+//! notification, an answer and an error answer are written, and what one line read is (an
+//! answer to an id, a request, a notification, or nothing valid). [`JsonRpc`] is JSON-RPC 2.0:
+//! it writes `"jsonrpc":"2.0"` and reads messages with or without it (Codex's app-server omits
+//! it). A protocol with another framing brings its own (`driver-stream-json` has the control
+//! protocol of Claude Code's and CodeBuddy's `--input-format stream-json`).
 //!
-//! What the peer starts is delivered on a **bounded** queue ([`Inbox`]): when nobody reads
-//! it, the reader stops reading, so back-pressure reaches the pipe and the peer blocks instead
-//! of filling the host's memory. Between turns the peer is **quiet** ([`RpcPeer::end_turn`]):
-//! what it writes then is read and dropped, never queued, and more than its budget of bytes
-//! ends it ([`RpcPeer::on_flood`]). While a session opens ([`RpcPeer::begin_opening`]) what
-//! the peer starts is dropped too, uncounted (a resumed session's history), so it can neither
-//! reach the turn nor fill the inbox ahead of the answer. Each message is tagged with the turn
-//! it was read in, so one read before a turn began never reaches that turn.
+//! **Two roles.** As a **client** ([`RpcPeer::client`]: a driver speaking to a resident
+//! process) everything the other side starts is delivered; a line that is not a JSON message,
+//! an answer to no pending request, or an over-long line is dropped and counted, never fatal:
+//! a process's bad output cannot take the pool down. As a **server** ([`RpcPeer::server`]: a
+//! worker reading requests on its stdin) the peer is built with the methods it serves and
+//! delivers only those; what it cannot take it answers itself with the fixed JSON-RPC errors,
+//! never echoing the input: a line that is not JSON with `-32700` "Parse error" (id `null`),
+//! JSON that is no valid message (a missing or non-string method, an id or params of a wrong
+//! type, a batch, which is not supported, an over-long line) with `-32600` "Invalid Request"
+//! (its id when one can be read, else `null`), a request of another method with `-32601`
+//! "Method not found" (its id); a notification of another method is dropped and counted, since
+//! JSON-RPC forbids answering one. Both roles may send requests and notifications and answer
+//! the other side's requests. When the other side's output ends, every pending request fails
+//! with [`RpcError::Closed`].
+//!
+//! What the other side starts is delivered on a **bounded** queue ([`Inbox`]): when nobody
+//! reads it, the reader stops reading, so back-pressure reaches the pipe and the other side
+//! blocks instead of filling the host's memory. A client's resident process is **quiet**
+//! between turns ([`RpcPeer::end_turn`]): what it writes then is read and dropped, never
+//! queued, and more than its budget of bytes ends it ([`RpcPeer::on_flood`]). While a session
+//! opens ([`RpcPeer::begin_opening`]) what the process starts is dropped too, uncounted (a
+//! resumed session's history), so it can neither reach the turn nor fill the inbox ahead of
+//! the answer. Each message is tagged with the turn it was read in, so one read before a turn
+//! began never reaches that turn. A server never calls these: it has one endless turn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::lines::{LineError, LineReader};
 
+mod framing;
 mod inbox;
+mod server;
 
+pub use framing::{Frame, Framing, JsonRpc};
 pub use inbox::Inbox;
 use inbox::{Listening, QUEUE};
+use server::{Refusal, Role, Routed};
 
 /// Why a request failed. No variant carries the peer's text in its `Display`: an error's
 /// message comes from the runtime and may quote provider output.
@@ -76,8 +94,8 @@ impl std::fmt::Debug for RemoteText {
     }
 }
 
-/// A message the peer started: a notification, or a request the client must answer with
-/// [`RpcPeer::respond`].
+/// A message the other side started: a notification, or a request to answer with
+/// [`RpcPeer::respond`] (or [`RpcPeer::respond_error`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
     /// `{"method", "params"}` without an id.
@@ -89,7 +107,7 @@ pub enum Incoming {
     },
     /// `{"id", "method", "params"}`.
     Request {
-        /// The peer's id, echoed in the answer.
+        /// The other side's id, echoed in the answer.
         id: Value,
         /// The method.
         method: String,
@@ -100,26 +118,15 @@ pub enum Incoming {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
 
-/// How messages are framed on a resident process's stdio (one JSON object per line in both).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Wire {
-    /// JSON-RPC 2.0 (`id`, `method`, `params`, `result`, `error`), with or without the
-    /// `jsonrpc` member: Codex's app-server, ACP.
-    #[default]
-    JsonRpc,
-    /// The stream-json control protocol of Claude Code and CodeBuddy: requests both ways are
-    /// `{"type":"control_request","request_id","request":{"subtype",…}}`, answers
-    /// `{"type":"control_response","response":{"subtype":"success"|"error","request_id",…}}`;
-    /// every other line is an event whose kind is its `type`; a notification is written as its
-    /// params alone (a `user` message).
-    StreamJson,
-}
+/// Where messages are written: shared by the peer and, for a server's refusals, its reader,
+/// one whole line under the lock.
+type Writer = Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
 
-/// The client side of one peer. Dropping it stops the reader task.
+/// One side of a conversation over a process's stdio, client or server. Dropping it stops the
+/// reader task.
 pub struct RpcPeer {
-    wire: Wire,
-    writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+    framing: &'static dyn Framing,
+    writer: Writer,
     pending: Pending,
     next_id: AtomicU64,
     dropped: Arc<AtomicUsize>,
@@ -143,33 +150,90 @@ impl Drop for RpcPeer {
 }
 
 impl RpcPeer {
-    /// A peer reading `output` (the process's stdout) and writing `input` (its stdin), lines
-    /// at most `max_line` bytes. Incoming notifications and requests arrive on the receiver,
-    /// which ends when the output does. The reader runs as a task on the current Tokio runtime.
-    #[cfg(test)]
-    pub fn new(
+    /// A client reading `output` (the process's stdout) and writing `input` (its stdin), in
+    /// `framing`, lines at most `max_line` bytes. The notifications and requests the process
+    /// starts arrive on the inbox, which ends when the output does. The reader runs as a task
+    /// on the current Tokio runtime.
+    pub fn client(
+        framing: &'static dyn Framing,
         output: impl AsyncRead + Send + Unpin + 'static,
         input: impl AsyncWrite + Send + Unpin + 'static,
         max_line: usize,
     ) -> (Self, Inbox) {
-        Self::with_wire(Wire::JsonRpc, output, input, max_line)
+        Self::start(framing, Role::Client, output, input, max_line)
     }
 
-    /// A peer framing its messages as `wire`.
-    pub fn with_wire(
-        wire: Wire,
-        output: impl AsyncRead + Send + Unpin + 'static,
-        input: impl AsyncWrite + Send + Unpin + 'static,
+    /// A server of `methods`, reading requests on `input` (its own stdin) and writing to
+    /// `output` (its stdout), in `framing`, lines at most `max_line` bytes. Requests and
+    /// notifications of its methods arrive on the inbox, to be answered with
+    /// [`respond`](Self::respond) or [`respond_error`](Self::respond_error); everything else is
+    /// answered or dropped as the [module](self) says. The reader runs as a task on the current
+    /// Tokio runtime.
+    ///
+    /// ```
+    /// use driver_process::peer::{Incoming, JsonRpc, RpcPeer};
+    /// use serde_json::{Value, json};
+    /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    ///
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// # rt.block_on(async {
+    /// // The worker's stdin and stdout, and the client's ends of them.
+    /// let (stdin, mut client_writes) = tokio::io::duplex(4096);
+    /// let (client_reads, stdout) = tokio::io::duplex(4096);
+    /// let (server, mut inbox) = RpcPeer::server(&JsonRpc, ["work/run"], stdin, stdout, 4096);
+    /// client_writes
+    ///     .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"work/cancel\"}\n")
+    ///     .await?;
+    /// client_writes
+    ///     .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"work/run\",\"params\":{}}\n")
+    ///     .await?;
+    /// let Some(Incoming::Request { id, method, .. }) = inbox.recv().await else {
+    ///     panic!("a request");
+    /// };
+    /// assert_eq!(method, "work/run");
+    /// server.respond(id, json!({"done": true})).await?;
+    ///
+    /// let mut answers = BufReader::new(client_reads).lines();
+    /// let mut next = async || -> Value {
+    ///     serde_json::from_str(&answers.next_line().await.unwrap().unwrap()).unwrap()
+    /// };
+    /// assert_eq!(next().await, json!({"jsonrpc": "2.0", "id": 1,
+    ///     "error": {"code": -32601, "message": "Method not found"}}));
+    /// assert_eq!(next().await, json!({"jsonrpc": "2.0", "id": 2, "result": {"done": true}}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn server(
+        framing: &'static dyn Framing,
+        methods: impl IntoIterator<Item = impl Into<String>>,
+        input: impl AsyncRead + Send + Unpin + 'static,
+        output: impl AsyncWrite + Send + Unpin + 'static,
+        max_line: usize,
+    ) -> (Self, Inbox) {
+        let methods: HashSet<String> = methods.into_iter().map(Into::into).collect();
+        Self::start(framing, Role::Server(methods), input, output, max_line)
+    }
+
+    /// A peer in `role` reading `from` and writing `to`.
+    fn start(
+        framing: &'static dyn Framing,
+        role: Role,
+        from: impl AsyncRead + Send + Unpin + 'static,
+        to: impl AsyncWrite + Send + Unpin + 'static,
         max_line: usize,
     ) -> (Self, Inbox) {
         let pending: Pending = Arc::default();
         let dropped = Arc::new(AtomicUsize::new(0));
         let listening = Arc::new(Listening::new());
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(Box::new(to)));
         let (tx, rx) = mpsc::channel(QUEUE);
         let reader = tokio::spawn(read_loop(
-            wire,
-            LineReader::new(output, max_line),
+            LineReader::new(from, max_line),
             Reading {
+                framing,
+                role,
+                writer: Arc::clone(&writer),
                 pending: Arc::clone(&pending),
                 dropped: Arc::clone(&dropped),
                 listening: Arc::clone(&listening),
@@ -182,8 +246,8 @@ impl RpcPeer {
             listening: Arc::clone(&listening),
         };
         let peer = Self {
-            wire,
-            writer: tokio::sync::Mutex::new(Box::new(input)),
+            framing,
+            writer,
             pending,
             next_id: AtomicU64::new(1),
             dropped,
@@ -254,19 +318,7 @@ impl RpcPeer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(id, tx);
-        let message = match self.wire {
-            Wire::JsonRpc => {
-                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-            }
-            Wire::StreamJson => {
-                let mut request = match params {
-                    Value::Object(map) => map,
-                    _ => Map::new(),
-                };
-                request.insert("subtype".into(), Value::from(method));
-                json!({"type": "control_request", "request_id": id.to_string(), "request": request})
-            }
-        };
+        let message = self.framing.request(id, method, params);
         let sent = self.send(message).await;
         if let Err(e) = sent {
             self.lock_pending().remove(&id);
@@ -287,46 +339,23 @@ impl RpcPeer {
 
     /// Sends a notification.
     pub async fn notify(&self, method: &'static str, params: Value) -> Result<(), RpcError> {
-        match self.wire {
-            Wire::JsonRpc => {
-                self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
-                    .await
-            }
-            Wire::StreamJson => self.send(params).await,
-        }
+        self.send(self.framing.notification(method, params)).await
     }
 
-    /// Answers a request of the peer.
+    /// Answers a request of the other side.
     pub async fn respond(&self, id: Value, result: Value) -> Result<(), RpcError> {
-        match self.wire {
-            Wire::JsonRpc => {
-                self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
-                    .await
-            }
-            Wire::StreamJson => {
-                self.send(json!({"type": "control_response", "response": {
-                    "subtype": "success", "request_id": id, "response": result}}))
-                    .await
-            }
-        }
+        self.send(self.framing.answer(id, result)).await
     }
 
-    /// Answers a request of the peer with an error object.
+    /// Answers a request of the other side with an error.
     pub async fn respond_error(&self, id: Value, code: i64, message: &str) -> Result<(), RpcError> {
-        match self.wire {
-            Wire::JsonRpc => {
-                self.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
-                    .await
-            }
-            Wire::StreamJson => {
-                self.send(json!({"type": "control_response", "response": {
-                    "subtype": "error", "request_id": id, "error": message}}))
-                    .await
-            }
-        }
+        self.send(self.framing.error_answer(id, code, message))
+            .await
     }
 
-    /// Lines dropped so far (not JSON objects, answers to nothing, too long).
+    /// Lines that reached neither a waiting request nor the inbox so far: not JSON messages,
+    /// answers to nothing, too long, read while quiet or opening, or (a server's) refused and
+    /// of methods it does not serve.
     pub fn dropped(&self) -> usize {
         self.dropped.load(Ordering::Relaxed)
     }
@@ -337,11 +366,7 @@ impl RpcPeer {
     }
 
     async fn send(&self, message: Value) -> Result<(), RpcError> {
-        let mut line = serde_json::to_vec(&message).unwrap_or_default();
-        line.push(b'\n');
-        let mut writer = self.writer.lock().await;
-        writer.write_all(&line).await.map_err(RpcError::Write)?;
-        writer.flush().await.map_err(RpcError::Write)
+        write_line(&self.writer, &message).await
     }
 
     fn lock_pending(
@@ -391,33 +416,37 @@ impl Answer {
     }
 }
 
+/// Writes `message` as one line and flushes it.
+async fn write_line(writer: &Writer, message: &Value) -> Result<(), RpcError> {
+    let mut line = serde_json::to_vec(message).unwrap_or_default();
+    line.push(b'\n');
+    let mut writer = writer.lock().await;
+    writer.write_all(&line).await.map_err(RpcError::Write)?;
+    writer.flush().await.map_err(RpcError::Write)
+}
+
 /// What the reader shares with the peer.
 struct Reading {
+    framing: &'static dyn Framing,
+    role: Role,
+    writer: Writer,
     pending: Pending,
     dropped: Arc<AtomicUsize>,
     listening: Arc<Listening>,
     max_line: usize,
 }
 
-/// What one line was.
-enum Routed {
-    /// An answer, handed to its waiting request.
-    Answered,
-    /// A message the peer started, for the inbox.
-    Started(Incoming),
-    /// Neither: dropped and counted.
-    Dropped,
-}
-
-/// Reads the peer's lines until its output ends (or it floods while quiet); then fails every
-/// pending request.
+/// Reads the other side's lines until its output ends (or it floods while quiet); then fails
+/// every pending request.
 async fn read_loop<R: AsyncRead + Unpin>(
-    wire: Wire,
     mut lines: LineReader<R>,
     reading: Reading,
     incoming: mpsc::Sender<(u64, Incoming)>,
 ) {
     let Reading {
+        framing,
+        role,
+        writer,
         pending,
         dropped,
         listening,
@@ -442,20 +471,15 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
             continue;
         }
-        let Some(line) = line else {
-            dropped.fetch_add(1, Ordering::Relaxed);
-            continue;
-        };
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
         let turn = listening.turn.load(Ordering::SeqCst);
-        let routed = match serde_json::from_slice::<Value>(&line) {
-            Ok(Value::Object(message)) => match wire {
-                Wire::JsonRpc => dispatch(message, &pending),
-                Wire::StreamJson => dispatch_stream_json(message, &pending),
+        let routed = match line {
+            // Too long to read, so its id is unknown too.
+            None => role.refuse(Value::Null, Refusal::InvalidRequest),
+            Some(line) if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Some(line) => match serde_json::from_slice::<Value>(&line) {
+                Ok(message) => route(framing.classify(message), &role, &pending),
+                Err(_) => role.refuse(Value::Null, Refusal::Parse),
             },
-            _ => Routed::Dropped,
         };
         let delivered = match routed {
             Routed::Answered => true,
@@ -463,13 +487,19 @@ async fn read_loop<R: AsyncRead + Unpin>(
             Routed::Started(_) if listening.opening.load(Ordering::SeqCst) => false,
             // A full inbox waits here: the peer's pipe fills and it blocks.
             Routed::Started(message) => incoming.send((turn, message)).await.is_ok(),
+            Routed::Refused { id, refusal } => {
+                let answer = framing.error_answer(id, refusal.code(), refusal.text());
+                // A client that stopped reading is gone: its output ends, and so does this loop.
+                let _ = write_line(&writer, &answer).await;
+                false
+            }
             Routed::Dropped => false,
         };
         if !delivered {
             dropped.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(
                 dropped = dropped.load(Ordering::Relaxed),
-                "json-rpc line dropped"
+                "a peer's line reached neither a request nor the inbox"
             );
         }
     }
@@ -480,101 +510,29 @@ async fn read_loop<R: AsyncRead + Unpin>(
         .clear();
 }
 
-/// Routes one stream-json line: a control request, a control response, or an event (a
-/// notification named by its `type`); `false` when it is none of them.
-fn dispatch_stream_json(mut message: Map<String, Value>, pending: &Pending) -> Routed {
-    let kind = match message.get("type") {
-        Some(Value::String(kind)) => kind.clone(),
-        _ => return Routed::Dropped,
-    };
-    match kind.as_str() {
-        "control_request" => {
-            let id = message.remove("request_id").unwrap_or(Value::Null);
-            let params = message.remove("request").unwrap_or(Value::Null);
-            let Some(method) = params.get("subtype").and_then(Value::as_str) else {
-                return Routed::Dropped;
-            };
-            let method = method.to_owned();
-            Routed::Started(Incoming::Request { id, method, params })
+/// Routes one message as `framing` classified it: an answer to its waiting request, or what
+/// the role makes of the rest.
+fn route(frame: Frame, role: &Role, pending: &Pending) -> Routed {
+    let (id, answer) = match frame {
+        Frame::Answer { id, result } => (id, Ok(result)),
+        Frame::ErrorAnswer { id, code, message } => (id, Err(RpcError::Remote { code, message })),
+        Frame::Incoming(message) => return role.admit(message),
+        Frame::Invalid { id } => {
+            return role.refuse(id.unwrap_or(Value::Null), Refusal::InvalidRequest);
         }
-        "control_response" => {
-            let Some(Value::Object(mut response)) = message.remove("response") else {
-                return Routed::Dropped;
-            };
-            let id = response
-                .get("request_id")
-                .and_then(Value::as_str)
-                .and_then(|id| id.parse::<u64>().ok());
-            let Some(waiter) = id.and_then(|id| {
-                pending
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&id)
-            }) else {
-                return Routed::Dropped;
-            };
-            let answer = match response.get("subtype").and_then(Value::as_str) {
-                Some("success") => Ok(response.remove("response").unwrap_or(Value::Null)),
-                _ => Err(RpcError::Remote {
-                    code: 0,
-                    message: RemoteText(
-                        response
-                            .get("error")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    ),
-                }),
-            };
+    };
+    // An answer is never answered, whatever the role: it names no request of ours, or a late one.
+    let waiter = id.and_then(|id| {
+        pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id)
+    });
+    match waiter {
+        Some(waiter) => {
             let _ = waiter.send(answer);
             Routed::Answered
         }
-        _ => Routed::Started(Incoming::Notification {
-            method: kind,
-            params: Value::Object(message),
-        }),
-    }
-}
-
-/// Routes one message: a response, a request or a notification.
-fn dispatch(mut message: Map<String, Value>, pending: &Pending) -> Routed {
-    let method = match message.remove("method") {
-        Some(Value::String(method)) => Some(method),
-        Some(_) => return Routed::Dropped,
-        None => None,
-    };
-    let params = message.remove("params").unwrap_or(Value::Null);
-    match (message.remove("id"), method) {
-        (Some(id), Some(method)) => Routed::Started(Incoming::Request { id, method, params }),
-        (None, Some(method)) => Routed::Started(Incoming::Notification { method, params }),
-        (Some(id), None) => {
-            let Some(id) = id.as_u64() else {
-                return Routed::Dropped;
-            };
-            let Some(waiter) = pending
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id)
-            else {
-                return Routed::Dropped;
-            };
-            let answer = match (message.remove("result"), message.remove("error")) {
-                (Some(result), None) => Ok(result),
-                (_, Some(error)) => Err(RpcError::Remote {
-                    code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                    message: RemoteText(
-                        error
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    ),
-                }),
-                (None, None) => Ok(Value::Null),
-            };
-            let _ = waiter.send(answer);
-            Routed::Answered
-        }
-        (None, None) => Routed::Dropped,
+        None => Routed::Dropped,
     }
 }

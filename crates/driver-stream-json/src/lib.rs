@@ -20,7 +20,9 @@
 //! * [`PermissionFlags`]: the request's permission policy as both CLIs' flags;
 //! * the resident mode both share (`--input-format stream-json`, one `user`
 //!   message per turn, the turn ending at `result`, `interrupt` as a control request,
-//!   `can_use_tool` permission requests decided by the policy or the host);
+//!   `can_use_tool` permission requests decided by the policy or the host), and the framing
+//!   of its control protocol on the resident peer (`control_request`/`control_response`,
+//!   every other line an event by its `type`);
 //! * `testing` (feature `testing`): the scripted resident fake both dialects' tests run.
 //!
 //! # Invariants
@@ -42,6 +44,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod control;
 mod dialect;
 mod events;
 #[cfg(test)]

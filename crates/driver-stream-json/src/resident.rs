@@ -6,9 +6,11 @@
 //! `docs/stream-json-resident.md`.
 
 use driver_cli::{Call, Rejection, ResidentProtocol, Turn};
-use driver_process::peer::Wire;
+use driver_process::peer::Framing;
 use driver_spi::{ApprovalDecision, ApprovalQuery, FailureKind, Request};
 use serde_json::{Value, json};
+
+use crate::control::ControlProtocol;
 
 /// The stream-json resident protocol, one constant per dialect
 /// ([`StreamJsonDialect`](crate::StreamJsonDialect)'s).
@@ -26,8 +28,8 @@ impl Resident {
 }
 
 impl ResidentProtocol for Resident {
-    fn wire(&self) -> Wire {
-        Wire::StreamJson
+    fn framing(&self) -> &'static dyn Framing {
+        &ControlProtocol
     }
 
     fn launch_session(&self, turn: &Turn<'_>) -> Vec<String> {
@@ -91,7 +93,8 @@ mod protocol_tests {
     #[test]
     fn it_speaks_stream_json_and_interrupts_with_a_control_request() {
         let resident = Resident::new(None);
-        assert_eq!(resident.wire(), Wire::StreamJson);
+        let interrupt = resident.framing().request(1, "interrupt", json!({}));
+        assert_eq!(interrupt["type"], "control_request");
         assert_eq!(
             resident.interrupt(None, None).unwrap().method(),
             "interrupt"

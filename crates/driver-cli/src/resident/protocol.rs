@@ -9,7 +9,7 @@ use serde_json::Value;
 #[cfg(doc)]
 use crate::dialect::Invocation;
 use crate::dialect::{MalformedEvent, Turn};
-use driver_process::peer::Wire;
+use driver_process::peer::{Framing, JsonRpc};
 #[cfg(doc)]
 use driver_spi::DriverError;
 
@@ -65,8 +65,9 @@ impl Call {
         }
     }
 
-    /// A notification: sent, never answered. On [`Wire::StreamJson`] it is written as its
-    /// params alone (the method only names it), which is how a `user` message is sent.
+    /// A notification: sent, never answered. A framing may write it as its params alone (the
+    /// stream-json control protocol does: the method only names it, which is how a `user`
+    /// message is sent).
     pub fn notification(method: &'static str, params: Value) -> Self {
         Self {
             method,
@@ -136,9 +137,9 @@ pub enum Rejection {
 
 /// The protocol of a dialect's resident mode, as values: the driver spawns, sends, waits and
 /// reads; the protocol only says what to send and what the answers mean. The transport is one
-/// JSON object per line on the process's stdio, framed as the protocol's [`Wire`]: JSON-RPC
-/// (Codex's app-server; ACP and a worker speak the same) or the stream-json control protocol
-/// (Claude Code, CodeBuddy). Messages the process starts reach the dialect's
+/// JSON object per line on the process's stdio, framed as the protocol's
+/// [`framing`](Self::framing): JSON-RPC (Codex's app-server; ACP and a worker speak the same)
+/// or the stream-json control protocol (Claude Code, CodeBuddy, framed in `driver-stream-json`). Messages the process starts reach the dialect's
 /// [`Translator`](crate::Translator) with their method (or `type`) as the event's kind; the
 /// translator's [`turn_ended`](crate::Translator::turn_ended) ends the turn.
 ///
@@ -151,9 +152,9 @@ pub enum Rejection {
 ///
 /// Like a [`Dialect`](crate::Dialect), a protocol names variables, never their values.
 pub trait ResidentProtocol: Send + Sync {
-    /// How messages are framed. The default: JSON-RPC.
-    fn wire(&self) -> Wire {
-        Wire::JsonRpc
+    /// How messages are framed. The default: JSON-RPC ([`JsonRpc`]).
+    fn framing(&self) -> &'static dyn Framing {
+        &JsonRpc
     }
 
     /// Arguments naming the turn's session, appended to the invocation's when a new

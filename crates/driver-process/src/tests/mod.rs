@@ -10,6 +10,7 @@ mod files;
 mod fuzz;
 mod peer;
 mod pool;
+mod serve;
 mod side;
 mod spawn_errors;
 mod stream;

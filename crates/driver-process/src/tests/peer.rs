@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-use crate::peer::{Inbox, Incoming, RpcError, RpcPeer};
+use crate::peer::{Inbox, Incoming, JsonRpc, RpcError, RpcPeer};
 
 const SECOND: Duration = Duration::from_secs(5);
 
@@ -21,16 +21,16 @@ fn pair() -> (
 ) {
     let (client_in, peer_out) = tokio::io::duplex(1 << 16);
     let (peer_in, client_out) = tokio::io::duplex(1 << 16);
-    let (peer, incoming) = RpcPeer::new(client_in, client_out, 4096);
+    let (peer, incoming) = RpcPeer::client(&JsonRpc, client_in, client_out, 4096);
     (peer, incoming, BufReader::new(peer_in).lines(), peer_out)
 }
 
-async fn next_sent(lines: &mut tokio::io::Lines<BufReader<DuplexStream>>) -> Value {
+pub(super) async fn next_sent(lines: &mut tokio::io::Lines<BufReader<DuplexStream>>) -> Value {
     let line = lines.next_line().await.unwrap().unwrap();
     serde_json::from_str(&line).unwrap()
 }
 
-async fn say(out: &mut DuplexStream, message: &str) {
+pub(super) async fn say(out: &mut DuplexStream, message: &str) {
     out.write_all(message.as_bytes()).await.unwrap();
     out.write_all(b"\n").await.unwrap();
 }
@@ -178,37 +178,52 @@ async fn a_write_to_a_gone_peer_fails_typed() {
     let (client_in, _peer_out) = tokio::io::duplex(64);
     let (peer_in, client_out) = tokio::io::duplex(64);
     drop(peer_in);
-    let (peer, _incoming) = RpcPeer::new(client_in, client_out, 4096);
+    let (peer, _incoming) = RpcPeer::client(&JsonRpc, client_in, client_out, 4096);
     let err = peer.notify("initialized", json!({})).await.unwrap_err();
     assert!(matches!(err, RpcError::Write(_)), "{err:?}");
 }
 
-#[tokio::test]
-async fn an_unread_inbox_stops_the_reader_so_the_peer_blocks_on_its_pipe() {
-    let (peer, mut incoming, _sent, mut out) = pair();
+/// Writes `LINES` lines (`line(n)`) to the peer without reading its inbox: the writer must
+/// block, not be buffered without bound; then every message arrives, in order (`check`).
+pub(super) async fn assert_an_unread_inbox_blocks_the_writer(
+    mut out: DuplexStream,
+    inbox: &mut Inbox,
+    line: fn(usize) -> String,
+    check: fn(usize, Incoming),
+) {
     const LINES: usize = 10_000;
     let writer = tokio::spawn(async move {
         for n in 0..LINES {
-            say(
-                &mut out,
-                &format!(r#"{{"method":"noise","params":{{"n":{n}}}}}"#),
-            )
-            .await;
+            say(&mut out, &line(n)).await;
         }
         out
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         !writer.is_finished(),
-        "nobody reads the inbox: the peer must block, not be buffered without bound"
+        "nobody reads the inbox: the writer must block, not be buffered without bound"
     );
     for n in 0..LINES {
-        let Some(Incoming::Notification { params, .. }) = incoming.recv().await else {
-            panic!("notification {n}");
-        };
-        assert_eq!(params["n"], n);
+        check(n, inbox.recv().await.expect("every message, in order"));
     }
     let _out = writer.await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unread_inbox_stops_the_reader_so_the_peer_blocks_on_its_pipe() {
+    let (peer, mut incoming, _sent, out) = pair();
+    assert_an_unread_inbox_blocks_the_writer(
+        out,
+        &mut incoming,
+        |n| format!(r#"{{"method":"noise","params":{{"n":{n}}}}}"#),
+        |n, message| {
+            let Incoming::Notification { params, .. } = message else {
+                panic!("notification {n}");
+            };
+            assert_eq!(params["n"], n);
+        },
+    )
+    .await;
     drop(peer);
 }
 
