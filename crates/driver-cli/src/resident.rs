@@ -49,7 +49,7 @@ use crate::dialect::{Dialect, Invocation, Translator as _, Turn};
 use crate::driver::turn_redactor;
 use crate::turn::{Gate, Stop, fail_early, judge, required_servers};
 use driver_process::peer::{Inbox, Incoming, RpcError, RpcPeer};
-use driver_process::pool::{Endings, ProcessPool, Resident};
+use driver_process::pool::{ConversationKey, Endings, ProcessPool, Resident};
 use driver_process::process::ChildHandle;
 
 mod protocol;
@@ -286,7 +286,7 @@ const RUN_FILE_PLACEHOLDER: &str = "<run-dir>";
 pub(crate) async fn run<D: Dialect>(
     dialect: &D,
     protocol: &dyn ResidentProtocol,
-    pool: &ProcessPool<ResidentProcess>,
+    pool: &ProcessPool<ConversationKey, ResidentProcess>,
     turn: &Turn<'_>,
     config: ConfigFiles,
     command: impl Fn(Invocation, Redactor) -> CliCommand,
@@ -323,16 +323,16 @@ pub(crate) async fn run<D: Dialect>(
         turn,
         cli.model.as_deref(),
     );
-    let namespace = turn.env.namespace().as_str();
+    let key = |conversation: &str| ConversationKey::new(turn.env.namespace().clone(), conversation);
     if let SessionPlan::Fork(parent) = turn.plan {
-        pool.retire(namespace, parent).await;
+        pool.retire(&key(parent)).await;
     }
     let conversation = match turn.plan {
-        SessionPlan::Resume(id) => Some(id),
+        SessionPlan::Resume(id) => Some(key(id)),
         _ => None,
     };
     let mut checkout = pool
-        .check_out(namespace, conversation, &signature)
+        .check_out(conversation.as_ref(), &signature)
         .await
         .map_err(|e| DriverError::Failed(RunFailure::new(FailureKind::Limit, e.to_string())))?;
     // A new process: its own config file (removed when it ends), the session named at launch.
@@ -476,7 +476,7 @@ pub(crate) async fn run<D: Dialect>(
             (Some(session), Ok(_)) if turn.plan != SessionPlan::Stateless => {
                 done.loaded = Some(session.clone());
                 done.quiet();
-                checkout.check_in(session, done).await;
+                checkout.check_in(key(session), done).await;
             }
             _ => {
                 done.close().await;

@@ -16,8 +16,10 @@
 //! * [`peer`]: a peer over a resident process's stdio, JSON-RPC or the stream-json control
 //!   protocol ([`Wire`](peer::Wire)): requests correlated by id with their own timeouts, and
 //!   what the process starts on a bounded queue.
-//! * [`pool`]: the resident-process pool, keyed by the exact private
-//!   [`ProcessSignature`](driver_spi::ProcessSignature), with its limits and statistics.
+//! * [`pool`]: the resident-process pool, generic over its key
+//!   ([`PoolKey`](pool::PoolKey): a CLI's [`ConversationKey`](pool::ConversationKey)), with
+//!   the exact private [`ProcessSignature`](driver_spi::ProcessSignature) deciding reuse or
+//!   recycle; its limits and statistics.
 //! * [`error`]: [`ProcessError`](error::ProcessError), the one error type of the layer.
 //!
 //! # Invariants
@@ -44,7 +46,8 @@
 //!   the end of the main process ends every remaining member of the process group, and the
 //!   direct child is always reaped (by a dedicated thread, so this holds even when the Tokio
 //!   runtime shuts down). A pooled process outlives a turn only idle in its pool, which ends
-//!   it at its idle timeout, at a cap, when the next signature differs, and at close.
+//!   it at its idle timeout, at a cap, when the next signature differs, and at close; the
+//!   pool never formats a key, which may hold provider text.
 //!
 //! # What it deliberately does not do
 //!

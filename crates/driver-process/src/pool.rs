@@ -1,11 +1,14 @@
-//! The resident-process pool: runtime processes that outlive a turn, kept for the next turn of
-//! the same conversation whose launch configuration is exactly theirs.
+//! The resident-process pool: processes that outlive a turn, kept in places named by a key
+//! for the next turn whose launch configuration is exactly theirs.
 //!
 //! The pool knows nothing of a protocol: a dialect's resident process (Codex's app-server, a
 //! stream-json process fed on stdin, an ACP agent, a worker) implements [`Resident`], and the
-//! driver asks the pool before each turn. Decisions:
-//! - **reuse** an idle, live process of the conversation with an equal
-//!   [`ProcessSignature`] (exact, private, in memory);
+//! driver asks the pool before each turn. A [`PoolKey`] says *which place* a process takes (a
+//! CLI's resident process: its conversation, [`ConversationKey`]; a worker that serves a
+//! credential namespace: the namespace); the exact, private [`ProcessSignature`] it was
+//! launched with says *whether* the idle process there still fits. Decisions
+//! ([`PoolDecision`]):
+//! - **reuse** the key's idle, live process when its signature is equal;
 //! - **recycle** it when the signature differs: it is shut down *before* the new one starts,
 //!   and the reason is the list of changed component names, never a value;
 //! - **replace** it when it died between turns;
@@ -13,10 +16,8 @@
 //!   recently used idle process is **evicted** first, and with none idle the checkout fails
 //!   ([`PoolError::Saturated`]).
 //!
-//! A driver's pool serves one credential namespace (the driver's), so it has one cap on live
-//! processes; the namespace stays part of each process's key.
-//!
-//! A checked-out process serves one turn; [`Checkout::check_in`] returns it, and dropping the
+//! A checked-out process serves one turn; [`Checkout::check_in`] returns it idle under its
+//! key (a new conversation's key is known only after its first turn), and dropping the
 //! [`Checkout`] without checking in frees its place (the caller ends a process it could not
 //! trust, for example after a failed turn). Idle processes past [`PoolLimits::idle_timeout`]
 //! are shut down when their time is up, by a task the pool runs while it holds idle
@@ -25,11 +26,20 @@
 //! as [`PoolStats::flooded`]. [`ProcessPool::close`] shuts down every idle process
 //! and every one checked out before it when it is checked in; the pool serves again
 //! afterwards (a closed agent's driver may run again, per `ProcessLifecycle`).
+//!
+//! The pool logs its decisions and counts, never a key: a key may hold provider text.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use driver_spi::ProcessSignature;
+
+mod exclusive;
+mod key;
+mod sweep;
+
+pub use exclusive::Checkout;
+pub use key::{ConversationKey, PoolKey};
 
 /// A process the pool keeps between turns.
 #[async_trait::async_trait]
@@ -61,9 +71,10 @@ pub trait Resident: Send + 'static {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolLimits {
-    /// Most live processes (idle and serving a turn) of the driver (default 8). A turn that
+    /// Most live processes (idle and serving a turn) of the pool (default 8). A turn that
     /// needs a new process past it evicts the least recently used idle one, or fails with
-    /// [`FailureKind::Limit`](driver_spi::FailureKind::Limit) when none is idle.
+    /// [`PoolError::Saturated`] when none is idle (a CLI driver reports
+    /// [`FailureKind::Limit`](driver_spi::FailureKind::Limit)).
     pub max_live: usize,
     /// How long an idle process is kept before it is shut down (default 10 minutes). It is
     /// shut down when the time is up, without waiting for another turn.
@@ -107,17 +118,17 @@ impl PoolLimits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PoolDecision {
-    /// The conversation's idle process has the wanted signature: it serves the turn.
+    /// The key's idle process has the wanted signature: it serves the turn.
     Reuse,
-    /// No idle process for the conversation: the caller starts one.
+    /// No idle process for the key: the caller starts one.
     Start,
-    /// The conversation's idle process had another signature: it was shut down; the caller
-    /// starts a new one. The changed component names, never a value.
+    /// The key's idle process had another signature: it was shut down; the caller starts a
+    /// new one. The changed component names, never a value.
     Recycle {
         /// [`ProcessSignature::changed_components`].
         changed: Vec<String>,
     },
-    /// The conversation's idle process had died: the caller starts a new one.
+    /// The key's idle process had died: the caller starts a new one.
     Replace,
 }
 
@@ -130,57 +141,8 @@ pub enum PoolError {
     Saturated,
 }
 
-/// Resident processes keyed by namespace, conversation and exact signature.
-pub struct ProcessPool<P: Resident> {
-    limits: PoolLimits,
-    state: Arc<Mutex<State<P>>>,
-    endings: Endings,
-    /// Wakes the sweeper early: the pool closed or is gone.
-    wake: Arc<tokio::sync::Notify>,
-}
-
-impl<P: Resident> Drop for ProcessPool<P> {
-    fn drop(&mut self) {
-        self.wake.notify_one();
-    }
-}
-
-/// Shutdowns running in tasks of their own (a cancelled turn's process), which
-/// [`ProcessPool::close`] waits for.
-pub type Endings = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
-
-impl<P: Resident> std::fmt::Debug for ProcessPool<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (idle, busy) = self.counts();
-        f.debug_struct("ProcessPool")
-            .field("limits", &self.limits)
-            .field("idle", &idle)
-            .field("busy", &busy)
-            .finish()
-    }
-}
-
-struct Idle<P> {
-    namespace: String,
-    conversation: String,
-    signature: ProcessSignature,
-    since: Instant,
-    process: P,
-}
-
-struct State<P> {
-    idle: Vec<Idle<P>>,
-    /// Checked-out places.
-    busy: usize,
-    /// Bumped by each close: a process checked out before it is shut down on check-in.
-    generation: u64,
-    /// Whether the task that ends expired idle processes runs.
-    sweeping: bool,
-    stats: PoolStats,
-}
-
-/// What a driver's resident-process pool holds and has decided so far: counts only, for
-/// hosts' metrics and tests (`CliDriver::pool_stats`).
+/// What a pool holds and has decided so far: counts only, for hosts' metrics and tests
+/// (`CliDriver::pool_stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolStats {
@@ -190,149 +152,246 @@ pub struct PoolStats {
     pub busy: usize,
     /// Turns served by a live idle process.
     pub reused: u64,
-    /// Processes started (first turns, recycles and replacements included).
+    /// Processes started (first checkouts, recycles and replacements included).
     pub started: u64,
     /// Processes retired because the next turn's signature differed.
     pub recycled: u64,
     /// Dead processes found and replaced.
     pub replaced: u64,
-    /// Idle processes shut down for a cap or the idle timeout.
+    /// Idle processes shut down for a cap, the idle timeout or a fork.
     pub evicted: u64,
     /// Idle processes ended for writing past [`PoolLimits::max_idle_output`].
     pub flooded: u64,
 }
 
-impl<P> State<P> {
+/// Resident processes keyed by `K` and their exact signature.
+pub struct ProcessPool<K: PoolKey, P: Resident> {
+    parts: Parts<K, P>,
+}
+
+impl<K: PoolKey, P: Resident> Drop for ProcessPool<K, P> {
+    fn drop(&mut self) {
+        self.parts.wake.notify_one();
+    }
+}
+
+/// Shutdowns running in tasks of their own (a cancelled turn's process), which
+/// [`ProcessPool::close`] waits for.
+pub type Endings = Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+
+impl<K: PoolKey, P: Resident> std::fmt::Debug for ProcessPool<K, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (idle, busy) = self.counts();
+        f.debug_struct("ProcessPool")
+            .field("limits", &self.parts.limits)
+            .field("idle", &idle)
+            .field("busy", &busy)
+            .finish()
+    }
+}
+
+/// What the pool and its checkouts share.
+struct Parts<K, P> {
+    limits: PoolLimits,
+    state: Arc<Mutex<State<K, P>>>,
+    endings: Endings,
+    /// Wakes the sweeper early: the pool closed or is gone.
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl<K, P> Clone for Parts<K, P> {
+    fn clone(&self) -> Self {
+        Self {
+            limits: self.limits,
+            state: Arc::clone(&self.state),
+            endings: Arc::clone(&self.endings),
+            wake: Arc::clone(&self.wake),
+        }
+    }
+}
+
+struct Idle<K, P> {
+    key: K,
+    signature: ProcessSignature,
+    since: Instant,
+    process: P,
+}
+
+struct State<K, P> {
+    idle: Vec<Idle<K, P>>,
+    /// Checked-out places.
+    busy: usize,
+    /// Bumped by each close: a process checked out before it is shut down on check-in.
+    generation: u64,
+    /// Whether the task that ends expired idle processes runs.
+    sweeping: bool,
+    stats: PoolStats,
+}
+
+impl<K: PoolKey, P: Resident> State<K, P> {
     fn live(&self) -> usize {
         self.idle.len() + self.busy
     }
 
-    /// Removes the least recently used idle process.
-    fn evict_lru(&mut self) -> Option<P> {
-        let at = self
-            .idle
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, i)| i.since)
-            .map(|(at, _)| at)?;
-        Some(self.idle.swap_remove(at).process)
+    /// Moves idle processes past `timeout` to `retired`, and with `flooded` those ended for
+    /// writing past their idle budget too (a checkout leaves its own key's to replace).
+    fn expire(&mut self, timeout: Duration, flooded: bool, retired: &mut Vec<P>) {
+        let now = Instant::now();
+        let mut at = 0;
+        while at < self.idle.len() {
+            let idle = &self.idle[at];
+            let flooded = flooded && idle.process.flooded();
+            if flooded || now.duration_since(idle.since) >= timeout {
+                if flooded {
+                    self.stats.flooded += 1;
+                } else {
+                    self.stats.evicted += 1;
+                }
+                retired.push(self.idle.swap_remove(at).process);
+            } else {
+                at += 1;
+            }
+        }
+    }
+
+    /// Takes `key`'s idle process out and decides what to do with it: reuse it (returned), or
+    /// retire it to `retired` and start a new one (the decision).
+    fn take_idle(
+        &mut self,
+        key: &K,
+        signature: &ProcessSignature,
+        retired: &mut Vec<P>,
+    ) -> Result<P, PoolDecision> {
+        let Some(at) = self.idle.iter().position(|i| i.key == *key) else {
+            return Err(PoolDecision::Start);
+        };
+        let mut idle = self.idle.swap_remove(at);
+        if !idle.process.is_alive() {
+            self.stats.replaced += 1;
+            if idle.process.flooded() {
+                self.stats.flooded += 1;
+            }
+            retired.push(idle.process);
+            return Err(PoolDecision::Replace);
+        }
+        if idle.signature == *signature {
+            return Ok(idle.process);
+        }
+        let changed = idle.signature.changed_components(signature);
+        self.stats.recycled += 1;
+        retired.push(idle.process);
+        Err(PoolDecision::Recycle { changed })
+    }
+
+    /// Makes room for one more process within `max_live`: evicts least recently used idle
+    /// processes to `retired`.
+    fn make_room(&mut self, max_live: usize, retired: &mut Vec<P>) -> Result<(), PoolError> {
+        while self.live() >= max_live {
+            let at = self
+                .idle
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, i)| i.since)
+                .map(|(at, _)| at)
+                .ok_or(PoolError::Saturated)?;
+            self.stats.evicted += 1;
+            retired.push(self.idle.swap_remove(at).process);
+        }
+        Ok(())
     }
 
     fn unreserve(&mut self) {
         self.busy = self.busy.saturating_sub(1);
     }
-}
 
-/// One checked-out place in the pool: the process to reuse, if any, and the place a new one
-/// takes. [`check_in`](Self::check_in) returns the process for the next turn; dropping the
-/// checkout frees the place.
-pub struct Checkout<P: Resident> {
-    /// What the pool decided.
-    pub decision: PoolDecision,
-    /// The process to reuse ([`PoolDecision::Reuse`]); `None` when the caller starts one.
-    pub process: Option<P>,
-    namespace: String,
-    signature: ProcessSignature,
-    generation: u64,
-    idle_timeout: Duration,
-    state: Arc<Mutex<State<P>>>,
-    wake: Arc<tokio::sync::Notify>,
-    returned: bool,
-}
-
-impl<P: Resident> std::fmt::Debug for Checkout<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Checkout")
-            .field("decision", &self.decision)
-            .field("reused", &self.process.is_some())
-            .finish_non_exhaustive()
+    /// Closes: what is checked out now is shut down when it comes back (a new generation).
+    /// The idle processes, for the caller to end.
+    fn close(&mut self) -> Vec<Idle<K, P>> {
+        self.generation += 1;
+        std::mem::take(&mut self.idle)
     }
 }
 
-impl<P: Resident> Checkout<P> {
-    /// Returns `process` to the pool after its turn, idle for the conversation's next turn
-    /// (`conversation` is the session the turn started or continued, which a new process only
-    /// knows after its first turn). When the pool was closed since the checkout, it is shut
-    /// down instead.
-    pub async fn check_in(mut self, conversation: &str, process: P) {
-        self.returned = true;
-        let (refused, sweep) = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.unreserve();
-            if state.generation != self.generation {
-                (Some(process), false)
-            } else {
-                state.idle.push(Idle {
-                    namespace: std::mem::take(&mut self.namespace),
-                    conversation: conversation.to_owned(),
-                    signature: self.signature.clone(),
-                    since: Instant::now(),
-                    process,
-                });
-                (None, !std::mem::replace(&mut state.sweeping, true))
-            }
-        };
-        if sweep {
-            tokio::spawn(sweep_expired(
+impl<K: PoolKey, P: Resident> Parts<K, P> {
+    fn lock(&self) -> MutexGuard<'_, State<K, P>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes `process` idle under `key`, and starts the sweeper if it does not run (with no
+    /// runtime to run it in, the next checkout ends what expired).
+    fn park(&self, state: &mut State<K, P>, key: K, signature: ProcessSignature, process: P) {
+        state.idle.push(Idle {
+            key,
+            signature,
+            since: Instant::now(),
+            process,
+        });
+        if state.sweeping {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            state.sweeping = true;
+            runtime.spawn(sweep::sweep_expired(
                 Arc::downgrade(&self.state),
                 Arc::clone(&self.wake),
-                self.idle_timeout,
+                self.limits.idle_timeout,
             ));
         }
-        if let Some(process) = refused {
-            process.shut_down().await;
-        }
     }
 }
 
-impl<P: Resident> Drop for Checkout<P> {
-    fn drop(&mut self) {
-        if !self.returned {
-            self.state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .unreserve();
-        }
+/// Logs one decision: a recycle with its changed component names, the others by name.
+fn log_decision(decision: &PoolDecision, retired: usize) {
+    match decision {
+        PoolDecision::Recycle { changed } => tracing::info!(
+            decision = "recycle",
+            changed = ?changed,
+            retired,
+            "process pool"
+        ),
+        other => tracing::debug!(decision = ?other, retired, "process pool"),
     }
 }
 
-impl<P: Resident> ProcessPool<P> {
+impl<K: PoolKey, P: Resident> ProcessPool<K, P> {
     /// An empty pool within `limits`.
     pub fn new(limits: PoolLimits) -> Self {
         Self {
-            limits,
-            state: Arc::new(Mutex::new(State {
-                idle: Vec::new(),
-                busy: 0,
-                generation: 0,
-                sweeping: false,
-                stats: PoolStats::default(),
-            })),
-            endings: Endings::default(),
-            wake: Arc::default(),
+            parts: Parts {
+                limits,
+                state: Arc::new(Mutex::new(State {
+                    idle: Vec::new(),
+                    busy: 0,
+                    generation: 0,
+                    sweeping: false,
+                    stats: PoolStats::default(),
+                })),
+                endings: Endings::default(),
+                wake: Arc::default(),
+            },
         }
     }
 
     /// The pool's limits.
     pub fn limits(&self) -> PoolLimits {
-        self.limits
+        self.parts.limits
     }
 
     /// Where a shutdown running in a task of its own registers, so that
     /// [`close`](Self::close) waits for it.
     pub fn endings(&self) -> Endings {
-        Arc::clone(&self.endings)
+        Arc::clone(&self.parts.endings)
     }
 
     /// (idle, checked out) process counts.
     pub fn counts(&self) -> (usize, usize) {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        (state.idle.len(), state.busy)
+        let stats = self.stats();
+        (stats.idle, stats.busy)
     }
 
     /// The counts and decisions so far.
     pub fn stats(&self) -> PoolStats {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = self.parts.lock();
         PoolStats {
             idle: state.idle.len(),
             busy: state.busy,
@@ -343,21 +402,18 @@ impl<P: Resident> ProcessPool<P> {
     /// Counts a replacement the caller made itself: a reused process that turned out to be
     /// gone before anything was delivered to it.
     pub fn note_replaced(&self) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.parts.lock();
         state.stats.replaced += 1;
         state.stats.started += 1;
         tracing::debug!(decision = "replace", "process pool");
     }
 
-    /// Shuts down the idle process of `conversation` in `namespace`, if there is one (a
-    /// fork frees its parent this way, so no other process holds the parent's session).
-    pub async fn retire(&self, namespace: &str, conversation: &str) {
+    /// Shuts down the idle process of `key`, if there is one (a fork frees its parent
+    /// conversation's this way, so no other process holds the parent's session).
+    pub async fn retire(&self, key: &K) {
         let retired = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            let at = state
-                .idle
-                .iter()
-                .position(|i| i.namespace == namespace && i.conversation == conversation);
+            let mut state = self.parts.lock();
+            let at = state.idle.iter().position(|i| i.key == *key);
             at.map(|at| {
                 state.stats.evicted += 1;
                 state.idle.swap_remove(at).process
@@ -369,213 +425,45 @@ impl<P: Resident> ProcessPool<P> {
         }
     }
 
-    /// The place for the next turn of `conversation` (`None` for a turn that starts a new
-    /// one) in `namespace`, whose process must have exactly `signature`. Processes it retires
-    /// (recycled, dead, expired, evicted) are shut down before it returns, so a new process
-    /// never runs beside the one it replaces.
-    ///
-    /// # Errors
-    /// [`PoolError::Saturated`] when starting a process would pass a limit and no idle one can
-    /// be evicted.
-    pub async fn check_out(
+    /// Runs `decide` under the lock, once expired idle processes are out, then shuts down
+    /// what it retired (on an error too: nothing taken out of the pool is left running
+    /// unowned) before the caller goes on, so a new process never runs beside the one it
+    /// replaces. Also how many it retired.
+    async fn decide_then_retire<T>(
         &self,
-        namespace: &str,
-        conversation: Option<&str>,
-        signature: &ProcessSignature,
-    ) -> Result<Checkout<P>, PoolError> {
+        decide: impl FnOnce(&mut State<K, P>, &mut Vec<P>) -> T,
+    ) -> (T, usize) {
         let mut retired = Vec::new();
-        let decided = self.decide(namespace, conversation, signature, &mut retired);
-        let evicted = retired.len();
+        let decided = {
+            let mut state = self.parts.lock();
+            state.expire(self.parts.limits.idle_timeout, false, &mut retired);
+            decide(&mut state, &mut retired)
+        };
+        let count = retired.len();
         for old in retired {
             old.shut_down().await;
         }
-        let (decision, process, generation) = decided?;
-        match &decision {
-            PoolDecision::Recycle { changed } => tracing::info!(
-                decision = "recycle",
-                changed = ?changed,
-                retired = evicted,
-                "process pool"
-            ),
-            other => tracing::debug!(decision = ?other, retired = evicted, "process pool"),
-        }
-        Ok(Checkout {
-            decision,
-            process,
-            namespace: namespace.to_owned(),
-            signature: signature.clone(),
-            generation,
-            idle_timeout: self.limits.idle_timeout,
-            state: Arc::clone(&self.state),
-            wake: Arc::clone(&self.wake),
-            returned: false,
-        })
-    }
-
-    /// The decision, under the lock: what to hand out; what to retire goes to `retired`
-    /// (on an error too: nothing taken out of the pool is left running unowned).
-    fn decide(
-        &self,
-        namespace: &str,
-        conversation: Option<&str>,
-        signature: &ProcessSignature,
-        retired: &mut Vec<P>,
-    ) -> Result<(PoolDecision, Option<P>, u64), PoolError> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let generation = state.generation;
-        // Expired idle processes go first.
-        let now = Instant::now();
-        let timeout = self.limits.idle_timeout;
-        let mut at = 0;
-        while at < state.idle.len() {
-            if now.duration_since(state.idle[at].since) >= timeout {
-                state.stats.evicted += 1;
-                retired.push(state.idle.swap_remove(at).process);
-            } else {
-                at += 1;
-            }
-        }
-        let mine = conversation.and_then(|c| {
-            state
-                .idle
-                .iter()
-                .position(|i| i.namespace == namespace && i.conversation == c)
-        });
-        let mine = mine.map(|at| {
-            let mut idle = state.idle.swap_remove(at);
-            let alive = idle.process.is_alive();
-            (idle, alive)
-        });
-        let decision = match mine {
-            Some((idle, false)) => {
-                state.stats.replaced += 1;
-                if idle.process.flooded() {
-                    state.stats.flooded += 1;
-                }
-                retired.push(idle.process);
-                PoolDecision::Replace
-            }
-            Some((idle, true)) if idle.signature == *signature => {
-                state.busy += 1;
-                state.stats.reused += 1;
-                return Ok((PoolDecision::Reuse, Some(idle.process), generation));
-            }
-            Some((idle, true)) => {
-                let changed = idle.signature.changed_components(signature);
-                state.stats.recycled += 1;
-                retired.push(idle.process);
-                PoolDecision::Recycle { changed }
-            }
-            None => PoolDecision::Start,
-        };
-        while state.live() >= self.limits.max_live {
-            match state.evict_lru() {
-                Some(old) => {
-                    state.stats.evicted += 1;
-                    retired.push(old);
-                }
-                None => return Err(PoolError::Saturated),
-            }
-        }
-        state.busy += 1;
-        state.stats.started += 1;
-        Ok((decision, None, generation))
+        (decided, count)
     }
 
     /// Shuts down every idle process now, and every checked-out one when it is checked in.
     /// Later checkouts start new processes. Idempotent.
     pub async fn close(&self) {
-        let idle = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.generation += 1;
-            std::mem::take(&mut state.idle)
-        };
+        let idle = self.parts.lock().close();
         // Nothing idle is left to sweep: the sweeper ends now rather than at its next expiry.
-        self.wake.notify_one();
+        self.parts.wake.notify_one();
         for idle in idle {
             idle.process.shut_down().await;
         }
-        let endings =
-            std::mem::take(&mut *self.endings.lock().unwrap_or_else(PoisonError::into_inner));
+        let endings = std::mem::take(
+            &mut *self
+                .parts
+                .endings
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         for ending in endings {
             let _ = ending.await;
-        }
-    }
-}
-
-/// Ends idle processes when their idle time is up, as long as the pool holds any (and exists):
-/// sleeps until the oldest expires, shuts down every expired one, and again. A flooded one
-/// (already ended by its reader) goes at the same time.
-async fn sweep_expired<P: Resident>(
-    state: Weak<Mutex<State<P>>>,
-    wake: Arc<tokio::sync::Notify>,
-    timeout: Duration,
-) {
-    loop {
-        let next = {
-            let Some(state) = state.upgrade() else {
-                return;
-            };
-            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-            match state.idle.iter().map(|i| i.since).min() {
-                Some(oldest) => oldest.checked_add(timeout),
-                None => {
-                    state.sweeping = false;
-                    return;
-                }
-            }
-        };
-        let Some(next) = next else {
-            // A timeout past the end of time: nothing ever expires.
-            let Some(state) = state.upgrade() else {
-                return;
-            };
-            state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .sweeping = false;
-            return;
-        };
-        tokio::select! {
-            () = tokio::time::sleep_until(tokio::time::Instant::from_std(next)) => {}
-            // Closed or dropped: look again (an empty or gone pool ends the sweeper).
-            () = wake.notified() => continue,
-        }
-        let ended = {
-            let Some(state) = state.upgrade() else {
-                return;
-            };
-            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-            let now = Instant::now();
-            let mut ended = Vec::new();
-            let mut at = 0;
-            while at < state.idle.len() {
-                let idle = &state.idle[at];
-                let expired = now.duration_since(idle.since) >= timeout;
-                let flooded = idle.process.flooded();
-                if expired || flooded {
-                    if flooded {
-                        state.stats.flooded += 1;
-                    } else {
-                        state.stats.evicted += 1;
-                    }
-                    ended.push(state.idle.swap_remove(at).process);
-                } else {
-                    at += 1;
-                }
-            }
-            ended
-        };
-        if !ended.is_empty() {
-            tracing::debug!(
-                decision = "evict",
-                reason = "idle",
-                retired = ended.len(),
-                "process pool"
-            );
-        }
-        for process in ended {
-            process.shut_down().await;
         }
     }
 }
