@@ -93,12 +93,19 @@ impl std::fmt::Debug for ResidentProcess {
 #[async_trait::async_trait]
 impl Resident for ResidentProcess {
     /// Alive until it exits or closes its output (seen first, before the exit is reaped).
-    fn is_alive(&mut self) -> bool {
+    fn is_alive(&self) -> bool {
         !self.child.has_exited() && !self.peer.is_closed()
     }
 
     fn flooded(&self) -> bool {
         self.peer.flooded()
+    }
+
+    /// Between turns: what the process writes from now on is dropped (past the budget, it is
+    /// ended), and what it wrote that the turn did not read is gone.
+    fn quiet(&mut self) {
+        self.peer.end_turn();
+        self.incoming.clear();
     }
 
     async fn shut_down(self) {
@@ -139,13 +146,6 @@ impl ResidentProcess {
             }
         }
         Ok(process)
-    }
-
-    /// Between turns: what the process writes from now on is dropped (past the budget, it is
-    /// ended), and what it wrote that the turn did not read is gone.
-    fn quiet(&mut self) {
-        self.peer.end_turn();
-        self.incoming.clear();
     }
 
     /// Sends `call`; a request's answer, `Null` for a notification.
@@ -475,7 +475,7 @@ pub(crate) async fn run<D: Dialect>(
         match (&session, &result) {
             (Some(session), Ok(_)) if turn.plan != SessionPlan::Stateless => {
                 done.loaded = Some(session.clone());
-                done.quiet();
+                // The pool quiets it.
                 checkout.check_in(key(session), done).await;
             }
             _ => {

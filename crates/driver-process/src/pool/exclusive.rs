@@ -1,11 +1,11 @@
-//! Checkouts: one turn per process, the process out of the pool while it serves. The rules
-//! are in the [pool's docs](super).
+//! Exclusive checkouts: one turn per process, the process out of the pool while it serves.
+//! The rules are in the [pool's docs](super).
 
 use driver_spi::ProcessSignature;
 
 use super::{Parts, PoolDecision, PoolError, PoolKey, ProcessPool, Resident, State, log_decision};
 
-/// One checked-out place in the pool: the process to reuse, if any, and the place
+/// One exclusively checked-out place in the pool: the process to reuse, if any, and the place
 /// a new one takes. [`check_in`](Self::check_in) returns the process for the next turn;
 /// dropping the checkout frees the place.
 pub struct Checkout<K: PoolKey, P: Resident> {
@@ -31,8 +31,8 @@ impl<K: PoolKey, P: Resident> std::fmt::Debug for Checkout<K, P> {
 impl<K: PoolKey, P: Resident> Checkout<K, P> {
     /// Returns `process` to the pool after its turn, idle under `key` for the next checkout
     /// (for a CLI, the conversation the turn started or continued, which a new process only
-    /// knows after its first turn). When the pool was closed since the checkout, it is shut
-    /// down instead.
+    /// knows after its first turn), quieted ([`Resident::quiet`]). When the pool was closed
+    /// since the checkout, it is shut down instead.
     pub async fn check_in(mut self, key: K, process: P) {
         self.returned = true;
         let refused = {
@@ -61,14 +61,15 @@ impl<K: PoolKey, P: Resident> Drop for Checkout<K, P> {
 }
 
 impl<K: PoolKey, P: Resident> ProcessPool<K, P> {
-    /// The place for one turn of `key` (`None` for a turn whose key is known only
+    /// An exclusive place for one turn of `key` (`None` for a turn whose key is known only
     /// after it, such as a new conversation), whose process must have exactly `signature`.
     /// Processes it retires (recycled, dead, expired, evicted) are shut down before it
     /// returns, so a new process never runs beside the one it replaces.
     ///
     /// # Errors
     /// [`PoolError::Saturated`] when starting a process would pass
-    /// [`PoolLimits::max_live`](super::PoolLimits::max_live) and no idle one can be evicted.
+    /// [`PoolLimits::max_live`](super::PoolLimits::max_live) and no idle one can be evicted;
+    /// [`PoolError::Held`] when `key`'s process is held shared.
     pub async fn check_out(
         &self,
         key: Option<&K>,
@@ -78,7 +79,7 @@ impl<K: PoolKey, P: Resident> ProcessPool<K, P> {
             .decide_then_retire(|state, retired| self.decide(state, key, signature, retired))
             .await;
         let (decision, process, generation) = decided?;
-        log_decision(&decision, retired);
+        log_decision(&decision, false, retired);
         Ok(Checkout {
             decision,
             process,
@@ -89,7 +90,7 @@ impl<K: PoolKey, P: Resident> ProcessPool<K, P> {
         })
     }
 
-    /// A checkout's decision: what to hand out; what to retire goes to `retired`.
+    /// An exclusive checkout's decision: what to hand out; what to retire goes to `retired`.
     fn decide(
         &self,
         state: &mut State<K, P>,
@@ -99,14 +100,21 @@ impl<K: PoolKey, P: Resident> ProcessPool<K, P> {
     ) -> Result<(PoolDecision, Option<P>, u64), PoolError> {
         let generation = state.generation;
         let decision = match key {
-            Some(key) => match state.take_idle(key, signature, retired) {
-                Ok(process) => {
-                    state.busy += 1;
-                    state.stats.reused += 1;
-                    return Ok((PoolDecision::Reuse, Some(process), generation));
+            Some(key) => {
+                if let Some(held) = state.held_mut(key) {
+                    return Err(PoolError::Held {
+                        holders: held.holders,
+                    });
                 }
-                Err(decision) => decision,
-            },
+                match state.take_idle(key, signature, retired) {
+                    Ok(process) => {
+                        state.busy += 1;
+                        state.stats.reused += 1;
+                        return Ok((PoolDecision::Reuse, Some(process), generation));
+                    }
+                    Err(decision) => decision,
+                }
+            }
             None => PoolDecision::Start,
         };
         state.make_room(self.parts.limits.max_live, retired)?;

@@ -1,30 +1,47 @@
-//! The resident-process pool's decisions, with a fake resident that records its shutdown.
+//! The resident-process pool's decisions and limits, with a fake resident that records its
+//! shutdown; `shared` holds the shared checkouts' tests. Each limit has a test that it binds:
+//! `max_live` (`limits_evict_the_least_recently_used_idle_process_and_refuse_when_all_are_busy`,
+//! `the_default_pool_holds_max_live_processes_of_one_namespace`, and shared processes count
+//! in `shared::a_held_process_is_never_evicted_and_counts_against_max_live`), `idle_timeout`
+//! (`the_sweeper_ends_an_idle_process_at_its_idle_timeout_without_a_checkout`),
+//! `max_tasks_per_process` (`shared::one_holder_past_the_task_cap_is_refused`) and
+//! `max_idle_output`: the pool's part (it quiets a process that becomes idle, and counts
+//! one that flooded) here, the budget itself in
+//! `peer::between_turns_the_peer_is_quiet_and_past_its_budget_it_is_ended`
+//! and, through a driver, in `driver-codex`'s `a_process_that_floods_while_idle_is_ended`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use driver_spi::ProcessSignature;
 use run_service::EnvBinding;
 
 use crate::pool::{ConversationKey, PoolDecision, PoolError, PoolLimits, ProcessPool, Resident};
 
-/// A fake process: an id, whether it is alive or flooded, and a shared count of shutdowns.
+mod shared;
+
+/// A fake process: an id, whether it is alive or flooded, and shared counts of shutdowns and
+/// quietings.
 #[derive(Debug)]
 struct Fake {
     id: usize,
     alive: Arc<AtomicBool>,
     flooded: Arc<AtomicBool>,
     stopped: Arc<AtomicUsize>,
+    quieted: Arc<AtomicUsize>,
 }
 
 #[async_trait::async_trait]
 impl Resident for Fake {
-    fn is_alive(&mut self) -> bool {
+    fn is_alive(&self) -> bool {
         self.alive.load(Ordering::SeqCst)
     }
     fn flooded(&self) -> bool {
         self.flooded.load(Ordering::SeqCst)
+    }
+    fn quiet(&mut self) {
+        self.quieted.fetch_add(1, Ordering::SeqCst);
     }
     async fn shut_down(self) {
         self.stopped.fetch_add(1, Ordering::SeqCst);
@@ -47,6 +64,7 @@ impl Switches {
 
 struct Fixture {
     stopped: Arc<AtomicUsize>,
+    quieted: Arc<AtomicUsize>,
     next: AtomicUsize,
 }
 
@@ -56,6 +74,7 @@ impl Fixture {
     fn new() -> Self {
         Self {
             stopped: Arc::new(AtomicUsize::new(0)),
+            quieted: Arc::new(AtomicUsize::new(0)),
             next: AtomicUsize::new(1),
         }
     }
@@ -69,6 +88,7 @@ impl Fixture {
             alive: Arc::clone(&switches.alive),
             flooded: Arc::clone(&switches.flooded),
             stopped: Arc::clone(&self.stopped),
+            quieted: Arc::clone(&self.quieted),
         };
         (fake, switches)
     }
@@ -83,6 +103,9 @@ impl Fixture {
     fn stopped(&self) -> usize {
         self.stopped.load(Ordering::SeqCst)
     }
+    fn quieted(&self) -> usize {
+        self.quieted.load(Ordering::SeqCst)
+    }
 }
 
 fn signature(token: &str) -> ProcessSignature {
@@ -95,6 +118,15 @@ fn signature(token: &str) -> ProcessSignature {
 /// `thread` in namespace `ns`.
 fn key(ns: &str, thread: &str) -> ConversationKey {
     ConversationKey::new(ns.parse().unwrap(), thread)
+}
+
+/// Waits up to five seconds for `done`.
+async fn wait_until(done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]
@@ -233,6 +265,37 @@ async fn idle_processes_expire_and_close_ends_every_process() {
     pool.close().await;
     assert_eq!(fx.stopped(), 4);
     assert_eq!(pool.counts(), (0, 0));
+}
+
+#[tokio::test]
+async fn the_sweeper_ends_an_idle_process_at_its_idle_timeout_without_a_checkout() {
+    let fx = Fixture::new();
+    let pool = Pool::new(PoolLimits::default().with_idle_timeout(Duration::from_millis(100)));
+    let sig = signature("t");
+    fx.park(&pool, &key("ns", "a"), &sig).await;
+    assert_eq!(fx.stopped(), 0);
+    // No checkout from here on: the sweeper alone ends it.
+    wait_until(|| fx.stopped() == 1).await;
+    let stats = pool.stats();
+    assert_eq!((stats.idle, stats.evicted), (0, 1), "{stats:?}");
+}
+
+#[tokio::test]
+async fn a_process_checked_in_is_quieted_and_one_that_flooded_while_idle_is_counted() {
+    let fx = Fixture::new();
+    let pool = Pool::new(PoolLimits::default());
+    let sig = signature("t");
+    let thread = key("ns", "a");
+    let switches = fx.park(&pool, &thread, &sig).await;
+    // Quiet from its check-in: what it writes now counts against `max_idle_output`.
+    assert_eq!(fx.quieted(), 1);
+    // Its reader ended it for writing past the budget.
+    switches.die(true);
+    let next = pool.check_out(Some(&thread), &sig).await.unwrap();
+    assert_eq!(next.decision, PoolDecision::Replace);
+    let stats = pool.stats();
+    assert_eq!((stats.flooded, stats.replaced), (1, 1), "{stats:?}");
+    assert_eq!(fx.stopped(), 1, "and reaped");
 }
 
 #[test]
