@@ -36,8 +36,7 @@ use crate::resident::ResidentProcess;
 use driver_process::command::CliCommand;
 use driver_process::error::ProcessError;
 use driver_process::files::RunFiles;
-use driver_process::pool::PoolStats;
-use driver_process::pool::ProcessPool;
+use driver_process::pool::{ConversationKey, PoolStats, ProcessPool};
 use driver_process::probe::VersionCheck;
 use driver_process::turn_lock::NamespaceFiles;
 use driver_process::turn_lock::TurnLock;
@@ -78,7 +77,7 @@ pub struct CliDriver<D: Dialect> {
     fingerprint: Fingerprint,
     version: VersionCheck,
     /// The resident processes, in [`ProcessMode::Resident`].
-    pool: Option<ProcessPool<ResidentProcess>>,
+    pool: Option<ProcessPool<ConversationKey, ResidentProcess>>,
 }
 
 impl<D: Dialect> CliDriver<D> {

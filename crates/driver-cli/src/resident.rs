@@ -49,7 +49,7 @@ use crate::driver::options::CommonOptions as _;
 use crate::driver::turn::{Gate, Stop, fail_early, judge, required_servers};
 use crate::driver::turn_redactor;
 use driver_process::peer::{Inbox, Incoming, RpcError, RpcPeer};
-use driver_process::pool::{Endings, ProcessPool, Resident};
+use driver_process::pool::{ConversationKey, Endings, ProcessPool, Resident};
 use driver_process::process::ChildHandle;
 
 mod approval;
@@ -95,12 +95,19 @@ impl std::fmt::Debug for ResidentProcess {
 #[async_trait::async_trait]
 impl Resident for ResidentProcess {
     /// Alive until it exits or closes its output (seen first, before the exit is reaped).
-    fn is_alive(&mut self) -> bool {
+    fn is_alive(&self) -> bool {
         !self.child.has_exited() && !self.peer.is_closed()
     }
 
     fn flooded(&self) -> bool {
         self.peer.flooded()
+    }
+
+    /// Between turns: what the process writes from now on is dropped (past the budget, it is
+    /// ended), and what it wrote that the turn did not read is gone.
+    fn quiet(&mut self) {
+        self.peer.end_turn();
+        self.incoming.clear();
     }
 
     async fn shut_down(self) {
@@ -141,13 +148,6 @@ impl ResidentProcess {
             }
         }
         Ok(process)
-    }
-
-    /// Between turns: what the process writes from now on is dropped (past the budget, it is
-    /// ended), and what it wrote that the turn did not read is gone.
-    fn quiet(&mut self) {
-        self.peer.end_turn();
-        self.incoming.clear();
     }
 
     /// Sends `call`; a request's answer, `Null` for a notification.
@@ -288,7 +288,7 @@ const RUN_FILE_PLACEHOLDER: &str = "<run-dir>";
 pub(crate) async fn run<D: Dialect>(
     dialect: &D,
     protocol: &dyn ResidentProtocol,
-    pool: &ProcessPool<ResidentProcess>,
+    pool: &ProcessPool<ConversationKey, ResidentProcess>,
     turn: &Turn<'_>,
     config: ConfigFiles,
     command: impl Fn(Invocation, Redactor) -> CliCommand,
@@ -325,16 +325,16 @@ pub(crate) async fn run<D: Dialect>(
         turn,
         cli.model.as_deref(),
     );
-    let namespace = turn.env.namespace().as_str();
+    let key = |conversation: &str| ConversationKey::new(turn.env.namespace().clone(), conversation);
     if let SessionPlan::Fork(parent) = turn.plan {
-        pool.retire(namespace, parent).await;
+        pool.retire(&key(parent)).await;
     }
     let conversation = match turn.plan {
-        SessionPlan::Resume(id) => Some(id),
+        SessionPlan::Resume(id) => Some(key(id)),
         _ => None,
     };
     let mut checkout = pool
-        .check_out(namespace, conversation, &signature)
+        .check_out(conversation.as_ref(), &signature)
         .await
         .map_err(|e| DriverError::Failed(RunFailure::new(FailureKind::Limit, e.to_string())))?;
     // A new process: its own config file (removed when it ends), the session named at launch.
@@ -477,8 +477,8 @@ pub(crate) async fn run<D: Dialect>(
         match (&session, &result) {
             (Some(session), Ok(_)) if turn.plan != SessionPlan::Stateless => {
                 done.loaded = Some(session.clone());
-                done.quiet();
-                checkout.check_in(session, done).await;
+                // The pool quiets it.
+                checkout.check_in(key(session), done).await;
             }
             _ => {
                 done.close().await;

@@ -1,5 +1,5 @@
 //! The isolated process layer agent drivers run on, the message peer over a process's stdio,
-//! and the pool of processes that outlive a turn.
+//! and the pool of processes that outlive a turn or serve many tasks.
 //!
 //! * [`process`]: [`CliProcess`](process::CliProcess), a program run directly (never through
 //!   a shell) in a credential namespace's [`RuntimeEnv`](runtime_env::RuntimeEnv) and in its
@@ -20,8 +20,13 @@
 //!   the other side starts on a bounded queue. How messages look is a
 //!   [`Framing`](peer::Framing): JSON-RPC ([`JsonRpc`](peer::JsonRpc)) here, another protocol's
 //!   beside its dialect.
-//! * [`pool`]: the resident-process pool, keyed by the exact private
-//!   [`ProcessSignature`](driver_spi::ProcessSignature), with its limits and statistics.
+//! * [`pool`]: the resident-process pool, generic over its key
+//!   ([`PoolKey`](pool::PoolKey): a CLI's [`ConversationKey`](pool::ConversationKey), a
+//!   worker's namespace), with the exact private
+//!   [`ProcessSignature`](driver_spi::ProcessSignature) deciding reuse or recycle; exclusive
+//!   checkouts (one turn per process) and shared ones (tasks on one process, at most
+//!   [`max_tasks_per_process`](pool::PoolLimits::max_tasks_per_process)); limits that each
+//!   bind on their own, and statistics.
 //! * [`error`]: [`ProcessError`](error::ProcessError), the one error type of the layer.
 //!
 //! # Invariants
@@ -47,8 +52,9 @@
 //! * A spawned process never outlives its owner unnoticed: dropping it, a total timeout, or
 //!   the end of the main process ends every remaining member of the process group, and the
 //!   direct child is always reaped (by a dedicated thread, so this holds even when the Tokio
-//!   runtime shuts down). A pooled process outlives a turn only idle in its pool, which ends
-//!   it at its idle timeout, at a cap, when the next signature differs, and at close.
+//!   runtime shuts down). A pooled process outlives a turn (or its last task) only idle in
+//!   its pool, which ends it at its idle timeout, at a cap, when the next signature differs,
+//!   and at close; the pool never formats a key, which may hold provider text.
 //!
 //! # What it deliberately does not do
 //!
