@@ -31,10 +31,10 @@
 //!   each driver crate exports (its descriptor, binary and key variables), whose driver is
 //!   built from common arguments the same way for every runtime but for what its crate
 //!   states in [`ModelAccess`] ([`WithEndpoint`], [`KeyRoute`]): where the CLI takes the
-//!   model endpoint and the key;
-//! * `testing` (feature `testing`): the driver test kit's shared fuzz, transcript replay and
-//!   conformance factory, for the driver crates' own tests, and the measuring part of their
-//!   `turns` benches.
+//!   model endpoint and the key.
+//!
+//! The driver test kit (the shared fuzz, transcript replay, fake CLI and conformance factory)
+//! is the dev-only crate `cli-test-kit`, built on this crate's public API.
 //!
 //! Underneath is `driver-process`, the process layer every turn runs on: a program run
 //! directly (never through a shell) in the namespace's isolated environment and in its own
@@ -99,8 +99,6 @@ mod resident;
 mod runtime;
 mod session;
 mod side;
-#[cfg(feature = "testing")]
-pub mod testing;
 mod tool_names;
 mod turn;
 mod turn_events;

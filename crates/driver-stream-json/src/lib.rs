@@ -20,8 +20,9 @@
 //! * [`PermissionFlags`]: the request's permission policy as both CLIs' flags;
 //! * the resident mode both share (`--input-format stream-json`, one `user`
 //!   message per turn, the turn ending at `result`, `interrupt` as a control request,
-//!   `can_use_tool` permission requests decided by the policy or the host);
-//! * `testing` (feature `testing`): the scripted resident fake both dialects' tests run.
+//!   `can_use_tool` permission requests decided by the policy or the host).
+//!
+//! The scripted resident fake both dialects' tests run is `cli_test_kit::stream_json`.
 //!
 //! # Invariants
 //! - No secret value is ever written: bearer tokens and stdio secrets are `${NAME}`
@@ -49,8 +50,6 @@ mod fuzz_tests;
 mod mcp_config;
 mod permissions;
 mod resident;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 use driver_cli::{ConfigFiles, Turn};
 use driver_spi::{Capabilities, ConfigError, DriverError, Request};

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use driver_cli::testing::{FakeCli, checkpoint, run};
+use cli_test_kit::{FakeCli, checkpoint, run};
 use driver_cli::{
     Call, CliEvent, CliOptions, Dialect, Identity, KeyRoute, MalformedEvent, ModelAccess,
     NewSessionId, ProcessMode, Rejection, ResidentProtocol, Runtime, SessionPlan, Translator, Turn,
