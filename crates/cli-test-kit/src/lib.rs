@@ -6,6 +6,8 @@
 //!   runs;
 //! * [`replay`] and [`replay_dir`]: recorded CLI transcripts replayed through a translator and
 //!   compared with blessed goldens;
+//! * [`rpc_replay`]: two-way JSON-RPC transcripts of a resident protocol session, replayed by
+//!   method and id, with the kit as the server of a real driver's resident loop;
 //! * [`run`], [`failed_kind`], [`checkpoint`] and [`translate_all`]: the start of most driver
 //!   and translator tests;
 //! * [`FakeCli`]: one typed fake CLI for every dialect, over the scripted `fake-cli`; and
@@ -43,8 +45,10 @@
 //!
 //! # What it deliberately does not do
 //! It knows no CLI's dialect: each driver crate scripts its own CLI's lines over [`FakeCli`]
-//! (only the stream-json fake, shared by two dialects, lives here). It panics where a test
-//! should fail, and is no model for library code.
+//! (only the stream-json fake, shared by two dialects, lives here). It records no transcript:
+//! `transcript-recorder` records the one-way fixtures, and a two-way transcript is given to
+//! [`rpc_replay`] as a file. It panics where a test should fail, and is no model for library
+//! code.
 //!
 //! Stability: internal to this workspace (`publish = false`); it changes with its tests.
 #![forbid(unsafe_code)]
@@ -55,6 +59,7 @@ mod factory;
 mod fake;
 mod fuzz;
 mod replay;
+pub mod rpc_replay;
 mod runs;
 pub mod stream_json;
 mod turns;
