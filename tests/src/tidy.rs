@@ -59,12 +59,12 @@ pub const ENV_READERS: &[(&str, &str)] = &[
         "a unit test of the pinned binary's schema: it reads `CODEX_BIN`, `PATH` for the binary's Node wrapper, and `BLESS=1`",
     ),
     (
-        "crates/driver-cli/src/testing.rs",
-        "the driver test kit (feature `testing`): `BLESS=1` re-blesses the transcript goldens",
+        "crates/cli-test-kit/src/replay.rs",
+        "the driver test kit's transcript replay: `BLESS=1` re-blesses the transcript goldens",
     ),
     (
-        "crates/driver-cli/src/testing/turns.rs",
-        "the `turns` benches' shared measuring part (feature `testing`): `TURNS_VERBOSE=1` prints every turn",
+        "crates/cli-test-kit/src/turns.rs",
+        "the `turns` benches' shared measuring part: `TURNS_VERBOSE=1` prints every turn",
     ),
     (
         "crates/fake-cli/src/",

@@ -31,10 +31,10 @@
 //!   each driver crate exports (its descriptor, binary and key variables), whose driver is
 //!   built from common arguments the same way for every runtime but for what its crate
 //!   states in [`ModelAccess`] ([`WithEndpoint`], [`KeyRoute`]): where the CLI takes the
-//!   model endpoint and the key;
-//! * `testing` (feature `testing`): the driver test kit's shared fuzz, transcript replay and
-//!   conformance factory, for the driver crates' own tests, and the measuring part of their
-//!   `turns` benches.
+//!   model endpoint and the key.
+//!
+//! The driver test kit (the shared fuzz, transcript replay, fake CLI and conformance factory)
+//! is the dev-only crate `cli-test-kit`, built on this crate's public API.
 //!
 //! Underneath is `driver-process`, the process layer every turn runs on: a program run
 //! directly (never through a shell) in the namespace's isolated environment and in its own
@@ -95,8 +95,6 @@ mod driver;
 mod mcp;
 mod registry;
 mod resident;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub use dialect::events::{Tracked, TurnEvents, json_text};
 pub use dialect::session::SessionPlan;

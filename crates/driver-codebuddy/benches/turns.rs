@@ -3,7 +3,7 @@
 //! `per-turn` (a process per turn) and `resident` (one process kept between turns). Each turn
 //! is timed from `Driver::run` to its response; while a mode runs, a sampler reads `/proc`
 //! every 10 ms and keeps the largest total resident set of the namespace's CodeBuddy
-//! processes. The measuring is `driver_cli::testing::thread_of_turns`, shared with the other
+//! processes. The measuring is `cli_test_kit::thread_of_turns`, shared with the other
 //! drivers' benches.
 //!
 //! Run with `CODEBUDDY_BIN=… cargo bench -p driver-codebuddy --bench turns -- --json`: one
@@ -17,8 +17,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cli_test_kit::run_turns_bench;
 use driver_cli::ProcessMode;
-use driver_cli::testing::run_turns_bench;
 use driver_codebuddy::{CodeBuddyDriver, CodeBuddyOptions, CommonOptions};
 use driver_process::command::Limits;
 use driver_process::pool::PoolLimits;

@@ -14,7 +14,7 @@ fn recorded_transcripts_replay_to_their_goldens() {
     let dialect = driver_stream_json::StreamJsonDialect::<crate::dialect::CodeBuddy>::from(
         crate::CodeBuddyOptions::new(),
     );
-    driver_cli::testing::replay_dir(&fixtures, |request| {
+    cli_test_kit::replay_dir(&fixtures, |request| {
         dialect.translator(request, request.redactor())
     });
 }

@@ -3,7 +3,7 @@
 //! `app-server` (one resident process). Each turn is timed from `Driver::run` to its response;
 //! while a mode runs, a sampler reads `/proc` every 10 ms and keeps the largest total resident
 //! set of the namespace's Codex processes (the Node wrapper and the native binary). The
-//! measuring is `driver_cli::testing::thread_of_turns`, shared with the other drivers' benches.
+//! measuring is `cli_test_kit::thread_of_turns`, shared with the other drivers' benches.
 //!
 //! Run with `CODEX_BIN=… cargo bench -p driver-codex --bench turns -- --json`: one JSON object
 //! per mode, `{"mode","first_turn_ms","later_turn_median_ms","turns","rss_kib"}`. Without
@@ -14,8 +14,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use cli_test_kit::run_turns_bench;
 use driver_cli::ProcessMode;
-use driver_cli::testing::run_turns_bench;
 use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
 use driver_process::pool::PoolLimits;
 use runtime_env::{HostEnv, RuntimeEnv};

@@ -5,7 +5,7 @@
 //!
 //! The translator is a pure state machine over parsed JSONL values: no I/O, so every mapping
 //! is unit-tested without a process and fuzzed by the shared harness
-//! (`driver_cli::testing`). Unknown event and item types are ignored (newer Codex releases
+//! (`cli_test_kit`). Unknown event and item types are ignored (newer Codex releases
 //! add them); a known event with a malformed shape is [`MalformedEvent`].
 //!
 //! **Usage.** `turn.completed.usage` is the running total of the whole thread, earlier
@@ -373,7 +373,7 @@ mod tests {
     use serde_json::json;
 
     fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
-        driver_cli::testing::translate_all(EventTranslator::default(), lines)
+        cli_test_kit::translate_all(EventTranslator::default(), lines)
     }
 
     #[test]
@@ -434,7 +434,7 @@ mod tests {
         let secret = "sk-canary-item-0123456789";
         let redactor =
             Redactor::from_iter([EnvBinding::new("K", secret.to_owned()).value().clone()]);
-        let (t, events) = driver_cli::testing::translate_all(
+        let (t, events) = cli_test_kit::translate_all(
             EventTranslator::new(redactor),
             &[
                 json!({"type":"item.completed","item":{"id":"c1","type":"mcp_tool_call","server":"s","tool":"t","arguments":{"key":secret},"result":{"content":[{"type":"text","text":secret}]},"status":"completed"}}),

@@ -1,4 +1,4 @@
-//! The shared translator fuzz ([`driver_cli::fuzz_translator!`]) over Codex-shaped events:
+//! The shared translator fuzz ([`cli_test_kit::fuzz_translator!`]) over Codex-shaped events:
 //! 10,000 cases per property with a fixed seed, so a CI failure reproduces locally.
 
 use std::sync::LazyLock;
@@ -62,4 +62,4 @@ static KEYS: LazyLock<Vec<&str>> = LazyLock::new(|| {
     .concat()
 });
 
-driver_cli::fuzz_translator!(EventTranslator::default(), WORDS, KEYS.as_slice());
+cli_test_kit::fuzz_translator!(EventTranslator::default(), WORDS, KEYS.as_slice());

@@ -165,7 +165,7 @@ mod tests {
     use serde_json::json;
 
     fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
-        driver_cli::testing::translate_all(
+        cli_test_kit::translate_all(
             EventTranslator::new(Redactor::default(), ["agent-ui"]),
             lines,
         )
@@ -252,7 +252,7 @@ mod tests {
     #[test]
     fn text_and_tool_calls_are_redacted() {
         let secret = "opaque-key-5e1b";
-        let (t, events) = driver_cli::testing::translate_all(
+        let (t, events) = cli_test_kit::translate_all(
             EventTranslator::new(
                 Redactor::from_iter([EnvBinding::new("K", secret.to_owned()).value().clone()]),
                 [],

@@ -1,4 +1,4 @@
-//! The shared translator fuzz ([`driver_cli::fuzz_translator!`]) over Cursor-shaped events:
+//! The shared translator fuzz ([`cli_test_kit::fuzz_translator!`]) over Cursor-shaped events:
 //! 10,000 cases per property with a fixed seed, so a CI failure reproduces locally.
 
 use crate::events::EventTranslator;
@@ -56,4 +56,4 @@ fn translator() -> EventTranslator {
     EventTranslator::new(driver_spi::Redactor::default(), ["agent-ui", ""])
 }
 
-driver_cli::fuzz_translator!(translator(), WORDS, KEYS);
+cli_test_kit::fuzz_translator!(translator(), WORDS, KEYS);

@@ -238,7 +238,7 @@ mod tests {
     use serde_json::json;
 
     fn run(lines: &[Value]) -> (Tracked<EventTranslator>, Vec<DriverEvent>) {
-        driver_cli::testing::translate_all(
+        cli_test_kit::translate_all(
             EventTranslator::new(Redactor::default(), tool_names(["agent-tools"])),
             lines,
         )
@@ -293,7 +293,7 @@ mod tests {
     fn text_tool_parameters_and_output_are_redacted() {
         let secret = "opaque-key-5e1b";
         let redactor = Redactor::from_iter([SecretString::from(secret)]);
-        let (t, events) = driver_cli::testing::translate_all(
+        let (t, events) = cli_test_kit::translate_all(
             EventTranslator::new(redactor, tool_names([])),
             &[
                 json!({"type":"init","session_id":"s"}),

@@ -1,5 +1,5 @@
 //! Fuzz-style properties of the event translator, through the shared translator harness
-//! ([`driver_cli::testing`]): fed adversarial input it never panics, every translated stream
+//! ([`cli_test_kit`]): fed adversarial input it never panics, every translated stream
 //! is well formed, and a malformed event leaves no trace. (The session codec is
 //! the one of `driver_cli::Identity`, fuzzed once in driver-cli.)
 //!
@@ -53,4 +53,4 @@ fn translator() -> EventTranslator {
     EventTranslator::new(Redactor::default(), tool_names(["agent-tools", "agent"]))
 }
 
-driver_cli::fuzz_translator!(translator(), WORDS, KEYS);
+cli_test_kit::fuzz_translator!(translator(), WORDS, KEYS);

@@ -11,7 +11,7 @@ use driver_cli::Dialect as _;
 fn recorded_transcripts_replay_to_their_goldens() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gemini-0.61.0");
     let dialect = crate::dialect::Gemini::from(crate::GeminiOptions::new());
-    driver_cli::testing::replay_dir(&fixtures, |request| {
+    cli_test_kit::replay_dir(&fixtures, |request| {
         dialect.translator(request, request.redactor())
     });
 }

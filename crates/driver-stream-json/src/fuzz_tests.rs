@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use cli_test_kit::nasty_text as nasty;
 use driver_cli::Tracked;
-use driver_cli::testing::nasty_text as nasty;
 use driver_spi::{FailureKind, Redactor};
 use proptest::prelude::*;
 use run_service::McpServer;
@@ -100,7 +100,7 @@ fn server() -> impl Strategy<Value = McpServer> {
         })
 }
 
-driver_cli::fuzz_translator!(translator(&["files"]), WORDS, KEYS);
+cli_test_kit::fuzz_translator!(translator(&["files"]), WORDS, KEYS);
 
 proptest! {
     #![proptest_config(test_support::fuzz_config())]

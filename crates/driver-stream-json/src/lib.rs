@@ -22,8 +22,9 @@
 //!   message per turn, the turn ending at `result`, `interrupt` as a control request,
 //!   `can_use_tool` permission requests decided by the policy or the host), and the framing
 //!   of its control protocol on the resident peer (`control_request`/`control_response`,
-//!   every other line an event by its `type`);
-//! * `testing` (feature `testing`): the scripted resident fake both dialects' tests run.
+//!   every other line an event by its `type`).
+//!
+//! The scripted resident fake both dialects' tests run is `cli_test_kit::stream_json`.
 //!
 //! # Invariants
 //! - No secret value is ever written: bearer tokens and stdio secrets are `${NAME}`
@@ -52,8 +53,6 @@ mod fuzz_tests;
 mod mcp_config;
 mod permissions;
 mod resident;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 use driver_cli::{ConfigFiles, Turn};
 use driver_spi::{Capabilities, ConfigError, DriverError, Request};

@@ -20,6 +20,13 @@
 //!    any line; a `once` rule is skipped after its first match; no match means no steps). A
 //!    line need not be JSON. At EOF it sleeps [`Scenario::serve_exit_delay_ms`], if set, and
 //!    exits 0.
+//! 6. Relay mode, when [`Scenario::relay`] names a Unix socket and argv is not exactly
+//!    `["--version"]`: after the argv rule's steps the fake connects to the socket, copies its
+//!    stdin to it and what it reads from it to its stdout (each line flushed), and exits 0 when
+//!    the socket's peer closes it (after stdin's EOF, the socket's write half is shut down so
+//!    the peer sees it). The answers then come from a peer in the test process, such as a
+//!    replayed transcript; the fake itself decides nothing. A scenario with both `relay` and
+//!    serve-mode line rules is invalid.
 //!
 //! Steps print lines on stdout or stderr (with templates, see [`Step`]; in serve mode the
 //! answers can echo the request's `${ID}` and `${PARAM:<path>}`), sleep, stream an unterminated

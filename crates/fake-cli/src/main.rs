@@ -8,6 +8,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -83,7 +84,12 @@ fn run() -> Result<(), Fail> {
     };
     // Serve mode reads stdin line by line after the record and the argv rule's steps.
     let serving = !line_rules.is_empty() && !only_version;
-    let stdin = if version.is_some() || serving {
+    // Relay mode hands stdin to the socket's peer, also after them.
+    let relay = scenario.relay.as_deref().filter(|_| !only_version);
+    if relay.is_some() && serving {
+        return Err(bad("a scenario relays or serves, not both"));
+    }
+    let stdin = if version.is_some() || serving || relay.is_some() {
         String::new()
     } else {
         read_stdin()?
@@ -118,7 +124,51 @@ fn run() -> Result<(), Fail> {
     if serving {
         serve(&scenario, line_rules, &mut ctx, serve_record)?;
     }
+    if let Some(socket) = relay {
+        relay_to(socket)?;
+    }
     Ok(())
+}
+
+/// Relay mode: stdin to the socket, the socket to stdout, until the socket's peer closes it.
+fn relay_to(socket: &Path) -> Result<(), Fail> {
+    let stream = UnixStream::connect(socket)
+        .map_err(|e| bad(format!("cannot connect to {}: {e}", socket.display())))?;
+    let from_peer = stream
+        .try_clone()
+        .map_err(|e| bad(format!("cannot clone the relay socket: {e}")))?;
+    let answers = std::thread::spawn(move || copy_lines(from_peer, &mut io::stdout().lock()));
+    copy_lines(io::stdin().lock(), &mut &stream)?;
+    // The peer sees the driver's EOF, and closes its side when it is done.
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    answers
+        .join()
+        .map_err(|_| bad("the relay thread panicked"))?
+}
+
+/// Copies whole lines from `from` to `to` until EOF, flushing each. Not `io::copy`: on Linux it
+/// splices, and a splice waiting for the socket holds the pipe, so the driver reading it would
+/// wait too.
+fn copy_lines(from: impl io::Read, to: &mut impl Write) -> Result<(), Fail> {
+    let mut from = io::BufReader::new(from);
+    let mut line = Vec::new();
+    while next_line(&mut from, &mut line, "a relayed line")? {
+        to.write_all(&line)
+            .and_then(|()| to.flush())
+            .map_err(|_| Fail::Pipe)?;
+    }
+    Ok(())
+}
+
+/// Reads the next line of `input` (with its newline, at most [`MAX_LINE`] bytes: a longer one
+/// is taken as several) into `line`; `false` at EOF. `what` names the input in an error.
+fn next_line(input: &mut impl BufRead, line: &mut Vec<u8>, what: &str) -> Result<bool, Fail> {
+    line.clear();
+    let n = input
+        .take(MAX_LINE)
+        .read_until(b'\n', line)
+        .map_err(|e| bad(format!("cannot read {what}: {e}")))?;
+    Ok(n > 0)
 }
 
 /// Serve mode: each stdin line is recorded, then runs the first unspent matching line rule.
@@ -132,15 +182,7 @@ fn serve(
     let mut spent = vec![false; rules.len()];
     let mut input = io::stdin().lock();
     let mut raw = Vec::new();
-    loop {
-        raw.clear();
-        let n = (&mut input)
-            .take(MAX_LINE)
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| bad(format!("cannot read stdin: {e}")))?;
-        if n == 0 {
-            break;
-        }
+    while next_line(&mut input, &mut raw, "stdin")? {
         if raw.last() == Some(&b'\n') {
             raw.pop();
         }

@@ -49,6 +49,12 @@ pub struct Scenario {
     /// In serve mode, how long to sleep at stdin EOF before exiting 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve_exit_delay_ms: Option<u64>,
+    /// Relay mode when set: after the argv rule's steps, the fake connects to the Unix socket
+    /// at this path and copies its stdin to it and what it reads from it to its stdout, so a
+    /// peer in the test process answers the driver (see the crate documentation). Exclusive
+    /// with [`serve`](Self::serve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<PathBuf>,
 }
 
 /// Which files an invocation records (see [`Invocation::files`]).
@@ -220,6 +226,12 @@ impl Scenario {
     /// Sleeps this long at stdin EOF in serve mode before exiting.
     pub fn serve_exit_delay_ms(mut self, ms: u64) -> Self {
         self.serve_exit_delay_ms = Some(ms);
+        self
+    }
+
+    /// Relays stdio to the Unix socket at `path` (see [`relay`](Self#structfield.relay)).
+    pub fn relay(mut self, path: impl Into<PathBuf>) -> Self {
+        self.relay = Some(path.into());
         self
     }
 

@@ -1,15 +1,15 @@
-//! The canary check (`driver_cli::testing::assert_canary_hidden`) for Claude Code, one
+//! The canary check (`cli_test_kit::assert_canary_hidden`) for Claude Code, one
 //! process per turn and resident: the model key the namespace injects (`ANTHROPIC_API_KEY`),
 //! echoed by the model in a command's input (and, resident, its permission request), the
 //! command's result and the answer, shows in no event, output or log.
 
-use driver_claude_code::CommonOptions;
-use driver_cli::ProcessMode;
-use driver_cli::testing::{
+use cli_test_kit::stream_json::{USER_LINE, canary_turn, resident};
+use cli_test_kit::{
     CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
 };
+use driver_claude_code::CommonOptions;
+use driver_cli::ProcessMode;
 use driver_process::pool::PoolLimits;
-use driver_stream_json::testing::{USER_LINE, canary_turn, resident};
 use fake_cli::{LineRule, Rule, Scenario};
 
 use crate::support::{FakeClaude, VERSION};

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use crate::support::{FakeClaude, claude_like, fake_claude};
+use cli_test_kit::{checkpoint, failed_kind, run};
 use compat_fingerprint::{Fingerprint, Kind};
 use driver_claude_code::{ClaudeCodeOptions, CommonOptions};
-use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_process::command::Limits;
 use driver_spi::{Action, Permission, PermissionPolicy, Unsupported};
 use driver_spi::{

@@ -5,15 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cli_test_kit::stream_json::{USER_LINE, resident};
+use cli_test_kit::{checkpoint, failed_kind, run};
 use driver_claude_code::{ClaudeCodeDriver, CommonOptions};
 use driver_cli::ProcessMode;
-use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_process::pool::PoolLimits;
 use driver_spi::{
     CollectingSink, Driver, DriverEvent, FailureKind, ProcessLifecycle as _, Request,
     SessionContext, SessionState, check_sequence,
 };
-use driver_stream_json::testing::{USER_LINE, resident};
 use fake_cli::{LineRule, is_running, read_served_lines};
 
 use crate::support::{FakeClaude, fake_claude};
@@ -136,7 +136,7 @@ async fn malformed_and_unknown_lines_do_not_break_a_turn() {
         .stdout(r#"{"type":"rate_limit_event","whatever":1}"#)
         .stdout(r#"{"no_type":true}"#);
     // The noise rule runs first, then nothing: fold a clean turn into it.
-    let noisy = driver_stream_json::testing::turn(noise, "${ARG_AFTER:--session-id}");
+    let noisy = cli_test_kit::stream_json::turn(noise, "${ARG_AFTER:--session-id}");
     let fake = Fake::new(&[noisy]);
     let driver = fake.driver();
     let (result, events) = run(&driver, fake.request("noisy")).await;

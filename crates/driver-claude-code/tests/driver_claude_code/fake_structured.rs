@@ -3,12 +3,12 @@
 //! turn with another schema, or none, gets a process of its own), and the `result` event's
 //! `structured_output` in the response only for a request with a schema.
 
+use cli_test_kit::stream_json::resident;
+use cli_test_kit::{checkpoint, run};
 use driver_claude_code::CommonOptions as _;
 use driver_cli::ProcessMode;
-use driver_cli::testing::{checkpoint, run};
 use driver_process::pool::PoolLimits;
 use driver_spi::{OutputSchema, ProcessLifecycle as _, Request, SessionContext};
-use driver_stream_json::testing::resident;
 use fake_cli::{Rule, Scenario};
 use serde_json::{Value, json};
 

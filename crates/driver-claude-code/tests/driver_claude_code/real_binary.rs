@@ -105,7 +105,7 @@ pub(crate) fn drivers<'a>(
             dir,
             bin,
             model,
-            driver_cli::testing::process_mode(resident),
+            cli_test_kit::process_mode(resident),
         ))
     }
 }

@@ -1,8 +1,8 @@
 //! A `claude` stand-in: the workspace's scripted fake CLI, answering with Claude Code's own
 //! stream-json event shapes.
 
+use cli_test_kit::FakeCli;
 use driver_claude_code::ClaudeCodeOptions;
-use driver_cli::testing::FakeCli;
 use fake_cli::{Rule, Scenario};
 
 /// `--version` of the pinned release.

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use driver_cli::testing::{FakeCli, checkpoint, run};
+use cli_test_kit::{FakeCli, checkpoint, run};
 use driver_cli::{
     Call, CliEvent, CliOptions, Dialect, Identity, KeyRoute, MalformedEvent, ModelAccess,
     NewSessionId, ProcessMode, Rejection, ResidentProtocol, Runtime, SessionPlan, Translator, Turn,
@@ -280,7 +280,7 @@ fn fake() -> FakeCli<PromptEndedOptions> {
     )
 }
 
-fn request(prompt: &str) -> Request {
+pub(crate) fn request(prompt: &str) -> Request {
     let fp = compat_fingerprint::Fingerprint::of(
         compat_fingerprint::Kind::new("driver-cli prompt-ended tests v1"),
         |e| e.str("profile"),
@@ -289,7 +289,7 @@ fn request(prompt: &str) -> Request {
 }
 
 /// Resident mode; a turn that never ends fails within seconds, not the default minutes.
-fn resident() -> PromptEndedOptions {
+pub(crate) fn resident() -> PromptEndedOptions {
     use driver_cli::CommonOptions as _;
     PromptEndedOptions::default()
         .with_process_mode(ProcessMode::Resident(PoolLimits::default()))

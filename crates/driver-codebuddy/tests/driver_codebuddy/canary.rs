@@ -1,16 +1,16 @@
-//! The canary check (`driver_cli::testing::assert_canary_hidden`) for CodeBuddy, one process
+//! The canary check (`cli_test_kit::assert_canary_hidden`) for CodeBuddy, one process
 //! per turn and resident: its key option (a construction-time key the driver puts in the
 //! child's environment), or a model key the namespace injects, echoed by the model in a
 //! command's input (and, resident, its permission request), the command's result and the
 //! answer, shows in no event, output or log.
 
-use driver_cli::ProcessMode;
-use driver_cli::testing::{
+use cli_test_kit::stream_json::{USER_LINE, canary_turn, resident};
+use cli_test_kit::{
     CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
 };
+use driver_cli::ProcessMode;
 use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
 use driver_process::pool::PoolLimits;
-use driver_stream_json::testing::{USER_LINE, canary_turn, resident};
 use fake_cli::{LineRule, Rule, Scenario};
 use secrecy::SecretString;
 

@@ -1,7 +1,7 @@
 //! The driver-spi conformance kit over the CodeBuddy driver and the fake CLI (`cargo xtask
 //! conformance` runs `conformance::codebuddy_fake_cli` by exact name).
 
-use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
+use cli_test_kit::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
 use crate::support::{codebuddy_like, fake_codebuddy};
@@ -36,10 +36,10 @@ fn codebuddy_resident_fake_cli() {
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served.jsonl");
     let fake = fake_codebuddy(
-        driver_stream_json::testing::resident_kit(&served),
+        cli_test_kit::stream_json::resident_kit(&served),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );
     let options = fake.options();
-    driver_stream_json::testing::resident_factory(fake.into_harness(), options, &served)
+    cli_test_kit::stream_json::resident_factory(fake.into_harness(), options, &served)
         .assert_kit_passes();
 }

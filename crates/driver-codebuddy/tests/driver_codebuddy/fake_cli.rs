@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::support::{FakeCodeBuddy, codebuddy_like, fake_codebuddy};
+use cli_test_kit::{checkpoint, failed_kind, run};
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_codebuddy::{CodeBuddyOptions, CommonOptions};
 use driver_process::command::Limits;
 use driver_spi::{Action, PermissionPolicy};

@@ -2,8 +2,8 @@
 //! the `result` event's `structured_output` as the response's structured answer while the
 //! `result` text (CodeBuddy's reply after the tool result) stays the text.
 
+use cli_test_kit::run;
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::testing::run;
 use driver_spi::{Driver as _, OutputSchema, ProfilePayload, Request};
 use fake_cli::{Rule, Scenario};
 use run_service::RunId;

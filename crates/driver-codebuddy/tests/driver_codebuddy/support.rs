@@ -1,7 +1,7 @@
 //! A `codebuddy` stand-in: the workspace's scripted fake CLI, answering with CodeBuddy's own
 //! stream-json event shapes (as transcribed from the pinned 2.117.0).
 
-use driver_cli::testing::FakeCli;
+use cli_test_kit::FakeCli;
 use driver_codebuddy::CodeBuddyOptions;
 use fake_cli::{Rule, Scenario};
 

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use cli_test_kit::{checkpoint, failed_kind, run};
 use driver_cli::ProcessMode;
-use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_codex::{CodexDriver, CodexOptions, CommonOptions};
 use driver_process::command::Limits;
 use driver_process::pool::PoolLimits;
@@ -65,7 +65,7 @@ fn turn() -> LineRule {
 pub(crate) const ACCEPTED: &str = r#""decision":"accept""#;
 
 /// The kit's scripted tool use (before [`turn`]): a turn of the prompt
-/// [`TOOL_USE_PROMPT`](driver_cli::testing::TOOL_USE_PROMPT) starts a command that writes a
+/// [`TOOL_USE_PROMPT`](cli_test_kit::TOOL_USE_PROMPT) starts a command that writes a
 /// file (its command line carries the kit's arguments, secret included) and asks
 /// `item/commandExecution/requestApproval`; an accepting answer completes the command and the
 /// turn, a declining one declines the command and completes the turn.
@@ -80,7 +80,7 @@ pub(crate) fn tool_use() -> [LineRule; 3] {
             r#"{{"type":"commandExecution","id":"call_kit","command":{command},"status":"{status}","aggregatedOutput":"","exitCode":null}}"#
         )
     };
-    let ask = LineRule::when([TURN_START, driver_cli::testing::TOOL_USE_PROMPT])
+    let ask = LineRule::when([TURN_START, cli_test_kit::TOOL_USE_PROMPT])
         .stdout(r#"{"id":${ID},"result":{"turn":{"id":"turn-kit","status":"inProgress"}}}"#)
         .stdout(r#"{"method":"turn/started","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-kit","status":"inProgress"}}}"#)
         .stdout(format!(

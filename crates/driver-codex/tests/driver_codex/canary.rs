@@ -1,12 +1,12 @@
-//! The canary check (`driver_cli::testing::assert_canary_hidden`) for Codex, `exec` and
+//! The canary check (`cli_test_kit::assert_canary_hidden`) for Codex, `exec` and
 //! app-server: the model key the namespace injects (`CODEX_API_KEY`), echoed by the model in
 //! its answer, a command and its output, an MCP tool's arguments and result (and, in
 //! app-server, a command's approval request), shows in no event, output or log.
 
-use driver_cli::ProcessMode;
-use driver_cli::testing::{
+use cli_test_kit::{
     CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
 };
+use driver_cli::ProcessMode;
 use driver_codex::{CodexOptions, CommonOptions};
 use driver_process::pool::PoolLimits;
 use fake_cli::{LineRule, Rule, Scenario};

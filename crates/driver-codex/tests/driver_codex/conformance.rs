@@ -1,7 +1,7 @@
 //! The driver-spi conformance kit over the Codex driver and the fake CLI (`cargo xtask
 //! conformance` runs `conformance::codex_fake_cli` by exact name).
 
-use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
+use cli_test_kit::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
 use crate::support::{codex_like, fake_codex};

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::support::{FakeCodex, codex_like, fake_codex, overrides, text_turn};
+use cli_test_kit::{checkpoint, failed_kind, run};
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_codex::{CodexOptions, CommonOptions, ModelProvider, ReasoningEffort};
 use driver_process::command::Limits;
 use driver_spi::{

@@ -3,8 +3,8 @@
 //! and the schema inline in `turn/start` for that turn only, so turns with and without one
 //! share the process.
 
+use cli_test_kit::{checkpoint, run};
 use driver_cli::ProcessMode;
-use driver_cli::testing::{checkpoint, run};
 use driver_codex::CommonOptions as _;
 use driver_process::pool::PoolLimits;
 use driver_spi::{

@@ -83,8 +83,8 @@ fn codex_asks_the_host_before_writing_and_obeys_the_policy() {
 /// without asking and the model would read its output.
 #[test]
 fn a_policy_change_between_turns_is_not_served_by_the_old_process() {
+    use cli_test_kit::{checkpoint, run};
     use driver_cli::ProcessMode;
-    use driver_cli::testing::{checkpoint, run};
     use driver_process::pool::PoolLimits;
     use driver_spi::{
         ApprovalTicket, Approvals, DriverEvent, ProcessLifecycle as _, ProfilePayload, Request,

@@ -1,7 +1,7 @@
 //! A `codex` stand-in: the workspace's scripted fake CLI, answering with Codex's own
 //! `exec --json` event shapes (copied from transcripts of the pinned `codex` 0.169.0).
 
-use driver_cli::testing::FakeCli;
+use cli_test_kit::FakeCli;
 use driver_codex::CodexOptions;
 use fake_cli::{Rule, Scenario};
 

@@ -1,8 +1,8 @@
-//! The canary check (`driver_cli::testing::assert_canary_hidden`) for Cursor: the model key
+//! The canary check (`cli_test_kit::assert_canary_hidden`) for Cursor: the model key
 //! the namespace injects (`CURSOR_API_KEY`), echoed by the model in a shell command, the
 //! command's output and its answer, shows in no event, output or log.
 
-use driver_cli::testing::{CANARY, assert_canary_hidden, canary_request, canary_secret};
+use cli_test_kit::{CANARY, assert_canary_hidden, canary_request, canary_secret};
 use fake_cli::{Rule, Scenario};
 
 use crate::fixtures::{self, NEW_CHAT};

@@ -2,7 +2,7 @@
 //! conformance` runs `cursor_fake_cli` by exact name). The Cursor CLI cannot be installed
 //! here, so this is the driver's only end-to-end check.
 
-use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
+use cli_test_kit::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 
 use crate::support::{cursor_like, fake_cursor};

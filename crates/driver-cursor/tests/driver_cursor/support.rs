@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use crate::fixtures::{self, NEW_CHAT, RESUMED_CHAT};
+use cli_test_kit::FakeCli;
+pub(crate) use cli_test_kit::{checkpoint, failed_kind, run};
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::testing::FakeCli;
-pub(crate) use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_cursor::CursorOptions;
 use driver_spi::{ProfilePayload, Request, RuntimePayload, SessionGuard, SessionState};
 use fake_cli::{Rule, Scenario};

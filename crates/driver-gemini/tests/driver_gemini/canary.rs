@@ -1,9 +1,9 @@
-//! The canary check (`driver_cli::testing::assert_canary_hidden`) for Gemini: its key option
+//! The canary check (`cli_test_kit::assert_canary_hidden`) for Gemini: its key option
 //! (a construction-time key the driver puts in the child's environment), or a model key the
 //! namespace injects, echoed by the model in its streamed answer, a tool's parameters and the
 //! tool's output, shows in no event, output or log.
 
-use driver_cli::testing::{CANARY, assert_canary_hidden, canary_request, canary_secret};
+use cli_test_kit::{CANARY, assert_canary_hidden, canary_request, canary_secret};
 use driver_gemini::GeminiOptions;
 use fake_cli::{Rule, Scenario};
 use secrecy::SecretString;

@@ -1,7 +1,7 @@
 //! The driver-spi conformance kit over the Gemini driver and the fake CLI (`cargo xtask
 //! conformance` runs `gemini_fake_cli` by exact name).
 
-use driver_cli::testing::{FakeCliFactory, unscripted_policy_clauses};
+use cli_test_kit::{FakeCliFactory, unscripted_policy_clauses};
 use driver_spi::conformance::Clause;
 use driver_spi::{Request, SessionMode};
 use fake_cli::Harness;

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
+use cli_test_kit::run;
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::testing::run;
 use driver_spi::{
     Action, Driver as _, DriverError, PermissionPolicy, ProfilePayload, Request, SessionContext,
     Unsupported,

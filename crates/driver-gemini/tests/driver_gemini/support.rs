@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use cli_test_kit::FakeCli;
+pub(crate) use cli_test_kit::{checkpoint, failed_kind, run};
 use compat_fingerprint::{Fingerprint, Kind};
-use driver_cli::testing::FakeCli;
-pub(crate) use driver_cli::testing::{checkpoint, failed_kind, run};
 use driver_gemini::{CommonOptions, GeminiOptions};
 use driver_spi::{ProfilePayload, Request, RuntimePayload};
 use fake_cli::{CapturedFile, Harness, Invocation, Rule, Scenario};

@@ -14,7 +14,7 @@ fn translator(redactor: Redactor, names: ToolNames) -> StreamJson {
 }
 
 fn translate(lines: &[Value]) -> (Tracked<StreamJson>, Vec<DriverEvent>) {
-    driver_cli::testing::translate_all(
+    cli_test_kit::translate_all(
         translator(Redactor::default(), ToolNames::new(["agent-ui"])),
         lines,
     )
@@ -82,7 +82,7 @@ fn tool_results_close_calls_once_and_unknown_results_are_ignored() {
 fn text_and_tool_calls_are_redacted() {
     let secret = "opaque-key-5e1b";
     let redactor = Redactor::from_iter([EnvBinding::new("K", secret.to_owned()).value().clone()]);
-    let (t, events) = driver_cli::testing::translate_all(
+    let (t, events) = cli_test_kit::translate_all(
         translator(redactor, ToolNames::default()),
         &[
             json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"u1","name":"Bash","input":{"command":format!("echo {secret}")}}]},"session_id":"s"}),

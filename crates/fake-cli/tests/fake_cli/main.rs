@@ -4,6 +4,7 @@
 
 mod errors;
 mod record;
+mod relay;
 mod serve;
 mod steps;
 mod support;

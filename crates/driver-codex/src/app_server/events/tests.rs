@@ -29,7 +29,7 @@ fn note(method: &str, params: Value) -> Value {
 
 /// Translates `notes` as the driver does; each must be well formed.
 fn run(notes: &[Value]) -> (Tracked<AppServerTranslator>, Vec<DriverEvent>) {
-    driver_cli::testing::translate_all(AppServerTranslator::default(), notes)
+    cli_test_kit::translate_all(AppServerTranslator::default(), notes)
 }
 
 /// A §4 `thread/tokenUsage/updated` with these thread totals.
@@ -330,7 +330,7 @@ fn usage_is_the_difference_of_totals_in_the_exec_encoding() {
     // And back: the exec translator measures from the app-server's totals.
     let state = SessionState::new(T).with_data(TOTAL_KEY, encode(first));
     let t = AppServerTranslator::default().with_previous_totals(Some(&state));
-    let (t, _) = driver_cli::testing::translate_all(t, &[usage_note(27, 6, 16)]);
+    let (t, _) = cli_test_kit::translate_all(t, &[usage_note(27, 6, 16)]);
     let back = t
         .checkpoint_data()
         .into_iter()
@@ -346,7 +346,7 @@ fn usage_is_the_difference_of_totals_in_the_exec_encoding() {
     // Without previous totals the turn's usage is the total; garbage counts as none.
     let garbage = SessionState::new(T).with_data(TOTAL_KEY, "1,2");
     let t = AppServerTranslator::default().with_previous_totals(Some(&garbage));
-    let (t, _) = driver_cli::testing::translate_all(t, &[usage_note(5, 0, 1)]);
+    let (t, _) = cli_test_kit::translate_all(t, &[usage_note(5, 0, 1)]);
     assert_eq!(t.usage(), Some(Usage::new(5, 1)));
 }
 
@@ -473,7 +473,7 @@ fn unknown_methods_and_items_are_ignored() {
 }
 
 mod fuzz {
-    //! The shared translator fuzz ([`driver_cli::fuzz_translator!`]) over app-server
+    //! The shared translator fuzz ([`cli_test_kit::fuzz_translator!`]) over app-server
     //! notifications. It drives kinds from a `type` field, which stands for the method
     //! here (params have no top-level `type`).
 
@@ -533,7 +533,7 @@ mod fuzz {
         .concat()
     });
 
-    driver_cli::fuzz_translator!(
+    cli_test_kit::fuzz_translator!(
         AppServerTranslator::default(),
         WORDS.as_slice(),
         KEYS.as_slice()

@@ -1,5 +1,6 @@
-//! The scripted fake of a resident stream-json CLI (feature `testing`), for the dialects'
-//! tests: `fake_cli` serving one turn per `user` line, with the session its argv names.
+//! The scripted fake of a resident stream-json CLI, for the tests of the two stream-json
+//! dialects (Claude Code, CodeBuddy): `fake_cli` serving one turn per `user` line, with the
+//! session its argv names.
 
 use fake_cli::{LineRule, Rule, Scenario};
 
@@ -54,8 +55,8 @@ pub fn resident_factory<D: driver_cli::CommonOptions + Clone>(
     harness: fake_cli::Harness,
     options: D,
     served: &std::path::Path,
-) -> driver_cli::testing::FakeCliFactory<D> {
-    driver_cli::testing::FakeCliFactory::resident(harness, options).with_tool_use(
+) -> crate::FakeCliFactory<D> {
+    crate::FakeCliFactory::resident(harness, options).with_tool_use(
         driver_spi::Action::Write,
         served,
         ALLOWED,
@@ -69,18 +70,18 @@ pub fn resident_kit(served: &std::path::Path) -> Scenario {
 }
 
 /// What the driver's answer to a permission request contains when it lets the tool run: the
-/// marker for [`FakeCliFactory::with_tool_use`](driver_cli::testing::FakeCliFactory::with_tool_use).
+/// marker for [`FakeCliFactory::with_tool_use`](crate::FakeCliFactory::with_tool_use).
 pub const ALLOWED: &str = r#""allowed":true"#;
 
 /// Line rules for the kit's scripted tool use, before [`resident`]'s turn rule: a `user` line
-/// of [`TOOL_USE_PROMPT`](driver_cli::testing::TOOL_USE_PROMPT) starts a turn on the bare
+/// of [`TOOL_USE_PROMPT`](crate::TOOL_USE_PROMPT) starts a turn on the bare
 /// session that uses `Write` with the kit's
 /// [`TOOL_ARGUMENTS`](driver_spi::conformance::TOOL_ARGUMENTS) and asks `can_use_tool`; an
 /// answer that allows it ([`ALLOWED`]) gets the tool's result and the turn's end, one that
 /// refuses it an error result and the turn's end.
 pub fn tool_use() -> [LineRule; 3] {
     let args = driver_spi::conformance::TOOL_ARGUMENTS;
-    let ask = LineRule::when([USER_LINE, driver_cli::testing::TOOL_USE_PROMPT])
+    let ask = LineRule::when([USER_LINE, crate::TOOL_USE_PROMPT])
         .stdout(r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"${SESSION}","tools":["Write"],"mcp_servers":[{"name":"agent-ui","status":"connected"}],"model":"claude-test","permissionMode":"default"}"#)
         .stdout(format!(
             r#"{{"type":"assistant","message":{{"id":"msg_tool","type":"message","role":"assistant","content":[{{"type":"tool_use","id":"toolu_kit","name":"Write","input":{args}}}]}},"parent_tool_use_id":null,"session_id":"${{SESSION}}"}}"#
@@ -107,13 +108,13 @@ pub fn tool_use() -> [LineRule; 3] {
 }
 
 /// The events of a turn on session `session` (a template) whose model echoes the canary key
-/// ([`CANARY`](driver_cli::testing::CANARY)) everywhere a model's text goes: a `Bash` tool's
+/// ([`CANARY`](crate::CANARY)) everywhere a model's text goes: a `Bash` tool's
 /// input (first asked with `can_use_tool`, when `ask`: a resident process's permission
 /// request), the tool's result, and the answer. The lines for a per-turn [`Rule`]'s or a
 /// resident [`LineRule`]'s `stdout` steps, for
-/// [`assert_canary_hidden`](driver_cli::testing::assert_canary_hidden).
+/// [`assert_canary_hidden`](crate::assert_canary_hidden).
 pub fn canary_turn(session: &str, ask: bool) -> Vec<String> {
-    let key = driver_cli::testing::CANARY;
+    let key = crate::CANARY;
     let input = format!(r#"{{"command":"echo {key}","description":"print the key"}}"#);
     let mut lines = vec![
         format!(

@@ -10,7 +10,7 @@ use driver_spi::{CollectingSink, Driver, DriverEvent, FailureKind, Request};
 use fake_cli::{Harness, Invocation, Scenario};
 use secrecy::SecretString;
 
-use crate::{CliDriver, CommonOptions, Dialect};
+use driver_cli::{CliDriver, CommonOptions, Dialect};
 use driver_process::error::ProcessError;
 
 /// A namespace and a scripted fake of the CLI that options `O` drive: a [`Harness`] over the
@@ -41,7 +41,7 @@ impl<O: CommonOptions + Default> FakeCli<O> {
 
     /// A fake like [`new`](Self::new) whose namespace also injects `secrets` (name, value)
     /// into the CLI's environment, as a host injects a model key
-    /// ([`canary_secret`](super::canary_secret) for the canary check).
+    /// ([`canary_secret`](crate::canary_secret) for the canary check).
     pub fn with_secrets(
         scenario: Scenario,
         version: &str,
@@ -145,7 +145,7 @@ impl<O: CommonOptions + Default> FakeCli<O> {
         let sink = Arc::new(CollectingSink::new());
         let result = driver.run(request, sink.clone()).await;
         assert_eq!(
-            super::failed_kind(&result),
+            crate::failed_kind(&result),
             Some(FailureKind::Process),
             "{result:?}"
         );
@@ -154,7 +154,7 @@ impl<O: CommonOptions + Default> FakeCli<O> {
     }
 
     /// The harness, for the conformance factory
-    /// ([`FakeCliFactory::new`](super::FakeCliFactory::new)).
+    /// ([`FakeCliFactory::new`](crate::FakeCliFactory::new)).
     pub fn into_harness(self) -> Harness {
         self.harness
     }

@@ -28,7 +28,7 @@ use driver_spi::{
 };
 use run_service::RunId;
 
-use crate::{CliDriver, Dialect};
+use driver_cli::{CliDriver, Dialect};
 
 /// How often the sampler reads `/proc`.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
@@ -92,9 +92,9 @@ fn round(ms: f64) -> f64 {
 #[allow(clippy::expect_used, reason = "bench support")]
 pub fn run_turns_bench<D: Dialect>(
     bin_var: &str,
-    modes: [(&str, crate::ProcessMode); 2],
+    modes: [(&str, driver_cli::ProcessMode); 2],
     turns: usize,
-    driver: impl Fn(&Path, &Path, &Path, crate::ProcessMode) -> CliDriver<D>,
+    driver: impl Fn(&Path, &Path, &Path, driver_cli::ProcessMode) -> CliDriver<D>,
 ) {
     let json = std::env::args().any(|a| a == "--json");
     let Some(bin) = std::env::var_os(bin_var).map(PathBuf::from) else {
@@ -122,7 +122,7 @@ pub fn run_turns_bench<D: Dialect>(
 ///
 /// `None`, with a line on stderr saying the mode is not available and why, when the driver
 /// refuses its configuration ([`Driver::validate_config`]): a CLI without a resident mode
-/// refuses [`ProcessMode::Resident`](crate::ProcessMode::Resident).
+/// refuses [`ProcessMode::Resident`](driver_cli::ProcessMode::Resident).
 ///
 /// # Panics
 /// When `turns` is under 2, the binary does not run, or a turn fails: a bench measures clean
@@ -168,7 +168,7 @@ pub async fn thread_of_turns<D: Dialect>(
         if let Some(failure) = &response.failure {
             panic!("{mode}: turn {turn} failed: {failure:?}");
         }
-        state = Some(super::checkpoint(&response));
+        state = Some(crate::checkpoint(&response));
     }
     if verbose() {
         eprintln!(

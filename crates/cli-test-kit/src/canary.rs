@@ -16,7 +16,7 @@ use secrecy::SecretString;
 pub const CANARY: &str = "opaque-canary-7f3k2q";
 
 /// `(name, CANARY)`: a namespace secret carrying the canary under `name` (for
-/// [`FakeCli::with_secrets`](super::FakeCli::with_secrets)).
+/// [`FakeCli::with_secrets`](crate::FakeCli::with_secrets)).
 pub fn canary_secret(name: &str) -> (&str, SecretString) {
     (name, SecretString::from(CANARY))
 }
@@ -101,7 +101,7 @@ pub fn assert_canary_hidden(driver: &dyn Driver, request: Request) -> (Response,
             tracing::subscriber::with_default(subscriber, || {
                 tracing::trace!("{probe}");
                 runtime.block_on(async {
-                    let ran = super::run(driver, request).await;
+                    let ran = crate::run(driver, request).await;
                     if let Some(lifecycle) = driver.process_lifecycle() {
                         let _ = lifecycle.close_processes().await;
                     }
