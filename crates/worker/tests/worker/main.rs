@@ -1,0 +1,9 @@
+//! The worker's tests: the protocol served in process over in-memory pipes, and the host's
+//! `WorkerDriver` against the real `agent-worker` binary.
+
+mod approvals;
+mod crash;
+mod fuzz;
+mod protocol;
+mod support;
+mod thread;
