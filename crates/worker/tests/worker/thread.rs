@@ -1,13 +1,16 @@
-//! A session on the reference runtime through the worker: it runs, and after the worker is
-//! killed, resumes on a new worker from the stored session.
+//! A session, and a Thread, on the reference runtime through the worker: it runs, and after
+//! the worker is killed, resumes on a new worker from the stored session.
 
 use std::sync::Arc;
 
+use agent::{Agent, SessionOutcome, ThreadError};
 use driver_spi::reference::ReferenceDriver;
-use driver_spi::{Driver, Request, SessionContext, check_sequence};
+use driver_spi::{Driver, FailureKind, PermissionPolicy, Request, SessionContext, check_sequence};
 use run_service::RunId;
 
-use crate::support::{Watch, kill, namespace, profile, reference, worker_driver};
+use crate::support::{
+    Watch, first_ticket, holding, kill, namespace, profile, reference, worker_driver,
+};
 
 #[tokio::test]
 async fn a_session_resumes_on_a_new_worker_after_the_worker_is_killed() {
@@ -90,4 +93,62 @@ async fn the_host_side_is_the_same_configuration_as_in_process() {
         .with_session(SessionContext::continue_only(state));
     let second = driver.run(resumed, sink).await.expect("through the worker");
     assert_eq!(second.output, "reference turn 2: again [earlier: hello]");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_through_the_worker_persists_nothing_of_a_lost_run_and_resumes_on_a_new_worker() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let (driver, workers) = worker_driver(base.path(), reference(base.path(), &[]));
+    let store = Arc::new(thread_store::memory::MemoryStore::new());
+    let agent = Agent::builder(Arc::new(driver))
+        .store(store)
+        .model("model-1")
+        .build()
+        .expect("an agent");
+    let first = agent
+        .thread("support/1")
+        .run("hello")
+        .await
+        .expect("a first turn");
+    assert_eq!(first.session, SessionOutcome::Started);
+    let stored = agent.thread("support/1").checkpoint().await.expect("read");
+    assert!(stored.is_some());
+    let pid = workers.worker_pid(&namespace()).expect("a worker");
+
+    // A turn whose worker dies while a tool waits for approval.
+    let (tickets, approvals) = holding();
+    let policy: PermissionPolicy = "write=ask".parse().expect("a policy");
+    let lost = tokio::spawn({
+        let thread = agent
+            .thread("support/1")
+            .with_permissions(policy)
+            .with_approvals(approvals);
+        async move { thread.run("/tool write Write notes.txt").await }
+    });
+    first_ticket(&tickets).await;
+    kill(pid).await;
+    let failed = lost.await.expect("joined");
+    assert!(
+        matches!(
+            failed,
+            Err(ThreadError::Driver {
+                kind: FailureKind::Process,
+                ..
+            })
+        ),
+        "{failed:?}"
+    );
+    let after = agent.thread("support/1").checkpoint().await.expect("read");
+    assert_eq!(after, stored, "nothing of the lost run was persisted");
+
+    let again = agent
+        .thread("support/1")
+        .resume_only()
+        .run("again")
+        .await
+        .expect("resumed on a new worker");
+    assert_eq!(again.session, SessionOutcome::Resumed);
+    assert!(again.output.contains("earlier: "), "{}", again.output);
+    assert_ne!(workers.worker_pid(&namespace()), Some(pid));
+    agent.close().await;
 }
