@@ -15,6 +15,7 @@
 //! | [`SEND_TOOL_DENIED`] `runtime.sendToolDenied` | host → worker | [`ToolDenied`] → `{}` |
 //! | [`EVENT`] `runtime.event` | worker → host, notification | [`EventParams`] `{handle, seq, event}` |
 //! | [`APPROVE`] `runtime.approve` | worker → host | [`Approve`] → [`ApproveResult`] |
+//! | [`SCRIPT`] `runtime.script` | host → worker, tests only | [`Script`] `{driver, script}` → [`Scripted`] `{performed}` |
 //!
 //! ```
 //! use worker_protocol::{EventParams, TaskEvent, EVENT};
@@ -60,9 +61,9 @@ mod request;
 mod secret;
 
 pub use messages::{
-    Approve, ApproveResult, Configure, DriverConfig, EventParams, ReferenceScript, StartTask,
-    Started, Stop, Stopped, TaskError, TaskErrorCode, TaskEvent, ToolDenied, ToolResult,
-    WireDecision, WireEnv, WireUnsupported,
+    Approve, ApproveResult, Configure, DriverConfig, EventParams, ReferenceScript, Script,
+    Scripted, StartTask, Started, Stop, Stopped, TaskError, TaskErrorCode, TaskEvent, ToolDenied,
+    ToolResult, WireDecision, WireEnv, WireUnsupported,
 };
 pub use request::{WireOutputSchema, WireRequest, WireRequestBody, WireService, WireSession};
 pub use secret::{WireBinding, WireSecret};
@@ -83,13 +84,19 @@ pub const EVENT: &str = "runtime.event";
 /// worker).
 pub const APPROVE: &str = "runtime.approve";
 
+/// `runtime.script`: queue behaviours on a configured reference driver and read how many
+/// tools it performed: what tests (the driver kit through a worker) observe from inside the
+/// worker. Refused for any other driver.
+pub const SCRIPT: &str = "runtime.script";
+
 /// The methods a worker serves.
-pub const WORKER_METHODS: [&str; 5] = [
+pub const WORKER_METHODS: [&str; 6] = [
     CONFIGURE,
     START_TASK,
     STOP,
     SEND_TOOL_RESULT,
     SEND_TOOL_DENIED,
+    SCRIPT,
 ];
 
 /// The error codes of the wire: JSON-RPC's own, then the worker's (`-32001` and below).
@@ -114,6 +121,8 @@ pub mod codes {
     pub const TOOL_NOT_AWAITED: i64 = -32004;
     /// `runtime.startTask` for a task id that is running already.
     pub const DUPLICATE_TASK: i64 = -32005;
+    /// `runtime.script` for a driver that is not the reference runtime.
+    pub const NOT_SCRIPTABLE: i64 = -32006;
 }
 
 /// Why the worker refused a request: each has its code and a fixed message.
@@ -132,6 +141,8 @@ pub enum ProtocolError {
     ToolNotAwaited,
     /// [`codes::DUPLICATE_TASK`].
     DuplicateTask,
+    /// [`codes::NOT_SCRIPTABLE`].
+    NotScriptable,
 }
 
 impl ProtocolError {
@@ -144,6 +155,7 @@ impl ProtocolError {
             Self::UnknownHandle => codes::UNKNOWN_HANDLE,
             Self::ToolNotAwaited => codes::TOOL_NOT_AWAITED,
             Self::DuplicateTask => codes::DUPLICATE_TASK,
+            Self::NotScriptable => codes::NOT_SCRIPTABLE,
         }
     }
 
@@ -156,6 +168,7 @@ impl ProtocolError {
             Self::UnknownHandle => "No such task",
             Self::ToolNotAwaited => "No task waits for this tool call",
             Self::DuplicateTask => "The task is running already",
+            Self::NotScriptable => "The driver cannot be scripted",
         }
     }
 
@@ -168,6 +181,7 @@ impl ProtocolError {
             Self::UnknownHandle,
             Self::ToolNotAwaited,
             Self::DuplicateTask,
+            Self::NotScriptable,
         ]
         .into_iter()
         .find(|e| e.code() == code)

@@ -24,12 +24,42 @@ pub struct WireEnv {
 }
 
 /// Something the worker's reference driver does on its next runs, in order (for tests of
-/// what crosses the worker: a run that stalls until it is stopped or its worker dies).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// what crosses the worker: a run that stalls until it is stopped or its worker dies, a tool
+/// the policy governs).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReferenceScript {
     /// Start, then wait until the run is stopped.
     Stall,
+    /// Use a tool that takes `action`, as the request's policy says (asking the host where it
+    /// says to ask), then reply.
+    UseTool {
+        /// The kind of action.
+        action: Action,
+        /// The tool's name.
+        tool: String,
+        /// Its arguments.
+        arguments: String,
+    },
+}
+
+/// `runtime.script` params (tests and demos of the reference runtime only): queue `script` on
+/// the reference driver configured as `driver`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Script {
+    /// The configured driver (a reference one).
+    pub driver: u64,
+    /// What its next runs do.
+    #[serde(default)]
+    pub script: Vec<ReferenceScript>,
+}
+
+/// `runtime.script` result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Scripted {
+    /// How many tools the reference driver's runs have performed so far (their effect
+    /// happened).
+    pub performed: u64,
 }
 
 /// The driver configuration a worker builds, inside its own environment. The host computes
@@ -459,6 +489,10 @@ pub enum WireDecision {
         /// The result text.
         output: String,
     },
+    /// The host's approval timeout passed unanswered: the worker sends no decision and lets
+    /// its own timer (the host's timeout and a short grace) deny, so its events read
+    /// `timed_out` as in process.
+    TimedOut,
 }
 
 impl From<ApprovalDecision> for WireDecision {
@@ -480,6 +514,7 @@ impl From<WireDecision> for ApprovalDecision {
             WireDecision::Approve => Self::Approve,
             WireDecision::Deny { reason } => Self::deny(reason),
             WireDecision::Answer { output } => Self::answer(output),
+            WireDecision::TimedOut => Self::deny("no answer before the approval timeout: denied"),
         }
     }
 }

@@ -205,6 +205,7 @@ fn error_codes_are_distinct_and_named_back() {
         ProtocolError::UnknownHandle,
         ProtocolError::ToolNotAwaited,
         ProtocolError::DuplicateTask,
+        ProtocolError::NotScriptable,
     ];
     for error in all {
         assert_eq!(ProtocolError::from_code(error.code()), Some(error));

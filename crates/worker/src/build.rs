@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use driver_cli::CommonArgs;
 use driver_spi::Driver;
-use driver_spi::reference::{Behavior, ReferenceConfig};
+use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceConfig};
 use runtime_env::{CredentialNamespace, HostEnv, RuntimeEnv, RuntimeEnvBuilder};
 use worker_protocol::{DriverConfig, ReferenceScript, WireEnv};
 
@@ -39,6 +39,31 @@ pub(crate) fn env_builder(env: &WireEnv, host: HostEnv) -> Result<RuntimeEnvBuil
 /// # Errors
 /// [`BuildError`].
 pub fn build(config: DriverConfig, host: HostEnv) -> Result<Arc<dyn Driver>, BuildError> {
+    build_parts(config, host).map(|(driver, _)| driver)
+}
+
+/// What a reference script step makes the reference driver do.
+pub(crate) fn behavior(step: ReferenceScript) -> Behavior {
+    match step {
+        ReferenceScript::Stall => Behavior::Stall,
+        ReferenceScript::UseTool {
+            action,
+            tool,
+            arguments,
+        } => Behavior::UseTool {
+            action,
+            tool,
+            arguments,
+        },
+    }
+}
+
+/// The driver of `config`, and the backend of a reference driver (what `runtime.script`
+/// reaches).
+pub(crate) fn build_parts(
+    config: DriverConfig,
+    host: HostEnv,
+) -> Result<(Arc<dyn Driver>, Option<ReferenceBackend>), BuildError> {
     let builder = env_builder(config.env(), host)?;
     match config {
         DriverConfig::Reference {
@@ -51,11 +76,10 @@ pub fn build(config: DriverConfig, host: HostEnv) -> Result<Arc<dyn Driver>, Bui
                 .map_err(BuildError::Env)?
                 .with_config(config);
             for step in script {
-                match step {
-                    ReferenceScript::Stall => driver.backend().push_behavior(Behavior::Stall),
-                }
+                driver.backend().push_behavior(behavior(step));
             }
-            Ok(Arc::new(driver))
+            let backend = driver.backend().clone();
+            Ok((Arc::new(driver), Some(backend)))
         }
         DriverConfig::Registry {
             runtime,
@@ -71,11 +95,12 @@ pub fn build(config: DriverConfig, host: HostEnv) -> Result<Arc<dyn Driver>, Bui
             args.model = model;
             args.base_url = base_url;
             args.key = key.map(worker_protocol::WireBinding::into_binding);
-            entry.build(builder, args).map_err(|e| match e {
+            let driver = entry.build(builder, args).map_err(|e| match e {
                 driver_cli::BuildError::Config(e) => BuildError::Config(e),
                 driver_cli::BuildError::Env(e) => BuildError::Env(e),
                 _ => BuildError::UnknownRuntime,
-            })
+            })?;
+            Ok((driver, None))
         }
         _ => Err(BuildError::UnknownRuntime),
     }

@@ -10,7 +10,7 @@
 //!
 //! How a run goes is on [`WorkerDriver`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,23 +18,23 @@ use std::time::Duration;
 
 use driver_process::command::Limits;
 use driver_process::peer::{RpcError, RpcPeer};
-use driver_process::pool::{PoolError, PoolLimits, ProcessPool};
+use driver_process::pool::{PoolError, PoolLimits, ProcessPool, SharedCheckout};
 use driver_spi::{
-    ApprovalQuery, ConfigError, ConfigFingerprinter, Descriptor, Driver, DriverError, DriverEvent,
-    EventSink, FailureKind, ProcessLifecycle, ProcessSignature, Request, Response, RunFailure,
-    SessionCodec,
+    ConfigError, ConfigFingerprinter, Descriptor, Driver, DriverError, DriverEvent, EventSink,
+    FailureKind, ProcessLifecycle, ProcessSignature, Request, Response, RunFailure, SessionCodec,
 };
 use runtime_env::{CredentialNamespace, HostEnv, RuntimeEnv};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use worker_protocol::{
-    ApproveResult, CONFIGURE, Configure, DriverConfig, START_TASK, STOP, StartTask, Started,
-    TaskEvent, WireDecision, WireRequest,
+    CONFIGURE, Configure, DriverConfig, ReferenceScript, SCRIPT, START_TASK, STOP, Script,
+    Scripted, StartTask, Started, WireRequest,
 };
 
 mod process;
+mod task;
 
-use process::{Message, WorkerProcess};
+use process::WorkerProcess;
+use task::{Ended, follow};
 
 use crate::build::BuildError;
 
@@ -87,6 +87,12 @@ impl Workers {
             .unwrap_or_else(PoisonError::into_inner)
             .get(namespace)
             .copied()
+    }
+
+    /// How many workers run now, idle or serving tasks.
+    pub fn live(&self) -> usize {
+        let (idle, busy) = self.pool.counts();
+        idle + busy
     }
 
     /// Shuts down every idle worker now, and each busy one when its last task ends.
@@ -187,6 +193,14 @@ fn worker_lost(retryable: bool) -> DriverError {
     )
 }
 
+/// The worker broke the protocol.
+fn protocol(what: &str) -> DriverError {
+    DriverError::Failed(RunFailure::new(
+        FailureKind::Protocol,
+        format!("worker: {what}"),
+    ))
+}
+
 fn rpc_failed(step: &str, err: &RpcError) -> DriverError {
     match err {
         RpcError::Closed | RpcError::Write(_) => worker_lost(true),
@@ -234,22 +248,7 @@ impl Driver for WorkerDriver {
         request: Request,
         sink: Arc<dyn EventSink>,
     ) -> Result<Response, DriverError> {
-        let namespace = self.env.namespace().clone();
-        let workers = &self.workers;
-        let worker = workers
-            .pool
-            .check_out_shared(&namespace, &workers.signature, || async {
-                let process = WorkerProcess::start(&self.env, &workers.program, workers.limits)
-                    .map_err(StartError)?;
-                workers
-                    .pids
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(namespace.clone(), process.pid());
-                Ok::<_, StartError>(process)
-            })
-            .await
-            .map_err(|StartError(e)| e)?;
+        let worker = self.check_out().await?;
         self.configure(&worker).await?;
         let start = StartTask {
             driver: self.id,
@@ -263,12 +262,8 @@ impl Driver for WorkerDriver {
             .request(START_TASK, start.to_wire(), ANSWER_TIMEOUT)
             .await
             .map_err(|e| rpc_failed(START_TASK, &e))?;
-        let Started { handle } = serde_json::from_value(answer).map_err(|_| {
-            DriverError::Failed(RunFailure::new(
-                FailureKind::Protocol,
-                "worker: a `startTask` answer that does not parse",
-            ))
-        })?;
+        let Started { handle } = serde_json::from_value(answer)
+            .map_err(|_| protocol("a `startTask` answer that does not parse"))?;
         let messages = worker.routes.register(handle);
         let mut guard = StopOnDrop {
             peer: Some(Arc::clone(&worker.peer)),
@@ -316,6 +311,53 @@ impl ProcessLifecycle for WorkerDriver {
 }
 
 impl WorkerDriver {
+    /// A share of the namespace's worker, started if there is none (or it died).
+    async fn check_out(
+        &self,
+    ) -> Result<SharedCheckout<CredentialNamespace, WorkerProcess>, DriverError> {
+        let namespace = self.env.namespace().clone();
+        let workers = &self.workers;
+        workers
+            .pool
+            .check_out_shared(&namespace, &workers.signature, || async {
+                let process = WorkerProcess::start(&self.env, &workers.program, workers.limits)
+                    .map_err(StartError)?;
+                workers
+                    .pids
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(namespace.clone(), process.pid());
+                Ok::<_, StartError>(process)
+            })
+            .await
+            .map_err(|StartError(e)| e)
+    }
+
+    /// For tests and demos of the reference runtime: queues `script` on this configuration's
+    /// driver in the namespace's worker (`runtime.script`), and answers how many tools its
+    /// runs performed so far.
+    ///
+    /// # Errors
+    /// As a run's start; `FailureKind::Protocol` when the configuration is not the reference
+    /// runtime's.
+    pub async fn script(&self, script: Vec<ReferenceScript>) -> Result<u64, DriverError> {
+        let worker = self.check_out().await?;
+        self.configure(&worker).await?;
+        let params = serde_json::to_value(Script {
+            driver: self.id,
+            script,
+        })
+        .unwrap_or(Value::Null);
+        let answer = worker
+            .peer
+            .request(SCRIPT, params, ANSWER_TIMEOUT)
+            .await
+            .map_err(|e| rpc_failed(SCRIPT, &e))?;
+        serde_json::from_value::<Scripted>(answer)
+            .map(|s| s.performed)
+            .map_err(|_| protocol("a `script` answer that does not parse"))
+    }
+
     /// Builds this driver's configuration in the worker, once per worker.
     async fn configure(&self, worker: &WorkerProcess) -> Result<(), DriverError> {
         let mut configured = worker.configured.lock().await;
@@ -362,124 +404,4 @@ impl Drop for StopOnDrop {
             });
         }
     }
-}
-
-/// How following a task ended other than with a response.
-enum Ended {
-    /// The worker's terminal event was a failure or a stop, or the stream broke the protocol.
-    Error(DriverError),
-    /// The worker's output ended before the terminal event.
-    Lost {
-        /// Whether `RunStarted` was forwarded.
-        started: bool,
-        /// Tool calls started without their result.
-        open_calls: usize,
-    },
-}
-
-/// Forwards a task's events to `sink` and relays its approval requests, until its terminal
-/// event or the worker's end.
-async fn follow(
-    peer: &Arc<RpcPeer>,
-    handle: u64,
-    attempt: u32,
-    mut messages: mpsc::UnboundedReceiver<Message>,
-    request: &Request,
-    sink: &dyn EventSink,
-) -> Result<Response, Ended> {
-    let mut expected = 0;
-    let mut started = false;
-    let mut open: HashSet<String> = HashSet::new();
-    // Dropping the set (the run cancelled) closes every open approval request.
-    let mut relays = tokio::task::JoinSet::new();
-    while let Some(message) = messages.recv().await {
-        let event = match message {
-            Message::Approve { id, approve } => {
-                let (peer, request) = (Arc::clone(peer), request.clone());
-                relays.spawn(relay(peer, id, approve, attempt, request));
-                continue;
-            }
-            Message::Event(event) => event,
-        };
-        if event.seq != expected || event.handle != handle {
-            return Err(Ended::Error(DriverError::Failed(RunFailure::new(
-                FailureKind::Protocol,
-                format!("worker: event {} where {expected} was due", event.seq),
-            ))));
-        }
-        expected += 1;
-        match event.event {
-            TaskEvent::Driver { event } => {
-                match &event {
-                    DriverEvent::RunStarted => started = true,
-                    DriverEvent::ToolCallStarted { call_id, .. } => {
-                        open.insert(call_id.clone());
-                    }
-                    DriverEvent::ToolCallResult { call_id, .. } => {
-                        open.remove(call_id);
-                    }
-                    _ => {}
-                }
-                sink.emit(event);
-            }
-            TaskEvent::Completed { response } => return Ok(response),
-            TaskEvent::Failed { error } => return Err(Ended::Error(error.into_driver_error())),
-            _ => return Err(Ended::Error(DriverError::Cancelled)),
-        }
-    }
-    Err(Ended::Lost {
-        started,
-        open_calls: open.len(),
-    })
-}
-
-/// Asks the request's `Approvals` about one `runtime.approve` and answers it. The worker's
-/// driver already emitted the request's events, so this asks with a sink that drops them.
-async fn relay(
-    peer: Arc<RpcPeer>,
-    id: Value,
-    approve: worker_protocol::Approve,
-    attempt: u32,
-    request: Request,
-) {
-    if approve.attempt != attempt {
-        let decision = WireDecision::Deny {
-            reason: "an approval request of another attempt: denied".to_owned(),
-        };
-        answer(&peer, id, &approve, decision).await;
-        return;
-    }
-    let mut query = ApprovalQuery::new(approve.action, approve.tool.clone())
-        .with_arguments(approve.arguments.clone());
-    if let Some(call) = &approve.call_id {
-        query = query.with_call_id(call.clone());
-    }
-    if approve.answerable {
-        query = query.answerable();
-    }
-    let decision = request.approvals.ask(&request, &Dropped, query).await;
-    answer(&peer, id, &approve, decision.into()).await;
-}
-
-async fn answer(
-    peer: &RpcPeer,
-    id: Value,
-    approve: &worker_protocol::Approve,
-    decision: WireDecision,
-) {
-    let result = ApproveResult {
-        approval_id: approve.approval_id.clone(),
-        attempt: approve.attempt,
-        decision,
-    };
-    let _ = peer
-        .respond(id, serde_json::to_value(result).unwrap_or(Value::Null))
-        .await;
-}
-
-/// A sink that drops every event.
-struct Dropped;
-
-impl EventSink for Dropped {
-    fn emit(&self, _event: DriverEvent) {}
 }

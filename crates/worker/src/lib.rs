@@ -41,16 +41,17 @@
 //!   the host's run with `FailureKind::Process` and `RunFailure::retryable`: `true` when no
 //!   tool call was in flight, `false` when one was.
 //! - Approvals answered on the host, exactly once, under the host's `Approvals` (handler and
-//!   timeout); the worker denies when the host's answer names another request or attempt, or
-//!   does not come.
+//!   timeout, whose expiry reads `timed_out` as in process); the worker denies when the host's
+//!   answer names another request or attempt, or does not come. A cancelled run's open
+//!   requests close with it.
+//! - The driver kit passes on a `WorkerDriver` of the reference runtime (the worker's
+//!   test-only `runtime.script` lets it script a tool use from outside).
 //!
 //! # What it deliberately does not do (yet)
 //! - No OS boundary of its own: a worker runs as the host's user; a uid per namespace or a
 //!   sandbox is the launcher's job, a later step.
 //! - No host-run tools: `runtime.sendToolResult`/`sendToolDenied` are refused
 //!   (`TOOL_NOT_AWAITED`), as no driver here hands a tool to the host.
-//! - Approval outcomes: a request the host's timeout denied reads `denied` in the worker's
-//!   events (with the timeout's reason), not `timed_out`.
 //!
 //! Stability: pre-1.0; the API may change in any release.
 #![forbid(unsafe_code)]

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use driver_process::peer::{Incoming, JsonRpc, RpcPeer};
+use driver_spi::reference::ReferenceBackend;
 use driver_spi::{ApprovalTicket, Approvals, Driver, DriverEvent, EventSink};
 use runtime_env::HostEnv;
 use serde::de::DeserializeOwned;
@@ -20,31 +21,38 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use worker_protocol::{
     APPROVE, Approve, ApproveResult, CONFIGURE, Configure, EVENT, EventParams, ProtocolError,
-    SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STOP, StartTask, Started, Stop, Stopped,
-    TaskError, TaskEvent, ToolDenied, ToolResult, WORKER_METHODS,
+    SCRIPT, SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STOP, Script, Scripted, StartTask,
+    Started, Stop, Stopped, TaskError, TaskEvent, ToolDenied, ToolResult, WORKER_METHODS,
+    WireDecision,
 };
 
 /// The longest line the worker reads or the host should write: 4 MiB, room for a request
 /// with a large prompt and output schema.
 pub const MAX_LINE: usize = 4 << 20;
 
-/// How much longer than the host's approval timeout the worker waits for the host's answer
-/// before it denies on its own: the host's timeout decides, this only covers a host that
-/// stopped answering.
-pub const APPROVAL_GRACE: Duration = Duration::from_secs(5);
+/// How much longer than the host's approval timeout the worker's own timer runs: the host's
+/// timeout decides (its answer `timed_out` leaves the denial to this timer, so the events
+/// read `timed_out` as in process), and this timer also covers a host that stopped answering.
+pub const APPROVAL_GRACE: Duration = Duration::from_millis(200);
 
 /// A running task: how to stop it and where its terminal event goes.
 struct Task {
     id: String,
-    events: mpsc::UnboundedSender<TaskEvent>,
+    events: mpsc::UnboundedSender<Out>,
     run: tokio::task::AbortHandle,
+}
+
+/// A configured driver, and its backend when it is the reference runtime's.
+struct Configured {
+    driver: Arc<dyn Driver>,
+    reference: Option<ReferenceBackend>,
 }
 
 /// What the loop and the tasks share.
 struct Worker {
     peer: RpcPeer,
     host: HostEnv,
-    drivers: Mutex<HashMap<u64, Arc<dyn Driver>>>,
+    drivers: Mutex<HashMap<u64, Configured>>,
     tasks: Mutex<HashMap<u64, Task>>,
     next_handle: AtomicU64,
 }
@@ -54,7 +62,7 @@ impl Worker {
         self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn drivers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<dyn Driver>>> {
+    fn drivers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Configured>> {
         self.drivers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -93,6 +101,7 @@ pub async fn serve(
                 Err(e) => Err(e),
             },
             STOP => stop(&worker, params),
+            SCRIPT => script(&worker, params),
             SEND_TOOL_RESULT => tool_outcome::<ToolResult>(&worker, params, |p| p.handle),
             SEND_TOOL_DENIED => tool_outcome::<ToolDenied>(&worker, params, |p| p.handle),
             _ => Err(ProtocolError::InvalidParams),
@@ -114,12 +123,34 @@ fn params<T: DeserializeOwned>(params: Value) -> Result<T, ProtocolError> {
 
 fn configure(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
     let Configure { driver, config } = params(raw)?;
-    let built = crate::build::build(config, worker.host.clone()).map_err(|e| {
-        tracing::warn!(error = %e, "a driver configuration could not be built");
-        ProtocolError::ConfigRejected
-    })?;
-    worker.drivers().insert(driver, built);
+    let (built, reference) =
+        crate::build::build_parts(config, worker.host.clone()).map_err(|e| {
+            tracing::warn!(error = %e, "a driver configuration could not be built");
+            ProtocolError::ConfigRejected
+        })?;
+    let configured = Configured {
+        driver: built,
+        reference,
+    };
+    worker.drivers().insert(driver, configured);
     Ok(json!({}))
+}
+
+/// `runtime.script`: queues behaviours on a configured reference driver; answers how many
+/// tools it performed.
+fn script(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
+    let Script { driver, script } = params(raw)?;
+    let drivers = worker.drivers();
+    let configured = drivers.get(&driver).ok_or(ProtocolError::NotConfigured)?;
+    let backend = configured
+        .reference
+        .as_ref()
+        .ok_or(ProtocolError::NotScriptable)?;
+    for step in script {
+        backend.push_behavior(crate::build::behavior(step));
+    }
+    let performed = u64::try_from(backend.performed().len()).unwrap_or(u64::MAX);
+    Ok(serde_json::to_value(Scripted { performed }).unwrap_or(Value::Null))
 }
 
 fn stop(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
@@ -127,7 +158,7 @@ fn stop(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
     let stopped = match worker.tasks().remove(&handle) {
         Some(task) => {
             task.run.abort();
-            let _ = task.events.send(TaskEvent::Stopped);
+            let _ = task.events.send(Out::Event(TaskEvent::Stopped));
             true
         }
         None => false,
@@ -160,15 +191,18 @@ fn start_task(
     let driver = worker
         .drivers()
         .get(&start.driver)
-        .cloned()
+        .map(|c| Arc::clone(&c.driver))
         .ok_or(ProtocolError::NotConfigured)?;
     let handle = worker.next_handle.fetch_add(1, Ordering::Relaxed);
     let (events, queue) = mpsc::unbounded_channel();
+    let wait = start
+        .request
+        .approval_timeout()
+        .saturating_add(APPROVAL_GRACE);
     let relay = Relay {
-        worker: Arc::downgrade(worker),
+        queue: events.clone(),
         handle,
         attempt: start.attempt,
-        timeout: start.request.approval_timeout(),
     };
     let approvals = if start.request.body.approvals {
         Approvals::new(Arc::new(relay)).with_timeout(
@@ -200,7 +234,7 @@ fn start_task(
                     error: TaskError::from_driver_error(&error),
                 },
             };
-            let _ = task.events.send(event);
+            let _ = task.events.send(Out::Event(event));
         }
     });
     tasks.insert(
@@ -218,15 +252,47 @@ fn start_task(
             let started = serde_json::to_value(Started { handle }).unwrap_or(Value::Null);
             let _ = worker.peer.respond(id, started).await;
             let _ = go.send(());
-            write_events(&worker, handle, queue).await;
+            write_events(&worker, handle, queue, wait).await;
         });
     })
 }
 
-/// Sends a task's events in order, numbered from 0, until its terminal event.
-async fn write_events(worker: &Worker, handle: u64, mut queue: mpsc::UnboundedReceiver<TaskEvent>) {
+/// What a task sends the host, in the order it happened.
+enum Out {
+    /// An event, numbered by the writer.
+    Event(TaskEvent),
+    /// An approval request, asked after every event emitted before it.
+    Ask(Box<Approve>, ApprovalTicket),
+}
+
+/// Sends a task's events in order, numbered from 0, until its terminal event; asks its
+/// approval requests in the same order, each waiting at most `wait` for its answer.
+async fn write_events(
+    worker: &Worker,
+    handle: u64,
+    mut queue: mpsc::UnboundedReceiver<Out>,
+    wait: Duration,
+) {
     let mut seq = 0;
-    while let Some(event) = queue.recv().await {
+    while let Some(out) = queue.recv().await {
+        let event = match out {
+            Out::Event(event) => event,
+            Out::Ask(ask, ticket) => {
+                let params = serde_json::to_value(&*ask).unwrap_or(Value::Null);
+                match worker.peer.send_request(APPROVE, params).await {
+                    Ok(answer) => {
+                        tokio::spawn(async move {
+                            let answer = answer.wait(wait).await.ok();
+                            decide(&ask, ticket, answer);
+                        });
+                    }
+                    Err(_) => {
+                        let _ = ticket.deny("the host could not be asked: denied");
+                    }
+                }
+                continue;
+            }
+        };
         let terminal = event.is_terminal();
         let params = EventParams { handle, seq, event };
         let params = serde_json::to_value(params).unwrap_or(Value::Null);
@@ -240,30 +306,41 @@ async fn write_events(worker: &Worker, handle: u64, mut queue: mpsc::UnboundedRe
     }
 }
 
+/// Decides `ticket` by the host's `answer` to `ask`: an answer for another request or attempt,
+/// or none, denies; the host's `timed_out` leaves it to the worker's own timer.
+fn decide(ask: &Approve, ticket: ApprovalTicket, answer: Option<Value>) {
+    let answer = answer.and_then(|v| serde_json::from_value::<ApproveResult>(v).ok());
+    let _ = match answer {
+        // The host's timeout passed: the worker's own timer denies in a moment, so the events
+        // read `timed_out`.
+        Some(a) if a.decision == WireDecision::TimedOut => Ok(()),
+        Some(a) if a.approval_id == ask.approval_id && a.attempt == ask.attempt => {
+            ticket.decide(a.decision.into())
+        }
+        Some(_) => ticket.deny("the host answered another approval request: denied"),
+        None => ticket.deny("the host gave no valid answer: denied"),
+    };
+}
+
 /// A task's event sink: the driver's events, in order, to the task's writer.
-struct Forward(mpsc::UnboundedSender<TaskEvent>);
+struct Forward(mpsc::UnboundedSender<Out>);
 
 impl EventSink for Forward {
     fn emit(&self, event: DriverEvent) {
-        let _ = self.0.send(TaskEvent::Driver { event });
+        let _ = self.0.send(Out::Event(TaskEvent::Driver { event }));
     }
 }
 
-/// A task's approval handler: each ticket is asked of the host (`runtime.approve`) and
-/// decided by its answer; an answer for another request or attempt, or none, denies.
+/// A task's approval handler: each ticket is asked of the host (`runtime.approve`) through
+/// the task's writer, after the events before it, and decided by the answer ([`decide`]).
 struct Relay {
-    worker: std::sync::Weak<Worker>,
+    queue: mpsc::UnboundedSender<Out>,
     handle: u64,
     attempt: u32,
-    timeout: Duration,
 }
 
 impl driver_spi::ApprovalHandler for Relay {
     fn on_request(&self, ticket: ApprovalTicket) {
-        let Some(worker) = self.worker.upgrade() else {
-            let _ = ticket.deny("the worker is ending: denied");
-            return;
-        };
         let request = ticket.request();
         let ask = Approve {
             handle: self.handle,
@@ -275,20 +352,10 @@ impl driver_spi::ApprovalHandler for Relay {
             arguments: request.arguments.clone(),
             answerable: request.answerable,
         };
-        let wait = self.timeout.saturating_add(APPROVAL_GRACE);
-        tokio::spawn(async move {
-            let params = serde_json::to_value(&ask).unwrap_or(Value::Null);
-            let answer = worker.peer.request(APPROVE, params, wait).await;
-            let answer = answer
-                .ok()
-                .and_then(|v| serde_json::from_value::<ApproveResult>(v).ok());
-            let _ = match answer {
-                Some(a) if a.approval_id == ask.approval_id && a.attempt == ask.attempt => {
-                    ticket.decide(a.decision.into())
-                }
-                Some(_) => ticket.deny("the host answered another approval request: denied"),
-                None => ticket.deny("the host gave no valid answer: denied"),
-            };
-        });
+        if let Err(mpsc::error::SendError(Out::Ask(_, ticket))) =
+            self.queue.send(Out::Ask(Box::new(ask), ticket))
+        {
+            let _ = ticket.deny("the task ended: denied");
+        }
     }
 }

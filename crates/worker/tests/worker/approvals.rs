@@ -89,6 +89,7 @@ async fn the_hosts_timeout_denies_and_a_late_answer_is_refused() {
     let (output, is_error) = tool_result(&events);
     assert!(is_error, "{output}");
     assert!(output.contains("timeout"), "{output}");
+    assert_eq!(outcome(&events), ApprovalOutcome::TimedOut);
     let ticket = tickets.lock().expect("tickets")[0].clone();
     assert_eq!(ticket.approve(), Err(AnswerError::Closed));
 }

@@ -2,6 +2,7 @@
 //! `WorkerDriver` against the real `agent-worker` binary.
 
 mod approvals;
+mod conformance;
 mod crash;
 mod fuzz;
 mod protocol;

@@ -7,7 +7,7 @@ use driver_spi::{Approvals, PermissionPolicy, Request};
 use run_service::RunId;
 use serde_json::{Value, json};
 use worker_protocol::{
-    CONFIGURE, DriverConfig, EVENT, SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STOP,
+    CONFIGURE, DriverConfig, EVENT, SCRIPT, SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STOP,
     WireRequest, codes,
 };
 
@@ -313,4 +313,44 @@ async fn an_approval_names_its_attempt_and_a_mismatched_answer_denies() {
         .find(|e| e["event"]["event"]["type"] == "approval_resolved")
         .expect("resolved");
     assert_eq!(resolved["event"]["event"]["outcome"], "denied");
+}
+
+#[tokio::test]
+async fn script_reaches_the_reference_driver_only() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let mut pipe = configured(base.path(), &[]).await;
+    let mut others = Vec::new();
+    pipe.request(json!(2), SCRIPT, json!({"driver": 1, "script": ["stall"]}))
+        .await;
+    assert_eq!(
+        pipe.answer(&json!(2), &mut others).await["result"],
+        json!({"performed": 0})
+    );
+    pipe.request(json!(3), SCRIPT, json!({"driver": 9})).await;
+    let answer = pipe.answer(&json!(3), &mut others).await;
+    assert_eq!(error_code(&answer), Some(codes::NOT_CONFIGURED));
+    let registry = json!({"kind": "registry", "env": crate::support::wire_env(base.path()), "runtime": "codex"});
+    pipe.request(
+        json!(4),
+        CONFIGURE,
+        json!({"driver": 2, "config": registry}),
+    )
+    .await;
+    assert_eq!(
+        pipe.answer(&json!(4), &mut others).await["result"],
+        json!({})
+    );
+    pipe.request(json!(5), SCRIPT, json!({"driver": 2})).await;
+    let answer = pipe.answer(&json!(5), &mut others).await;
+    assert_eq!(error_code(&answer), Some(codes::NOT_SCRIPTABLE));
+    // The scripted stall holds the next task until it is stopped.
+    pipe.request(json!(6), START_TASK, start_params(1, "t1", "wait"))
+        .await;
+    let handle = pipe.answer(&json!(6), &mut others).await["result"]["handle"].clone();
+    pipe.request(json!(7), STOP, json!({"handle": handle}))
+        .await;
+    assert_eq!(
+        pipe.answer(&json!(7), &mut others).await["result"],
+        json!({"stopped": true})
+    );
 }

@@ -46,16 +46,24 @@ pub(crate) fn namespace() -> CredentialNamespace {
     NAMESPACE.parse().expect("a namespace")
 }
 
-/// The host's driver of `config` on the real binary, with its pool.
-pub(crate) fn worker_driver(base: &Path, config: DriverConfig) -> (WorkerDriver, Arc<Workers>) {
+/// A pool of workers running the real binary.
+pub(crate) fn workers() -> Arc<Workers> {
+    Workers::new(env!("CARGO_BIN_EXE_agent-worker"), PoolLimits::default())
+}
+
+/// The host's driver of `config` on `workers`.
+pub(crate) fn driver_on(base: &Path, config: DriverConfig, workers: &Arc<Workers>) -> WorkerDriver {
     let env = RuntimeEnv::builder(base.join("env"), namespace(), base)
         .host_env(HostEnv::empty())
         .build()
         .expect("the namespace's environment");
-    let workers = Workers::new(env!("CARGO_BIN_EXE_agent-worker"), PoolLimits::default());
-    let driver =
-        WorkerDriver::new(Arc::clone(&workers), Arc::new(env), config).expect("a worker driver");
-    (driver, workers)
+    WorkerDriver::new(Arc::clone(workers), Arc::new(env), config).expect("a worker driver")
+}
+
+/// The host's driver of `config` on the real binary, with a pool of its own.
+pub(crate) fn worker_driver(base: &Path, config: DriverConfig) -> (WorkerDriver, Arc<Workers>) {
+    let workers = workers();
+    (driver_on(base, config, &workers), workers)
 }
 
 /// SIGKILLs `pid` and waits until it is gone (reaped).
