@@ -165,6 +165,14 @@ impl WorkerDriver {
         })
     }
 
+    /// A run id that succeeded is not retried: its count goes.
+    fn forget(&self, run_id: &str) {
+        self.attempts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+    }
+
     fn attempt(&self, run_id: &str) -> u32 {
         let mut attempts = self.attempts.lock().unwrap_or_else(PoisonError::into_inner);
         let attempt = attempts.entry(run_id.to_owned()).or_insert(0);
@@ -279,17 +287,21 @@ impl Driver for WorkerDriver {
         )
         .await;
         worker.routes.unregister(handle);
-        if !matches!(ended, Err(Ended::Lost { .. })) {
+        // A task that ended, or whose worker is gone, needs no stop; one that broke the
+        // protocol is stopped as the guard drops.
+        if !matches!(ended, Err(Ended::Broken(_))) {
             guard.peer = None;
         }
         match ended {
-            Ok(response) => Ok(response),
-            Err(Ended::Error(e)) => Err(e),
+            Ok(response) => {
+                self.forget(&request.run_id.to_string());
+                Ok(response)
+            }
+            Err(Ended::Error(e) | Ended::Broken(e)) => Err(e),
             Err(Ended::Lost {
                 started,
                 open_calls,
             }) => {
-                guard.peer = None;
                 if started {
                     sink.emit(DriverEvent::RunFailed {
                         kind: FailureKind::Process,

@@ -19,8 +19,10 @@ use super::process::Message;
 
 /// How following a task ended other than with a response.
 pub(super) enum Ended {
-    /// The worker's terminal event was a failure or a stop, or the stream broke the protocol.
+    /// The worker's terminal event was a failure or a stop.
     Error(DriverError),
+    /// The worker broke the protocol (an event out of order): the task is still running there.
+    Broken(DriverError),
     /// The worker's output ended before the terminal event.
     Lost {
         /// Whether `RunStarted` was forwarded.
@@ -62,7 +64,7 @@ pub(super) async fn follow(
             Some(Message::Event(event)) => event,
         };
         if event.seq != expected || event.handle != handle {
-            return Err(Ended::Error(DriverError::Failed(RunFailure::new(
+            return Err(Ended::Broken(DriverError::Failed(RunFailure::new(
                 FailureKind::Protocol,
                 format!("worker: event {} where {expected} was due", event.seq),
             ))));

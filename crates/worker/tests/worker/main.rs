@@ -6,5 +6,6 @@ mod conformance;
 mod crash;
 mod fuzz;
 mod protocol;
+mod secrets;
 mod support;
 mod thread;
