@@ -133,6 +133,7 @@ async fn a_thread_through_the_worker_persists_nothing_of_a_lost_run_and_resumes_
             failed,
             Err(ThreadError::Driver {
                 kind: FailureKind::Process,
+                retryable: Some(false),
                 ..
             })
         ),
