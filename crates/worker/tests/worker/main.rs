@@ -6,6 +6,7 @@ mod conformance;
 mod crash;
 mod fuzz;
 mod protocol;
+mod real_codex;
 mod secrets;
 mod support;
 mod thread;

@@ -190,3 +190,31 @@ pub(crate) async fn first_ticket(
     }
     panic!("no approval request reached the host");
 }
+
+/// A turn on `driver`, its worker SIGKILLed, then a turn that continues the stored session:
+/// both responses. Checks that a new worker served the second.
+pub(crate) async fn turn_kill_resume(
+    driver: &WorkerDriver,
+    workers: &Workers,
+    sink: Arc<Watch>,
+    prompts: [&str; 2],
+) -> (driver_spi::Response, driver_spi::Response) {
+    use driver_spi::{Driver, Request, SessionContext};
+    let request = Request::new(run_service::RunId::new("r1"), prompts[0], profile());
+    let first = driver
+        .run(request, sink.clone())
+        .await
+        .expect("the first turn");
+    let state = first.persistable_checkpoint().expect("resumable").clone();
+    let pid = workers.worker_pid(&namespace()).expect("a worker ran");
+    kill(pid).await;
+    let resumed = Request::new(run_service::RunId::new("r2"), prompts[1], profile())
+        .with_session(SessionContext::continue_only(state));
+    let second = driver.run(resumed, sink).await.expect("the resumed turn");
+    assert_ne!(
+        workers.worker_pid(&namespace()),
+        Some(pid),
+        "a new worker served the resumed turn"
+    );
+    (first, second)
+}

@@ -9,7 +9,8 @@ use driver_spi::{Driver, FailureKind, PermissionPolicy, Request, SessionContext,
 use run_service::RunId;
 
 use crate::support::{
-    Watch, first_ticket, holding, kill, namespace, profile, reference, worker_driver,
+    Watch, first_ticket, holding, kill, namespace, profile, reference, turn_kill_resume,
+    worker_driver,
 };
 
 #[tokio::test]
@@ -17,32 +18,22 @@ async fn a_session_resumes_on_a_new_worker_after_the_worker_is_killed() {
     let base = tempfile::tempdir().expect("tempdir");
     let (driver, workers) = worker_driver(base.path(), reference(base.path(), &[]));
     let sink = Arc::new(Watch::default());
-    let first = driver
-        .run(
-            Request::new(RunId::new("r1"), "hello", profile()),
-            sink.clone(),
-        )
-        .await
-        .expect("the first turn");
+    let (first, second) =
+        turn_kill_resume(&driver, &workers, sink.clone(), ["hello", "again"]).await;
     assert_eq!(first.output, "reference turn 1: hello");
-    assert_eq!(check_sequence(&sink.events()), Ok(()));
-    let state = first.persistable_checkpoint().expect("resumable").clone();
-    let pid = workers.worker_pid(&namespace()).expect("a worker ran");
-
-    kill(pid).await;
-    let resumed = Request::new(RunId::new("r2"), "again", profile())
-        .with_session(SessionContext::continue_only(state.clone()));
-    let second = driver
-        .run(resumed, Arc::new(Watch::default()))
-        .await
-        .expect("the resumed turn");
     assert_eq!(second.output, "reference turn 2: again [earlier: hello]");
     assert_eq!(
         second.persistable_checkpoint().map(|s| s.resume_id.clone()),
-        Some(state.resume_id.clone())
+        first.persistable_checkpoint().map(|s| s.resume_id.clone())
     );
-    let next = workers.worker_pid(&namespace()).expect("a new worker");
-    assert_ne!(next, pid, "a new worker served the resumed turn");
+    // Each run's events, split at its start, follow the event order.
+    let events = sink.events();
+    let second_start = events
+        .iter()
+        .rposition(|e| *e == driver_spi::DriverEvent::RunStarted)
+        .expect("two runs");
+    assert_eq!(check_sequence(&events[..second_start]), Ok(()));
+    assert_eq!(check_sequence(&events[second_start..]), Ok(()));
 }
 
 #[tokio::test]
