@@ -5,6 +5,7 @@ mod approvals;
 mod conformance;
 mod crash;
 mod fuzz;
+mod namespaces;
 mod protocol;
 mod real_codex;
 mod secrets;
