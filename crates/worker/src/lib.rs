@@ -50,6 +50,10 @@
 //! # What it deliberately does not do (yet)
 //! - No OS boundary of its own: a worker runs as the host's user; a uid per namespace or a
 //!   sandbox is the launcher's job, a later step.
+//! - A worker killed from outside (SIGKILL) leaves the CLI processes it spawned running until
+//!   they end on their own: they sit in process groups of their own, which the host's group
+//!   kill of the worker does not reach. A sandboxed launcher (a PID namespace that dies with
+//!   the worker) is the later step that closes this.
 //! - No host-run tools: `runtime.sendToolResult`/`sendToolDenied` are refused
 //!   (`TOOL_NOT_AWAITED`), as no driver here hands a tool to the host.
 //!
