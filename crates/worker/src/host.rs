@@ -225,8 +225,14 @@ fn rpc_failed(step: &str, err: &RpcError) -> DriverError {
 
 #[async_trait::async_trait]
 impl Driver for WorkerDriver {
+    /// The configuration's descriptor, but for `persistent_processes`, which is always
+    /// declared: the worker is a process kept between runs, which
+    /// [`process_lifecycle`](Driver::process_lifecycle) ends. (No Thread fingerprint covers
+    /// it, so a Thread moves between in process and a worker all the same.)
     fn descriptor(&self) -> Descriptor {
-        self.shadow.descriptor()
+        let mut descriptor = self.shadow.descriptor();
+        descriptor.capabilities.persistent_processes = true;
+        descriptor
     }
 
     fn validate_config(&self) -> Result<(), ConfigError> {
@@ -242,9 +248,7 @@ impl Driver for WorkerDriver {
     }
 
     fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
-        self.shadow
-            .process_lifecycle()
-            .map(|_| self as &dyn ProcessLifecycle)
+        Some(self)
     }
 
     fn credential_namespace(&self) -> Option<&str> {
@@ -315,7 +319,8 @@ impl Driver for WorkerDriver {
 
 #[async_trait::async_trait]
 impl ProcessLifecycle for WorkerDriver {
-    /// Shuts the namespace's worker down when it is idle (busy, when its last task ends).
+    /// Shuts the namespace's idle worker down (and with it every process it kept for its
+    /// drivers); a busy one serves on.
     async fn close_processes(&self) -> Result<(), DriverError> {
         self.workers.pool.retire(self.env.namespace()).await;
         Ok(())

@@ -83,4 +83,19 @@ async fn two_namespaces_get_two_workers_in_their_own_environments() {
         .await
         .expect("a turn");
     assert_eq!(pid("user:alice"), a);
+    // Closing alice's driver ends her worker only; her next run starts a new one.
+    let lifecycle = alice.process_lifecycle().expect("a lifecycle");
+    lifecycle.close_processes().await.expect("closed");
+    assert_eq!(workers.live(), 1);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{a}")).exists(),
+        "alice's worker ended"
+    );
+    let after = Request::new(RunId::new("a3"), "after", profile());
+    alice
+        .run(after, Arc::new(Watch::default()))
+        .await
+        .expect("a turn");
+    assert_ne!(pid("user:alice"), a);
+    assert_eq!(workers.live(), 2);
 }

@@ -1,7 +1,7 @@
 //! A configuration's secret reaches the worker on its stdin only: never its argv or its
 //! environment, nor anything `Debug` shows on the host.
 
-use driver_spi::{DriverError, FailureKind};
+use driver_spi::{Driver, DriverError, FailureKind};
 use serde_json::json;
 use worker_protocol::DriverConfig;
 
@@ -22,6 +22,9 @@ async fn a_configured_key_is_in_no_argv_environment_or_debug_of_the_worker() {
     assert!(!format!("{config:?}").contains(CANARY));
     let (driver, workers) = worker_driver(base.path(), config);
     assert!(!format!("{driver:?}").contains(CANARY));
+    // The worker is a process kept between runs, whatever the CLI's own mode.
+    assert!(driver.descriptor().capabilities.persistent_processes);
+    assert!(driver.process_lifecycle().is_some());
     // Starts the worker and configures the driver there (the key crosses); a registry driver
     // is then refused as not scriptable, a protocol answer, not a configuration error.
     let refused = driver.script(Vec::new()).await;
