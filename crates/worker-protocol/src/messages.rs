@@ -9,7 +9,7 @@ use driver_spi::{
 use run_service::TransportKind;
 use serde_json::{Value, json};
 
-use crate::{WireBinding, WireRequest};
+use crate::{WireBinding, WireRequest, WireSecret};
 
 /// Where the worker builds its driver's runtime environment: the same base directory,
 /// credential namespace and working directory as the host's `RuntimeEnv` of the namespace.
@@ -54,12 +54,27 @@ pub struct Script {
     pub script: Vec<ReferenceScript>,
 }
 
-/// `runtime.script` result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// `runtime.script` result. It may carry a secret (the materialization), so it is written
+/// only by [`to_wire`](Self::to_wire), never `Serialize`d.
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct Scripted {
     /// How many tools the reference driver's runs have performed so far (their effect
     /// happened).
     pub performed: u64,
+    /// What the reference driver's last run materialized for its simulated provider, secret
+    /// values included (what the driver kit's CUR-01 searches), as a [`WireSecret`].
+    #[serde(default)]
+    pub materialization: Option<WireSecret>,
+}
+
+impl Scripted {
+    /// The message the worker writes (the materialization in clear, for the pipe only).
+    pub fn to_wire(&self) -> Value {
+        json!({
+            "performed": self.performed,
+            "materialization": self.materialization.as_ref().map(WireSecret::to_wire),
+        })
+    }
 }
 
 /// The driver configuration a worker builds, inside its own environment. The host computes

@@ -352,12 +352,13 @@ impl WorkerDriver {
 
     /// For tests and demos of the reference runtime: queues `script` on this configuration's
     /// driver in the namespace's worker (`runtime.script`), and answers how many tools its
-    /// runs performed so far.
+    /// runs performed so far and what its last run materialized (secret values included, as
+    /// a `WireSecret`).
     ///
     /// # Errors
     /// As a run's start; `FailureKind::Protocol` when the configuration is not the reference
     /// runtime's.
-    pub async fn script(&self, script: Vec<ReferenceScript>) -> Result<u64, DriverError> {
+    pub async fn script(&self, script: Vec<ReferenceScript>) -> Result<Scripted, DriverError> {
         let worker = self.check_out().await?;
         self.configure(&worker).await?;
         let params = serde_json::to_value(Script {
@@ -371,7 +372,6 @@ impl WorkerDriver {
             .await
             .map_err(|e| rpc_failed(SCRIPT, &e))?;
         serde_json::from_value::<Scripted>(answer)
-            .map(|s| s.performed)
             .map_err(|_| protocol("a `script` answer that does not parse"))
     }
 

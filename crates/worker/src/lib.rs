@@ -44,8 +44,9 @@
 //!   timeout, whose expiry reads `timed_out` as in process); the worker denies when the host's
 //!   answer names another request or attempt, or does not come. A cancelled run's open
 //!   requests close with it.
-//! - The driver kit passes on a `WorkerDriver` of the reference runtime (the worker's
-//!   test-only `runtime.script` lets it script a tool use from outside).
+//! - The driver kit passes on a `WorkerDriver` of the reference runtime, every clause run
+//!   (the worker's test-only `runtime.script` lets it script a tool use and see the tools
+//!   that ran and the provider's materialization).
 //!
 //! # What it deliberately does not do (yet)
 //! - No OS boundary of its own: a worker runs as the host's user; a uid per namespace or a

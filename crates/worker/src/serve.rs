@@ -23,7 +23,7 @@ use worker_protocol::{
     APPROVE, Approve, ApproveResult, CONFIGURE, Configure, EVENT, EventParams, ProtocolError,
     SCRIPT, SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STOP, Script, Scripted, StartTask,
     Started, Stop, Stopped, TaskError, TaskEvent, ToolDenied, ToolResult, WORKER_METHODS,
-    WireDecision,
+    WireDecision, WireSecret,
 };
 
 /// The longest line the worker reads or the host should write: 4 MiB, room for a request
@@ -137,7 +137,7 @@ fn configure(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
 }
 
 /// `runtime.script`: queues behaviours on a configured reference driver; answers how many
-/// tools it performed.
+/// tools it performed and what its last run materialized.
 fn script(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
     let Script { driver, script } = params(raw)?;
     let drivers = worker.drivers();
@@ -149,8 +149,11 @@ fn script(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
     for step in script {
         backend.push_behavior(crate::build::behavior(step));
     }
-    let performed = u64::try_from(backend.performed().len()).unwrap_or(u64::MAX);
-    Ok(serde_json::to_value(Scripted { performed }).unwrap_or(Value::Null))
+    let scripted = Scripted {
+        performed: u64::try_from(backend.performed().len()).unwrap_or(u64::MAX),
+        materialization: backend.last_materialization().map(WireSecret::new),
+    };
+    Ok(scripted.to_wire())
 }
 
 fn stop(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {

@@ -1,15 +1,16 @@
-//! The driver kit on the worker driver wrapping the file-backed reference runtime. What the
-//! kit observes from inside the provider (a scripted tool use, the tools that ran) it gets
-//! through the worker's test-only `runtime.script`. CUR-01 (the materialization the provider
-//! saw) is the one visible skip: the worker does not expose it yet.
+//! The driver kit on the worker driver wrapping the file-backed reference runtime, every
+//! clause run, none skipped. What the kit observes from inside the provider (a scripted tool
+//! use, the tools that ran, the materialization the provider saw) it gets through the
+//! worker's test-only `runtime.script`.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use driver_spi::conformance::{self, Clause, Factory};
+use driver_spi::conformance::{self, Factory};
 use driver_spi::{Action, Driver};
+use secrecy::SecretString;
 use worker::{WorkerDriver, Workers};
-use worker_protocol::ReferenceScript;
+use worker_protocol::{ReferenceScript, WireSecret};
 
 use crate::support::{driver_on, reference, workers};
 
@@ -45,8 +46,13 @@ impl Factory for WorkerFactory {
     }
 
     fn tools_run(&self) -> Option<usize> {
-        let performed = block_on(self.driver.script(Vec::new())).ok()?;
-        usize::try_from(performed).ok()
+        let scripted = block_on(self.driver.script(Vec::new())).ok()?;
+        usize::try_from(scripted.performed).ok()
+    }
+
+    fn observed_materialization(&self) -> Option<SecretString> {
+        let scripted = block_on(self.driver.script(Vec::new())).ok()?;
+        scripted.materialization.map(WireSecret::into_secret)
     }
 }
 
@@ -66,5 +72,5 @@ async fn the_driver_kit_passes_on_the_worker_driver() {
     };
     let report = conformance::run(&factory).await;
     println!("{report}");
-    report.assert_passed_except(&[Clause::Cur01]);
+    report.assert_passed();
 }
