@@ -199,6 +199,11 @@ pub enum ThreadError {
         kind: FailureKind,
         /// Redacted detail.
         message: String,
+        /// Whether running again may succeed, when the driver says
+        /// ([`RunFailure::retryable`](driver_spi::RunFailure::retryable)): a worker driver
+        /// whose worker died says `true` when no tool call was in flight, `false` when one
+        /// was. Nothing of a failed run is persisted either way.
+        retryable: Option<bool>,
     },
     /// The run was cancelled (the agent closed, or the stream was dropped).
     #[error("the run was cancelled")]

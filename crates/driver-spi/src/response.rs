@@ -240,6 +240,11 @@ pub struct RunFailure {
     pub kind: FailureKind,
     /// Redacted provider detail; not part of `Display`.
     pub message: String,
+    /// Whether running again may succeed, when the driver knows: a layer that lost its
+    /// process says `true` when no side-effecting tool call was in flight and `false` when
+    /// one was (its effect may have happened). `None`: the driver does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
 }
 
 impl RunFailure {
@@ -248,7 +253,14 @@ impl RunFailure {
         Self {
             kind,
             message: message.into(),
+            retryable: None,
         }
+    }
+
+    /// Says whether running again may succeed ([`retryable`](Self::retryable)).
+    pub fn with_retryable(mut self, retryable: bool) -> Self {
+        self.retryable = Some(retryable);
+        self
     }
 }
 

@@ -307,6 +307,7 @@ pub(super) fn encode_state(
         Ok(None) | Err(_) => Err(ThreadError::Driver {
             kind: FailureKind::Protocol,
             message: "the session codec could not encode the checkpoint".to_owned(),
+            retryable: None,
         }),
     }
 }

@@ -224,14 +224,23 @@ pub(super) fn check_response(
     if response.is_clean() {
         return Ok(response);
     }
-    let (kind, message) = match &response.failure {
-        Some(failure) => (failure.kind, redactor.redact(&failure.message).into_owned()),
+    let (kind, message, retryable) = match &response.failure {
+        Some(failure) => (
+            failure.kind,
+            redactor.redact(&failure.message).into_owned(),
+            failure.retryable,
+        ),
         None => (
             FailureKind::Other,
             format!("exit status {:?}", response.exit),
+            None,
         ),
     };
-    Err(ThreadError::Driver { kind, message })
+    Err(ThreadError::Driver {
+        kind,
+        message,
+        retryable,
+    })
 }
 
 /// Runs the driver, renewing the lease at a third of its TTL, until it returns, the run is
@@ -283,10 +292,12 @@ pub(super) fn driver_error(error: DriverError) -> ThreadError {
         DriverError::Failed(failure) => ThreadError::Driver {
             kind: failure.kind,
             message: failure.kind.to_string(),
+            retryable: failure.retryable,
         },
         other => ThreadError::Driver {
             kind: FailureKind::Other,
             message: other.to_string(),
+            retryable: None,
         },
     }
 }

@@ -1,0 +1,107 @@
+//! Building a [`DriverConfig`]'s driver: in the worker, where it runs, and on the host, where
+//! only its descriptor, codec and fingerprinter are used.
+
+use std::sync::Arc;
+
+use driver_cli::CommonArgs;
+use driver_spi::Driver;
+use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceConfig};
+use runtime_env::{CredentialNamespace, HostEnv, RuntimeEnv, RuntimeEnvBuilder};
+use worker_protocol::{DriverConfig, ReferenceScript, WireEnv};
+
+/// Why a configuration's driver could not be built. It names the step, never a value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The namespace is not a credential namespace name.
+    #[error("the configuration's credential namespace is invalid")]
+    Namespace,
+    /// No runtime of the registry has this name.
+    #[error("the configuration names no runtime of the registry")]
+    UnknownRuntime,
+    /// The runtime's driver refused its arguments.
+    #[error("the runtime's driver refused its arguments")]
+    Config(#[source] driver_spi::ConfigError),
+    /// The runtime environment could not be built.
+    #[error("the runtime environment could not be built")]
+    Env(#[source] runtime_env::Error),
+}
+
+/// The environment builder of `env`, copying allow-listed variables from `host`.
+pub(crate) fn env_builder(env: &WireEnv, host: HostEnv) -> Result<RuntimeEnvBuilder, BuildError> {
+    let namespace: CredentialNamespace =
+        env.namespace.parse().map_err(|_| BuildError::Namespace)?;
+    Ok(RuntimeEnv::builder(&env.base_dir, namespace, &env.cwd).host_env(host))
+}
+
+/// The driver of `config`, in an environment whose host variables come from `host`.
+///
+/// # Errors
+/// [`BuildError`].
+pub fn build(config: DriverConfig, host: HostEnv) -> Result<Arc<dyn Driver>, BuildError> {
+    build_parts(config, host).map(|(driver, _)| driver)
+}
+
+/// What a reference script step makes the reference driver do.
+pub(crate) fn behavior(step: ReferenceScript) -> Behavior {
+    match step {
+        ReferenceScript::Stall => Behavior::Stall,
+        ReferenceScript::UseTool {
+            action,
+            tool,
+            arguments,
+        } => Behavior::UseTool {
+            action,
+            tool,
+            arguments,
+        },
+    }
+}
+
+/// The driver of `config`, and the backend of a reference driver (what `runtime.script`
+/// reaches).
+pub(crate) fn build_parts(
+    config: DriverConfig,
+    host: HostEnv,
+) -> Result<(Arc<dyn Driver>, Option<ReferenceBackend>), BuildError> {
+    let builder = env_builder(config.env(), host)?;
+    match config {
+        DriverConfig::Reference {
+            script,
+            prompt_tools,
+            ..
+        } => {
+            let config = ReferenceConfig::new().with_prompt_tools(prompt_tools);
+            let driver = reference_runtime::driver(builder)
+                .map_err(BuildError::Env)?
+                .with_config(config);
+            for step in script {
+                driver.backend().push_behavior(behavior(step));
+            }
+            let backend = driver.backend().clone();
+            Ok((Arc::new(driver), Some(backend)))
+        }
+        DriverConfig::Registry {
+            runtime,
+            binary,
+            model,
+            base_url,
+            key,
+            ..
+        } => {
+            let entry = runtimes::find(&runtime).ok_or(BuildError::UnknownRuntime)?;
+            let mut args = CommonArgs::default();
+            args.binary = binary;
+            args.model = model;
+            args.base_url = base_url;
+            args.key = key.map(worker_protocol::WireBinding::into_binding);
+            let driver = entry.build(builder, args).map_err(|e| match e {
+                driver_cli::BuildError::Config(e) => BuildError::Config(e),
+                driver_cli::BuildError::Env(e) => BuildError::Env(e),
+                _ => BuildError::UnknownRuntime,
+            })?;
+            Ok((driver, None))
+        }
+        _ => Err(BuildError::UnknownRuntime),
+    }
+}

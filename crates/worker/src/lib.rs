@@ -1,0 +1,71 @@
+//! The agent worker: one process per credential namespace that hosts drivers behind the
+//! worker protocol (`worker-protocol`: JSON-RPC 2.0 over stdio), and the host-side driver
+//! that runs a driver configuration through it.
+//!
+//! The two halves of one boundary live in one crate, as the binary and its client share
+//! their build and their tests (the integration tests start the real `agent-worker`):
+//! - [`serve`]: the worker's side, which the `agent-worker` binary runs on its stdin and
+//!   stdout: it builds each configured driver inside its own environment
+//!   ([`DriverConfig`](worker_protocol::DriverConfig): a runtime of the registry with its
+//!   common arguments, or the file-backed reference runtime), runs tasks concurrently,
+//!   streams their events as numbered notifications, relays approval requests to the host
+//!   and lives on after malformed input;
+//! - [`WorkerDriver`]: the host's side, a `driver_spi::Driver` layer that stands for a driver
+//!   configuration, on a [`Workers`] pool of one worker per namespace.
+//!
+//! ```no_run
+//! # async fn example(program: std::path::PathBuf, env: runtime_env::RuntimeEnv) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use driver_process::pool::PoolLimits;
+//! use worker::{WorkerDriver, Workers};
+//! use worker_protocol::{DriverConfig, WireEnv};
+//!
+//! let workers = Workers::new(program, PoolLimits::default());
+//! let wire_env = WireEnv {
+//!     base_dir: env.base_dir().to_path_buf(),
+//!     namespace: env.namespace().as_str().to_owned(),
+//!     cwd: env.cwd().to_path_buf(),
+//! };
+//! let config: DriverConfig = serde_json::from_value(serde_json::json!({
+//!     "kind": "reference", "env": wire_env,
+//! }))?;
+//! let driver = WorkerDriver::new(workers, Arc::new(env), config)?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Invariants
+//! - One worker serves one credential namespace: the pool is keyed by the namespace, and a
+//!   worker is spawned in that namespace's `RuntimeEnv` (through `driver-process`, so nothing
+//!   of the host beyond the allow-list reaches it). Secrets reach it on its stdin only.
+//! - A task has exactly one terminal event on the wire; a worker that dies mid-task fails
+//!   the host's run with `FailureKind::Process` and `RunFailure::retryable`: `true` when no
+//!   tool call was in flight, `false` when one was.
+//! - Approvals answered on the host, exactly once, under the host's `Approvals` (handler and
+//!   timeout, whose expiry reads `timed_out` as in process); the worker denies when the host's
+//!   answer names another request or attempt, or does not come. A cancelled run's open
+//!   requests close with it.
+//! - The driver kit passes on a `WorkerDriver` of the reference runtime, every clause run
+//!   (the worker's test-only `runtime.script` lets it script a tool use and see the tools
+//!   that ran and the provider's materialization).
+//!
+//! # What it deliberately does not do (yet)
+//! - No OS boundary of its own: a worker runs as the host's user; a uid per namespace or a
+//!   sandbox is the launcher's job, a later step.
+//! - A worker killed from outside (SIGKILL) leaves the CLI processes it spawned running until
+//!   they end on their own: they sit in process groups of their own, which the host's group
+//!   kill of the worker does not reach. A sandboxed launcher (a PID namespace that dies with
+//!   the worker) is the later step that closes this.
+//! - No host-run tools: `runtime.sendToolResult`/`sendToolDenied` are refused
+//!   (`TOOL_NOT_AWAITED`), as no driver here hands a tool to the host.
+//!
+//! Stability: pre-1.0; the API may change in any release.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod build;
+mod host;
+mod serve;
+
+pub use build::{BuildError, build};
+pub use host::{WorkerDriver, Workers};
+pub use serve::{APPROVAL_GRACE, MAX_LINE, serve};

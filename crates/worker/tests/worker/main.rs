@@ -1,0 +1,13 @@
+//! The worker's tests: the protocol served in process over in-memory pipes, and the host's
+//! `WorkerDriver` against the real `agent-worker` binary.
+
+mod approvals;
+mod conformance;
+mod crash;
+mod fuzz;
+mod namespaces;
+mod protocol;
+mod real_codex;
+mod secrets;
+mod support;
+mod thread;
