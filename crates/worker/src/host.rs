@@ -37,6 +37,7 @@ use process::WorkerProcess;
 use task::{Ended, follow};
 
 use crate::build::BuildError;
+use crate::launcher::Launcher;
 
 /// How long the host waits for the worker's answer to a request of its own.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -46,6 +47,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// worker). Clone the `Arc` to share it.
 pub struct Workers {
     program: PathBuf,
+    launcher: Launcher,
     pool: ProcessPool<CredentialNamespace, WorkerProcess>,
     limits: Limits,
     signature: ProcessSignature,
@@ -57,20 +59,33 @@ impl std::fmt::Debug for Workers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Workers")
             .field("program", &self.program)
+            .field("launcher", &self.launcher.name())
             .finish_non_exhaustive()
     }
 }
 
 impl Workers {
     /// Workers running `program` (the `agent-worker` binary), within `limits` (at most
-    /// `max_live` workers, `max_tasks_per_process` tasks each).
+    /// `max_live` workers, `max_tasks_per_process` tasks each), started directly
+    /// ([`Launcher::Direct`]: as the host's own user, no OS boundary).
     pub fn new(program: impl Into<PathBuf>, limits: PoolLimits) -> Arc<Self> {
+        Self::with_launcher(program, limits, Launcher::Direct)
+    }
+
+    /// Workers running `program` as [`new`](Self::new), each started by `launcher` (a
+    /// sandbox, a command prefix): see [`Launcher`] for what each separates.
+    pub fn with_launcher(
+        program: impl Into<PathBuf>,
+        limits: PoolLimits,
+        launcher: Launcher,
+    ) -> Arc<Self> {
         let program = program.into();
         let signature = ProcessSignature::builder()
             .command(program.to_string_lossy(), Vec::<String>::new())
             .finish();
         Arc::new(Self {
             program,
+            launcher,
             pool: ProcessPool::new(limits),
             limits: Limits::default().with_max_line_bytes(crate::serve::MAX_LINE),
             signature,
@@ -337,8 +352,12 @@ impl WorkerDriver {
         workers
             .pool
             .check_out_shared(&namespace, &workers.signature, || async {
-                let process = WorkerProcess::start(&self.env, &workers.program, workers.limits)
-                    .map_err(StartError)?;
+                let process = WorkerProcess::start(
+                    &self.env,
+                    workers.launcher.command(&workers.program, &self.env),
+                    workers.limits,
+                )
+                .map_err(StartError)?;
                 workers
                     .pids
                     .lock()

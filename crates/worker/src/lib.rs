@@ -48,13 +48,26 @@
 //!   (the worker's test-only `runtime.script` lets it script a tool use and see the tools
 //!   that ran and the provider's materialization).
 //!
+//! # Launchers: what separates tenants
+//! How a worker starts is a [`Launcher`] the host chooses ([`Workers::with_launcher`]); it
+//! only shapes the program and arguments of the command `driver-process` spawns, so the
+//! environment is the namespace's allow-list in every case:
+//! - [`Launcher::Direct`] (the default): the host's own user, the host's whole file system.
+//!   Directories and environments are separate, principals are not: an agent allowed to run
+//!   commands can read every other namespace of the user.
+//! - [`Launcher::Bubblewrap`]: a sandbox that sees only its namespace and workspace
+//!   (read-write), the system directories, the worker binary and the runtime binaries'
+//!   directories (read-only); its own PID namespace, so a killed worker takes its CLIs with
+//!   it. Another namespace is not visible at all. Still the host's uid.
+//! - [`Launcher::Prefix`]: `ssh HOST`, `docker exec -i …`, `kubectl exec -i …` before the
+//!   worker program: the same protocol over any stdio pipe; the boundary is the prefix's.
+//!
 //! # What it deliberately does not do (yet)
-//! - No OS boundary of its own: a worker runs as the host's user; a uid per namespace or a
-//!   sandbox is the launcher's job, a later step.
-//! - A worker killed from outside (SIGKILL) leaves the CLI processes it spawned running until
-//!   they end on their own: they sit in process groups of their own, which the host's group
-//!   kill of the worker does not reach. A sandboxed launcher (a PID namespace that dies with
-//!   the worker) is the later step that closes this.
+//! - No uid per namespace: the bubblewrap launcher separates files and processes, not users.
+//! - A [`Launcher::Direct`] worker killed from outside (SIGKILL) leaves the CLI processes it
+//!   spawned running until they end on their own: they sit in process groups of their own,
+//!   which the host's group kill of the worker does not reach. Use the bubblewrap launcher,
+//!   whose PID namespace dies with the worker.
 //! - No host-run tools: `runtime.sendToolResult`/`sendToolDenied` are refused
 //!   (`TOOL_NOT_AWAITED`), as no driver here hands a tool to the host.
 //!
@@ -64,8 +77,10 @@
 
 mod build;
 mod host;
+mod launcher;
 mod serve;
 
 pub use build::{BuildError, build};
 pub use host::{WorkerDriver, Workers};
+pub use launcher::{Bubblewrap, Launcher, Prefix};
 pub use serve::{APPROVAL_GRACE, MAX_LINE, serve};

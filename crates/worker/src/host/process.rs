@@ -108,14 +108,17 @@ impl std::fmt::Debug for WorkerProcess {
 }
 
 impl WorkerProcess {
-    /// Spawns `program` in `env` (the namespace's environment: nothing of the host's beyond
-    /// its allow-list reaches it) and starts routing what it sends.
+    /// Spawns `program` with `args` (the launcher's command) in `env` (the namespace's
+    /// environment: nothing of the host's beyond its allow-list reaches it) and starts
+    /// routing what it sends.
     pub(crate) fn start(
         env: &RuntimeEnv,
-        program: &std::path::Path,
+        (program, args): (std::path::PathBuf, Vec<std::ffi::OsString>),
         limits: Limits,
     ) -> Result<Self, DriverError> {
-        let command = CliCommand::new(program, env.redactor()).keep_stdin();
+        let command = CliCommand::new(program, env.redactor())
+            .args(args)
+            .keep_stdin();
         let (child, stdin, stdout) = CliProcess::spawn_resident(env, command, limits)?;
         let (peer, inbox) = RpcPeer::client(&JsonRpc, stdout, stdin, MAX_LINE);
         let peer = Arc::new(peer);

@@ -5,6 +5,7 @@ mod approvals;
 mod conformance;
 mod crash;
 mod fuzz;
+mod launchers;
 mod namespaces;
 mod protocol;
 mod real_codex;
