@@ -95,7 +95,9 @@ impl Workers {
     }
 
     /// The process id of the namespace's most recently started worker (for tests and
-    /// diagnostics; it may have ended since).
+    /// diagnostics; it may have ended since): the process the launcher spawned, so under
+    /// [`Launcher::Bubblewrap`] the sandbox's `bwrap`, with the `agent-worker` below it, and
+    /// under [`Launcher::Prefix`] the prefix's program.
     pub fn worker_pid(&self, namespace: &CredentialNamespace) -> Option<u32> {
         self.pids
             .lock()

@@ -137,6 +137,12 @@ impl Bubblewrap {
 }
 
 /// A command prefix: its program and arguments go before the worker program.
+///
+/// The prefix must pass its stdio through and last as long as the worker (as `ssh`,
+/// `docker exec -i` and `kubectl exec -i` do): the host takes the end of the spawned process
+/// for the end of the worker. A prefix that forks and exits (`setsid` without `--wait`, which
+/// forks because every worker starts as a process group leader) would read as a worker that
+/// ended at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prefix {
     program: PathBuf,

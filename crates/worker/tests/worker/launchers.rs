@@ -45,7 +45,10 @@ fn bwrap(what: &str) -> Option<PathBuf> {
     None
 }
 
-/// One reference turn through a worker started by `launcher`.
+/// One reference turn through a worker started by `launcher`; then checks that the
+/// `agent-worker` process (the spawned process or one under it) holds no variable outside the
+/// namespace's allow-list: a launcher adds nothing of the host's. (`bwrap` sets `PWD`, the
+/// workspace it changed into, which is no host variable.)
 async fn reference_turn(launcher: Launcher) {
     let base = tempfile::tempdir().expect("tempdir");
     let workers = Workers::with_launcher(
@@ -57,6 +60,7 @@ async fn reference_turn(launcher: Launcher) {
         .host_env(HostEnv::empty())
         .build()
         .expect("the namespace's environment");
+    let allowed = env.child_env().names();
     let driver = WorkerDriver::new(
         Arc::clone(&workers),
         Arc::new(env),
@@ -69,14 +73,36 @@ async fn reference_turn(launcher: Launcher) {
         .await
         .expect("a turn through the launched worker");
     assert!(response.is_clean(), "{response:?}");
+    let spawned = workers.worker_pid(&namespace()).expect("a worker");
+    let worker = std::iter::once((spawned, String::new()))
+        .chain(descendants(spawned))
+        .find(|(pid, _)| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("agent-worker"))
+                && stat(*pid).is_some_and(|(_, comm)| comm == "agent-worker")
+        })
+        .expect("the agent-worker process");
+    let environ = std::fs::read(format!("/proc/{}/environ", worker.0)).expect("its environment");
+    for var in environ.split(|b| *b == 0).filter(|v| !v.is_empty()) {
+        let var = String::from_utf8_lossy(var);
+        let name = var.split_once('=').map_or(&*var, |(name, _)| name);
+        assert!(
+            name == "PWD" || allowed.iter().any(|a| a == name),
+            "{name} reached the worker outside the allow-list"
+        );
+    }
     workers.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_runs_behind_a_command_prefix() {
-    // `setsid` and `env --` stand for `ssh HOST` or `docker exec -i …`: any command that
-    // runs the worker with its stdio passed through.
-    reference_turn(Launcher::Prefix(Prefix::new("setsid", ["env", "--"]))).await;
+    // `setsid --wait env --` stands for `ssh HOST` or `docker exec -i …`: commands that run
+    // the worker with their stdio passed through and last as long as it does.
+    reference_turn(Launcher::Prefix(Prefix::new(
+        "setsid",
+        ["--wait", "env", "--"],
+    )))
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
