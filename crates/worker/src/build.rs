@@ -25,6 +25,10 @@ pub enum BuildError {
     /// The runtime environment could not be built.
     #[error("the runtime environment could not be built")]
     Env(#[source] runtime_env::Error),
+    /// The bubblewrap launcher was given an environment at the shared isolation level: it
+    /// has no namespace directory of its own to show the sandbox, only the host's HOME.
+    #[error("the bubblewrap launcher needs a namespace directory; the environment is shared")]
+    SharedLevel,
 }
 
 /// The environment builder of `env`, copying allow-listed variables from `host`.

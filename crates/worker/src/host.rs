@@ -161,7 +161,8 @@ impl WorkerDriver {
     ///
     /// # Errors
     /// [`BuildError`] when the configuration cannot be built, or names another namespace
-    /// than `env`.
+    /// than `env`; [`BuildError::SharedLevel`] when `workers` launch in bubblewrap and `env`
+    /// is at the shared level.
     pub fn new(
         workers: Arc<Workers>,
         env: Arc<RuntimeEnv>,
@@ -169,6 +170,10 @@ impl WorkerDriver {
     ) -> Result<Self, BuildError> {
         if config.env().namespace != env.namespace().as_str() {
             return Err(BuildError::Namespace);
+        }
+        // Binding the host's HOME into a sandbox would separate nothing.
+        if matches!(workers.launcher, Launcher::Bubblewrap(_)) && env.root().is_none() {
+            return Err(BuildError::SharedLevel);
         }
         let shadow = crate::build::build(config.clone(), HostEnv::empty())?;
         let id = workers.next_driver.fetch_add(1, Ordering::Relaxed);

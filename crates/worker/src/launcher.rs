@@ -124,9 +124,11 @@ impl Bubblewrap {
         for dir in &self.read_only {
             bind("--ro-bind", dir);
         }
-        // The namespace's own directory (its root; its HOME at the shared level, where there
-        // is no root of its own), then its workspace: the only writable places.
-        bind("--bind", env.root().unwrap_or(env.home()));
+        // The namespace's own directory, then its workspace: the only writable places. (At
+        // the shared level there is no root; `WorkerDriver::new` refuses that pairing.)
+        if let Some(root) = env.root() {
+            bind("--bind", root);
+        }
         bind("--bind", env.cwd());
         args.push("--chdir".into());
         args.push(env.cwd().into());

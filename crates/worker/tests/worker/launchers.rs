@@ -113,6 +113,26 @@ async fn a_worker_runs_in_a_bubblewrap_sandbox() {
     reference_turn(Launcher::Bubblewrap(Bubblewrap::new(bwrap))).await;
 }
 
+#[test]
+fn bubblewrap_refuses_an_environment_at_the_shared_level() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let env = RuntimeEnv::builder(base.path().join("env"), namespace(), base.path())
+        .level(runtime_env::IsolationLevel::Shared)
+        .host_env(HostEnv::from_vars([("HOME", base.path())]))
+        .build()
+        .expect("a shared environment");
+    let workers = Workers::with_launcher(
+        env!("CARGO_BIN_EXE_agent-worker"),
+        PoolLimits::default(),
+        Launcher::Bubblewrap(Bubblewrap::new("/usr/bin/bwrap")),
+    );
+    let refused = WorkerDriver::new(workers, Arc::new(env), reference(base.path(), &[]));
+    assert!(
+        matches!(refused, Err(worker::BuildError::SharedLevel)),
+        "{refused:?}"
+    );
+}
+
 /// One tenant's Codex on `base`, its workspace of its own, run by `workers`.
 struct Tenant {
     env: Arc<RuntimeEnv>,
