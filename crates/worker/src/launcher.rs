@@ -13,10 +13,11 @@
 //!   namespace directory and workspace (read-write), the system directories, the worker
 //!   binary and the runtime binaries' directories (read-only), a private `/tmp`, its own PID
 //!   namespace (`--unshare-pid`, so killing the sandbox ends every process in it), a new
-//!   session, and dies with its parent. Loopback networking stays shared, so model servers
-//!   and MCP servers on 127.0.0.1 stay reachable. It separates files and processes, not the
-//!   uid: the worker still runs as the host's user, so files outside the sandbox that the
-//!   host shares on purpose (bound read-only) are readable.
+//!   session, and dies with its parent. The network namespace is not unshared, so model
+//!   servers and MCP servers on 127.0.0.1 stay reachable; so does everything else the host
+//!   reaches, abstract Unix sockets included (a channel between sandboxes this launcher does
+//!   not close). It separates files and processes, not the uid: the worker still runs as
+//!   the host's user, so what the host binds in read-only on purpose is readable.
 //! - [`Launcher::Prefix`]: a command put before the worker program, e.g. `ssh HOST`,
 //!   `docker exec -i CONTAINER` or `kubectl exec -i POD --`: the same protocol over any stdio
 //!   pipe. What it separates is the prefix's business (another machine, a container); the
