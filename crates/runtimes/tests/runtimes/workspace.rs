@@ -8,17 +8,23 @@ use serde_json::{Value, json};
 /// The runtime names the workspace's CLI driver crates must be registered under: each
 /// `driver-<name>` package that depends on `driver-cli` and runs the driver kit
 /// (`[package.metadata.conformance]`) is runtime `<name>` with `-` as `_`. The shared
-/// stream-json layer and hosts depend on `driver-cli` too, but declare no suite. A package of
-/// that kind named otherwise is an error, so the rule cannot skip it silently.
+/// stream-json layer and hosts depend on `driver-cli` too, but declare no suite; a layer over
+/// the registry (the worker) runs the kit too, but depends on `runtimes`, which no runtime's
+/// crate can (the registry depends on each). A package of that kind named otherwise is an
+/// error, so the rule cannot skip it silently.
 fn driver_runtimes(metadata: &Value) -> Result<Vec<String>, String> {
     let mut names = Vec::new();
     for package in metadata["packages"].as_array().into_iter().flatten() {
-        let uses_driver_cli = package["dependencies"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|d| d["name"] == "driver-cli" && d["kind"].is_null());
-        if !uses_driver_cli || package["metadata"]["conformance"].is_null() {
+        let uses = |name: &str| {
+            package["dependencies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|d| d["name"] == name && d["kind"].is_null())
+        };
+        let over_the_registry = uses("runtimes");
+        if !uses("driver-cli") || over_the_registry || package["metadata"]["conformance"].is_null()
+        {
             continue;
         }
         let package = package["name"].as_str().unwrap_or_default();
@@ -89,6 +95,8 @@ fn the_rule_can_fail() {
         package("driver-stream-json", &["driver-cli"], false),
         package("agentctl", &["driver-cli"], false),
         package("driver-spi", &[], true),
+        // A layer over the registry runs the kit on it, but is no runtime.
+        package("worker", &["driver-cli", "runtimes"], true),
     ]});
     let expected = driver_runtimes(&metadata).unwrap();
     assert_eq!(expected, ["codex", "open_code"]);
