@@ -140,6 +140,13 @@ pub(crate) fn auth_status(
         let value = serde_json::to_string_pretty(&statuses).unwrap_or_default();
         return out.json(&value);
     }
+    // The mode in force comes first: a login is only as private as the boundary around it.
+    // (`--json` stays an array of `AuthStatus`, the shape `serve` and the bundle share; the
+    // mode is in `runtime-env show --json` and the bundle.)
+    out.line(&isolation_line(&env))?;
+    for warning in env.policy_warnings() {
+        out.line(&format!("  warning: {warning}"))?;
+    }
     out.line(&format!(
         "{:<12}  {:<9}  {:<12}  LABEL",
         "RUNTIME", "LOGGED_IN", "MODEL"
@@ -157,6 +164,21 @@ pub(crate) fn auth_status(
         }
     }
     Ok(())
+}
+
+/// The isolation mode in force and whether it separates principals, as one line:
+/// `isolation: subprocess (direct child, same OS user) separates_principals=no`.
+pub(crate) fn isolation_line(env: &RuntimeEnv) -> String {
+    let mode = env.mode();
+    format!(
+        "isolation: {mode} ({}) separates_principals={}",
+        mode.boundary(),
+        if mode.separates_principals() {
+            "yes"
+        } else {
+            "no"
+        }
+    )
 }
 
 /// `runtime-env show`.

@@ -12,8 +12,10 @@
 //!
 //! * [`CredentialNamespace`], [`SessionId`]: the namespace grammar and its injective directory
 //!   encoding.
-//! * [`IsolationLevel`], [`IsolationMode`], [`Tenancy`], [`check_policy`]: levels × modes ×
-//!   tenancy, and the check that rejects unsafe combinations.
+//! * [`IsolationLevel`], [`IsolationMode`], [`Tenancy`], [`check_policy`], [`Verdict`],
+//!   [`PolicyWarning`]: levels × modes × tenancy, and the check that rejects unsafe
+//!   combinations and warns about multi-tenant use of a mode that does not separate
+//!   principals ([`IsolationMode::separates_principals`]).
 //! * [`RuntimeDescriptor`]: what the crate must know about one runtime (state variable, config
 //!   and credential files, API-key variables, keyring use, MCP mechanism). Each driver crate
 //!   states its own; an environment serves the ones its builder is given
@@ -63,6 +65,10 @@
 //!   [`ConfigLock::write`] for whoever does).
 //! * It does not change the process environment or umask, and never loosens or tightens
 //!   permissions of existing directories.
+//! * It does not put an OS boundary between tenants: its directories are 0700 directories of
+//!   the host's user, so in the in-process and subprocess modes an agent allowed to run
+//!   commands can read every namespace. The `worker` crate hosts a namespace in a process of
+//!   its own ([`IsolationMode::Worker`] once it runs under a sandbox or uid).
 //! * It does not isolate credentials kept in an OS keyring (macOS Keychain); it reports them as
 //!   [`LoggedIn::Unknown`].
 //! * It supports Unix only.
@@ -154,8 +160,8 @@ pub use namespace::{
     MAX_SESSION_ID_LEN, SessionId,
 };
 pub use policy::{
-    IsolationLevel, IsolationMode, PolicyError, RuntimeTraits, Tenancy, check as check_policy,
-    check_runtime,
+    IsolationLevel, IsolationMode, PolicyError, PolicyWarning, RuntimeTraits, Tenancy, Verdict,
+    check as check_policy, check_runtime,
 };
 /// The workspace's one redactor, re-exported from [`redaction`].
 pub use redaction::{MIN_SECRET_LEN, REDACTED, Redactor, redact};

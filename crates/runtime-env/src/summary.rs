@@ -1,7 +1,8 @@
 //! A secret-free summary of a [`RuntimeEnv`], printable for debugging (`Display`) and
 //! serializable for support bundles (`Serialize`).
 //!
-//! It holds the namespace, level, mode, placeholder paths (`${ROOT}/home`), variable names
+//! It holds the namespace, level, mode (and whether it separates principals), the policy
+//! check's warnings, placeholder paths (`${ROOT}/home`), variable names
 //! (never values), the auth status and the implicit-source snapshot.
 
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use serde::Serialize;
 use crate::auth::{AuthModel, AuthStatus, LoggedIn};
 use crate::namespace::{CredentialNamespace, SessionId};
 use crate::paths;
-use crate::policy::{IsolationMode, Tenancy};
+use crate::policy::{IsolationMode, PolicyWarning, Tenancy};
 use crate::runtime_env::RuntimeEnv;
 use crate::snapshot::{Snapshot, SourceStatus};
 
@@ -27,10 +28,16 @@ pub struct RuntimeEnvSummary {
     /// The session id of an ephemeral environment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionId>,
-    /// The isolation mode.
+    /// The isolation mode in force.
     pub mode: IsolationMode,
+    /// Whether that mode separates principals
+    /// ([`IsolationMode::separates_principals`]): `false` means every namespace's runtime runs
+    /// as the host's OS user.
+    pub separates_principals: bool,
     /// The tenancy the policy was checked for.
     pub tenancy: Tenancy,
+    /// The policy check's warnings ([`RuntimeEnv::policy_warnings`]).
+    pub policy_warnings: Vec<PolicyWarning>,
     /// The namespace or session root, as `${BASE}/…` (absent at the shared level).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
@@ -71,7 +78,9 @@ impl RuntimeEnvSummary {
             level: env.level().name(),
             session: env.level().session().cloned(),
             mode: env.mode(),
+            separates_principals: env.mode().separates_principals(),
             tenancy: env.tenancy(),
+            policy_warnings: env.policy_warnings().to_vec(),
             root: env
                 .root()
                 .map(|r| paths::render(r, &[("${BASE}", env.base_dir())])),
@@ -121,6 +130,20 @@ impl fmt::Display for RuntimeEnvSummary {
             write!(f, " session={s}")?;
         }
         writeln!(f, " mode={} tenancy={}", self.mode, self.tenancy)?;
+        writeln!(
+            f,
+            "isolation: {} ({}) separates_principals={}",
+            self.mode,
+            self.mode.boundary(),
+            if self.separates_principals {
+                "yes"
+            } else {
+                "no"
+            }
+        )?;
+        for w in &self.policy_warnings {
+            writeln!(f, "  warning: {w}")?;
+        }
         if let Some(root) = &self.root {
             writeln!(f, "root: {root}")?;
         }

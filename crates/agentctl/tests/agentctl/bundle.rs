@@ -59,6 +59,13 @@ fn the_bundle_holds_versions_statuses_and_hashes_and_no_secret() {
     assert_eq!(bundle["sdk_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(bundle["runtime_env"]["namespace"], "user:alice");
     assert_eq!(bundle["runtime_env"]["level"], "namespaced");
+    // The mode in force: a direct child of agentctl, in its OS user, no principal boundary.
+    assert_eq!(bundle["runtime_env"]["mode"], "subprocess");
+    assert_eq!(bundle["runtime_env"]["separates_principals"], false);
+    assert_eq!(
+        bundle["runtime_env"]["policy_warnings"][0]["kind"],
+        "same_user_tenants"
+    );
     let probes = bundle["runtimes"].as_array().unwrap();
     let probe = |name: &str| {
         probes

@@ -59,6 +59,14 @@ fn auth_status_reports_a_namespaced_login_by_placeholder_only() {
     let text = String::from_utf8(table.stdout.clone()).unwrap();
     let codex_row = text.lines().find(|l| l.starts_with("codex")).unwrap();
     assert!(codex_row.contains(" no "), "{text}");
+    // The mode in force comes first, with the same-user warning of multi-tenant use.
+    assert!(
+        text.starts_with(
+            "isolation: subprocess (direct child, same OS user) separates_principals=no\n  \
+             warning: multi-tenant use of isolation mode `subprocess`"
+        ),
+        "{text}"
+    );
     assert_no_secret(&table, CANARY);
 
     let bad = agentctl(&base, &["auth", "status", "--namespace", "../etc"]);
@@ -77,6 +85,10 @@ fn runtime_env_show_prints_placeholder_paths_and_names_only() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["namespace"], "ci:build-7");
     assert_eq!(summary["level"], "namespaced");
+    assert_eq!(summary["mode"], "subprocess");
+    assert_eq!(summary["separates_principals"], false);
+    assert_eq!(summary["policy_warnings"][0]["kind"], "same_user_tenants");
+    assert_eq!(summary["policy_warnings"][0]["mode"], "subprocess");
     assert_eq!(summary["paths"]["HOME"], "${ROOT}/home");
     assert_eq!(summary["paths"]["CODEX_HOME"], "${ROOT}/home/.codex");
     let names = summary["env_names"].as_array().unwrap();
@@ -93,9 +105,20 @@ fn runtime_env_show_prints_placeholder_paths_and_names_only() {
 
     let text = agentctl(&base, &["runtime-env", "show"]);
     assert!(text.status.success());
+    let shown = String::from_utf8_lossy(&text.stdout);
+    assert!(shown.starts_with("runtime env: namespace=default level=namespaced"));
     assert!(
-        String::from_utf8_lossy(&text.stdout)
-            .starts_with("runtime env: namespace=default level=namespaced")
+        shown.contains(
+            "isolation: subprocess (direct child, same OS user) separates_principals=no\n"
+        ),
+        "{shown}"
     );
+    assert!(shown.contains("  warning: multi-tenant use of isolation mode `subprocess`"));
+
+    // One tenant (the shared level): no principal to separate, so no warning.
+    let single = agentctl(&base, &["runtime-env", "show", "--level", "shared"]);
+    let single = String::from_utf8_lossy(&single.stdout);
+    assert!(single.contains("separates_principals=no"), "{single}");
+    assert!(!single.contains("warning: multi-tenant"), "{single}");
     assert_no_secret(&text, CANARY);
 }

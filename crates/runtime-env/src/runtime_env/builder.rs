@@ -12,7 +12,7 @@ use super::{
 use crate::child_env::{self, ChildEnv, HostEnv};
 use crate::error::Error;
 use crate::namespace::CredentialNamespace;
-use crate::policy::{self, IsolationLevel, IsolationMode, Tenancy};
+use crate::policy::{self, IsolationLevel, IsolationMode, Tenancy, Verdict};
 use crate::runtime::RuntimeDescriptor;
 use crate::secure_fs::{self, Strictness};
 
@@ -38,7 +38,9 @@ impl RuntimeEnvBuilder {
         self
     }
 
-    /// The isolation mode (default [`IsolationMode::Subprocess`]).
+    /// The isolation mode (default [`IsolationMode::Subprocess`], what a CLI driver does: a
+    /// direct child in the host's OS user; multi-tenant, it builds with
+    /// [`PolicyWarning::SameUserTenants`](crate::PolicyWarning::SameUserTenants)).
     pub fn mode(mut self, mode: IsolationMode) -> Self {
         self.mode = mode;
         self
@@ -95,12 +97,20 @@ impl RuntimeEnvBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::Policy`] for an unsafe combination, [`Error::Fs`] when a directory fails a
+    /// [`Error::Policy`] for an unsafe combination (an accepted one's warnings are in
+    /// [`RuntimeEnv::policy_warnings`]), [`Error::Fs`] when a directory fails a
     /// safety check or cannot be created, and the variable errors for bad names.
     pub fn build(self) -> Result<RuntimeEnv, Error> {
         self.validate_runtimes()?;
+        // The mode's own warnings hold even for an environment that serves no runtime yet.
+        let mut verdict = Verdict::for_mode(self.mode, self.tenancy);
         for rt in &self.runtimes {
-            policy::check_runtime(rt, &self.level, self.mode, self.tenancy)?;
+            verdict.merge(policy::check_runtime(
+                rt,
+                &self.level,
+                self.mode,
+                self.tenancy,
+            )?);
         }
         secure_fs::require_absolute(&self.cwd).map_err(|_| Error::RelativeCwd)?;
         self.validate_vars()?;
@@ -142,6 +152,7 @@ impl RuntimeEnvBuilder {
             level: self.level,
             mode: self.mode,
             tenancy: self.tenancy,
+            verdict,
             runtimes: self.runtimes,
             root: layout.root,
             home: layout.home,

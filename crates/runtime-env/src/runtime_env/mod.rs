@@ -35,7 +35,7 @@ use crate::error::Error;
 use crate::lock::FileLock;
 use crate::namespace::CredentialNamespace;
 use crate::paths::Anchors;
-use crate::policy::{IsolationLevel, IsolationMode, Tenancy};
+use crate::policy::{IsolationLevel, IsolationMode, PolicyWarning, Tenancy, Verdict};
 use crate::runtime::RuntimeDescriptor;
 use crate::secure_fs::{self, Strictness};
 use crate::snapshot::{self, Snapshot};
@@ -87,6 +87,8 @@ pub struct RuntimeEnv {
     level: IsolationLevel,
     mode: IsolationMode,
     tenancy: Tenancy,
+    /// What the policy check concluded, kept so summaries report its warnings.
+    verdict: Verdict,
     runtimes: Vec<&'static RuntimeDescriptor>,
     root: Option<PathBuf>,
     home: PathBuf,
@@ -148,6 +150,14 @@ impl RuntimeEnv {
     /// The tenancy the policy was checked for.
     pub fn tenancy(&self) -> Tenancy {
         self.tenancy
+    }
+
+    /// The warnings of the policy check this environment passed (such as
+    /// [`PolicyWarning::SameUserTenants`](crate::PolicyWarning::SameUserTenants) for
+    /// multi-tenant use of a mode that does not separate principals), for the host to act on
+    /// or report; the summary carries them.
+    pub fn policy_warnings(&self) -> &[PolicyWarning] {
+        self.verdict.warnings()
     }
 
     /// The runtimes this environment serves, in the order the builder was given them.

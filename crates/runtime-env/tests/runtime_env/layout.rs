@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use runtime_env::LAYOUT_VARS;
-use runtime_env::{Error, HostEnv, IsolationLevel, IsolationMode, PolicyError, SessionId, Tenancy};
+use runtime_env::{
+    Error, HostEnv, IsolationLevel, IsolationMode, PolicyError, PolicyWarning, SessionId, Tenancy,
+};
 use secrecy::SecretString;
 
 use crate::support::{Sandbox, child_value, claude, codebuddy, codex, cursor, gemini, mode};
@@ -276,4 +278,59 @@ fn command_applies_cwd_and_a_cleared_environment() {
     let mut expected = env.child_env().names();
     expected.sort();
     assert_eq!(names, expected);
+}
+
+/// The policy's same-user warning is kept by the environment and reported by its summary: the
+/// default (multi-tenant, a direct child) carries it, a worker and a single tenant do not.
+#[test]
+fn the_environment_keeps_and_reports_the_same_user_warning() {
+    let sb = Sandbox::new();
+    let direct = sb.builder("user:alice").build().unwrap();
+    assert_eq!(direct.mode(), IsolationMode::Subprocess);
+    assert_eq!(
+        direct.policy_warnings(),
+        [PolicyWarning::SameUserTenants {
+            mode: IsolationMode::Subprocess
+        }]
+    );
+    let summary = direct.summary();
+    assert!(!summary.separates_principals);
+    let text = summary.to_string();
+    assert!(
+        text.contains(
+            "\nisolation: subprocess (direct child, same OS user) separates_principals=no\n  \
+             warning: multi-tenant use of isolation mode `subprocess`"
+        ),
+        "{text}"
+    );
+    let json = serde_json::to_value(&summary).unwrap();
+    assert_eq!(json["separates_principals"], false);
+    assert_eq!(
+        json["policy_warnings"],
+        serde_json::json!([{"kind": "same_user_tenants", "mode": "subprocess"}])
+    );
+
+    // Even an environment that serves no runtime yet carries the mode's warning.
+    let bare = sb.bare("user:carol").build().unwrap();
+    assert_eq!(bare.policy_warnings().len(), 1);
+
+    let worker = sb
+        .builder("user:bob")
+        .mode(IsolationMode::Worker)
+        .build()
+        .unwrap();
+    assert!(worker.policy_warnings().is_empty());
+    let text = worker.summary().to_string();
+    assert!(
+        text.contains("isolation: worker (worker, OS boundary) separates_principals=yes\n"),
+        "{text}"
+    );
+    assert!(!text.contains("warning: multi-tenant"), "{text}");
+
+    let single = sb
+        .builder("default")
+        .tenancy(Tenancy::Single)
+        .build()
+        .unwrap();
+    assert!(single.policy_warnings().is_empty());
 }

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use runtime_env::{
-    HostEnv, IsolationLevel, IsolationMode, PolicyError, RuntimeEnv, Tenancy, check_runtime,
-    is_credential_var,
+    HostEnv, IsolationLevel, IsolationMode, PolicyError, PolicyWarning, RuntimeEnv, Tenancy,
+    check_runtime, is_credential_var,
 };
 
 #[test]
@@ -60,16 +60,26 @@ fn one_environment_serves_every_runtime() {
     }
 }
 
-/// Every runtime keeps state on disk: namespaced subprocesses serve many tenants, in-process
-/// hosting and the shared level only one; none runs server-side.
+/// Every runtime keeps state on disk: namespaced subprocesses serve many tenants with a
+/// same-user warning, workers without one, in-process hosting and the shared level only one
+/// tenant; none runs server-side.
 #[test]
 fn policy_facts_of_every_runtime() {
     let ns = IsolationLevel::Namespaced;
     for runtime in runtimes::all() {
         let d = &runtime.descriptor;
         assert_eq!(
-            check_runtime(d, &ns, IsolationMode::Subprocess, Tenancy::Multi),
-            Ok(())
+            check_runtime(d, &ns, IsolationMode::Subprocess, Tenancy::Multi)
+                .map(|v| v.warnings().to_vec()),
+            Ok(vec![PolicyWarning::SameUserTenants {
+                mode: IsolationMode::Subprocess
+            }])
+        );
+        assert_eq!(
+            check_runtime(d, &ns, IsolationMode::Worker, Tenancy::Multi).map(|v| v.is_clean()),
+            Ok(true),
+            "{}",
+            d.name
         );
         assert!(matches!(
             check_runtime(d, &ns, IsolationMode::InProcess, Tenancy::Multi),
@@ -96,8 +106,9 @@ fn policy_facts_of_every_runtime() {
             &IsolationLevel::Shared,
             IsolationMode::InProcess,
             Tenancy::Single
-        ),
-        Ok(())
+        )
+        .map(|v| v.is_clean()),
+        Ok(true)
     );
 }
 
