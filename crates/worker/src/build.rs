@@ -29,6 +29,13 @@ pub enum BuildError {
     /// has no namespace directory of its own to show the sandbox, only the host's HOME.
     #[error("the bubblewrap launcher needs a namespace directory; the environment is shared")]
     SharedLevel,
+    /// The environment declares [`IsolationMode::Worker`](runtime_env::IsolationMode::Worker)
+    /// (a principal boundary), but the launcher starts the worker in the host's OS user: the
+    /// summary, `agentctl` and the policy check would report a boundary that is not there.
+    #[error(
+        "the environment declares the `worker` isolation mode, but the direct launcher gives no OS boundary"
+    )]
+    OverstatedMode,
 }
 
 /// The environment builder of `env`, copying allow-listed variables from `host`.

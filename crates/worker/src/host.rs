@@ -23,7 +23,7 @@ use driver_spi::{
     ConfigError, ConfigFingerprinter, Descriptor, Driver, DriverError, DriverEvent, EventSink,
     FailureKind, ProcessLifecycle, ProcessSignature, Request, Response, RunFailure, SessionCodec,
 };
-use runtime_env::{CredentialNamespace, HostEnv, RuntimeEnv};
+use runtime_env::{CredentialNamespace, HostEnv, IsolationMode, RuntimeEnv};
 use serde_json::{Value, json};
 use worker_protocol::{
     CONFIGURE, Configure, DriverConfig, ReferenceScript, SCRIPT, START_TASK, STOP, Script,
@@ -162,7 +162,8 @@ impl WorkerDriver {
     /// # Errors
     /// [`BuildError`] when the configuration cannot be built, or names another namespace
     /// than `env`; [`BuildError::SharedLevel`] when `workers` launch in bubblewrap and `env`
-    /// is at the shared level.
+    /// is at the shared level; [`BuildError::OverstatedMode`] when `env` declares
+    /// [`IsolationMode::Worker`] but `workers` launch directly, in the host's OS user.
     pub fn new(
         workers: Arc<Workers>,
         env: Arc<RuntimeEnv>,
@@ -174,6 +175,13 @@ impl WorkerDriver {
         // Binding the host's HOME into a sandbox would separate nothing.
         if matches!(workers.launcher, Launcher::Bubblewrap(_)) && env.root().is_none() {
             return Err(BuildError::SharedLevel);
+        }
+        // A declared mode is what summaries and the policy report: it may understate the
+        // launcher's boundary, never overstate it.
+        if env.mode() == IsolationMode::Worker
+            && workers.launcher.isolation_mode() == Some(IsolationMode::Subprocess)
+        {
+            return Err(BuildError::OverstatedMode);
         }
         let shadow = crate::build::build(config.clone(), HostEnv::empty())?;
         let id = workers.next_driver.fetch_add(1, Ordering::Relaxed);

@@ -26,7 +26,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use runtime_env::RuntimeEnv;
+use runtime_env::{IsolationMode, RuntimeEnv};
 
 /// System directories a sandboxed worker sees read-only, when they exist: the binaries and
 /// libraries, and the few files of `/etc` that name resolution for loopback, TLS
@@ -177,6 +177,28 @@ impl Launcher {
                 args.push(program.into());
                 (p.program.clone(), args)
             }
+        }
+    }
+
+    /// The isolation mode a worker started this way is in, when the launcher alone decides
+    /// it: [`Subprocess`](IsolationMode::Subprocess) for the direct launch (a process of its
+    /// own, the host's OS user), [`Worker`](IsolationMode::Worker) for the bubblewrap sandbox;
+    /// `None` for a prefix, whose boundary is whatever the prefix reaches (another machine, a
+    /// container), which only the host knows.
+    ///
+    /// ```
+    /// use runtime_env::IsolationMode;
+    /// use worker::{Bubblewrap, Launcher};
+    ///
+    /// assert_eq!(Launcher::Direct.isolation_mode(), Some(IsolationMode::Subprocess));
+    /// let sandbox = Launcher::Bubblewrap(Bubblewrap::new("/usr/bin/bwrap"));
+    /// assert_eq!(sandbox.isolation_mode(), Some(IsolationMode::Worker));
+    /// ```
+    pub fn isolation_mode(&self) -> Option<IsolationMode> {
+        match self {
+            Self::Direct => Some(IsolationMode::Subprocess),
+            Self::Bubblewrap(_) => Some(IsolationMode::Worker),
+            Self::Prefix(_) => None,
         }
     }
 

@@ -133,6 +133,53 @@ fn bubblewrap_refuses_an_environment_at_the_shared_level() {
     );
 }
 
+#[test]
+fn a_declared_worker_mode_needs_a_launcher_with_a_boundary() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let declared = |mode| {
+        RuntimeEnv::builder(base.path().join("env"), namespace(), base.path())
+            .mode(mode)
+            .host_env(HostEnv::empty())
+            .build()
+            .expect("an environment")
+    };
+    let direct = || {
+        Workers::with_launcher(
+            env!("CARGO_BIN_EXE_agent-worker"),
+            PoolLimits::default(),
+            Launcher::Direct,
+        )
+    };
+    // Claiming a principal boundary the direct launch does not have is refused.
+    let overstated = WorkerDriver::new(
+        direct(),
+        Arc::new(declared(runtime_env::IsolationMode::Worker)),
+        reference(base.path(), &[]),
+    );
+    assert!(
+        matches!(overstated, Err(worker::BuildError::OverstatedMode)),
+        "{overstated:?}"
+    );
+    // What the direct launch is, and an understatement of the sandbox, are accepted.
+    let honest = WorkerDriver::new(
+        direct(),
+        Arc::new(declared(runtime_env::IsolationMode::Subprocess)),
+        reference(base.path(), &[]),
+    );
+    assert!(honest.is_ok(), "{honest:?}");
+    let sandboxed = Workers::with_launcher(
+        env!("CARGO_BIN_EXE_agent-worker"),
+        PoolLimits::default(),
+        Launcher::Bubblewrap(Bubblewrap::new("/usr/bin/bwrap")),
+    );
+    let understated = WorkerDriver::new(
+        sandboxed,
+        Arc::new(declared(runtime_env::IsolationMode::Subprocess)),
+        reference(base.path(), &[]),
+    );
+    assert!(understated.is_ok(), "{understated:?}");
+}
+
 /// One tenant's Codex on `base`, its workspace of its own, run by `workers`.
 struct Tenant {
     env: Arc<RuntimeEnv>,
