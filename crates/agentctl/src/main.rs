@@ -44,6 +44,7 @@ mod run;
 mod serve;
 mod store;
 mod terminal;
+mod via_worker;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -327,6 +328,8 @@ pub(crate) mod exit {
     /// The Thread belongs to another credential namespace, or has no owner and this
     /// namespace could not claim it.
     pub(crate) const FOREIGN: u8 = 6;
+    /// `--worker` was given but no `agent-worker` binary is where it was looked for.
+    pub(crate) const WORKER_MISSING: u8 = 7;
 }
 
 fn main() -> ExitCode {

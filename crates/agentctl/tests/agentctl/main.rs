@@ -23,3 +23,4 @@ mod serve;
 mod structured;
 mod support;
 mod threads;
+mod worker;
