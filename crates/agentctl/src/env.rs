@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum};
 use runtime_env::{
-    CredentialNamespace, HostEnv, IsolationLevel, RuntimeEnv, RuntimeEnvBuilder, Tenancy,
+    CredentialNamespace, HostEnv, IsolationLevel, IsolationMode, RuntimeEnv, RuntimeEnvBuilder,
+    Tenancy,
 };
 use serde_json::Value;
 
@@ -63,6 +64,46 @@ pub(crate) struct EnvOptions {
     /// The base directory of namespaced state (default: `<data dir>/agentctl/runtime-env`).
     #[arg(long, value_name = "DIR")]
     base: Option<PathBuf>,
+    /// Run the runtime through an `agent-worker` process of the namespace instead of in
+    /// agentctl's process: `--worker` (or `--worker=direct`) launches it as agentctl's own
+    /// user (isolation mode `subprocess`); `--worker=sandbox` in a bubblewrap sandbox that
+    /// sees only the namespace and the workspace (mode `worker`). `auth status`,
+    /// `runtime-env show` and `support-bundle` report the mode the flag puts in force.
+    #[arg(
+        long,
+        value_enum,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "direct",
+        value_name = "LAUNCH"
+    )]
+    pub(crate) worker: Option<WorkerLaunch>,
+    /// With `--worker`: the `agent-worker` binary (default: `agent-worker` beside agentctl's
+    /// own executable).
+    #[arg(long, value_name = "PATH", requires = "worker")]
+    pub(crate) worker_bin: Option<PathBuf>,
+    /// With `--worker=sandbox`: the `bwrap` binary (default: `bwrap` on `PATH`).
+    #[arg(long, value_name = "PATH", requires = "worker")]
+    pub(crate) bwrap: Option<PathBuf>,
+}
+
+/// How `--worker` launches the namespace's `agent-worker`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WorkerLaunch {
+    /// As agentctl's own user, with the whole file system visible: no OS boundary.
+    Direct,
+    /// In a bubblewrap sandbox that sees only its namespace and workspace.
+    Sandbox,
+}
+
+impl WorkerLaunch {
+    /// The isolation mode a worker launched this way is in.
+    pub(crate) fn mode(self) -> IsolationMode {
+        match self {
+            Self::Direct => IsolationMode::Subprocess,
+            Self::Sandbox => IsolationMode::Worker,
+        }
+    }
 }
 
 /// The runtime environment these options name, serving every registered runtime (its
@@ -106,10 +147,16 @@ pub(crate) fn builder(options: &EnvOptions, cwd: PathBuf) -> Result<RuntimeEnvBu
         Level::Shared => (IsolationLevel::Shared, Tenancy::Single),
         Level::Namespaced => (IsolationLevel::Namespaced, Tenancy::Multi),
     };
-    Ok(RuntimeEnv::builder(base, namespace, cwd)
+    let builder = RuntimeEnv::builder(base, namespace, cwd)
         .level(level)
         .tenancy(tenancy)
-        .host_env(HostEnv::capture()))
+        .host_env(HostEnv::capture());
+    // The mode in force: a worker's launch decides it (else the runtime's default, a direct
+    // child), so every report of these options names it.
+    Ok(match options.worker {
+        Some(launch) => builder.mode(launch.mode()),
+        None => builder,
+    })
 }
 
 /// A serialized enum's name, as `--json` shows it.

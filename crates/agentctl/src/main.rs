@@ -328,7 +328,8 @@ pub(crate) mod exit {
     /// The Thread belongs to another credential namespace, or has no owner and this
     /// namespace could not claim it.
     pub(crate) const FOREIGN: u8 = 6;
-    /// `--worker` was given but no `agent-worker` binary is where it was looked for.
+    /// `--worker` was given but no `agent-worker` binary is where it was looked for, or
+    /// `--worker=sandbox` found no `bwrap` or no runtime binary to show in the sandbox.
     pub(crate) const WORKER_MISSING: u8 = 7;
 }
 

@@ -78,15 +78,6 @@ pub(crate) struct RunOptions {
     /// Seconds an approval request waits for its answer before it is denied.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     approval_timeout: u64,
-    /// Run the runtime through an `agent-worker` process of its namespace, launched directly
-    /// (isolation mode `subprocess`) instead of in agentctl's process. Only the reference
-    /// runtime so far.
-    #[arg(long)]
-    worker: bool,
-    /// With `--worker`: the `agent-worker` binary (default: `agent-worker` beside agentctl's
-    /// own executable).
-    #[arg(long, value_name = "PATH", requires = "worker")]
-    worker_bin: Option<PathBuf>,
     /// Where the runtime's state lives: the credential namespace and level.
     #[command(flatten)]
     env: EnvOptions,
@@ -114,12 +105,6 @@ pub(crate) fn build_agent(
         })?,
     };
     let driver: Arc<dyn driver_spi::Driver> = match options.runtime.as_str() {
-        _ if options.worker && options.runtime != REFERENCE => {
-            return Err(Failure::new(
-                exit::USAGE,
-                "--worker: only the reference runtime runs through a worker so far",
-            ));
-        }
         REFERENCE => reference_driver(options, &workspace)?,
         name => cli_driver(registered(name)?, options, &workspace)?,
     };
@@ -159,12 +144,8 @@ fn reference_driver(
             format!("{flag}: the reference runtime runs in process and takes none"),
         ));
     }
-    if options.worker {
-        return crate::via_worker::reference_driver(
-            &options.env,
-            options.worker_bin.as_deref(),
-            workspace,
-        );
+    if options.env.worker.is_some() {
+        return crate::via_worker::driver(&options.env, None, workspace);
     }
     let env = env_builder(&options.env, workspace.to_path_buf())?;
     let driver = reference_runtime::driver(env).map_err(|e| {
@@ -212,6 +193,9 @@ fn cli_driver(
     args.key = key;
     // `--model` goes to the agent, into every request, not into the driver's options: the
     // driver's config fingerprint stays what agentctl's stored Threads were made with.
+    if options.env.worker.is_some() {
+        return crate::via_worker::driver(&options.env, Some((runtime, args)), workspace);
+    }
     let env = env_builder(&options.env, workspace.to_path_buf())?;
     runtime.build(env, args).map_err(|e| match e {
         BuildError::Config(e) if e.field() == "base_url" => Failure::new(

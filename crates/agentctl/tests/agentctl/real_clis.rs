@@ -29,6 +29,8 @@ struct Cli<'a> {
     /// A PostgreSQL URL (with `schema`) instead of a SQLite file in `dir`.
     store: Option<String>,
     schema: String,
+    /// Flags added to every invocation (`--worker=sandbox …`).
+    extra: Vec<String>,
 }
 
 impl<'a> Cli<'a> {
@@ -41,6 +43,7 @@ impl<'a> Cli<'a> {
             dir,
             store: None,
             schema: String::new(),
+            extra: Vec::new(),
         }
     }
 
@@ -72,6 +75,7 @@ impl<'a> Cli<'a> {
             .arg(self.dir.join("rt"))
             .arg("--workspace")
             .arg(&work)
+            .args(&self.extra)
             .env("MOCK_MODEL_KEY", MODEL_KEY)
             .env("RUST_LOG", "trace");
         command
@@ -118,6 +122,26 @@ fn codex_resumes_across_processes() {
     let model = test_kit::responses::MockResponses::start(script()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cli = Cli::on_sqlite("codex", &binary, model.base_url(), dir.path());
+    resumes_across_processes(&cli, || model.requests());
+}
+
+/// The same through a worker in a bubblewrap sandbox: one flag, and the Thread resumes across
+/// processes as in process (each run starts its own worker).
+#[test]
+fn codex_resumes_across_processes_through_a_sandboxed_worker() {
+    let Some(binary) =
+        test_kit::real_cli::binary("CODEX_BIN", "agentctl run --runtime codex --worker=sandbox")
+    else {
+        return;
+    };
+    let model = test_kit::responses::MockResponses::start(script()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cli = Cli::on_sqlite("codex", &binary, model.base_url(), dir.path());
+    cli.extra = vec![
+        "--worker=sandbox".to_owned(),
+        "--worker-bin".to_owned(),
+        crate::worker::worker_bin().display().to_string(),
+    ];
     resumes_across_processes(&cli, || model.requests());
 }
 

@@ -232,25 +232,29 @@ fn commands_allowed() -> PermissionPolicy {
 /// Tenant A's agent runs `cat path` through a worker started by `launcher`: what the
 /// command's output told the model.
 async fn cat_as_a(base: &Path, codex: &Path, launcher: Launcher, path: &Path) -> String {
-    let script = Script::new()
-        .then(Reply::builtin_call(
-            "exec_command",
-            json!({ "cmd": format!("cat '{}'", path.display()) }),
-        ))
-        .then(Reply::text("done"));
-    let model = MockResponses::start(script).expect("a mock model");
-    let a = tenant(base, "alice", codex, &model);
     let workers = Workers::with_launcher(
         env!("CARGO_BIN_EXE_agent-worker"),
         PoolLimits::default(),
         launcher,
     );
-    let driver = WorkerDriver::new(Arc::clone(&workers), a.env, a.config).expect("a driver");
-    let request = Request::new(RunId::new("cat"), "read the file", profile())
+    let output = command_as_a(base, codex, &workers, &format!("cat '{}'", path.display())).await;
+    workers.close().await;
+    output
+}
+
+/// Tenant A's agent runs the shell command `cmd` through its worker on `workers`: what the
+/// command's output told the model.
+async fn command_as_a(base: &Path, codex: &Path, workers: &Arc<Workers>, cmd: &str) -> String {
+    let script = Script::new()
+        .then(Reply::builtin_call("exec_command", json!({ "cmd": cmd })))
+        .then(Reply::text("done"));
+    let model = MockResponses::start(script).expect("a mock model");
+    let a = tenant(base, "alice", codex, &model);
+    let driver = WorkerDriver::new(Arc::clone(workers), a.env, a.config).expect("a driver");
+    let request = Request::new(RunId::new("cmd"), "run the command", profile())
         .with_permissions(commands_allowed());
     let sink = Arc::new(Watch::default());
     let response = driver.run(request, sink).await.expect("a turn");
-    workers.close().await;
     let outputs: Vec<String> = model
         .model_requests()
         .iter()
@@ -301,6 +305,103 @@ async fn a_sandboxed_tenant_cannot_read_another_tenants_namespace() {
         b_direct.contains(B_SECRET),
         "the direct launcher shows the same-user hole: {b_direct}"
     );
+}
+
+/// Two tenants' workers live side by side. Tenant A's worker starts through a probe (a
+/// script that looks for tenant B's worker, its `/proc/<pid>/environ`, which names B's HOME,
+/// and B's namespace directory, writes what it saw into A's HOME, and then becomes the
+/// worker): whatever A's worker or an agent under it runs has the same view. In the sandbox
+/// neither is visible (a PID namespace of its own, only its own directories); with the
+/// direct launch both are, the control that shows the check is not vacuous. (Both launchers
+/// run as the host's uid: the sandbox separates by what it shows, not by uid. A probe is used
+/// rather than a CLI's command tool because Codex runs commands in its own bubblewrap, whose
+/// PID namespace would hide B's process even without ours.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_worker_sees_neither_the_other_tenants_worker_nor_its_directories() {
+    let Some(bwrap) = bwrap("two sandboxed tenants") else {
+        return;
+    };
+    let worker_bin = Path::new(env!("CARGO_BIN_EXE_agent-worker"));
+    let worker_dir = worker_bin.parent().expect("the worker's directory");
+    let sandbox = Launcher::Bubblewrap(Bubblewrap::new(bwrap).read_only(worker_dir));
+    for (launcher, separated) in [(sandbox, true), (Launcher::Direct, false)] {
+        let base = tempfile::tempdir().expect("tempdir");
+        let probes = tempfile::tempdir().expect("tempdir");
+        let tenant_env = |name: &str| {
+            let ns: CredentialNamespace = format!("user:{name}").parse().expect("a namespace");
+            // Each tenant's workspace is its own (a sandbox shows its workspace writable).
+            let work = base.path().join(format!("work-{name}"));
+            std::fs::create_dir_all(&work).expect("a workspace");
+            let env = RuntimeEnv::builder(base.path().join("env"), ns.clone(), &work)
+                .host_env(HostEnv::empty())
+                .build()
+                .expect("an environment");
+            let config = serde_json::from_value(json!({
+                "kind": "reference",
+                "env": {"base_dir": base.path().join("env"), "namespace": ns.as_str(), "cwd": work},
+            }))
+            .expect("a configuration");
+            (Arc::new(env), config)
+        };
+        // B's worker runs a turn and stays live.
+        let b_workers = Workers::with_launcher(worker_bin, PoolLimits::default(), launcher.clone());
+        let (b_env, b_config) = tenant_env("bob");
+        let b_home = format!("HOME={}", b_env.home().display());
+        let b_root = b_env.root().expect("a namespace root").to_path_buf();
+        let b_namespace = b_env.namespace().clone();
+        let b = WorkerDriver::new(Arc::clone(&b_workers), b_env, b_config).expect("a driver");
+        let request = Request::new(RunId::new("b"), "hello", profile());
+        b.run(request, Arc::new(Watch::default()))
+            .await
+            .expect("B's turn");
+        let b_pid = b_workers.worker_pid(&b_namespace).expect("B's worker");
+
+        // A's worker starts through the probe.
+        let probe = probes.path().join("probe.sh");
+        std::fs::write(
+            &probe,
+            format!(
+                "#!/bin/sh\n{{ tr '\\0' '\\n' < /proc/{b_pid}/environ; ls -a '{}'; }} > \"$HOME/probe.txt\" 2>&1\nexec '{}' \"$@\"\n",
+                b_root.display(),
+                worker_bin.display()
+            ),
+        )
+        .expect("the probe");
+        std::fs::set_permissions(&probe, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("executable");
+        let a_workers = Workers::with_launcher(&probe, PoolLimits::default(), launcher);
+        let (a_env, a_config) = tenant_env("alice");
+        let seen_at = a_env.home().join("probe.txt");
+        let a = WorkerDriver::new(Arc::clone(&a_workers), a_env, a_config).expect("a driver");
+        let request = Request::new(RunId::new("a"), "hello", profile());
+        a.run(request, Arc::new(Watch::default()))
+            .await
+            .expect("A's turn, after the probe");
+        let seen = std::fs::read_to_string(&seen_at).expect("the probe ran as A's worker");
+        assert_eq!(
+            b_workers.worker_pid(&b_namespace),
+            Some(b_pid),
+            "B's worker lived on"
+        );
+        if separated {
+            assert!(!seen.contains(&b_home), "A saw B's environment: {seen}");
+            // `sh` says "No such file", `ls` "No such file or directory".
+            assert_eq!(
+                seen.matches("No such file").count(),
+                2,
+                "neither B's process nor B's directory is visible: {seen}"
+            );
+            assert!(!seen.contains("config"), "{seen}");
+        } else {
+            assert!(
+                seen.contains(&b_home),
+                "the direct launch shows B's environment to A (the hole): {seen}"
+            );
+            assert!(seen.contains("config"), "and B's directories: {seen}");
+        }
+        a_workers.close().await;
+        b_workers.close().await;
+    }
 }
 
 /// The processes whose parent chain reaches `root` (not `root` itself).

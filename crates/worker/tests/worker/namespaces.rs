@@ -1,6 +1,7 @@
 //! Two namespaces get two workers on one pool, each in its own environment: neither's HOME or
-//! directories appear in the other's environment. (Same OS user: the boundary between their
-//! files is a later step.)
+//! directories appear in the other's environment. (Same OS user, direct launch; that a
+//! sandboxed worker sees neither the other's process nor its directories is in
+//! `launchers.rs`.)
 
 use std::sync::Arc;
 
