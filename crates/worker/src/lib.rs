@@ -64,6 +64,10 @@
 //!
 //! # What it deliberately does not do (yet)
 //! - No uid per namespace: the bubblewrap launcher separates files and processes, not users.
+//!   A worker under a uid of its own would build its environment as that uid, while the host
+//!   builds the same environment as itself, and `runtime-env` trusts only directories the
+//!   building process owns; both sides agreeing needs an owner notion in `runtime-env` first
+//!   (docs/runtime-isolation.md).
 //! - A [`Launcher::Direct`] worker killed from outside (SIGKILL) leaves the CLI processes it
 //!   spawned running until they end on their own: they sit in process groups of their own,
 //!   which the host's group kill of the worker does not reach. Use the bubblewrap launcher,
