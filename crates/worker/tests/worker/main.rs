@@ -6,6 +6,7 @@ mod conformance;
 mod crash;
 mod fuzz;
 mod launchers;
+mod lifecycle;
 mod namespaces;
 mod protocol;
 mod real_codex;
