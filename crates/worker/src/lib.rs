@@ -25,6 +25,7 @@
 //!     base_dir: env.base_dir().to_path_buf(),
 //!     namespace: env.namespace().as_str().to_owned(),
 //!     cwd: env.cwd().to_path_buf(),
+//!     vars: Default::default(),
 //! };
 //! let config: DriverConfig = serde_json::from_value(serde_json::json!({
 //!     "kind": "reference", "env": wire_env,
