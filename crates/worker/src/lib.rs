@@ -47,7 +47,9 @@
 //!   requests close with it.
 //! - The driver kit passes on a `WorkerDriver` of the reference runtime, every clause run
 //!   (the worker's test-only `runtime.script` lets it script a tool use and see the tools
-//!   that ran and the provider's materialization).
+//!   that ran and the provider's materialization), and on one of each CLI driver over the
+//!   scripted fake CLI, per turn and resident, with the in-process run's skips less the
+//!   process clauses, which a worker always serves.
 //!
 //! # Launchers: what separates tenants
 //! How a worker starts is a [`Launcher`] the host chooses ([`Workers::with_launcher`]); it

@@ -2,6 +2,8 @@
 //! `WorkerDriver` against the real `agent-worker` binary.
 
 mod approvals;
+mod cli_conformance;
+mod cli_fakes;
 mod conformance;
 mod crash;
 mod fuzz;
