@@ -12,6 +12,7 @@ mod lifecycle;
 mod namespaces;
 mod protocol;
 mod real_codex;
+mod real_restart;
 mod secrets;
 mod support;
 mod thread;
