@@ -38,6 +38,10 @@
 //! - One worker serves one credential namespace: the pool is keyed by the namespace, and a
 //!   worker is spawned in that namespace's `RuntimeEnv` (through `driver-process`, so nothing
 //!   of the host beyond the allow-list reaches it). Secrets reach it on its stdin only.
+//! - A worker ends what its drivers kept: at its stdin's end it closes every configured
+//!   driver's processes (resident CLIs) as closing them does in process, each waited for, and
+//!   the host waits that out before ending the worker itself, so `close_processes` on the host
+//!   returns with the CLIs gone, none orphaned.
 //! - A task has exactly one terminal event on the wire; a worker that dies mid-task fails
 //!   the host's run with `FailureKind::Process` and `RunFailure::retryable`: `true` when no
 //!   tool call was in flight, `false` when one was.

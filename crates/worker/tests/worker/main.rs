@@ -14,5 +14,6 @@ mod protocol;
 mod real_codex;
 mod real_restart;
 mod secrets;
+mod shutdown;
 mod support;
 mod thread;
