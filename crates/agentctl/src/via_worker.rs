@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use driver_cli::CommonArgs;
+use driver_cli::{CommonArgs, ProcessMode};
 use serde_json::json;
 use worker::{Bubblewrap, Launcher};
 use worker_protocol::{DriverConfig, WireBinding, WireEnv};
@@ -37,6 +37,7 @@ pub(crate) fn driver(
         base_dir: env.base_dir().to_path_buf(),
         namespace: env.namespace().as_str().to_owned(),
         cwd: workspace.to_path_buf(),
+        vars: Default::default(),
     };
     // What a sandbox must show read-only besides the system: the runtime's installation.
     let mut read_only = Vec::new();
@@ -76,6 +77,7 @@ pub(crate) fn driver(
                 model: args.model.clone(),
                 base_url: args.base_url.clone(),
                 key: args.key.as_ref().map(WireBinding::from),
+                resident: matches!(args.process_mode, ProcessMode::Resident(_)),
             }
         }
     };

@@ -18,7 +18,7 @@ use runtime_env::{RuntimeDescriptor, RuntimeEnvBuilder};
 use secrecy::SecretString;
 
 use crate::driver::CliDriver;
-use crate::driver::options::CommonOptions;
+use crate::driver::options::{CommonOptions, ProcessMode};
 
 /// What every runtime's driver can be built from. Empty by default: each `None` keeps the
 /// driver's own default (the program on `PATH`, the vendor's model and endpoint, no key).
@@ -34,10 +34,14 @@ pub struct CommonArgs {
     /// The model API key, with the name of the variable it came from. It reaches the runtime
     /// only as a secret; which variable carries it there is the runtime's rule.
     pub key: Option<EnvBinding>,
+    /// One process per turn (the default), or resident processes; a runtime without a
+    /// resident mode refuses that in `validate_config`.
+    pub process_mode: ProcessMode,
 }
 
 impl CommonArgs {
-    /// `options` with the binary and the model of these arguments, where given.
+    /// `options` with the binary and the model of these arguments, where given, and their
+    /// process mode.
     fn apply<O: CommonOptions>(&self, mut options: O) -> O {
         if let Some(binary) = &self.binary {
             options = options.with_binary(binary.clone());
@@ -45,7 +49,7 @@ impl CommonArgs {
         if let Some(model) = &self.model {
             options = options.with_model(model.clone());
         }
-        options
+        options.with_process_mode(self.process_mode)
     }
 }
 

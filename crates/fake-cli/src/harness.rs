@@ -27,6 +27,10 @@ pub struct Harness {
     pub dir: TempDir,
     /// The file the fake appends its invocations to.
     pub record: PathBuf,
+    /// The scenario file, which the namespace names to the fake in [`SCENARIO_ENV`] (a plain
+    /// variable of its environment): what a test that builds its own environment for the
+    /// fake (a worker's) names too.
+    pub scenario: PathBuf,
     /// The namespace; its child environment names the scenario file.
     pub env: Arc<RuntimeEnv>,
     /// The workspace directory (exists).
@@ -104,6 +108,7 @@ impl Harness {
         Self {
             dir,
             record,
+            scenario: scenario_path,
             env: Arc::new(env),
             workspace,
         }

@@ -1,5 +1,6 @@
 //! The params and results of each method, and the `runtime.event` notification.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use driver_spi::{
@@ -12,7 +13,8 @@ use serde_json::{Value, json};
 use crate::{WireBinding, WireRequest, WireSecret};
 
 /// Where the worker builds its driver's runtime environment: the same base directory,
-/// credential namespace and working directory as the host's `RuntimeEnv` of the namespace.
+/// credential namespace, working directory and plain variables as the host's `RuntimeEnv` of
+/// the namespace.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WireEnv {
     /// `RuntimeEnv::base_dir`.
@@ -21,6 +23,14 @@ pub struct WireEnv {
     pub namespace: String,
     /// `RuntimeEnv::cwd`.
     pub cwd: PathBuf,
+    /// The plain (non-secret) variables the host's environment sets for its runtimes
+    /// (`RuntimeEnvBuilder::var`), by name. The worker's own environment passes only the
+    /// allow-list on to a runtime, so a variable reaches a CLI through a worker only when it is
+    /// named here; the worker's environment refuses credential-looking and reserved names, as
+    /// the host's does. Secrets never go here: they cross as the configuration's `key` or in a
+    /// request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vars: BTreeMap<String, String>,
 }
 
 /// Something the worker's reference driver does on its next runs, in order (for tests of
@@ -114,6 +124,11 @@ pub enum DriverConfig {
         /// `CommonArgs::key`: the one secret of a configuration, as a [`WireBinding`].
         #[serde(default)]
         key: Option<WireBinding>,
+        /// `CommonArgs::process_mode`: resident processes (`ProcessMode::Resident` with the
+        /// default pool limits, kept inside the worker) rather than one process per turn (the
+        /// default). A runtime without a resident mode refuses it, as in process.
+        #[serde(default)]
+        resident: bool,
     },
 }
 
@@ -145,6 +160,7 @@ impl DriverConfig {
                 model,
                 base_url,
                 key,
+                resident,
             } => json!({
                 "kind": "registry",
                 "env": env,
@@ -153,6 +169,7 @@ impl DriverConfig {
                 "model": model,
                 "base_url": base_url,
                 "key": key.as_ref().map(WireBinding::to_wire),
+                "resident": resident,
             }),
         }
     }

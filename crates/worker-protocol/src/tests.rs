@@ -8,6 +8,7 @@ use driver_spi::{
 };
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 use serde_json::json;
+use std::collections::BTreeMap;
 
 use super::*;
 
@@ -81,11 +82,7 @@ fn more_secret_lists_than_services_are_invalid_params() {
 #[test]
 fn a_configuration_carries_its_key_only_on_the_wire() {
     let config = DriverConfig::Registry {
-        env: WireEnv {
-            base_dir: "/b".into(),
-            namespace: "user:a".to_owned(),
-            cwd: "/c".into(),
-        },
+        env: wire_env(BTreeMap::new()),
         runtime: "codex".to_owned(),
         binary: None,
         model: Some("m".to_owned()),
@@ -94,6 +91,7 @@ fn a_configuration_carries_its_key_only_on_the_wire() {
             "OPENAI_API_KEY",
             CANARY,
         ))),
+        resident: false,
     };
     let configure = Configure { driver: 3, config };
     assert!(!format!("{configure:?}").contains(CANARY));
@@ -106,6 +104,53 @@ fn a_configuration_carries_its_key_only_on_the_wire() {
         key.into_binding(),
         EnvBinding::new("OPENAI_API_KEY", CANARY)
     );
+}
+
+fn wire_env(vars: BTreeMap<String, String>) -> WireEnv {
+    WireEnv {
+        base_dir: "/b".into(),
+        namespace: "user:a".to_owned(),
+        cwd: "/c".into(),
+        vars,
+    }
+}
+
+#[test]
+fn a_registry_configuration_carries_its_plain_variables_and_process_mode() {
+    let vars = BTreeMap::from([("FAKE_CLI_SCENARIO".to_owned(), "/s.json".to_owned())]);
+    let config = DriverConfig::Registry {
+        env: wire_env(vars.clone()),
+        runtime: "codex".to_owned(),
+        binary: Some("/bin/fake".into()),
+        model: None,
+        base_url: None,
+        key: None,
+        resident: true,
+    };
+    let sent = Configure { driver: 1, config }.to_wire();
+    assert_eq!(
+        sent["config"]["env"]["vars"]["FAKE_CLI_SCENARIO"],
+        "/s.json"
+    );
+    let back: Configure = serde_json::from_value(sent).expect("parses");
+    let DriverConfig::Registry { env, resident, .. } = back.config else {
+        panic!("a registry configuration");
+    };
+    assert_eq!(env, wire_env(vars));
+    assert!(resident);
+    // Both are optional: a configuration without them is per turn, with no variable, and
+    // writes none.
+    let bare: DriverConfig = serde_json::from_value(json!({
+        "kind": "registry",
+        "env": {"base_dir": "/b", "namespace": "user:a", "cwd": "/c"},
+        "runtime": "codex",
+    }))
+    .expect("parses");
+    let DriverConfig::Registry { env, resident, .. } = &bare else {
+        panic!("a registry configuration");
+    };
+    assert!(env.vars.is_empty() && !resident);
+    assert!(bare.to_wire()["env"].get("vars").is_none());
 }
 
 #[test]

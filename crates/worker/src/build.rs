@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use driver_cli::CommonArgs;
+use driver_cli::{CommonArgs, ProcessMode};
+use driver_process::pool::PoolLimits;
 use driver_spi::Driver;
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceConfig};
 use runtime_env::{CredentialNamespace, HostEnv, RuntimeEnv, RuntimeEnvBuilder};
@@ -38,11 +39,16 @@ pub enum BuildError {
     OverstatedMode,
 }
 
-/// The environment builder of `env`, copying allow-listed variables from `host`.
+/// The environment builder of `env`, copying allow-listed variables from `host` and setting
+/// `env`'s plain variables (the builder refuses credential-looking and reserved names).
 pub(crate) fn env_builder(env: &WireEnv, host: HostEnv) -> Result<RuntimeEnvBuilder, BuildError> {
     let namespace: CredentialNamespace =
         env.namespace.parse().map_err(|_| BuildError::Namespace)?;
-    Ok(RuntimeEnv::builder(&env.base_dir, namespace, &env.cwd).host_env(host))
+    let mut builder = RuntimeEnv::builder(&env.base_dir, namespace, &env.cwd).host_env(host);
+    for (name, value) in &env.vars {
+        builder = builder.var(name, value);
+    }
+    Ok(builder)
 }
 
 /// The driver of `config`, in an environment whose host variables come from `host`.
@@ -98,6 +104,7 @@ pub(crate) fn build_parts(
             model,
             base_url,
             key,
+            resident,
             ..
         } => {
             let entry = runtimes::find(&runtime).ok_or(BuildError::UnknownRuntime)?;
@@ -106,6 +113,9 @@ pub(crate) fn build_parts(
             args.model = model;
             args.base_url = base_url;
             args.key = key.map(worker_protocol::WireBinding::into_binding);
+            if resident {
+                args.process_mode = ProcessMode::Resident(PoolLimits::default());
+            }
             let driver = entry.build(builder, args).map_err(|e| match e {
                 driver_cli::BuildError::Config(e) => BuildError::Config(e),
                 driver_cli::BuildError::Env(e) => BuildError::Env(e),

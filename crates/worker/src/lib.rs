@@ -25,6 +25,7 @@
 //!     base_dir: env.base_dir().to_path_buf(),
 //!     namespace: env.namespace().as_str().to_owned(),
 //!     cwd: env.cwd().to_path_buf(),
+//!     vars: Default::default(),
 //! };
 //! let config: DriverConfig = serde_json::from_value(serde_json::json!({
 //!     "kind": "reference", "env": wire_env,
@@ -37,6 +38,10 @@
 //! - One worker serves one credential namespace: the pool is keyed by the namespace, and a
 //!   worker is spawned in that namespace's `RuntimeEnv` (through `driver-process`, so nothing
 //!   of the host beyond the allow-list reaches it). Secrets reach it on its stdin only.
+//! - A worker ends what its drivers kept: at its stdin's end it closes every configured
+//!   driver's processes (resident CLIs) as closing them does in process, each waited for, and
+//!   the host waits that out before ending the worker itself, so `close_processes` on the host
+//!   returns with the CLIs gone, none orphaned.
 //! - A task has exactly one terminal event on the wire; a worker that dies mid-task fails
 //!   the host's run with `FailureKind::Process` and `RunFailure::retryable`: `true` when no
 //!   tool call was in flight, `false` when one was.
@@ -46,7 +51,9 @@
 //!   requests close with it.
 //! - The driver kit passes on a `WorkerDriver` of the reference runtime, every clause run
 //!   (the worker's test-only `runtime.script` lets it script a tool use and see the tools
-//!   that ran and the provider's materialization).
+//!   that ran and the provider's materialization), and on one of each CLI driver over the
+//!   scripted fake CLI, per turn and resident, with the in-process run's skips less the
+//!   process clauses, which a worker always serves.
 //!
 //! # Launchers: what separates tenants
 //! How a worker starts is a [`Launcher`] the host chooses ([`Workers::with_launcher`]); it

@@ -68,7 +68,8 @@ impl Worker {
 }
 
 /// Serves the worker protocol: reads requests on `input`, writes answers and events to
-/// `output`, lines at most `max_line` bytes, until `input` ends; then stops every task.
+/// `output`, lines at most `max_line` bytes, until `input` ends; then stops every task and
+/// closes every configured driver's processes (its resident CLIs), waiting for each to end.
 /// Drivers are built in environments whose host variables come from `host` (the binary
 /// passes its own, which the host's runtime environment already reduced to its allow-list).
 pub async fn serve(
@@ -114,6 +115,22 @@ pub async fn serve(
     let tasks: Vec<Task> = worker.tasks().drain().map(|(_, task)| task).collect();
     for task in tasks {
         task.run.abort();
+    }
+    // End what the drivers kept (resident CLIs) as closing them does in process, each waited
+    // for: dropped with the worker instead, a CLI would get SIGTERM only, since the escalation
+    // to SIGKILL runs in this process and would end with it, and one that ignores SIGTERM and
+    // stdin's end would outlive its worker.
+    let drivers: Vec<Arc<dyn Driver>> = worker
+        .drivers()
+        .drain()
+        .map(|(_, configured)| configured.driver)
+        .collect();
+    for driver in drivers {
+        if let Some(lifecycle) = driver.process_lifecycle()
+            && let Err(e) = lifecycle.close_processes().await
+        {
+            tracing::warn!(error = %e, "a driver's processes could not be closed");
+        }
     }
 }
 

@@ -21,97 +21,11 @@ use driver_spi::{
 use fake_cli::{LineRule, Scenario, is_running, read_served_lines};
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
+use crate::app_server_script::{
+    INITIALIZE, THREAD_FORK, THREAD_RESUME, THREAD_START, TURN_INTERRUPT, TURN_START, app_server,
+    initialize, threads, turn,
+};
 use crate::support::{FakeCodex, fake_codex};
-
-const INITIALIZE: &str = r#""method":"initialize""#;
-const THREAD_START: &str = r#""method":"thread/start""#;
-const THREAD_RESUME: &str = r#""method":"thread/resume""#;
-const THREAD_FORK: &str = r#""method":"thread/fork""#;
-const TURN_START: &str = r#""method":"turn/start""#;
-const TURN_INTERRUPT: &str = r#""method":"turn/interrupt""#;
-
-/// Answers `initialize`, with the unprompted notifications the pinned binary sends.
-fn initialize() -> LineRule {
-    LineRule::when([INITIALIZE])
-        .stdout(r#"{"id":${ID},"result":{"userAgent":"fake/0.169.0","platformOs":"linux"}}"#)
-        .stdout(r#"{"method":"configWarning","params":{"summary":"no bubblewrap","details":null},"emittedAtMs":1}"#)
-}
-
-/// Opens threads like Codex: a new one gets the process's own id, a resumed one keeps its
-/// id, a fork gets the process's id (a fork runs on a new process).
-fn threads() -> [LineRule; 3] {
-    [
-        LineRule::when([THREAD_START])
-            .stdout(r#"{"id":${ID},"result":{"thread":{"id":"${SESSION}","forkedFromId":null}}}"#),
-        LineRule::when([THREAD_RESUME])
-            .stdout(r#"{"id":${ID},"result":{"thread":{"id":"${PARAM:threadId}"}}}"#),
-        LineRule::when([THREAD_FORK]).stdout(
-            r#"{"id":${ID},"result":{"thread":{"id":"${SESSION}","forkedFromId":"${PARAM:threadId}"}}}"#,
-        ),
-    ]
-}
-
-/// A clean turn whose answer names the process (`pid N: <prompt>`).
-fn turn() -> LineRule {
-    LineRule::when([TURN_START])
-        .stdout(r#"{"id":${ID},"result":{"turn":{"id":"turn-${COUNT}","status":"inProgress"}}}"#)
-        .stdout(r#"{"method":"turn/started","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-${COUNT}","status":"inProgress"}},"emittedAtMs":2}"#)
-        .stdout(r#"{"method":"item/completed","params":{"threadId":"${PARAM:threadId}","turnId":"turn-${COUNT}","item":{"type":"agentMessage","id":"msg_${COUNT}","text":"pid ${PID}: ${PARAM:input.0.text}"}}}"#)
-        .stdout(r#"{"method":"thread/tokenUsage/updated","params":{"threadId":"${PARAM:threadId}","turnId":"turn-${COUNT}","tokenUsage":{"total":{"totalTokens":15,"inputTokens":10,"cachedInputTokens":0,"outputTokens":5,"reasoningOutputTokens":0},"last":{"totalTokens":15,"inputTokens":10,"cachedInputTokens":0,"outputTokens":5,"reasoningOutputTokens":0}}}}"#)
-        .stdout(r#"{"method":"turn/completed","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-${COUNT}","items":[],"status":"completed","error":null}}}"#)
-}
-
-/// What the driver's answer to an approval request contains when it lets the command run.
-pub(crate) const ACCEPTED: &str = r#""decision":"accept""#;
-
-/// The kit's scripted tool use (before [`turn`]): a turn of the prompt
-/// [`TOOL_USE_PROMPT`](cli_test_kit::TOOL_USE_PROMPT) starts a command that writes a
-/// file (its command line carries the kit's arguments, secret included) and asks
-/// `item/commandExecution/requestApproval`; an accepting answer completes the command and the
-/// turn, a declining one declines the command and completes the turn.
-pub(crate) fn tool_use() -> [LineRule; 3] {
-    let command = format!(
-        "write kit-approval.txt {}",
-        driver_spi::conformance::TOOL_ARGUMENTS
-    );
-    let command = serde_json::to_string(&command).unwrap();
-    let item = |status: &str| {
-        format!(
-            r#"{{"type":"commandExecution","id":"call_kit","command":{command},"status":"{status}","aggregatedOutput":"","exitCode":null}}"#
-        )
-    };
-    let ask = LineRule::when([TURN_START, cli_test_kit::TOOL_USE_PROMPT])
-        .stdout(r#"{"id":${ID},"result":{"turn":{"id":"turn-kit","status":"inProgress"}}}"#)
-        .stdout(r#"{"method":"turn/started","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-kit","status":"inProgress"}}}"#)
-        .stdout(format!(
-            r#"{{"method":"item/started","params":{{"threadId":"${{PARAM:threadId}}","turnId":"turn-kit","item":{}}}}}"#,
-            item("inProgress")
-        ))
-        .stdout(format!(
-            r#"{{"id":"perm-${{COUNT}}","method":"item/commandExecution/requestApproval","params":{{"threadId":"${{PARAM:threadId}}","turnId":"turn-kit","itemId":"call_kit","command":{command}}}}}"#
-        ));
-    let end = |rule: LineRule, status: &str| {
-        rule.stdout(format!(
-            r#"{{"method":"item/completed","params":{{"turnId":"turn-kit","item":{}}}}}"#,
-            item(status)
-        ))
-        .stdout(r#"{"method":"turn/completed","params":{"turn":{"id":"turn-kit","items":[],"status":"completed","error":null}}}"#)
-    };
-    [
-        ask,
-        end(LineRule::when([ACCEPTED]), "completed"),
-        end(LineRule::when([r#""decision":"decline""#]), "declined"),
-    ]
-}
-
-/// The usual script: initialize, threads, turns.
-pub(crate) fn app_server() -> Scenario {
-    let mut scenario = Scenario::new().serve(initialize());
-    for rule in threads().into_iter().chain(tool_use()) {
-        scenario = scenario.serve(rule);
-    }
-    scenario.serve(turn())
-}
 
 /// A fake app-server, the record of every line it was sent, and drivers in app-server mode.
 struct Fake {

@@ -33,7 +33,7 @@ fn codex_app_server_fake_cli() {
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served.jsonl");
     let fake = fake_codex(
-        crate::app_server_fake::app_server().serve_record(&served),
+        crate::app_server_script::app_server().serve_record(&served),
         &["KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
     );
     let options = fake.options();
@@ -41,7 +41,7 @@ fn codex_app_server_fake_cli() {
         .with_tool_use(
             driver_spi::Action::Write,
             &served,
-            crate::app_server_fake::ACCEPTED,
+            crate::app_server_script::ACCEPTED,
         )
         .assert_kit_passes();
 }

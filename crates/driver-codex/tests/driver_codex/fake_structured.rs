@@ -93,7 +93,7 @@ async fn exec_takes_the_schema_as_a_private_per_run_file() {
 async fn an_app_server_gets_the_schema_inline_per_turn() {
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served.jsonl");
-    let scenario = crate::app_server_fake::app_server()
+    let scenario = crate::app_server_script::app_server()
         .serve_record(&served)
         .capture_arg_flag("--output-schema");
     let fake = fake_codex(scenario, &[]);

@@ -1,9 +1,9 @@
 //! A `cursor-agent` stand-in: the workspace's scripted fake CLI, printing the lines of
-//! [`fixtures`](crate::fixtures) (Cursor's documented stream-json shapes).
+//! [`fixtures`](super::fixtures) (Cursor's documented stream-json shapes).
 
 use std::path::PathBuf;
 
-use crate::fixtures::{self, NEW_CHAT, RESUMED_CHAT};
+use super::fixtures::{self, NEW_CHAT, RESUMED_CHAT};
 use cli_test_kit::FakeCli;
 pub(crate) use cli_test_kit::{checkpoint, failed_kind, run};
 use compat_fingerprint::{Fingerprint, Kind};

@@ -139,6 +139,27 @@ fn every_entry_builds_a_driver_that_passes_its_own_checks() {
     }
 }
 
+/// The common arguments' process mode reaches the driver: resident, an entry whose CLI has a
+/// resident mode keeps processes (and says so), one without refuses the mode.
+#[test]
+fn every_entry_takes_the_process_mode() {
+    use driver_cli::{CommonArgs, ProcessMode};
+    for runtime in runtimes::all() {
+        let base = tempfile::tempdir().unwrap();
+        let mut args = CommonArgs::default();
+        args.process_mode = ProcessMode::Resident(Default::default());
+        let driver = runtime.build(env_builder(base.path()), args).unwrap();
+        let name = runtime.descriptor.name;
+        let resident = ["codex", "claude_code", "codebuddy"].contains(&name);
+        assert_eq!(driver.validate_config().is_ok(), resident, "{name}");
+        assert!(
+            driver.descriptor().capabilities.persistent_processes,
+            "{name}"
+        );
+        assert!(driver.process_lifecycle().is_some(), "{name}");
+    }
+}
+
 /// A driver refuses an environment that does not serve its runtime: there, its state
 /// directory and state variable do not exist.
 #[test]

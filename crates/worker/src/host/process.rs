@@ -156,11 +156,22 @@ impl Resident for WorkerProcess {
             ..
         } = self;
         dispatcher.abort();
-        // The worker ends when its stdin closes.
+        // The worker ends when its stdin closes, once it has ended its drivers' processes.
         drop(peer);
-        let finished = child.wait_or_terminate(Some(limits.kill_grace)).await;
+        let finished = child
+            .wait_or_terminate(Some(worker_end_grace(&limits)))
+            .await;
         tracing::debug!(status = %finished.status, "worker ended");
     }
+}
+
+/// How long a worker may take to end once its stdin closed: it closes its drivers' resident
+/// CLIs first, as closing them does in process (stdin's end, then SIGTERM after a kill grace,
+/// then SIGKILL after another), so the host waits out that ladder for one CLI, plus a grace,
+/// before it ends the worker itself. (A worker holding several CLIs that ignore both stdin's
+/// end and SIGTERM can outlast it; the bubblewrap launcher's PID namespace ends them all.)
+fn worker_end_grace(limits: &Limits) -> std::time::Duration {
+    limits.kill_grace.saturating_mul(3)
 }
 
 /// Routes the worker's messages until its output ends; answers a request of another method

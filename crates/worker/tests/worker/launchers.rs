@@ -199,6 +199,7 @@ fn tenant(base: &Path, name: &str, codex: &Path, model: &MockResponses) -> Tenan
         base_dir: base.join("env"),
         namespace: namespace.as_str().to_owned(),
         cwd: workspace,
+        vars: Default::default(),
     };
     let config = serde_json::from_value(json!({
         "kind": "registry",

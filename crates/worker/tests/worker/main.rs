@@ -2,6 +2,8 @@
 //! `WorkerDriver` against the real `agent-worker` binary.
 
 mod approvals;
+mod cli_conformance;
+mod cli_fakes;
 mod conformance;
 mod crash;
 mod fuzz;
@@ -10,6 +12,8 @@ mod lifecycle;
 mod namespaces;
 mod protocol;
 mod real_codex;
+mod real_restart;
 mod secrets;
+mod shutdown;
 mod support;
 mod thread;

@@ -232,6 +232,20 @@ async fn each_refusal_has_its_code_and_the_worker_lives_on() {
         error_code(&pipe.answer(&json!(9), &mut others).await),
         Some(codes::CONFIG_REJECTED)
     );
+    // A plain variable whose name looks like a credential: secrets never cross as plain
+    // variables, the worker's environment refuses it as the host's does.
+    let mut credential = json!({"kind": "registry", "env": crate::support::wire_env(base.path()), "runtime": "codex"});
+    credential["env"]["vars"] = json!({"OPENAI_API_KEY": "sk-not-here"});
+    pipe.request(
+        json!(13),
+        CONFIGURE,
+        json!({"driver": 1, "config": credential}),
+    )
+    .await;
+    assert_eq!(
+        error_code(&pipe.answer(&json!(13), &mut others).await),
+        Some(codes::CONFIG_REJECTED)
+    );
     // A driver no configure built.
     pipe.request(json!(10), START_TASK, start_params(4, "t", "hi"))
         .await;

@@ -30,6 +30,7 @@ pub(crate) fn wire_env(base: &Path) -> WireEnv {
         base_dir: base.join("env"),
         namespace: NAMESPACE.to_owned(),
         cwd: base.to_path_buf(),
+        vars: Default::default(),
     }
 }
 
