@@ -5,7 +5,10 @@
 use std::path::Path;
 
 /// Each example, with the one SDK crate besides `agent` it may name.
-const EXAMPLES: &[(&str, &str)] = &[("codex.rs", "driver_codex")];
+const EXAMPLES: &[(&str, &str)] = &[
+    ("codex.rs", "driver_codex"),
+    ("claude_code.rs", "driver_claude_code"),
+];
 
 /// The crates every host may name: the SDK's front door, its async runtime, its derives.
 const ALWAYS: &[&str] = &["agent", "serde", "tokio", "std"];
