@@ -8,6 +8,7 @@ use std::path::Path;
 const EXAMPLES: &[(&str, &str)] = &[
     ("codex.rs", "driver_codex"),
     ("claude_code.rs", "driver_claude_code"),
+    ("codebuddy.rs", "driver_codebuddy"),
 ];
 
 /// The crates every host may name: the SDK's front door, its async runtime, its derives.

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 mod claude_code;
+mod codebuddy;
 mod codex;
 mod derives;
 mod honest;
