@@ -9,6 +9,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("codex.rs", "driver_codex"),
     ("claude_code.rs", "driver_claude_code"),
     ("codebuddy.rs", "driver_codebuddy"),
+    ("gemini.rs", "driver_gemini"),
 ];
 
 /// The crates every host may name: the SDK's front door, its async runtime, its derives.

@@ -9,4 +9,5 @@ mod claude_code;
 mod codebuddy;
 mod codex;
 mod derives;
+mod gemini;
 mod honest;
