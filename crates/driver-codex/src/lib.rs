@@ -1,5 +1,5 @@
 //! The Codex CLI driver: one `codex exec --json` process per turn, or a resident
-//! `codex app-server` per Thread ([`ProcessMode`](driver_cli::ProcessMode)), resumable across
+//! `codex app-server` per Thread ([`ProcessMode`]), resumable across
 //! host restarts in either mode.
 //!
 //! This crate is a dialect of the one CLI driver: [`CodexDriver`] is
@@ -158,10 +158,10 @@ pub use runtime::RUNTIME;
 /// [`RuntimeEnv`](runtime_env::RuntimeEnv) namespace whose `CODEX_HOME` keeps the threads
 /// across host restarts. Two process modes
 /// ([`with_process_mode`](CommonOptions::with_process_mode)):
-/// - [`ProcessMode::PerTurn`](driver_cli::ProcessMode::PerTurn) (the default): one
+/// - [`ProcessMode::PerTurn`] (the default): one
 ///   `codex exec --json` process per turn, ended with the turn; a turn whose permission policy
 ///   asks the host runs on a one-turn `codex app-server` instead, since `exec` cannot ask;
-/// - [`ProcessMode::Resident`](driver_cli::ProcessMode::Resident): a `codex app-server` per
+/// - [`ProcessMode::Resident`]: a `codex app-server` per
 ///   Thread, kept in the driver's pool between its turns while its launch configuration is
 ///   unchanged, and ended at the pool's idle timeout or caps and at `Agent::close`.
 ///
