@@ -263,7 +263,9 @@ fn the_builder_builds_what_the_common_arguments_build() {
             driver.validate_config().is_ok(),
         )
     };
-    for runtime in runtimes::all() {
+    // `key` delivers under the entry's key variable, `key_env` under the one named.
+    let keys: [Option<&str>; 2] = [None, Some("MY_KEY")];
+    for (runtime, var) in runtimes::all().iter().flat_map(|r| keys.map(|k| (r, k))) {
         let name = runtime.descriptor.name;
         let endpoint = name != "cursor";
         let base = tempfile::tempdir().unwrap();
@@ -271,9 +273,12 @@ fn the_builder_builds_what_the_common_arguments_build() {
             .driver(env_builder(base.path()))
             .binary("/opt/cli/bin")
             .model("model-1")
-            .key("k-1234")
             .resident()
             .limits(limits);
+        builder = match var {
+            None => builder.key("k-1234"),
+            Some(var) => builder.key_env(var, "k-1234"),
+        };
         if endpoint {
             builder = builder.endpoint(URL);
         }
@@ -283,12 +288,13 @@ fn the_builder_builds_what_the_common_arguments_build() {
         let mut args = CommonArgs::default();
         args.binary = Some("/opt/cli/bin".into());
         args.model = Some("model-1".to_owned());
-        args.key = Some(run_service::EnvBinding::new(runtime.key_var, "k-1234"));
+        let var = var.unwrap_or(runtime.key_var);
+        args.key = Some(run_service::EnvBinding::new(var, "k-1234"));
         args.process_mode = ProcessMode::Resident(Default::default());
         args.limits = Some(limits);
         args.base_url = endpoint.then(|| URL.to_owned());
         let by_args = runtime.build(env_builder(base.path()), args).unwrap();
-        assert_eq!(seen(&*built), seen(&*by_args), "{name}");
+        assert_eq!(seen(&*built), seen(&*by_args), "{name} {var}");
 
         if !endpoint {
             let base = tempfile::tempdir().unwrap();
