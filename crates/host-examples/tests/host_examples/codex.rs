@@ -141,3 +141,46 @@ async fn codex_first_hour() {
     );
     assert!(requests.iter().all(|r| r.bearer() == Some("sk-mock")));
 }
+
+/// What the guide says dropping does: a host that drops its agent without `close` still ends
+/// the resident app-server (signalled when the last handle goes, not awaited), so the test
+/// waits for it to go.
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_the_agent_ends_its_app_server() {
+    let Some(codex) = test_kit::real_cli::binary("CODEX_BIN", "dropping a resident codex") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+    let model = MockResponses::start(Script::new().then(Reply::text("hello"))).unwrap();
+    // The namespace's CODEX_HOME, where the app-server's environment points.
+    let home = agent::RuntimeEnv::builder(
+        dir.path().join("runtime"),
+        "user:alice".parse().unwrap(),
+        dir.path().join("workspace"),
+    )
+    .runtimes([&driver_codex::RUNTIME.descriptor])
+    .build()
+    .unwrap()
+    .state_dir(&driver_codex::RUNTIME.descriptor)
+    .unwrap()
+    .to_owned();
+    let live = || test_kit::resident::processes_with_env("app-server", "CODEX_HOME", &home);
+
+    let agent = host(dir.path(), &codex, &model.base_url()).await.unwrap();
+    agent.thread("alice/hello").run("Say hello.").await.unwrap();
+    assert!(
+        !live().is_empty(),
+        "the resident app-server is kept between turns"
+    );
+    drop(agent);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !live().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        live(),
+        Default::default(),
+        "dropped, the app-server still runs"
+    );
+}
