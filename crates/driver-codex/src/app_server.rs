@@ -16,7 +16,7 @@
 //! - on stdin EOF the process exits and an in-flight turn is saved as interrupted.
 
 use driver_cli::{
-    Call, Invocation, MalformedEvent, Rejection, ResidentProtocol, SessionPlan, Turn,
+    Call, Invocation, MalformedEvent, Rejection, ResidentProtocol, SessionPlan, Turn, TurnNotes,
 };
 use driver_spi::{ApprovalDecision, ApprovalQuery, ConfigError, DriverError, FailureKind, Request};
 use serde_json::{Value, json};
@@ -171,7 +171,13 @@ impl ResidentProtocol for Codex {
         true
     }
 
-    fn approval(&self, request: &Request, method: &str, params: &Value) -> Option<ApprovalQuery> {
+    fn approval(
+        &self,
+        request: &Request,
+        method: &str,
+        params: &Value,
+        _notes: &TurnNotes,
+    ) -> Option<ApprovalQuery> {
         crate::permissions::approval(request, method, params)
     }
 
