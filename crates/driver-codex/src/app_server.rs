@@ -171,14 +171,19 @@ impl ResidentProtocol for Codex {
         true
     }
 
+    /// A `fileChange` item's changes, for its approval request (which names the item only).
+    fn note(&self, method: &str, params: &Value) -> Option<(String, Value)> {
+        crate::permissions::note(method, params)
+    }
+
     fn approval(
         &self,
         request: &Request,
         method: &str,
         params: &Value,
-        _notes: &TurnNotes,
+        notes: &TurnNotes,
     ) -> Option<ApprovalQuery> {
-        crate::permissions::approval(request, method, params)
+        crate::permissions::approval(request, method, params, notes)
     }
 
     fn approval_answer(

@@ -129,7 +129,8 @@ impl Dialect for Codex {
     /// [`validate`](Dialect::validate)), so that a request Codex would misread is refused
     /// before the version probe and the spawn.
     fn check_request(&self, request: &Request) -> Result<(), DriverError> {
-        Ok(crate::permissions::check(&request.permissions)?)
+        let model = request.model.as_deref().or(self.cli.model.as_deref());
+        Ok(crate::permissions::check(&request.permissions, model)?)
     }
 
     /// Nothing, except an `exec` turn's output schema ([`OUTPUT_SCHEMA_FILE`]).
