@@ -128,8 +128,9 @@ impl ResidentProtocol for Codex {
             "threadId": session,
             "input": [{"type": "text", "text": turn.request.prompt}],
         });
-        if let (Some(schema), Some(map)) = (turn.output_schema(), params.as_object_mut()) {
-            map.insert("outputSchema".into(), schema.clone());
+        let schema = crate::dialect::strict_schema(turn.request);
+        if let (Some(schema), Some(map)) = (schema, params.as_object_mut()) {
+            map.insert("outputSchema".into(), schema);
         }
         Call::request(TURN_START, params)
     }
