@@ -209,9 +209,7 @@ pub fn strict_schema_violation(schema: &Value) -> Option<String> {
 
 /// [`strict_schema_violation`] below the root; `context` is the path, as the API names it.
 fn strict_violation_at(schema: &Value, context: &mut Vec<String>) -> Option<String> {
-    let Some(map) = schema.as_object() else {
-        return None;
-    };
+    let map = schema.as_object()?;
     let at = || format!("In context=({})", context.join(", "));
     if map.contains_key("oneOf") {
         return Some(format!("{}, 'oneOf' is not permitted.", at()));
