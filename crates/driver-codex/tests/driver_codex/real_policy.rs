@@ -4,7 +4,8 @@
 //! - With commands denied, Codex's only write tool is `apply_patch`, which codex 0.169.0
 //!   offers only for a model of its own catalog (`apply_patch_tool_type` in the model's
 //!   metadata; the mock's `mock-model` has none): under `ask(Write)` alone, a catalog model's
-//!   patch is asked about and a denial stops it, and a model Codex does not know is refused
+//!   patch is asked about, a denial stops it and an approval writes the file (per turn and
+//!   resident), and a model Codex does not know is refused
 //!   before launch, naming the permission that would give it a tool to write with.
 //! - A file change's approval carries its paths and kinds (Codex's
 //!   `item/fileChange/requestApproval` has none; they come from the `fileChange` item started
@@ -16,6 +17,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use cli_test_kit::run;
+use driver_spi::ProcessLifecycle as _;
 use driver_spi::{
     Action, ApprovalRequest, ApprovalTicket, Approvals, DriverError, DriverEvent, Permission,
     PermissionPolicy, ProfilePayload, Request, SessionContext, Unsupported,
@@ -97,38 +99,67 @@ fn a_policy_that_asks_about_writes_asks_without_the_command_tool() {
     };
     let (dir, workspace) = approvals::workspace();
     let model = MockResponses::start(Script::new()).unwrap();
-    let driver =
-        crate::real_binary::driver_with(dir.path(), &bin, &model, driver_cli::ProcessMode::PerTurn);
     let policy = PermissionPolicy::default().ask(Action::Write);
-    let seen = Arc::new(Mutex::new(Vec::new()));
     test_kit::real_cli::block_on(async {
-        model.push_reply(freeform_patch("asked.txt"));
-        model.push_reply(Reply::text("done"));
-        let request = Request::new(RunId::new("policy-ask-write"), "write asked.txt", profile())
-            .with_session(SessionContext::start())
-            .with_workspace(workspace.to_string_lossy())
-            .with_model(CATALOG_MODEL)
-            .with_permissions(policy)
-            .with_approvals(denying(&seen));
-        let (response, events) = run(&driver, request).await;
-        assert!(response.unwrap().is_clean(), "{events:?}");
-        let asked = asked(&events);
-        assert_eq!(asked.len(), 1, "one approval request: {events:?}");
-        assert_eq!(asked[0].0, Action::Write);
-        assert!(asked[0].2.contains("asked.txt"), "the path: {asked:?}");
-        assert_eq!(seen.lock().unwrap().len(), 1, "the handler was asked");
-        assert!(
-            !workspace.join("asked.txt").exists(),
-            "the denial stopped it"
-        );
-        let requests = model.model_requests();
-        let tools = requests[0].body()["tools"].to_string();
-        assert!(tools.contains("apply_patch"), "the write tool: {tools}");
-        assert!(!tools.contains("exec_command"), "no command tool: {tools}");
-        assert!(
-            requests[1].body()["input"].to_string().contains("rejected"),
-            "the model read the refusal"
-        );
+        for resident in [false, true] {
+            let driver = crate::real_binary::driver_with(
+                dir.path(),
+                &bin,
+                &model,
+                cli_test_kit::process_mode(resident),
+            );
+            // Denied: asked once with the path, and nothing written.
+            let name = format!("asked-{resident}.txt");
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let before = model.model_requests().len();
+            model.push_reply(freeform_patch(&name));
+            model.push_reply(Reply::text("done"));
+            let request = Request::new(RunId::new("policy-ask-write"), "write it", profile())
+                .with_session(SessionContext::start())
+                .with_workspace(workspace.to_string_lossy())
+                .with_model(CATALOG_MODEL)
+                .with_permissions(policy)
+                .with_approvals(denying(&seen));
+            let (response, events) = run(&driver, request).await;
+            assert!(response.unwrap().is_clean(), "{events:?}");
+            let asked = asked(&events);
+            assert_eq!(
+                asked.len(),
+                1,
+                "resident={resident}: one request: {events:?}"
+            );
+            assert_eq!(asked[0].0, Action::Write);
+            assert!(asked[0].2.contains(&name), "the path: {asked:?}");
+            assert_eq!(seen.lock().unwrap().len(), 1, "the handler was asked");
+            assert!(!workspace.join(&name).exists(), "the denial stopped it");
+            let requests = model.model_requests();
+            let tools = requests[before].body()["tools"].to_string();
+            assert!(tools.contains("apply_patch"), "the write tool: {tools}");
+            assert!(!tools.contains("exec_command"), "no command tool: {tools}");
+            assert!(
+                requests[before + 1].body()["input"]
+                    .to_string()
+                    .contains("rejected"),
+                "the model read the refusal"
+            );
+
+            // Approved: the same tool writes the file.
+            model.push_reply(freeform_patch(&name));
+            model.push_reply(Reply::text("done"));
+            let request = Request::new(RunId::new("policy-ask-write-2"), "write it", profile())
+                .with_session(SessionContext::start())
+                .with_workspace(workspace.to_string_lossy())
+                .with_model(CATALOG_MODEL)
+                .with_permissions(policy)
+                .with_approvals(Approvals::approve_all());
+            let (response, events) = run(&driver, request).await;
+            assert!(response.unwrap().is_clean(), "{events:?}");
+            assert!(
+                workspace.join(&name).exists(),
+                "resident={resident}: approved"
+            );
+            driver.close_processes().await.unwrap();
+        }
     });
 }
 
