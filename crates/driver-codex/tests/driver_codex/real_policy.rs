@@ -231,3 +231,39 @@ fn a_file_change_approval_names_its_paths() {
         assert!(!workspace.join("named.txt").exists());
     });
 }
+
+/// The binary's facts the refusal rests on, pinned: with the command tool off, a catalog
+/// model is offered `apply_patch` and the mock's `mock-model` no write tool at all. When a
+/// Codex release offers every model the patch tool, this fails: the refusal
+/// (`PATCH_TOOL_MODELS`) can go.
+#[test]
+fn without_commands_only_a_catalog_model_has_a_write_tool() {
+    let Some(bin) = test_kit::real_cli::binary("CODEX_BIN", "codex's write tools by model") else {
+        return;
+    };
+    let (dir, workspace) = approvals::workspace();
+    let model = MockResponses::start(Script::new()).unwrap();
+    let driver =
+        crate::real_binary::driver_with(dir.path(), &bin, &model, driver_cli::ProcessMode::PerTurn);
+    test_kit::real_cli::block_on(async {
+        for (name, patch_tool) in [(None, false), (Some(CATALOG_MODEL), true)] {
+            let before = model.model_requests().len();
+            model.push_reply(Reply::text("done"));
+            let mut request = Request::new(RunId::new("policy-tools"), "hi", profile())
+                .with_session(SessionContext::start())
+                .with_workspace(workspace.to_string_lossy());
+            if let Some(name) = name {
+                request = request.with_model(name);
+            }
+            let (response, _) = run(&driver, request).await;
+            assert!(response.unwrap().is_clean());
+            let tools = model.model_requests()[before].body()["tools"].to_string();
+            assert_eq!(
+                tools.contains("apply_patch"),
+                patch_tool,
+                "{name:?}: {tools}"
+            );
+            assert!(!tools.contains("exec_command"), "{name:?}: {tools}");
+        }
+    });
+}
