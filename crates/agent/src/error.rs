@@ -219,7 +219,11 @@ pub enum ThreadError {
     },
     /// The driver lacks a capability the Thread needs: Threads need session resume with a
     /// session codec ([`Unsupported::Resume`](driver_spi::Unsupported::Resume)), forks need
-    /// fork ([`Unsupported::Fork`](driver_spi::Unsupported::Fork)). Nothing ran.
+    /// fork ([`Unsupported::Fork`](driver_spi::Unsupported::Fork)); or the driver refused
+    /// what its runtime cannot honour before launching it (a permission, such as
+    /// [`Unsupported::PermissionNeeds`](driver_spi::Unsupported::PermissionNeeds), or an
+    /// output schema, [`Unsupported::StrictOutputSchema`](driver_spi::Unsupported::StrictOutputSchema)).
+    /// Nothing ran.
     #[error(transparent)]
     Unsupported(#[from] driver_spi::Unsupported),
     /// The run's final answer is not the data its output schema asks for (or the schema is

@@ -135,11 +135,21 @@ impl Thread {
     /// [`with_output_schema`](Self::with_output_schema), and deserialized (so a known secret
     /// the model echoed reaches `T` as [`REDACTED`](runtime_env::REDACTED)).
     ///
+    /// # The schema each runtime gets
+    /// The derived schema is what the answer is checked against. A driver whose runtime's
+    /// structured output wants another form sends that form: Codex sends OpenAI's strict form
+    /// ([`OutputSchema::strict`](driver_spi::OutputSchema::strict): closed objects, every
+    /// property required, so an `Option` field is answered `null`), and refuses a type with
+    /// no strict form ([`Unsupported::StrictOutputSchema`](driver_spi::Unsupported), such as
+    /// a `HashMap` field, whose text says what to change). No `#[serde(deny_unknown_fields)]`
+    /// is needed.
+    ///
     /// # Errors
     /// As [`run`](Self::run); [`ThreadError::Output`] when the answer is not JSON, breaks the
     /// schema ([`OutputError::Mismatch`](crate::OutputError::Mismatch): the rule's location in
     /// the schema and its keyword, never a key or a value of the answer) or does not
-    /// deserialize into `T`.
+    /// deserialize into `T`; [`ThreadError::Unsupported`] before anything runs when the
+    /// runtime's native mode cannot express `T`'s schema.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

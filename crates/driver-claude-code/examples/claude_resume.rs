@@ -75,6 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         argv_marker: "--output-format stream-json",
         secrets: Secrets::new([MODEL_KEY.to_owned()]),
         log,
+        call_ids: restart::CallIds::Shared,
     }));
     println!("Done: one Claude Code session, two hosts, a refusal where meaning changed, no leak.");
     Ok(())

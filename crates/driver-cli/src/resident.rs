@@ -66,7 +66,7 @@ use driver_process::files::RunDir;
 use driver_process::files::RunFiles;
 use driver_process::process::CliProcess;
 use driver_process::process::Finished;
-pub use protocol::{Call, Rejection, ResidentProtocol};
+pub use protocol::{Call, Rejection, ResidentProtocol, TurnNotes};
 use read::{Read, read_turn};
 
 /// A resident process as the pool keeps it: its handle, its protocol peer, the channel of

@@ -80,6 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         argv_marker: "--output-format stream-json",
         secrets: Secrets::new([MODEL_KEY.to_owned()]),
         log,
+        call_ids: restart::CallIds::NotPassed,
     }));
     println!("Done: one CodeBuddy session, two hosts, a refusal where meaning changed, no leak.");
     Ok(())

@@ -16,7 +16,7 @@
 //! - on stdin EOF the process exits and an in-flight turn is saved as interrupted.
 
 use driver_cli::{
-    Call, Invocation, MalformedEvent, Rejection, ResidentProtocol, SessionPlan, Turn,
+    Call, Invocation, MalformedEvent, Rejection, ResidentProtocol, SessionPlan, Turn, TurnNotes,
 };
 use driver_spi::{ApprovalDecision, ApprovalQuery, ConfigError, DriverError, FailureKind, Request};
 use serde_json::{Value, json};
@@ -128,8 +128,9 @@ impl ResidentProtocol for Codex {
             "threadId": session,
             "input": [{"type": "text", "text": turn.request.prompt}],
         });
-        if let (Some(schema), Some(map)) = (turn.output_schema(), params.as_object_mut()) {
-            map.insert("outputSchema".into(), schema.clone());
+        let schema = crate::dialect::strict_schema(turn.request);
+        if let (Some(schema), Some(map)) = (schema, params.as_object_mut()) {
+            map.insert("outputSchema".into(), schema);
         }
         Call::request(TURN_START, params)
     }
@@ -171,8 +172,19 @@ impl ResidentProtocol for Codex {
         true
     }
 
-    fn approval(&self, request: &Request, method: &str, params: &Value) -> Option<ApprovalQuery> {
-        crate::permissions::approval(request, method, params)
+    /// A `fileChange` item's changes, for its approval request (which names the item only).
+    fn note(&self, method: &str, params: &Value) -> Option<(String, Value)> {
+        crate::permissions::note(method, params)
+    }
+
+    fn approval(
+        &self,
+        request: &Request,
+        method: &str,
+        params: &Value,
+        notes: &TurnNotes,
+    ) -> Option<ApprovalQuery> {
+        crate::permissions::approval(request, method, params, notes)
     }
 
     fn approval_answer(

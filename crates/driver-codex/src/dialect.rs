@@ -11,7 +11,10 @@
 //! The one file: a turn's output schema, which `exec --output-schema` takes only as a file
 //! path, is the per-run file [`OUTPUT_SCHEMA_FILE`] (private, removed when the run ends). The
 //! app-server takes it inline in `turn/start` (`outputSchema`), for that turn only, so a
-//! resident turn writes nothing.
+//! resident turn writes nothing. Either way the schema goes in OpenAI's strict form
+//! ([`OutputSchema::strict`](driver_spi::OutputSchema::strict)): Codex asks the model API for
+//! `strict: true` with the schema verbatim, and the API refuses a schema that is not strict
+//! (a plain struct's derived schema); one with no strict form is refused before launch.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -129,13 +132,18 @@ impl Dialect for Codex {
     /// [`validate`](Dialect::validate)), so that a request Codex would misread is refused
     /// before the version probe and the spawn.
     fn check_request(&self, request: &Request) -> Result<(), DriverError> {
-        Ok(crate::permissions::check(&request.permissions)?)
+        let model = request.model.as_deref().or(self.cli.model.as_deref());
+        crate::permissions::check(&request.permissions, model)?;
+        if let Some(schema) = native_schema(request) {
+            schema.strict().map_err(Unsupported::StrictOutputSchema)?;
+        }
+        Ok(())
     }
 
     /// Nothing, except an `exec` turn's output schema ([`OUTPUT_SCHEMA_FILE`]).
     fn config(&self, turn: &Turn<'_>) -> Result<ConfigFiles, DriverError> {
         check_servers(&turn.request.mcp)?;
-        Ok(match turn.output_schema() {
+        Ok(match strict_schema(turn.request) {
             Some(schema) if !turn.resident => ConfigFiles::RunFile {
                 name: OUTPUT_SCHEMA_FILE,
                 contents: schema.to_string().into_bytes(),
@@ -265,6 +273,23 @@ fn is_config_key(key: &str) -> bool {
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The request's output schema, when it is delivered natively.
+fn native_schema(request: &Request) -> Option<&driver_spi::OutputSchema> {
+    request
+        .output_schema
+        .as_ref()
+        .filter(|s| s.delivery() == driver_spi::SchemaDelivery::Native)
+}
+
+/// The output schema as Codex sends it: in OpenAI's strict form (Codex asks for
+/// `strict: true` and passes the schema verbatim; the API refuses a schema that is not
+/// strict). The core checks the answer against the original. A schema with no strict form
+/// was refused by `check_request`; it is sent as it is.
+pub(crate) fn strict_schema(request: &Request) -> Option<serde_json::Value> {
+    let schema = native_schema(request)?;
+    Some(schema.strict().unwrap_or_else(|_| schema.schema().clone()))
 }
 
 /// Refuses MCP servers that cannot be expressed as Codex configuration: a name that is not a

@@ -10,20 +10,62 @@
 //!   command the model wants to run outside the sandbox), `untrusted` asks for every command
 //!   and is accepted only as a `thread/start` parameter;
 //! - `features.shell_tool=false` and `features.unified_exec=false` take the command tool away;
+//!   what is left to write with is `apply_patch` (a freeform tool), which Codex offers only
+//!   for a model whose metadata names an `apply_patch_tool_type`: every model of its bundled
+//!   catalog ([`PATCH_TOOL_MODELS`]), not a model it does not know (a gateway's, the test
+//!   kit's `mock-model`). A policy that permits writes but denies commands is therefore
+//!   refused for a model outside the catalog ([`Unsupported::PermissionNeeds`]): it would
+//!   never write, and a policy that asks about writes would never ask;
+//! - a file change's approval request (`item/fileChange/requestApproval`) names its item
+//!   (`itemId`) but carries no paths: they are in the `fileChange` item of the `item/started`
+//!   notification just before it (`changes`: `path`, `kind.type` `add|delete|update`,
+//!   `kind.move_path`, `diff`), which the driver notes ([`note`]) and puts in the approval's
+//!   arguments;
 //! - an answer is `{"decision":"accept"}` or `{"decision":"decline"}`; a decline carries no
 //!   reason the model sees.
 
+use driver_cli::TurnNotes;
 use driver_spi::{
     Action, ApprovalDecision, ApprovalQuery, Permission, PermissionPolicy, Request, Unsupported,
 };
 use serde_json::{Value, json};
 
-/// Refuses what Codex cannot enforce: asking about MCP tools or network, and network without
-/// workspace writes (only the workspace-write sandbox has a network switch).
-pub(crate) fn check(policy: &PermissionPolicy) -> Result<(), Unsupported> {
+/// The models of codex 0.169.0's bundled catalog. Each one's metadata has
+/// `"apply_patch_tool_type": "freeform"` (the catalog is embedded in the native binary), so
+/// Codex offers it the `apply_patch` tool with the command tool off: checked with
+/// `gpt-5.5` against the test kit's mock (the request's tools: `apply_patch` and no
+/// `exec_command`), while `mock-model` (fallback metadata) gets no write tool at all.
+/// Codex's default model (no `model` set) is one of them.
+pub(crate) const PATCH_TOOL_MODELS: [&str; 12] = [
+    "gpt-6-astra",
+    "gpt-6.1-sol",
+    "gpt-6.1-terra",
+    "gpt-6-sol",
+    "gpt-6-luna",
+    "gpt-5.6-sol",
+    "gpt-5.6-terra",
+    "gpt-5.6-luna",
+    "gpt-daybreak-blue-latest",
+    "gpt-daybreak-red-latest",
+    "gpt-5.5",
+    "codex-auto-review",
+];
+
+/// Refuses what Codex cannot enforce: asking about MCP tools or network, network without
+/// workspace writes (only the workspace-write sandbox has a network switch), and writes
+/// without commands for a `model` that has no patch tool (`None`: Codex's default model).
+pub(crate) fn check(policy: &PermissionPolicy, model: Option<&str>) -> Result<(), Unsupported> {
     let refuse = |action, permission| Err(Unsupported::Permission { action, permission });
     if policy.mcp == Permission::Ask {
         return refuse(Action::Mcp, Permission::Ask);
+    }
+    let patch_tool = model.is_none_or(|m| PATCH_TOOL_MODELS.contains(&m));
+    if policy.write != Permission::Deny && policy.commands == Permission::Deny && !patch_tool {
+        return Err(Unsupported::PermissionNeeds {
+            action: Action::Write,
+            permission: policy.write,
+            needs: Action::Commands,
+        });
     }
     match policy.network {
         Permission::Ask => refuse(Action::Network, Permission::Ask),
@@ -66,11 +108,47 @@ pub(crate) fn thread_policy(policy: &PermissionPolicy) -> Option<&'static str> {
 
 const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
 const FILE_APPROVAL: &str = "item/fileChange/requestApproval";
+const ITEM_STARTED: &str = "item/started";
+
+/// From a started `fileChange` item: its id and its changes as a file change's approval
+/// shows them, `[{"path", "kind", "move_path"?}]` (the diff is left out).
+pub(crate) fn note(method: &str, params: &Value) -> Option<(String, Value)> {
+    if method != ITEM_STARTED {
+        return None;
+    }
+    let item = params.get("item")?;
+    if item.get("type").and_then(Value::as_str) != Some("fileChange") {
+        return None;
+    }
+    let id = item.get("id").and_then(Value::as_str)?;
+    let changes: Vec<Value> = item
+        .get("changes")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(|change| {
+            let path = change.get("path").and_then(Value::as_str)?;
+            let kind = change.get("kind")?;
+            let name = kind.get("type").or(Some(kind)).and_then(Value::as_str)?;
+            let mut shown = json!({"path": path, "kind": name});
+            if let Some(to) = kind.get("move_path").and_then(Value::as_str) {
+                shown["move_path"] = json!(to);
+            }
+            Some(shown)
+        })
+        .collect();
+    Some((id.to_owned(), Value::Array(changes)))
+}
 
 /// The approval an app-server request asks for. A command is asked about as a command when
 /// the policy asks about commands (`untrusted`), else as a write: `on-request` asks only for
-/// a command that wants out of the read-only sandbox.
-pub(crate) fn approval(request: &Request, method: &str, params: &Value) -> Option<ApprovalQuery> {
+/// a command that wants out of the read-only sandbox. A file change's arguments are a JSON
+/// text, `{"changes": [{"path", "kind"}…], "reason"?}`, its changes as [`note`] kept them.
+pub(crate) fn approval(
+    request: &Request,
+    method: &str,
+    params: &Value,
+    notes: &TurnNotes,
+) -> Option<ApprovalQuery> {
     let (action, tool, arguments) = match method {
         COMMAND_APPROVAL => {
             let action = if request.permissions.commands == Permission::Ask {
@@ -82,8 +160,13 @@ pub(crate) fn approval(request: &Request, method: &str, params: &Value) -> Optio
             (action, "commandExecution", command.to_owned())
         }
         FILE_APPROVAL => {
-            let reason = params.get("reason").and_then(Value::as_str).unwrap_or("");
-            (Action::Write, "fileChange", reason.to_owned())
+            let item = params.get("itemId").and_then(Value::as_str).unwrap_or("");
+            let changes = notes.get(item).cloned().unwrap_or_else(|| json!([]));
+            let mut arguments = json!({ "changes": changes });
+            if let Some(reason) = params.get("reason").and_then(Value::as_str) {
+                arguments["reason"] = json!(reason);
+            }
+            (Action::Write, "fileChange", arguments.to_string())
         }
         _ => return None,
     };
@@ -147,11 +230,36 @@ mod tests {
 
     #[test]
     fn what_codex_cannot_enforce_is_refused() {
-        assert!(check(&PermissionPolicy::default()).is_ok());
-        assert!(check(&PermissionPolicy::allow_all()).is_ok());
-        assert!(check(&PermissionPolicy::default().ask(Action::Mcp)).is_err());
-        assert!(check(&PermissionPolicy::default().ask(Action::Network)).is_err());
-        assert!(check(&PermissionPolicy::default().allow(Action::Network)).is_err());
+        let check = |policy: PermissionPolicy| check(&policy, None);
+        assert!(check(PermissionPolicy::default()).is_ok());
+        assert!(check(PermissionPolicy::allow_all()).is_ok());
+        assert!(check(PermissionPolicy::default().ask(Action::Mcp)).is_err());
+        assert!(check(PermissionPolicy::default().ask(Action::Network)).is_err());
+        assert!(check(PermissionPolicy::default().allow(Action::Network)).is_err());
+    }
+
+    /// Issue 40: `ask(Write)` with commands denied never asked on a model without the patch
+    /// tool; it is refused, naming what it would take.
+    #[test]
+    fn writes_without_commands_need_a_model_with_the_patch_tool() {
+        let ask = PermissionPolicy::default().ask(Action::Write);
+        assert_eq!(
+            check(&ask, Some("mock-model")),
+            Err(Unsupported::PermissionNeeds {
+                action: Action::Write,
+                permission: Permission::Ask,
+                needs: Action::Commands,
+            })
+        );
+        let message = check(&ask, Some("mock-model")).unwrap_err().to_string();
+        assert!(message.contains("commands=allow"), "{message}");
+        let allow = PermissionPolicy::default().allow(Action::Write);
+        assert!(check(&allow, Some("mock-model")).is_err());
+        assert!(check(&ask, Some("gpt-5.5")).is_ok());
+        assert!(check(&ask, None).is_ok(), "Codex's default model");
+        assert!(check(&ask.allow(Action::Commands), Some("mock-model")).is_ok());
+        assert!(check(&ask.ask(Action::Commands), Some("mock-model")).is_ok());
+        assert!(check(&PermissionPolicy::default(), Some("mock-model")).is_ok());
     }
 
     #[test]
@@ -170,13 +278,20 @@ mod tests {
                 .ask(Action::Write),
         );
         let params = json!({"command": "/bin/bash -lc 'touch x'", "itemId": "call_0"});
-        let query = approval(&request, COMMAND_APPROVAL, &params).unwrap();
+        let notes = TurnNotes::default();
+        let query = approval(&request, COMMAND_APPROVAL, &params, &notes).unwrap();
         assert_eq!(query.action, Action::Write);
         assert_eq!(query.call_id.as_deref(), Some("call_0"));
         assert!(query.arguments.contains("touch x"));
-        let file = approval(&request, FILE_APPROVAL, &json!({"itemId": "call_1"})).unwrap();
-        assert_eq!(file.action, Action::Write);
-        assert!(approval(&request, "mcpServer/elicitation/request", &params).is_none());
+        let file = approval(
+            &request,
+            FILE_APPROVAL,
+            &json!({"itemId": "call_1"}),
+            &notes,
+        );
+        assert_eq!(file.unwrap().action, Action::Write);
+        let elicitation = "mcpServer/elicitation/request";
+        assert!(approval(&request, elicitation, &params, &notes).is_none());
         assert_eq!(
             answer(&ApprovalDecision::Approve),
             json!({"decision": "accept"})
@@ -185,5 +300,57 @@ mod tests {
             answer(&ApprovalDecision::deny("no")),
             json!({"decision": "decline"})
         );
+    }
+
+    /// Issue 40: a file change's approval carries the paths and kinds of its item's changes
+    /// (the shape of codex 0.169.0's `item/started` `fileChange` item).
+    #[test]
+    fn a_file_change_approval_carries_its_started_items_changes() {
+        let started = json!({"threadId": "t", "turnId": "u", "item": {
+            "type": "fileChange", "id": "call_1", "status": "inProgress",
+            "changes": [
+                {"path": "/w/new.txt", "kind": {"type": "add"}, "diff": "+secret body"},
+                {"path": "/w/old.txt", "kind": {"type": "update", "move_path": "/w/moved.txt"},
+                 "diff": "@@"},
+            ],
+        }});
+        let (key, value) = note(ITEM_STARTED, &started).unwrap();
+        assert_eq!(key, "call_1");
+        assert!(note("item/completed", &started).is_none());
+        assert!(
+            note(
+                ITEM_STARTED,
+                &json!({"item": {"type": "agentMessage", "id": "m"}})
+            )
+            .is_none()
+        );
+        let mut notes = TurnNotes::default();
+        notes.insert(key, value);
+        let request = Request::new(
+            run_service::RunId::new("r"),
+            "hi",
+            driver_spi::ProfilePayload::new(
+                compat_fingerprint::Fingerprint::of(
+                    compat_fingerprint::Kind::new("driver-codex 2026-12-05 test v1"),
+                    |e| e.str("p"),
+                ),
+                compat_fingerprint::Fingerprint::of(
+                    compat_fingerprint::Kind::new("driver-codex 2026-12-05 test v1"),
+                    |e| e.str("p"),
+                ),
+            ),
+        );
+        let asked = json!({"itemId": "call_1", "reason": "outside the workspace"});
+        let query = approval(&request, FILE_APPROVAL, &asked, &notes).unwrap();
+        let arguments: Value = serde_json::from_str(&query.arguments).unwrap();
+        assert_eq!(
+            arguments,
+            json!({"changes": [
+                {"path": "/w/new.txt", "kind": "add"},
+                {"path": "/w/old.txt", "kind": "update", "move_path": "/w/moved.txt"},
+            ], "reason": "outside the workspace"})
+        );
+        let unknown = approval(&request, FILE_APPROVAL, &json!({"itemId": "x"}), &notes);
+        assert_eq!(unknown.unwrap().arguments, r#"{"changes":[]}"#);
     }
 }

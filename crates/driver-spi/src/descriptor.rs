@@ -211,6 +211,31 @@ pub enum Unsupported {
         /// The permission asked for it.
         permission: crate::Permission,
     },
+    /// One permission of the policy, which the runtime can honour only when another action
+    /// is not denied: its only tool for the action is one of that other action (Codex with a
+    /// model it has no patch tool for writes only with a command). The host either permits
+    /// `needs` (allow or ask) or changes the permission.
+    #[error(
+        "permission {}={} needs {}=allow or {}=ask on this runtime (it has no other tool for {})",
+        .action.as_str(),
+        .permission.as_str(),
+        .needs.as_str(),
+        .needs.as_str(),
+        .action.as_str()
+    )]
+    PermissionNeeds {
+        /// The action.
+        action: crate::Action,
+        /// The permission asked for it.
+        permission: crate::Permission,
+        /// The action whose tools the runtime would take it with.
+        needs: crate::Action,
+    },
+    /// A native output schema the runtime's structured output refuses and that has no form
+    /// it accepts (OpenAI's strict mode, for Codex): the answer's type must change, as the
+    /// reason says.
+    #[error("the output schema cannot be made strict for this runtime: {0}")]
+    StrictOutputSchema(crate::StrictSchemaError),
 }
 
 fn transport_name(kind: TransportKind) -> &'static str {

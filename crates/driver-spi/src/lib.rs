@@ -132,7 +132,7 @@ pub use error::{ConfigError, DriverError, ResumeRejectReason};
 pub use event::{
     CollectingSink, DriverEvent, EventSink, SequenceError, SequenceRule, check_sequence,
 };
-pub use output::{OutputSchema, SchemaDelivery};
+pub use output::{OutputSchema, SchemaDelivery, StrictSchemaError};
 pub use permission::{Action, ParsePolicyError, Permission, PermissionPolicy};
 pub use process::{ProcessAction, ProcessLifecycle, ProcessSignature, ProcessSignatureBuilder};
 pub use request::{ProfilePayload, Redactor, Request, RuntimePayload};

@@ -5,7 +5,7 @@
 //! interrupted with the `interrupt` control request. What the pinned CLIs do with these is in
 //! `docs/stream-json-resident.md`.
 
-use driver_cli::{Call, Rejection, ResidentProtocol, Turn};
+use driver_cli::{Call, Rejection, ResidentProtocol, Turn, TurnNotes};
 use driver_process::peer::Framing;
 use driver_spi::{ApprovalDecision, ApprovalQuery, FailureKind, Request};
 use serde_json::{Value, json};
@@ -75,7 +75,13 @@ impl ResidentProtocol for Resident {
         true
     }
 
-    fn approval(&self, _request: &Request, method: &str, params: &Value) -> Option<ApprovalQuery> {
+    fn approval(
+        &self,
+        _request: &Request,
+        method: &str,
+        params: &Value,
+        _notes: &TurnNotes,
+    ) -> Option<ApprovalQuery> {
         crate::permissions::approval(method, params)
     }
 

@@ -95,7 +95,9 @@ pub const COMPATIBILITY_ID: &str = "dev.agent-sdk.hosted-tools";
 /// The service id and MCP server key the runtime sees.
 pub const SERVICE_ID: &str = "agent-tools";
 
-/// Event name: a call began. Data: `{"call_id", "tool"}`.
+/// Event name: a call began. Data: `{"call_id", "tool"}`, and `"runtime_call_id"` when the
+/// runtime's CLI passed its own id of the call (see [`ToolCall::runtime_call_id`]); the other
+/// `tool_call.*` events carry the same identity.
 pub const EVENT_STARTED: &str = "tool_call.started";
 /// Event name: a call's arguments. Data: `{"call_id", "tool", "arguments"}`.
 pub const EVENT_ARGUMENTS: &str = "tool_call.arguments";

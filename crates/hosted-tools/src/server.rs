@@ -398,6 +398,7 @@ impl ServerHandler for McpHandler {
             "tool-call-{}",
             self.shared.next_call.fetch_add(1, Ordering::Relaxed) + 1
         );
+        let runtime_call_id = runtime_call_id(&context.meta);
         let slot = context
             .extensions
             .get::<axum::http::request::Parts>()
@@ -417,21 +418,33 @@ impl ServerHandler for McpHandler {
         let sink = Some(sink);
         let name = request.name.to_string();
         let arguments = request.arguments.unwrap_or_default();
+        // Every event of the call names it the same way: the server's id, the tool, and the
+        // runtime's own id of the call when its CLI passed one.
+        let identity = |extra: serde_json::Value| {
+            let mut data = serde_json::json!({"call_id": call_id, "tool": name});
+            if let (Some(map), serde_json::Value::Object(extra)) = (data.as_object_mut(), extra) {
+                if let Some(id) = &runtime_call_id {
+                    map.insert("runtime_call_id".to_owned(), id.clone().into());
+                }
+                map.extend(extra);
+            }
+            data
+        };
         Self::emit(
             sink.as_ref(),
             EVENT_STARTED,
-            serde_json::json!({"call_id": call_id, "tool": name}),
+            identity(serde_json::json!({})),
         );
         Self::emit(
             sink.as_ref(),
             EVENT_ARGUMENTS,
-            serde_json::json!({"call_id": call_id, "tool": name, "arguments": arguments}),
+            identity(serde_json::json!({"arguments": arguments})),
         );
         let Some(tool) = self.shared.tools.get(&name) else {
             Self::emit(
                 sink.as_ref(),
                 EVENT_RESULT,
-                serde_json::json!({"call_id": call_id, "tool": name, "is_error": true, "output": "unknown tool"}),
+                identity(serde_json::json!({"is_error": true, "output": "unknown tool"})),
             );
             tracing::debug!(
                 call_id,
@@ -442,6 +455,7 @@ impl ServerHandler for McpHandler {
         };
         let call = ToolCall {
             call_id: call_id.clone(),
+            runtime_call_id: runtime_call_id.clone(),
             tool: name.clone(),
             arguments,
             run,
@@ -468,12 +482,7 @@ impl ServerHandler for McpHandler {
             ),
         };
         let is_error = result.is_error.unwrap_or(false);
-        let mut data = serde_json::json!({
-            "call_id": call_id,
-            "tool": name,
-            "is_error": is_error,
-            "output": output,
-        });
+        let mut data = identity(serde_json::json!({"is_error": is_error, "output": output}));
         if let (Some(structured), Some(map)) = (structured, data.as_object_mut()) {
             map.insert("structured".to_owned(), structured);
         }
@@ -489,9 +498,62 @@ impl ServerHandler for McpHandler {
     }
 }
 
+/// Where a runtime's CLI puts its own id of a call in a `tools/call` request's `_meta`, as the
+/// pinned binaries do (seen on the wire): Codex 0.169.0 `callId` (the model's call id; its
+/// app-server's tool-call items carry the same id, its `exec --json` items an id of their
+/// own), Claude Code 2.1.197 `claudecode/toolUseId` (the `tool_use` id its stream carries).
+/// CodeBuddy 0.3.201 and Gemini 0.61.0 send none.
+const RUNTIME_CALL_ID_KEYS: &[&str] = &["callId", "claudecode/toolUseId"];
+
+/// The longest runtime call id kept; a longer one (no runtime sends one) is dropped.
+const MAX_RUNTIME_CALL_ID: usize = 256;
+
+/// The runtime's own id of a call from the request's `_meta`: a short printable ASCII string
+/// under one of [`RUNTIME_CALL_ID_KEYS`], else `None`.
+fn runtime_call_id(meta: &rmcp::model::RequestMetaObject) -> Option<String> {
+    RUNTIME_CALL_ID_KEYS
+        .iter()
+        .find_map(|key| meta.get(*key))
+        .and_then(serde_json::Value::as_str)
+        .filter(|id| {
+            !id.is_empty()
+                && id.len() <= MAX_RUNTIME_CALL_ID
+                && id.bytes().all(|b| b.is_ascii_graphic())
+        })
+        .map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn meta(value: serde_json::Value) -> rmcp::model::RequestMetaObject {
+        let serde_json::Value::Object(map) = value else {
+            panic!("an object")
+        };
+        rmcp::model::RequestMetaObject(rmcp::model::MetaObject(map))
+    }
+
+    #[test]
+    fn a_runtime_call_id_comes_from_codex_or_claude_code_meta_only() {
+        let id = |v| runtime_call_id(&meta(v));
+        assert_eq!(
+            id(serde_json::json!({"callId": "call_0", "itemId": "fc_0"})).as_deref(),
+            Some("call_0")
+        );
+        assert_eq!(
+            id(serde_json::json!({"claudecode/toolUseId": "toolu_01"})).as_deref(),
+            Some("toolu_01")
+        );
+        // Gemini's progress token and CodeBuddy's empty `_meta` name no call.
+        assert_eq!(id(serde_json::json!({"progressToken": "a3e6"})), None);
+        assert_eq!(id(serde_json::json!({})), None);
+        // Not a string, empty, too long, or not printable ASCII: dropped.
+        assert_eq!(id(serde_json::json!({"callId": 7})), None);
+        assert_eq!(id(serde_json::json!({"callId": ""})), None);
+        assert_eq!(id(serde_json::json!({"callId": "x".repeat(257)})), None);
+        assert_eq!(id(serde_json::json!({"callId": "a b\n"})), None);
+    }
 
     #[test]
     fn paths_name_the_endpoint_and_an_optional_hex_slot() {

@@ -128,6 +128,13 @@ impl fmt::Debug for HostedTool {
 pub struct ToolCall {
     /// The server-assigned id of this call, also used in the run's `tool_call.*` events.
     pub call_id: String,
+    /// The runtime's own id of this call, when its CLI passes one to the MCP server (Codex:
+    /// `_meta.callId`; Claude Code: `_meta["claudecode/toolUseId"]`); also in the run's
+    /// `tool_call.*` events as `runtime_call_id`. Where the runtime's tool-call events carry the
+    /// same id (Codex's app-server, Claude Code), it is the `call_id` of the run's
+    /// `ToolCallStarted` for this call. `None` for runtimes that pass none (CodeBuddy,
+    /// Gemini).
+    pub runtime_call_id: Option<String>,
     /// The tool name.
     pub tool: String,
     /// The arguments: always a JSON object (empty when the client sent none). The server does

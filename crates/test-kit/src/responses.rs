@@ -10,6 +10,13 @@
 //!   Codex model-list shapes, empty), so a client that lists models at start-up keeps working.
 //! - Anything else: `404` with a JSON error. Every request is recorded either way.
 //!
+//! # Strict structured output, as OpenAI checks it
+//! A model request whose `text.format` is a strict `json_schema` (what Codex sends for an
+//! output schema) is refused as the OpenAI API refuses it when the schema is not in strict
+//! form ([`strict_schema_violation`]): `400` with an `invalid_request_error` whose code is
+//! `invalid_json_schema`, without consuming a script step. So a driver that sends a derived
+//! schema unchanged fails against the mock as it would against the API.
+//!
 //! # How replies are rendered
 //! - [`Reply::text`]: an assistant `message` item with one `output_text` part.
 //! - [`Reply::tool_call`]: a `function_call` item whose `namespace` is `mcp__<server>` and whose
@@ -101,7 +108,24 @@ struct ResponsesWire;
 impl Wire for ResponsesWire {
     const API: WireApi = WireApi::OpenAiResponses;
 
-    fn route(method: &str, path: &str, _body: &Value) -> Route {
+    fn route(method: &str, path: &str, body: &Value) -> Route {
+        if let Some(format) = body.pointer("/text/format")
+            && format.get("type").and_then(Value::as_str) == Some("json_schema")
+            && format.get("strict").and_then(Value::as_bool) == Some(true)
+            && let Some(violation) =
+                strict_schema_violation(format.get("schema").unwrap_or(&Value::Null))
+        {
+            let name = format.get("name").and_then(Value::as_str).unwrap_or("");
+            return Route::json(
+                400,
+                &json!({"error": {
+                    "message": format!("Invalid schema for response_format '{name}': {violation}"),
+                    "type": "invalid_request_error",
+                    "param": "text.format.schema",
+                    "code": "invalid_json_schema",
+                }}),
+            );
+        }
         crate::openai::route(
             method,
             path,
@@ -155,6 +179,99 @@ impl Wire for ResponsesWire {
         ];
         HttpAnswer::event_stream(sse(&events))
     }
+}
+
+/// Why OpenAI's strict structured output refuses `schema`, in the API's words, or `None`
+/// when it is in strict form: an object root; every object with `additionalProperties: false`
+/// and every one of its properties `required`; no `oneOf`. (The API checks more, such as
+/// unsupported keywords; these are the rules a derived schema breaks.)
+///
+/// ```
+/// use test_kit::responses::strict_schema_violation;
+/// use serde_json::json;
+///
+/// let closed = json!({"type": "object", "properties": {"a": {"type": "string"}},
+///                     "required": ["a"], "additionalProperties": false});
+/// assert_eq!(strict_schema_violation(&closed), None);
+/// let open = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
+/// assert!(strict_schema_violation(&open).unwrap().contains("additionalProperties"));
+/// ```
+pub fn strict_schema_violation(schema: &Value) -> Option<String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Some(format!(
+            "schema must be a JSON Schema of 'type: \"object\"', got 'type: {}'.",
+            schema.get("type").unwrap_or(&Value::Null)
+        ));
+    }
+    let mut context = Vec::new();
+    strict_violation_at(schema, &mut context)
+}
+
+/// [`strict_schema_violation`] below the root; `context` is the path, as the API names it.
+fn strict_violation_at(schema: &Value, context: &mut Vec<String>) -> Option<String> {
+    let map = schema.as_object()?;
+    let at = || format!("In context=({})", context.join(", "));
+    if map.contains_key("oneOf") {
+        return Some(format!("{}, 'oneOf' is not permitted.", at()));
+    }
+    if let Some(properties) = map.get("properties").and_then(Value::as_object) {
+        if map.get("additionalProperties") != Some(&Value::Bool(false)) {
+            return Some(format!(
+                "{}, 'additionalProperties' is required to be supplied and to be false.",
+                at()
+            ));
+        }
+        let required: Vec<&str> = array(schema, "required")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        if let Some(missing) = properties.keys().find(|k| !required.contains(&k.as_str())) {
+            return Some(format!(
+                "{}, 'required' is required to be supplied and to be an array including every \
+                 key in properties. Missing '{missing}'.",
+                at()
+            ));
+        }
+        for (name, property) in properties {
+            context.extend(["'properties'".to_owned(), format!("'{name}'")]);
+            let found = strict_violation_at(property, context);
+            context.truncate(context.len() - 2);
+            if found.is_some() {
+                return found;
+            }
+        }
+    }
+    for key in ["$defs", "definitions"] {
+        for (name, def) in map
+            .get(key)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            context.extend([format!("'{key}'"), format!("'{name}'")]);
+            let found = strict_violation_at(def, context);
+            context.truncate(context.len() - 2);
+            if found.is_some() {
+                return found;
+            }
+        }
+    }
+    for key in ["items", "anyOf", "allOf"] {
+        let subschemas = match map.get(key) {
+            Some(Value::Array(list)) => list.iter().collect(),
+            Some(one) => vec![one],
+            None => Vec::new(),
+        };
+        for sub in subschemas {
+            context.push(format!("'{key}'"));
+            let found = strict_violation_at(sub, context);
+            context.pop();
+            if found.is_some() {
+                return found;
+            }
+        }
+    }
+    None
 }
 
 /// Responses usage, with the cached and reasoning parts as details.

@@ -399,6 +399,65 @@ pub struct Setup<'a> {
     pub secrets: Secrets,
     /// The TRACE log to scan ([`trace_log`]).
     pub log: TraceLog,
+    /// How the runtime's tool-call events and the hosted tool's `tool_call.*` events name
+    /// one call: what this runtime is expected to do (checked on host 1's run).
+    pub call_ids: CallIds,
+}
+
+/// How one hosted-tool call is named in a run's events: by the runtime's `ToolCallStarted`
+/// and by the hosted tool's `tool_call.*` service events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallIds {
+    /// The runtime passes its own call id to the MCP server and its events carry the same id:
+    /// the service events' `runtime_call_id` is the `ToolCallStarted`'s `call_id` (Codex's
+    /// app-server, Claude Code).
+    Shared,
+    /// The runtime passes its own call id, but its events name the call otherwise (Codex's
+    /// `exec --json`, whose items have ids of their own): match by order and tool name.
+    Separate,
+    /// The runtime passes no call id to the MCP server (CodeBuddy, Gemini): match by order
+    /// and tool name.
+    NotPassed,
+}
+
+/// How `events` name the hosted `ping` tool's call (the first one).
+///
+/// # Panics
+/// When the run holds no hosted-tool call or no runtime tool-call event for it.
+pub fn call_ids(events: &[agent::ThreadEvent]) -> CallIds {
+    use agent::ThreadEventKind;
+    let runtime_ids: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ThreadEventKind::ToolCallStarted { call_id, name } if name.contains("ping") => {
+                Some(call_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !runtime_ids.is_empty(),
+        "the runtime reported the ping call: {events:?}"
+    );
+    let started = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            ThreadEventKind::ServiceEvent { name, data, .. }
+                if name == hosted_tools::EVENT_STARTED =>
+            {
+                Some(data)
+            }
+            _ => None,
+        })
+        .expect("the hosted tool reported the call");
+    match started
+        .get("runtime_call_id")
+        .and_then(serde_json::Value::as_str)
+    {
+        None => CallIds::NotPassed,
+        Some(id) if runtime_ids.contains(&id) => CallIds::Shared,
+        Some(_) => CallIds::Separate,
+    }
 }
 
 impl std::fmt::Debug for Setup<'_> {
@@ -451,6 +510,12 @@ pub async fn run_scenario(setup: Setup<'_>) {
         .expect("host 1's run succeeds");
     assert_eq!(first.session, SessionOutcome::Started);
     assert_eq!(first.output, FIRST_ANSWER);
+    let call_ids = call_ids(&first.events);
+    println!("   one tool call, its ids: {call_ids:?}");
+    assert_eq!(
+        call_ids, setup.call_ids,
+        "how the runtime's events and the hosted tool's name one call"
+    );
     assert_eq!(
         last_call(&calls),
         Some(("host-1".to_owned(), "one".to_owned())),

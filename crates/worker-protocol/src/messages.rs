@@ -369,6 +369,14 @@ pub enum WireUnsupported {
         action: Action,
         permission: Permission,
     },
+    PermissionNeeds {
+        action: Action,
+        permission: Permission,
+        needs: Action,
+    },
+    StrictOutputSchema {
+        reason: driver_spi::StrictSchemaError,
+    },
     /// A variant this version of the protocol does not name.
     Other,
 }
@@ -449,6 +457,16 @@ impl From<Unsupported> for WireUnsupported {
             Unsupported::Permission { action, permission } => {
                 Self::Permission { action, permission }
             }
+            Unsupported::PermissionNeeds {
+                action,
+                permission,
+                needs,
+            } => Self::PermissionNeeds {
+                action,
+                permission,
+                needs,
+            },
+            Unsupported::StrictOutputSchema(reason) => Self::StrictOutputSchema { reason },
             _ => Self::Other,
         }
     }
@@ -465,6 +483,16 @@ impl WireUnsupported {
             Self::Permission { action, permission } => {
                 Unsupported::Permission { action, permission }
             }
+            Self::PermissionNeeds {
+                action,
+                permission,
+                needs,
+            } => Unsupported::PermissionNeeds {
+                action,
+                permission,
+                needs,
+            },
+            Self::StrictOutputSchema { reason } => Unsupported::StrictOutputSchema(reason),
             Self::Other => return None,
         })
     }

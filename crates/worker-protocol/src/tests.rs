@@ -158,6 +158,14 @@ fn every_driver_error_crosses_with_its_class() {
     let errors = [
         DriverError::resume_rejected(ResumeRejectReason::UnknownSession),
         DriverError::Unsupported(Unsupported::Fork),
+        DriverError::Unsupported(Unsupported::PermissionNeeds {
+            action: driver_spi::Action::Write,
+            permission: driver_spi::Permission::Ask,
+            needs: driver_spi::Action::Commands,
+        }),
+        DriverError::Unsupported(Unsupported::StrictOutputSchema(
+            driver_spi::StrictSchemaError::OpenMap,
+        )),
         DriverError::Failed(RunFailure::new(FailureKind::RateLimited, "slow").with_retryable(true)),
         DriverError::Cancelled,
     ];

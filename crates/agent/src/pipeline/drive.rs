@@ -289,6 +289,9 @@ pub(super) fn driver_error(error: DriverError) -> ThreadError {
     match error {
         DriverError::ResumeRejected { reason } => ThreadError::ResumeRejected { reason },
         DriverError::Cancelled => ThreadError::Cancelled,
+        // A driver refuses what its runtime cannot do before it launches anything (a policy,
+        // an output schema): the host branches on it as on the core's own refusals.
+        DriverError::Unsupported(what) => ThreadError::Unsupported(what),
         DriverError::Failed(failure) => ThreadError::Driver {
             kind: failure.kind,
             message: failure.kind.to_string(),

@@ -70,6 +70,7 @@ fn claude_resident_resumes_across_a_host_restart_and_keeps_secrets_out() {
             argv_marker: RESIDENT_ARGV,
             secrets: Secrets::new([MODEL_KEY.to_owned()]),
             log,
+            call_ids: restart::CallIds::Shared,
         })
         .await;
         // The CLI itself refuses a session its namespace does not hold.

@@ -243,12 +243,29 @@ pub trait ResidentProtocol: Send + Sync {
         false
     }
 
+    /// What a notification of the turn (by `method` and `params`) tells a later permission
+    /// request of the turn that the request itself does not carry: the key the request will
+    /// name and the value to keep for it, handed to [`approval`](Self::approval) in its
+    /// [`TurnNotes`] (Codex's file-change approval names the `fileChange` item, started
+    /// before it, whose changes hold the paths). The default: nothing.
+    fn note(&self, method: &str, params: &Value) -> Option<(String, Value)> {
+        let _ = (method, params);
+        None
+    }
+
     /// What a request of the peer during a turn of `request` asks permission for, when it is
     /// a permission request: the driver decides it by the run's policy (allowed, denied, or
-    /// asked of the host) and answers with [`approval_answer`](Self::approval_answer). The
+    /// asked of the host) and answers with [`approval_answer`](Self::approval_answer).
+    /// `notes` holds what the turn's notifications told it ([`note`](Self::note)). The
     /// default: none.
-    fn approval(&self, request: &Request, method: &str, params: &Value) -> Option<ApprovalQuery> {
-        let _ = (request, method, params);
+    fn approval(
+        &self,
+        request: &Request,
+        method: &str,
+        params: &Value,
+        notes: &TurnNotes,
+    ) -> Option<ApprovalQuery> {
+        let _ = (request, method, params, notes);
         None
     }
 
@@ -256,6 +273,42 @@ pub trait ResidentProtocol: Send + Sync {
     fn approval_answer(&self, method: &str, params: &Value, decision: &ApprovalDecision) -> Value {
         let _ = (method, params, decision);
         Value::Null
+    }
+}
+
+/// What the notifications of one turn told its later permission requests
+/// ([`ResidentProtocol::note`]), by key. A turn keeps at most [`MAX`](Self::MAX) notes; a
+/// later key is dropped (a key already kept is replaced).
+///
+/// ```
+/// use driver_cli::TurnNotes;
+/// use serde_json::json;
+///
+/// let mut notes = TurnNotes::default();
+/// notes.insert("call_0", json!({"changes": []}));
+/// assert_eq!(notes.get("call_0"), Some(&json!({"changes": []})));
+/// assert_eq!(notes.get("call_1"), None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnNotes {
+    notes: std::collections::BTreeMap<String, Value>,
+}
+
+impl TurnNotes {
+    /// The most notes one turn keeps.
+    pub const MAX: usize = 256;
+
+    /// Keeps `value` under `key` (dropped when the turn holds [`MAX`](Self::MAX) others).
+    pub fn insert(&mut self, key: impl Into<String>, value: Value) {
+        let key = key.into();
+        if self.notes.len() < Self::MAX || self.notes.contains_key(&key) {
+            self.notes.insert(key, value);
+        }
+    }
+
+    /// The value kept under `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.notes.get(key)
     }
 }
 
@@ -297,5 +350,17 @@ mod tests {
         );
         // Equal calls differ in no visible way; their secrets are compared by place only.
         assert_eq!(call.clone(), call);
+    }
+
+    #[test]
+    fn a_turn_keeps_a_bounded_number_of_notes() {
+        let mut notes = TurnNotes::default();
+        for i in 0..TurnNotes::MAX + 10 {
+            notes.insert(format!("k{i}"), json!(i));
+        }
+        assert_eq!(notes.get("k0"), Some(&json!(0)));
+        assert_eq!(notes.get(&format!("k{}", TurnNotes::MAX)), None, "dropped");
+        notes.insert("k0", json!("again"));
+        assert_eq!(notes.get("k0"), Some(&json!("again")), "replaced");
     }
 }

@@ -91,6 +91,7 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
         received: 0,
         own: None,
         held: VecDeque::new(),
+        notes: TurnNotes::default(),
     };
     loop {
         if answered && reader.translator.turn_ended() {
@@ -163,6 +164,8 @@ struct Reader<'t, 'g, T: crate::dialect::Translator> {
     own: Option<String>,
     /// Notifications naming a turn, waiting for the answer that names this one.
     held: VecDeque<(String, Value)>,
+    /// What the turn's notifications told its permission requests.
+    notes: TurnNotes,
 }
 
 impl<T: crate::dialect::Translator> Reader<'_, '_, T> {
@@ -170,6 +173,12 @@ impl<T: crate::dialect::Translator> Reader<'_, '_, T> {
     async fn message(&mut self, message: Incoming, answered: bool) -> Option<Stop> {
         match message {
             Incoming::Notification { method, params } => {
+                // Noted on arrival, held or not: a request may follow before the answer.
+                if !another_turn(self.protocol, self.own.as_deref(), &method, &params)
+                    && let Some((key, value)) = self.protocol.note(&method, &params)
+                {
+                    self.notes.insert(key, value);
+                }
                 let names_a_turn = self.protocol.turn_of(&method, &params).is_some();
                 if !answered && names_a_turn {
                     if self.held.len() >= MAX_HELD {
@@ -216,7 +225,7 @@ impl<T: crate::dialect::Translator> Reader<'_, '_, T> {
         let sent = if another_turn(protocol, self.own.as_deref(), method, params) {
             tracing::debug!(method, "a request of another turn was refused");
             peer.respond_error(id, -32600, "not the current turn").await
-        } else if let Some(query) = protocol.approval(request, method, params) {
+        } else if let Some(query) = protocol.approval(request, method, params, &self.notes) {
             // The CLI waits for this answer: no idle time runs meanwhile.
             let decision =
                 crate::resident::approval::decide(request, self.redactor, self.sink, query).await;

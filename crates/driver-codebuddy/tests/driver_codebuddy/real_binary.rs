@@ -86,6 +86,7 @@ fn codebuddy_resumes_one_session_across_a_host_restart_with_a_rotated_endpoint()
                 MODEL_KEY[MODEL_KEY.len() - 8..].to_owned(),
             ]),
             log,
+            call_ids: restart::CallIds::NotPassed,
         })
         .await;
         // The CLI itself refuses a session its namespace does not hold.

@@ -75,6 +75,7 @@ fn codebuddy_resident_resumes_across_a_host_restart_and_keeps_secrets_out() {
                 MODEL_KEY[MODEL_KEY.len() - 8..].to_owned(),
             ]),
             log,
+            call_ids: restart::CallIds::NotPassed,
         })
         .await;
         // The CLI itself refuses a session its namespace does not hold.

@@ -16,5 +16,6 @@ mod fake_structured;
 mod real_app_server;
 mod real_approvals;
 mod real_binary;
+mod real_policy;
 mod real_structured;
 mod support;

@@ -66,6 +66,7 @@ fn codex_app_server_resumes_across_a_host_restart_and_keeps_secrets_out() {
             argv_marker: "app-server",
             secrets: Secrets::new([MODEL_KEY.to_owned()]),
             log,
+            call_ids: restart::CallIds::Shared,
         })
         .await;
         let resident = driver(dir.path(), &bin, &model);

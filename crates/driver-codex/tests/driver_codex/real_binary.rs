@@ -90,6 +90,7 @@ fn codex_resumes_one_thread_across_a_host_restart_with_a_rotated_endpoint() {
             argv_marker: "exec --json",
             secrets: Secrets::new([MODEL_KEY.to_owned()]),
             log,
+            call_ids: restart::CallIds::Separate,
         })
         .await;
         // The CLI itself refuses a session its namespace does not hold.

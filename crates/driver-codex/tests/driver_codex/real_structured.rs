@@ -47,3 +47,101 @@ fn codex_answers_as_data_per_turn_and_resident() {
     };
     test_kit::real_cli::block_on(run_structured_scenario(&setup));
 }
+
+/// Issue 40: `run_as` with a plain struct (no `deny_unknown_fields`, an optional field, an
+/// unsigned integer), whose derived schema OpenAI's strict mode refuses (the mock refuses it
+/// as the API does): Codex gets the strict form, and the answer, with the optional field
+/// `null`, is checked against the original schema and read into the type.
+#[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+struct Review {
+    verdict: String,
+    score: u32,
+    note: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[test]
+fn a_plain_struct_is_answered_through_run_as() {
+    use std::sync::Arc;
+
+    let Some(bin) = test_kit::real_cli::binary("CODEX_BIN", "run_as on the real codex") else {
+        return;
+    };
+    let (dir, workspace) = approvals::workspace();
+    let model = MockResponses::start(Script::new()).unwrap();
+    let driver = crate::real_binary::drivers(dir.path(), &bin, &model);
+    test_kit::real_cli::block_on(async {
+        for resident in [false, true] {
+            let agent = agent::Agent::builder(driver(resident))
+                .store(Arc::new(thread_store::memory::MemoryStore::new()))
+                .workspace(workspace.to_string_lossy())
+                .build()
+                .unwrap();
+            let before = model.model_requests().len();
+            model.push_reply(Reply::text(
+                r#"{"verdict":"pass","score":7,"note":null,"tags":["small"]}"#,
+            ));
+            let (review, _) = agent
+                .thread(format!("plain-{resident}"))
+                .run_as::<Review>("Review the change.")
+                .await
+                .unwrap_or_else(|e| panic!("resident={resident}: {e}"));
+            assert_eq!(
+                review,
+                Review {
+                    verdict: "pass".into(),
+                    score: 7,
+                    note: None,
+                    tags: vec!["small".into()],
+                }
+            );
+            let sent = declared(&model.model_requests()[before]).unwrap();
+            assert_eq!(test_kit::responses::strict_schema_violation(&sent), None);
+            agent.close().await;
+        }
+    });
+}
+
+/// A type strict mode cannot express is refused before launch, saying how to change it.
+#[test]
+fn a_map_answer_is_refused_before_launch() {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    struct Scores {
+        #[allow(dead_code, reason = "never answered")]
+        by_file: BTreeMap<String, u32>,
+    }
+
+    let Some(bin) = test_kit::real_cli::binary("CODEX_BIN", "run_as refused on codex") else {
+        return;
+    };
+    let (dir, workspace) = approvals::workspace();
+    let model = MockResponses::start(Script::new()).unwrap();
+    let driver = crate::real_binary::drivers(dir.path(), &bin, &model);
+    test_kit::real_cli::block_on(async {
+        let agent = agent::Agent::builder(driver(false))
+            .store(Arc::new(thread_store::memory::MemoryStore::new()))
+            .workspace(workspace.to_string_lossy())
+            .build()
+            .unwrap();
+        let err = agent
+            .thread("map")
+            .run_as::<Scores>("Score the files.")
+            .await
+            .unwrap_err();
+        let debug = format!("{err:?}");
+        assert!(debug.contains("StrictOutputSchema(OpenMap)"), "{debug}");
+        let mut chain = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(cause) = source {
+            chain.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        assert!(chain.contains("use a struct"), "{chain}");
+        assert!(model.model_requests().is_empty(), "nothing was launched");
+        agent.close().await;
+    });
+}

@@ -71,6 +71,7 @@ fn gemini_resumes_one_session_across_a_host_restart_with_a_rotated_endpoint() {
             argv_marker: "--output-format stream-json",
             secrets: Secrets::new([MODEL_KEY.to_owned()]),
             log,
+            call_ids: restart::CallIds::NotPassed,
         })
         .await;
         // The CLI itself refuses a session its namespace does not hold.

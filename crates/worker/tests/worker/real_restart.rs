@@ -103,6 +103,7 @@ fn codex_through_a_worker_resumes_one_thread_across_a_host_restart_with_a_rotate
             argv_marker: "exec --json",
             secrets: Secrets::new([MODEL_KEY.to_owned()]),
             log,
+            call_ids: restart::CallIds::Separate,
         })
         .await;
         // Hosts 1 and 2 ran on workers of their own, host 3 on none (refused before its
