@@ -143,8 +143,9 @@ impl Agent {
     /// This is the shutdown the agent promises. Dropping is only a backstop: when the last
     /// handle goes (clones, Threads and run streams hold one), the driver goes with it unless
     /// the host holds it too, and a CLI driver's pool then signals its idle resident processes
-    /// (SIGTERM, then SIGKILL after the kill grace) without waiting; a hosted-tools server
-    /// stops; no provider is closed and nothing is awaited.
+    /// (SIGTERM, then SIGKILL after the kill grace) without waiting; providers are dropped
+    /// (a tool server of this crate's `tools` stops then) but never closed, and nothing is
+    /// awaited.
     pub async fn close(&self) {
         let first = !self.inner.closed.swap(true, Ordering::SeqCst);
         let cancels: Vec<watch::Sender<bool>> = match self.inner.runs.lock() {
