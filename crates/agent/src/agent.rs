@@ -139,6 +139,13 @@ impl Agent {
     /// teardown (bounded by the teardown budget), closes every driver-owned process, and
     /// closes every provider ([`RunServiceProvider::close`]). Idempotent: later calls only
     /// repeat the process sweep.
+    ///
+    /// This is the shutdown the agent promises. Dropping is only a backstop: when the last
+    /// handle goes (clones, Threads and run streams hold one), the driver goes with it unless
+    /// the host holds it too, and a CLI driver's pool then signals its idle resident processes
+    /// (SIGTERM, then SIGKILL after the kill grace) without waiting; providers are dropped
+    /// (a tool server of this crate's `tools` stops then) but never closed, and nothing is
+    /// awaited.
     pub async fn close(&self) {
         let first = !self.inner.closed.swap(true, Ordering::SeqCst);
         let cancels: Vec<watch::Sender<bool>> = match self.inner.runs.lock() {
@@ -344,7 +351,11 @@ impl AgentBuilder {
         self
     }
 
-    /// The workspace (working directory) of runs.
+    /// The workspace (working directory) of runs. It wins over the driver's own default: a CLI
+    /// driver runs its process here, and in its `RuntimeEnv`'s cwd (the third argument of
+    /// `RuntimeEnv::builder`, which also anchors the runtime's project files, such as
+    /// `AGENTS.md`, in the environment's snapshots) only when no workspace is set. Part of
+    /// every Thread's compatibility fingerprint: a Thread does not resume in another workspace.
     pub fn workspace(mut self, workspace: impl Into<String>) -> Self {
         self.profile.workspace = Some(workspace.into());
         self

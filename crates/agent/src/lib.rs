@@ -67,9 +67,47 @@
 //! process itself, and cannot prove a provider's compatibility claim truthful: providers are
 //! host-trusted code (see `docs/security.md`).
 //!
+//! # One import path
+//! A host that runs one runtime depends on this crate and that runtime's driver crate
+//! (`driver-codex`, …, which exports the driver's options, process mode, pool and run limits
+//! and the one-expression driver builder `RUNTIME.driver(env)…build()`), plus its async
+//! runtime and `serde` for its own types. Everything else it names is re-exported here from
+//! the crate that defines it:
+//! - the permission policy and approvals: [`PermissionPolicy`], [`Action`], [`Permission`],
+//!   [`Approvals`], [`ApprovalTicket`], [`ApprovalRequest`], [`ApprovalDecision`],
+//!   [`ApprovalOutcome`], [`ApprovalHandler`] (from `driver-spi`);
+//! - the driver trait and what runs report: [`Driver`], [`Usage`], [`ExitStatus`],
+//!   [`FailureKind`], [`OutputSchema`], [`Unsupported`], [`ConfigError`] (from `driver-spi`);
+//! - the runtime environment: [`RuntimeEnv`], [`RuntimeEnvBuilder`], [`HostEnv`],
+//!   [`CredentialNamespace`], [`REDACTED`] (from `runtime-env`);
+//! - secrets and host MCP servers: [`SecretString`], [`EnvBinding`], [`McpServer`] (from
+//!   `run-service`);
+//! - the stores: [`store`] is `thread-store`, with its SQLite adapter (`store::sqlite`, the
+//!   default `sqlite` feature) and PostgreSQL adapter (`store::postgres`, feature
+//!   `postgres`);
+//! - typed answers: [`JsonSchema`] and [`schemars`], so `run_as::<T>` needs no `schemars`
+//!   dependency. Its derive names the crate `schemars`, so bring that name into scope once
+//!   per module (`use agent::schemars;`), or say `#[schemars(crate = "agent::schemars")]` on
+//!   the type:
+//!
+//! ```
+//! use agent::{JsonSchema, schemars};
+//!
+//! #[derive(serde::Deserialize, JsonSchema)]
+//! struct Answer {
+//!     files: Vec<String>,
+//! }
+//! # let _ = schemars::schema_for!(Answer);
+//! ```
+//!
+//! There is no prelude: the names above are one `use agent::{…}` away. In the guide's host
+//! (`docs/getting-started.md`, 53 lines) a glob would replace three lines of imports with two
+//! and hide which crate each name comes from; the one name a derive needs unwritten,
+//! `schemars`, is better imported where it is used.
+//!
 //! Features: `tools` (default) adds [`tools`] and `AgentBuilder::tool`: host-defined tools on
-//! a loopback MCP server (axum, rmcp). No store adapter is compiled in: depend on `thread-store` with
-//! the `sqlite` or `postgres` feature for the one the host uses.
+//! a loopback MCP server (axum, rmcp); `sqlite` (default) and `postgres` add the store
+//! adapters under [`store`]. `default-features = false` compiles neither adapter nor tools.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
@@ -100,3 +138,17 @@ pub use output::{MAX_ANSWER_BYTES, OutputError};
 pub use pipeline::THREAD_LEASE_PREFIX;
 pub use result::{NotPersisted, RunResult, SessionOutcome};
 pub use thread::{Thread, ThreadCheckpoint};
+
+// One import path (see the crate docs): what a host names, from the crate that defines it.
+pub use driver_spi::{
+    Action, AnswerError, ApprovalDecision, ApprovalHandler, ApprovalOutcome, ApprovalQuery,
+    ApprovalRequest, ApprovalTicket, Approvals, ParsePolicyError, Permission, PermissionPolicy,
+};
+pub use driver_spi::{
+    ConfigError, Driver, ExitStatus, FailureKind, OutputSchema, ResumeRejectReason, SchemaDelivery,
+    Unsupported, Usage,
+};
+pub use run_service::{EnvBinding, McpServer, RunId, SecretString};
+pub use runtime_env::{CredentialNamespace, HostEnv, REDACTED, RuntimeEnv, RuntimeEnvBuilder};
+pub use schemars::{self, JsonSchema};
+pub use thread_store as store;

@@ -11,6 +11,26 @@ use crate::{ClaudeCodeOptions, dialect::ClaudeCode};
 
 /// The Claude Code runtime's registry entry: binary from `CLAUDE_BIN`, key from
 /// `ANTHROPIC_API_KEY`; a model endpoint is a Messages API (`ANTHROPIC_BASE_URL`).
+///
+/// The driver in one expression, the same for every runtime ([`DriverBuilder`](crate::DriverBuilder)).
+/// A resident `claude` per Thread, against a Messages-API gateway:
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use agent::{Agent, HostEnv, RuntimeEnv};
+///
+/// # let dir = tempfile::tempdir()?; let root = dir.path();
+/// let env = RuntimeEnv::builder(root.join("runtime"), "user:alice".parse()?, root)
+///     .host_env(HostEnv::capture());
+/// let driver = driver_claude_code::RUNTIME
+///     .driver(env)
+///     .endpoint("https://llm.internal")
+///     .key("sk-…")
+///     .resident()
+///     .build()?;
+/// let agent = Agent::builder(driver).build()?; // checks the driver's configuration
+/// # drop(agent);
+/// # Ok(()) }
+/// ```
 pub static RUNTIME: Runtime =
     Runtime::new::<ClaudeCode>(DESCRIPTOR, "CLAUDE_BIN", "ANTHROPIC_API_KEY");
 

@@ -31,7 +31,8 @@
 //!   each driver crate exports (its descriptor, binary and key variables), whose driver is
 //!   built from common arguments the same way for every runtime but for what its crate
 //!   states in [`ModelAccess`] ([`WithEndpoint`], [`KeyRoute`]): where the CLI takes the
-//!   model endpoint and the key.
+//!   model endpoint and the key. A host builds it in one expression with [`DriverBuilder`]
+//!   (`RUNTIME.driver(env).endpoint(url).key(key).resident().build()?`).
 //!
 //! The driver test kit (the shared fuzz, transcript replay, fake CLI and conformance factory)
 //! is the dev-only crate `cli-test-kit`, built on this crate's public API.
@@ -107,7 +108,9 @@ pub use dialect::{
 pub use driver::options::{CliOptions, CommonOptions, ProcessMode};
 pub use driver::{CliDriver, TURN_LOCK_FILE};
 pub use mcp::{EnvRefs, McpEntry, McpRefError, is_env_var_name, is_mcp_server_name, mcp_servers};
-pub use registry::{BuildError, CommonArgs, KeyRoute, ModelAccess, Runtime, WithEndpoint};
+pub use registry::{
+    BuildError, CommonArgs, DriverBuilder, KeyRoute, ModelAccess, Runtime, WithEndpoint,
+};
 pub use resident::{Call, Rejection, ResidentProtocol, TurnNotes};
 
 /// Whether `id` is safe to store as a CLI session id and to pass as one argv element: 1–128

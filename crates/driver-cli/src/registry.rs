@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use driver_process::command::Limits;
 use driver_spi::{ConfigError, Driver};
 use run_service::EnvBinding;
 use runtime_env::{RuntimeDescriptor, RuntimeEnvBuilder};
@@ -19,6 +20,10 @@ use secrecy::SecretString;
 
 use crate::driver::CliDriver;
 use crate::driver::options::{CommonOptions, ProcessMode};
+
+mod builder;
+
+pub use builder::DriverBuilder;
 
 /// What every runtime's driver can be built from. Empty by default: each `None` keeps the
 /// driver's own default (the program on `PATH`, the vendor's model and endpoint, no key).
@@ -37,17 +42,22 @@ pub struct CommonArgs {
     /// One process per turn (the default), or resident processes; a runtime without a
     /// resident mode refuses that in `validate_config`.
     pub process_mode: ProcessMode,
+    /// The time, line and stderr limits of each run, instead of the defaults.
+    pub limits: Option<Limits>,
 }
 
 impl CommonArgs {
-    /// `options` with the binary and the model of these arguments, where given, and their
-    /// process mode.
+    /// `options` with the binary, the model and the limits of these arguments, where given,
+    /// and their process mode.
     fn apply<O: CommonOptions>(&self, mut options: O) -> O {
         if let Some(binary) = &self.binary {
             options = options.with_binary(binary.clone());
         }
         if let Some(model) = &self.model {
             options = options.with_model(model.clone());
+        }
+        if let Some(limits) = self.limits {
+            options = options.with_limits(limits);
         }
         options.with_process_mode(self.process_mode)
     }

@@ -43,7 +43,13 @@ mod runtime;
 #[cfg(test)]
 mod transcripts;
 
-pub use driver_cli::CommonOptions;
+// What configuring this driver takes, so a host needs neither `driver-cli` nor
+// `driver-process`: the common options, the process mode and its pool limits, the limits of
+// each run, and the registry's one-expression builder (`RUNTIME.driver(env)…build()`).
+pub use driver_cli::{BuildError, CommonOptions, DriverBuilder, ProcessMode};
+pub use driver_process::command::Limits;
+pub use driver_process::pool::PoolLimits;
+pub use driver_process::version::Version;
 pub use options::{CodeBuddyOptions, MINIMUM_VERSION};
 pub use runtime::RUNTIME;
 

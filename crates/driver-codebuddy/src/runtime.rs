@@ -12,6 +12,26 @@ use crate::{CodeBuddyOptions, dialect::CodeBuddy};
 /// The CodeBuddy runtime's registry entry: binary from `CODEBUDDY_BIN`, key from
 /// `CODEBUDDY_API_KEY` (handed over as the typed key option); a model endpoint is a Chat
 /// Completions API.
+///
+/// The driver in one expression, the same for every runtime ([`DriverBuilder`](crate::DriverBuilder)).
+/// A resident `codebuddy` per Thread, against a Chat Completions gateway:
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use agent::{Agent, HostEnv, RuntimeEnv};
+///
+/// # let dir = tempfile::tempdir()?; let root = dir.path();
+/// let env = RuntimeEnv::builder(root.join("runtime"), "user:alice".parse()?, root)
+///     .host_env(HostEnv::capture());
+/// let driver = driver_codebuddy::RUNTIME
+///     .driver(env)
+///     .endpoint("https://llm.internal/v1")
+///     .key("sk-…")
+///     .resident()
+///     .build()?;
+/// let agent = Agent::builder(driver).build()?; // checks the driver's configuration
+/// # drop(agent);
+/// # Ok(()) }
+/// ```
 pub static RUNTIME: Runtime =
     Runtime::new::<CodeBuddy>(DESCRIPTOR, "CODEBUDDY_BIN", "CODEBUDDY_API_KEY");
 

@@ -1,5 +1,5 @@
 //! The Codex CLI driver: one `codex exec --json` process per turn, or a resident
-//! `codex app-server` per Thread ([`ProcessMode`](driver_cli::ProcessMode)), resumable across
+//! `codex app-server` per Thread ([`ProcessMode`]), resumable across
 //! host restarts in either mode.
 //!
 //! This crate is a dialect of the one CLI driver: [`CodexDriver`] is
@@ -82,6 +82,7 @@
 //! - It does not support SSE MCP servers (Codex has no SSE transport).
 //!
 //! # Example
+//! Everything a host names comes from this crate and `agent` (see `docs/getting-started.md`).
 //! A host keeps its Threads in a store (here SQLite) and Codex's conversations in the
 //! namespace's `CODEX_HOME`, so both outlive the host process; an agent without a store fails
 //! every Thread with `StoreRequired`. The dry run (`agent::Thread::explain`) needs no binary;
@@ -91,11 +92,9 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! use std::sync::Arc;
-//! use agent::{Agent, Verdict};
+//! use agent::store::sqlite::{SqliteConfig, SqliteStore};
+//! use agent::{Agent, HostEnv, RuntimeEnv, SecretString, Verdict};
 //! use driver_codex::{CodexDriver, CodexOptions, CommonOptions, ModelProvider};
-//! use runtime_env::{HostEnv, RuntimeEnv};
-//! use secrecy::SecretString;
-//! use thread_store::sqlite::{SqliteConfig, SqliteStore};
 //!
 //! # let dir = tempfile::tempdir()?;
 //! let root = dir.path(); // the host's data directory, `/var/lib/myhost` say
@@ -105,7 +104,9 @@
 //!     .runtimes([&driver_codex::RUNTIME.descriptor])
 //!     .build()?;
 //! // One `codex exec` per turn; `.with_process_mode(ProcessMode::Resident(PoolLimits::default()))`
-//! // would keep a `codex app-server` per Thread between its turns.
+//! // would keep a `codex app-server` per Thread between its turns. With the registry's
+//! // provider, `RUNTIME.driver(env).endpoint(url).key(key).build()?` is the same driver in
+//! // one expression (see [`RUNTIME`]).
 //! let options = CodexOptions::new()
 //!     .with_model("gpt-5.1-codex")
 //!     .with_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY"));
@@ -143,7 +144,13 @@ mod runtime;
 #[cfg(test)]
 mod transcripts;
 
-pub use driver_cli::CommonOptions;
+// What configuring this driver takes, so a host needs neither `driver-cli` nor
+// `driver-process`: the common options, the process mode and its pool limits, the limits of
+// each run, and the registry's one-expression builder (`RUNTIME.driver(env)…build()`).
+pub use driver_cli::{BuildError, CommonOptions, DriverBuilder, ProcessMode};
+pub use driver_process::command::Limits;
+pub use driver_process::pool::PoolLimits;
+pub use driver_process::version::Version;
 pub use options::{CodexOptions, MINIMUM_VERSION, ModelProvider, ReasoningEffort, WireApi};
 pub use runtime::RUNTIME;
 
@@ -151,10 +158,10 @@ pub use runtime::RUNTIME;
 /// [`RuntimeEnv`](runtime_env::RuntimeEnv) namespace whose `CODEX_HOME` keeps the threads
 /// across host restarts. Two process modes
 /// ([`with_process_mode`](CommonOptions::with_process_mode)):
-/// - [`ProcessMode::PerTurn`](driver_cli::ProcessMode::PerTurn) (the default): one
+/// - [`ProcessMode::PerTurn`] (the default): one
 ///   `codex exec --json` process per turn, ended with the turn; a turn whose permission policy
 ///   asks the host runs on a one-turn `codex app-server` instead, since `exec` cannot ask;
-/// - [`ProcessMode::Resident`](driver_cli::ProcessMode::Resident): a `codex app-server` per
+/// - [`ProcessMode::Resident`]: a `codex app-server` per
 ///   Thread, kept in the driver's pool between its turns while its launch configuration is
 ///   unchanged, and ended at the pool's idle timeout or caps and at `Agent::close`.
 ///

@@ -11,6 +11,26 @@ use crate::{CodexOptions, ModelProvider, dialect::Codex};
 /// The Codex runtime's registry entry: binary from `CODEX_BIN`, key from `OPENAI_API_KEY` by
 /// default. A model endpoint becomes a Responses-API provider whose key variable is the one
 /// the key came from.
+///
+/// The driver in one expression, the same for every runtime ([`DriverBuilder`](crate::DriverBuilder)).
+/// A resident `codex app-server` per Thread, against a Responses-API gateway:
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use agent::{Agent, HostEnv, RuntimeEnv};
+///
+/// # let dir = tempfile::tempdir()?; let root = dir.path();
+/// let env = RuntimeEnv::builder(root.join("runtime"), "user:alice".parse()?, root)
+///     .host_env(HostEnv::capture());
+/// let driver = driver_codex::RUNTIME
+///     .driver(env)
+///     .endpoint("https://llm.internal/v1")
+///     .key("sk-…")
+///     .resident()
+///     .build()?;
+/// let agent = Agent::builder(driver).build()?; // checks the driver's configuration
+/// # drop(agent);
+/// # Ok(()) }
+/// ```
 pub static RUNTIME: Runtime = Runtime::new::<Codex>(DESCRIPTOR, "CODEX_BIN", "OPENAI_API_KEY");
 
 /// The provider id of a model endpoint given as a common argument. Part of the config

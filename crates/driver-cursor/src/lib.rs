@@ -115,7 +115,13 @@ mod options;
 mod runtime;
 
 pub use chat::{CreateChatError, create_chat};
-pub use driver_cli::CommonOptions;
+// What configuring this driver takes, so a host needs neither `driver-cli` nor
+// `driver-process`: the common options, the process mode and its pool limits, the limits of
+// each run, and the registry's one-expression builder (`RUNTIME.driver(env)…build()`).
+pub use driver_cli::{BuildError, CommonOptions, DriverBuilder, ProcessMode};
+pub use driver_process::command::Limits;
+pub use driver_process::pool::PoolLimits;
+pub use driver_process::version::Version;
 pub use options::{CursorOptions, DEFAULT_BINARY, MINIMUM_VERSION, PromptTransport};
 pub use runtime::RUNTIME;
 

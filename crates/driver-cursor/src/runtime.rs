@@ -11,6 +11,27 @@ use crate::{CursorOptions, dialect::Cursor};
 
 /// The Cursor runtime's registry entry: binary from `CURSOR_BIN`, key from `CURSOR_API_KEY`.
 /// A model endpoint is refused: the Cursor CLI talks to Cursor's service only.
+///
+/// The driver in one expression, the same for every runtime ([`DriverBuilder`](crate::DriverBuilder)).
+/// Cursor runs one process per turn and talks to Cursor's service only (an endpoint is refused):
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use agent::{Agent, HostEnv, RuntimeEnv};
+///
+/// # let dir = tempfile::tempdir()?; let root = dir.path();
+/// let env = RuntimeEnv::builder(root.join("runtime"), "user:alice".parse()?, root)
+///     .host_env(HostEnv::capture());
+/// let driver = driver_cursor::RUNTIME
+///     .driver(env)
+///     .key("sk-…")
+///     .build()?;
+/// let agent = Agent::builder(driver).build()?; // checks the driver's configuration
+/// # let env = RuntimeEnv::builder(root.join("runtime"), "user:alice".parse()?, root);
+/// let refused = driver_cursor::RUNTIME.driver(env).endpoint("https://llm.internal").build();
+/// assert!(matches!(refused, Err(driver_cursor::BuildError::Config(e)) if e.field() == "base_url"));
+/// # drop(agent);
+/// # Ok(()) }
+/// ```
 pub static RUNTIME: Runtime = Runtime::new::<Cursor>(DESCRIPTOR, "CURSOR_BIN", "CURSOR_API_KEY");
 
 const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {

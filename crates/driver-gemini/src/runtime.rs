@@ -11,6 +11,28 @@ use crate::{GeminiOptions, dialect::Gemini};
 /// The Gemini runtime's registry entry: binary from `GEMINI_BIN`, key from `GEMINI_API_KEY`
 /// (handed over as the typed key option, which the driver passes as `GEMINI_API_KEY`); a
 /// model endpoint is the Gemini API (`GOOGLE_GEMINI_BASE_URL`).
+///
+/// The driver in one expression, the same for every runtime ([`DriverBuilder`](crate::DriverBuilder)).
+/// Gemini runs one process per turn (it has no resident mode), against a Gemini-API gateway:
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use agent::{Agent, HostEnv, RuntimeEnv};
+///
+/// # let dir = tempfile::tempdir()?; let root = dir.path();
+/// let env = RuntimeEnv::builder(root.join("runtime"), "user:alice".parse()?, root)
+///     .host_env(HostEnv::capture());
+/// let driver = driver_gemini::RUNTIME
+///     .driver(env)
+///     .endpoint("https://llm.internal")
+///     .key("sk-…")
+///     .build()?;
+/// let agent = Agent::builder(driver).build()?; // checks the driver's configuration
+/// # let env = RuntimeEnv::builder(root.join("runtime"), "user:alice".parse()?, root);
+/// let resident = driver_gemini::RUNTIME.driver(env).resident().build()?;
+/// assert!(Agent::builder(resident).build().is_err()); // no resident mode
+/// # drop(agent);
+/// # Ok(()) }
+/// ```
 pub static RUNTIME: Runtime = Runtime::new::<Gemini>(DESCRIPTOR, "GEMINI_BIN", "GEMINI_API_KEY");
 
 const DESCRIPTOR: RuntimeDescriptor = RuntimeDescriptor {

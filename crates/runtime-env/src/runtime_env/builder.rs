@@ -53,7 +53,11 @@ impl RuntimeEnvBuilder {
     }
 
     /// The host environment that allow-listed variables are copied from (default: empty, so
-    /// children get no host variable, not even PATH). Usually `HostEnv::capture()`.
+    /// children get no host variable, not even PATH). Usually `HostEnv::capture()`, which a
+    /// host needs whenever the child must find its program or its interpreter on `PATH` (a
+    /// binary given by name; an npm-installed CLI, which is a Node script) or use the host's
+    /// proxy, CA bundle or locale. Only [`ALLOWED_HOST_VARS`](crate::ALLOWED_HOST_VARS) are
+    /// copied, never a credential.
     pub fn host_env(mut self, host: HostEnv) -> Self {
         self.host = host;
         self

@@ -240,3 +240,75 @@ fn every_entry_takes_the_endpoint_and_key_where_its_cli_reads_them() {
         )
     );
 }
+
+/// The driver builder is the common arguments in one expression, for every entry alike: the
+/// driver it builds from a binary, an endpoint, a key, the resident mode and limits has the
+/// config fingerprint, the capabilities and the configuration verdict of the driver
+/// `Runtime::build` makes from the same arguments; and the one setting an entry cannot take
+/// fails the same typed way (Cursor's endpoint).
+#[test]
+fn the_builder_builds_what_the_common_arguments_build() {
+    use driver_cli::{BuildError, CommonArgs, ProcessMode};
+    use driver_codex::Limits;
+    use driver_spi::Driver;
+
+    const URL: &str = "http://127.0.0.1:9/v1";
+    let limits = Limits::default().with_idle_timeout(std::time::Duration::from_secs(7));
+    let seen = |driver: &dyn Driver| {
+        let fingerprint = driver.config_fingerprinter().unwrap().config_fingerprint();
+        let caps = format!("{:?}", driver.descriptor().capabilities);
+        (
+            fingerprint.to_string(),
+            caps,
+            driver.validate_config().is_ok(),
+        )
+    };
+    // `key` delivers under the entry's key variable, `key_env` under the one named.
+    let keys: [Option<&str>; 2] = [None, Some("MY_KEY")];
+    for (runtime, var) in runtimes::all().iter().flat_map(|r| keys.map(|k| (r, k))) {
+        let name = runtime.descriptor.name;
+        let endpoint = name != "cursor";
+        let base = tempfile::tempdir().unwrap();
+        let mut builder = runtime
+            .driver(env_builder(base.path()))
+            .binary("/opt/cli/bin")
+            .model("model-1")
+            .resident()
+            .limits(limits);
+        builder = match var {
+            None => builder.key("k-1234"),
+            Some(var) => builder.key_env(var, "k-1234"),
+        };
+        if endpoint {
+            builder = builder.endpoint(URL);
+        }
+        let built = builder.build().unwrap();
+
+        let base = tempfile::tempdir().unwrap();
+        let mut args = CommonArgs::default();
+        args.binary = Some("/opt/cli/bin".into());
+        args.model = Some("model-1".to_owned());
+        let var = var.unwrap_or(runtime.key_var);
+        args.key = Some(run_service::EnvBinding::new(var, "k-1234"));
+        args.process_mode = ProcessMode::Resident(Default::default());
+        args.limits = Some(limits);
+        args.base_url = endpoint.then(|| URL.to_owned());
+        let by_args = runtime.build(env_builder(base.path()), args).unwrap();
+        assert_eq!(seen(&*built), seen(&*by_args), "{name} {var}");
+
+        if !endpoint {
+            let base = tempfile::tempdir().unwrap();
+            let refused = runtime
+                .driver(env_builder(base.path()))
+                .endpoint(URL)
+                .build();
+            match refused {
+                Err(BuildError::Config(e)) => assert_eq!(e.field(), "base_url", "{name}"),
+                other => panic!(
+                    "{name}: expected a config error, got {:?}",
+                    other.map(|_| ())
+                ),
+            }
+        }
+    }
+}

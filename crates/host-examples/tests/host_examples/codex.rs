@@ -1,0 +1,186 @@
+//! The host of `docs/getting-started.md` on Codex: a resident `codex app-server` built in one
+//! expression, Threads in SQLite, a policy that asks before writes and a handler that denies
+//! them, two turns, a host restart that may only resume, and a typed answer. The code between
+//! the `host code` markers is what a user writes; the rest stands in for the model
+//! (`MockResponses`) and checks what happened.
+
+use agent::{ApprovalOutcome, ThreadEventKind};
+use test_kit::responses::MockResponses;
+use test_kit::{Reply, Script};
+
+// host code: begin
+use std::error::Error;
+use std::path::Path;
+use std::sync::Arc;
+
+use agent::store::sqlite::{SqliteConfig, SqliteStore};
+use agent::{Action, Agent, ApprovalTicket, Approvals, HostEnv, PermissionPolicy, RunResult};
+use agent::{JsonSchema, RuntimeEnv, SessionOutcome, schemars};
+
+/// The typed answer of the last turn.
+#[derive(Debug, serde::Deserialize, JsonSchema)]
+struct Summary {
+    written: bool,
+    reason: String,
+}
+
+/// One start of the host: a resident Codex in tenant alice's namespace, whose Threads live in
+/// SQLite, and which must ask before it writes a file.
+async fn host(dir: &Path, codex: &Path, url: &str) -> Result<Agent, Box<dyn Error>> {
+    let tenant = "user:alice".parse()?;
+    let env = RuntimeEnv::builder(dir.join("runtime"), tenant, dir.join("workspace"))
+        .host_env(HostEnv::capture()); // `codex` is a Node script: the child needs PATH
+    let driver = driver_codex::RUNTIME
+        .driver(env)
+        .binary(codex)
+        .endpoint(url)
+        .key("sk-mock")
+        .resident()
+        .build()?;
+    let store = SqliteStore::open(SqliteConfig::new(dir.join("threads.sqlite3"))).await?;
+    // Codex writes through its command tool: a policy that asks about writes allows commands.
+    let policy = PermissionPolicy::default().allow(Action::Commands);
+    let agent = Agent::builder(driver)
+        .store(Arc::new(store))
+        .model("mock-model")
+        .permissions(policy.ask(Action::Write))
+        .approvals(Approvals::new(Arc::new(|ticket: ApprovalTicket| {
+            let _ = ticket.deny("this host writes no files");
+        })))
+        .build()?;
+    Ok(agent)
+}
+
+/// Two turns, a restart, and a typed answer from the resumed conversation.
+async fn first_hour(
+    dir: &Path,
+    codex: &Path,
+    url: &str,
+) -> Result<(RunResult, Summary), Box<dyn Error>> {
+    let agent = host(dir, codex, url).await?;
+    let thread = agent.thread("alice/notes");
+    let first = thread.run("Write notes.txt saying hello.").await?;
+    assert_eq!(first.session, SessionOutcome::Started);
+    let second = thread.run("Why not?").await?;
+    assert_eq!(second.session, SessionOutcome::Resumed);
+    agent.close().await; // ends the app-server now (dropping the agent would, without waiting)
+
+    // The host restarts: the same namespace and store, and a Thread that may only resume.
+    let agent = host(dir, codex, url).await?;
+    let thread = agent.thread("alice/notes").resume_only();
+    let (summary, third) = thread.run_as::<Summary>("Summarise what happened.").await?;
+    assert_eq!(third.session, SessionOutcome::Resumed);
+    agent.close().await;
+    Ok((first, summary))
+}
+// host code: end
+
+/// Codex's own way to write a file: a patch through its command tool, which it applies as a
+/// file change (and asks about under the policy above).
+fn write_notes() -> Reply {
+    let cmd = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch\nEOF\n";
+    Reply::builtin_call("exec_command", serde_json::json!({ "cmd": cmd }))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_first_hour() {
+    let Some(codex) = test_kit::real_cli::binary("CODEX_BIN", "the getting-started host on codex")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+    let model = MockResponses::start(
+        Script::new()
+            .then(write_notes())
+            .then(Reply::text("I was not allowed to write notes.txt."))
+            .then(Reply::text("The host denied the write."))
+            .then(Reply::text(
+                r#"{"written":false,"reason":"the host denied it"}"#,
+            )),
+    )
+    .unwrap();
+    let (first, summary) = first_hour(dir.path(), &codex, &model.base_url())
+        .await
+        .unwrap_or_else(|e| panic!("the host failed: {e}"));
+    assert!(!summary.written, "{summary:?}");
+    assert_eq!(summary.reason, "the host denied it");
+    // The handler was asked about the write, once, and denied it.
+    let asked: Vec<(Action, Option<ApprovalOutcome>)> = first
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ThreadEventKind::ApprovalRequested { action, .. } => Some((*action, None)),
+            ThreadEventKind::ApprovalResolved { outcome, .. } => {
+                Some((Action::Write, Some(*outcome)))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            (Action::Write, None),
+            (Action::Write, Some(ApprovalOutcome::Denied))
+        ],
+        "{:?}",
+        first.events
+    );
+    assert!(!dir.path().join("workspace/notes.txt").exists());
+    // The model read the denial, and the key reached it only through Codex's environment.
+    let requests = model.model_requests();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    let outputs: Vec<String> = requests[1]
+        .function_call_outputs()
+        .into_iter()
+        .map(|o| o.output)
+        .collect();
+    assert!(
+        outputs.iter().any(|o| o.contains("rejected by user")),
+        "{outputs:?}"
+    );
+    assert!(requests.iter().all(|r| r.bearer() == Some("sk-mock")));
+}
+
+/// What the guide says dropping does: a host that drops its agent without `close` still ends
+/// the resident app-server (signalled when the last handle goes, not awaited), so the test
+/// waits for it to go.
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_the_agent_ends_its_app_server() {
+    let Some(codex) = test_kit::real_cli::binary("CODEX_BIN", "dropping a resident codex") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+    let model = MockResponses::start(Script::new().then(Reply::text("hello"))).unwrap();
+    // The namespace's CODEX_HOME, where the app-server's environment points.
+    let home = agent::RuntimeEnv::builder(
+        dir.path().join("runtime"),
+        "user:alice".parse().unwrap(),
+        dir.path().join("workspace"),
+    )
+    .runtimes([&driver_codex::RUNTIME.descriptor])
+    .build()
+    .unwrap()
+    .state_dir(&driver_codex::RUNTIME.descriptor)
+    .unwrap()
+    .to_owned();
+    let live = || test_kit::resident::processes_with_env("app-server", "CODEX_HOME", &home);
+
+    let agent = host(dir.path(), &codex, &model.base_url()).await.unwrap();
+    agent.thread("alice/hello").run("Say hello.").await.unwrap();
+    assert!(
+        !live().is_empty(),
+        "the resident app-server is kept between turns"
+    );
+    drop(agent);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !live().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        live(),
+        Default::default(),
+        "dropped, the app-server still runs"
+    );
+}
