@@ -136,7 +136,10 @@ pub use output::{OutputSchema, SchemaDelivery};
 pub use permission::{Action, ParsePolicyError, Permission, PermissionPolicy};
 pub use process::{ProcessAction, ProcessLifecycle, ProcessSignature, ProcessSignatureBuilder};
 pub use request::{ProfilePayload, Redactor, Request, RuntimePayload};
-pub use response::{Checkpoint, ExitStatus, FailureKind, Response, RunFailure, Usage};
+pub use response::{
+    Checkpoint, ExitStatus, FailureKind, ProgramProblem, ProgramUnavailable, Response, RunFailure,
+    Usage,
+};
 pub use session::{
     CodecError, GuardedCodec, SessionCodec, SessionContext, SessionGuard, SessionMode,
     SessionParams, SessionState, guard_fingerprint,
