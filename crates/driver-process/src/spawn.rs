@@ -86,6 +86,12 @@ pub(crate) fn start(
             ProcessError::NotFound {
                 program: program.clone(),
             }
+        } else if source.kind() == io::ErrorKind::PermissionDenied && cwd.is_dir() {
+            // EACCES with a usable working directory: the program is a file without the
+            // execute permission, a directory, or on a `noexec` mount.
+            ProcessError::NotExecutable {
+                program: program.clone(),
+            }
         } else {
             ProcessError::Spawn {
                 program: program.clone(),
