@@ -201,7 +201,8 @@ impl ProcessError {
         }
         let failure = RunFailure::new(self.failure_kind(), message);
         match program {
-            Some(program) => failure.with_program(program),
+            // Running again does not help until the host fixes its configuration.
+            Some(program) => failure.with_program(program).with_retryable(false),
             None => failure,
         }
     }
