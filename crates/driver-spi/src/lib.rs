@@ -31,7 +31,7 @@
 //! | [`Driver`] | object-safe async trait: [`Descriptor`], config validation, `run(request, sink)` |
 //! | [`SessionCodec`] | optional: checkpoint state ⇄ stored [`SessionParams`], guard fingerprint |
 //! | [`ConfigFingerprinter`] | optional: stable fingerprint of the construction config (secret env values left out) |
-//! | [`ProcessLifecycle`] | optional: close every provider process the driver owns |
+//! | [`ProcessLifecycle`] | optional: close every runtime process the driver owns |
 //! | [`Request`] | the concrete, current invocation: prompt, [`SessionContext`], [`RuntimePayload`] (services, secret env), effective MCP servers, [`ProfilePayload`], workspace, model, instructions, metadata |
 //! | [`Response`] | output, [`ExitStatus`], [`Usage`], [`Checkpoint`], typed [`RunFailure`] |
 //! | [`DriverError`] | typed: [`ResumeRejected`](DriverError::ResumeRejected), invalid config, unsupported, failed, cancelled |
