@@ -24,8 +24,9 @@ pub enum ProcessError {
         /// The program, as a path or a name looked up in the child's `PATH`.
         program: String,
     },
-    /// The program exists but may not be executed: a file without the execute permission, a
-    /// directory, or a file on a `noexec` mount.
+    /// The program exists but cannot be executed: a file without the execute permission, a
+    /// directory, a file on a `noexec` mount, or one this system cannot run (no `#!`, another
+    /// platform's binary).
     #[error("CLI program `{program}` is not executable")]
     NotExecutable {
         /// The program, as a path or a name looked up in the child's `PATH`.

@@ -86,9 +86,13 @@ pub(crate) fn start(
             ProcessError::NotFound {
                 program: program.clone(),
             }
-        } else if source.kind() == io::ErrorKind::PermissionDenied && cwd.is_dir() {
+        } else if (source.kind() == io::ErrorKind::PermissionDenied
+            || source.raw_os_error() == Some(rustix::io::Errno::NOEXEC.raw_os_error()))
+            && cwd.is_dir()
+        {
             // EACCES with a usable working directory: the program is a file without the
-            // execute permission, a directory, or on a `noexec` mount.
+            // execute permission, a directory, or on a `noexec` mount; ENOEXEC: a file this
+            // system cannot run (no `#!`, another platform's binary).
             ProcessError::NotExecutable {
                 program: program.clone(),
             }

@@ -237,8 +237,8 @@ impl fmt::Display for FailureKind {
 pub enum ProgramProblem {
     /// No such file (or, for a bare name, none on the child's `PATH`).
     NotFound,
-    /// The file exists but may not be executed (no execute permission, a directory, a
-    /// `noexec` mount).
+    /// The file exists but cannot be executed (no execute permission, a directory, a
+    /// `noexec` mount, or not a program this system can run).
     NotExecutable,
 }
 
@@ -276,7 +276,7 @@ impl fmt::Display for ProgramUnavailable {
             ProgramProblem::NotExecutable => write!(
                 f,
                 "program `{program}` is not executable: set the driver's binary to the CLI's \
-                 executable file, or give that file the execute permission"
+                 executable for this system, with the execute permission"
             ),
         }
     }

@@ -43,7 +43,16 @@ async fn a_missing_or_unexecutable_program_is_named_by_its_path() {
 
     let plain = fx.path("plain-file");
     std::fs::write(&plain, "not a program").unwrap();
-    for program in [plain, fx.path("")] {
+    // Executable, but not a format this system runs (ENOEXEC: no `#!`, another platform's
+    // binary).
+    let garbage = fx.path("garbage");
+    std::fs::write(&garbage, [0u8, 1, 2, 3, 0xff]).unwrap();
+    std::fs::set_permissions(
+        &garbage,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    for program in [plain, fx.path(""), garbage] {
         let program = program.to_string_lossy().into_owned();
         let err = CliProcess::spawn(&fx.env, fx.command(&program), limits()).unwrap_err();
         assert!(
