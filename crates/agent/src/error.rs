@@ -87,11 +87,13 @@ impl fmt::Display for Incompatibility {
 /// How a Thread run failed. Callers branch on the variant; messages never contain a secret
 /// value or a provider-supplied identity string.
 ///
-/// Error chaining, as in every error of this workspace: a variant that wraps another error is
-/// either `transparent` (it adds nothing: its message and source are the inner error's) or
-/// names its own layer in its message and returns the inner error from
-/// [`source`](std::error::Error::source), without repeating its text. A reporter that walks
-/// the chain (`agentctl`, anyhow, eyre) then prints each cause once.
+/// Error chaining: `Display` alone says what went wrong and what to fix, for a host that
+/// prints only `to_string()`. A variant that wraps another error is either `transparent` (it
+/// adds nothing: its message and source are the inner error's) or names its own layer and
+/// shows the inner error's message after it; the inner error is then not returned from
+/// [`source`](std::error::Error::source), so a reporter that walks the chain (`agentctl`,
+/// anyhow, eyre) still prints each cause once. The inner errors shown are the workspace's
+/// own, whose messages name values by digest, never by value.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ThreadError {
@@ -172,8 +174,8 @@ pub enum ThreadError {
         reason: ResumeRejectReason,
     },
     /// A run-service attachment is invalid. Nothing launched; every provider was detached.
-    #[error("invalid run-service attachment")]
-    InvalidAttachment(#[from] ValidationError),
+    #[error("invalid run-service attachment: {0}")]
+    InvalidAttachment(ValidationError),
     /// A run service names a network endpoint the agent's
     /// [`EndpointPolicy`](crate::EndpointPolicy) refuses. Nothing launched; every provider was
     /// detached.
@@ -184,7 +186,9 @@ pub enum ThreadError {
         /// the binding's variable name (never its value).
         endpoint: compat_fingerprint::ShortDigest,
     },
-    /// A run-service provider failed to attach. Providers attached before it were detached.
+    /// A run-service provider (a [`RunServiceProvider`](run_service::RunServiceProvider) of
+    /// the agent, not the model provider) failed to attach. Providers attached before it were
+    /// detached.
     #[error("run-service provider {index} failed to attach: {message}")]
     Provider {
         /// The provider's position in the agent's provider list.
@@ -192,7 +196,9 @@ pub enum ThreadError {
         /// The provider's message, with secrets redacted.
         message: String,
     },
-    /// The driver failed. The message is redacted.
+    /// The driver failed. The message is redacted; for a runtime whose program could not be
+    /// started ([`RunFailure::program`](driver_spi::RunFailure::program)) it names the
+    /// program's path and what to do about it.
     #[error("the run failed ({kind}): {message}")]
     Driver {
         /// The failure class.
@@ -232,8 +238,14 @@ pub enum ThreadError {
     #[error("structured output: {0}")]
     Output(crate::OutputError),
     /// The thread store failed.
-    #[error("thread store error")]
-    Store(#[source] StoreError),
+    #[error("thread store error: {0}")]
+    Store(StoreError),
+}
+
+impl From<ValidationError> for ThreadError {
+    fn from(error: ValidationError) -> Self {
+        Self::InvalidAttachment(error)
+    }
 }
 
 impl From<crate::OutputError> for ThreadError {
@@ -284,17 +296,19 @@ impl ThreadError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// The driver rejected its own construction config.
-    #[error("driver config is invalid")]
+    /// The driver rejected its own construction config. `Display` is the config error's,
+    /// which names the field and how to fix it (for example a runtime environment that does
+    /// not serve the driver's runtime: `RuntimeEnvBuilder::runtimes`).
+    #[error(transparent)]
     DriverConfig(#[from] driver_spi::ConfigError),
     /// A host-declared MCP server is invalid.
-    #[error("invalid host MCP server")]
-    HostMcp(#[source] ValidationError),
+    #[error("invalid host MCP server: {0}")]
+    HostMcp(ValidationError),
     /// The driver reports a credential namespace
     /// ([`Driver::credential_namespace`](driver_spi::Driver::credential_namespace)) that is
     /// not one (see `runtime_env::CredentialNamespace` for the grammar).
-    #[error("the driver's credential namespace is invalid")]
-    DriverNamespace(#[source] runtime_env::InvalidName),
+    #[error("the driver's credential namespace is invalid: {0}")]
+    DriverNamespace(runtime_env::InvalidName),
     /// The builder's namespace ([`AgentBuilder::namespace`](crate::AgentBuilder::namespace))
     /// differs from the one the driver runs in: an agent's Threads belong to exactly one
     /// namespace. Both are named by a short digest.
@@ -327,6 +341,6 @@ pub enum BuildError {
     },
     #[cfg(feature = "tools")]
     /// A registered tool is invalid otherwise (name, revision format, schema).
-    #[error("invalid tool")]
-    InvalidTool(#[source] crate::tools::CatalogError),
+    #[error("invalid tool: {0}")]
+    InvalidTool(crate::tools::CatalogError),
 }

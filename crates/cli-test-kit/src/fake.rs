@@ -126,8 +126,9 @@ impl<O: CommonOptions + Default> FakeCli<O> {
 
     /// Asserts that a driver of `options` whose binary does not exist fails typed:
     /// `check_version` is [`ProcessError::NotFound`], and a run of `request` fails as
-    /// [`FailureKind::Process`] before any event. Returns the driver, for the dialect's own
-    /// checks.
+    /// [`FailureKind::Process`] before any event, with an error whose `Display` names the
+    /// binary's path and says it is not found (issue 40). Returns the driver, for the
+    /// dialect's own checks.
     ///
     /// # Panics
     /// When the driver fails otherwise.
@@ -149,6 +150,12 @@ impl<O: CommonOptions + Default> FakeCli<O> {
             Some(FailureKind::Process),
             "{result:?}"
         );
+        let shown = result
+            .as_ref()
+            .map_or_else(ToString::to_string, |r| format!("{r:?}"));
+        let binary = self.harness.path().join("no-such-cli");
+        let expected = format!("`{}` not found", binary.display());
+        assert!(shown.contains(&expected), "{shown}");
         assert_eq!(sink.take(), []);
         driver
     }

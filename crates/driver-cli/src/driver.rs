@@ -137,12 +137,17 @@ impl<D: Dialect> CliDriver<D> {
     }
 
     /// Runs `<binary> --version` once (later calls return the cached version) and checks it
-    /// against the minimum version. Hosts may call it at startup; [`Driver::run`] calls it
-    /// before the first turn.
+    /// against the minimum version. Hosts may call it at startup, to learn of a wrong binary
+    /// path before any Thread runs; [`Driver::run`] calls it before the first turn, and a
+    /// binary that cannot be started fails that turn with a
+    /// [`RunFailure::program`](driver_spi::RunFailure::program) naming its path. (The
+    /// binary is not checked when the driver is built: behind a worker launched with a
+    /// prefix, such as `ssh` or `docker exec`, it lives on another file system.)
     ///
     /// # Errors
-    /// [`ProcessError::NotFound`], [`ProcessError::VersionTooOld`], [`ProcessError::VersionUnparseable`]
-    /// and the other errors of starting the binary.
+    /// [`ProcessError::NotFound`], [`ProcessError::NotExecutable`],
+    /// [`ProcessError::VersionTooOld`], [`ProcessError::VersionUnparseable`] and the other
+    /// errors of starting the binary.
     pub async fn check_version(&self) -> Result<Version, ProcessError> {
         let cli = self.options.cli();
         self.version

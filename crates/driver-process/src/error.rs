@@ -8,7 +8,9 @@ use std::error::Error as _;
 use std::io;
 use std::time::Duration;
 
-use driver_spi::{DriverError, ExitStatus, FailureKind, RunFailure};
+use driver_spi::{
+    DriverError, ExitStatus, FailureKind, ProgramProblem, ProgramUnavailable, RunFailure,
+};
 
 use crate::version::Version;
 
@@ -19,6 +21,14 @@ pub enum ProcessError {
     /// The program does not exist (or is not on the child's `PATH`).
     #[error("CLI program `{program}` not found")]
     NotFound {
+        /// The program, as a path or a name looked up in the child's `PATH`.
+        program: String,
+    },
+    /// The program exists but cannot be executed: a file without the execute permission, a
+    /// directory, a file on a `noexec` mount, or one this system cannot run (no `#!`, another
+    /// platform's binary).
+    #[error("CLI program `{program}` is not executable")]
+    NotExecutable {
         /// The program, as a path or a name looked up in the child's `PATH`.
         program: String,
     },
@@ -145,6 +155,7 @@ impl ProcessError {
             | Self::NonUtf8 { .. }
             | Self::VersionUnparseable => FailureKind::Protocol,
             Self::NotFound { .. }
+            | Self::NotExecutable { .. }
             | Self::Spawn { .. }
             | Self::Io { .. }
             | Self::VersionProbeFailed { .. }
@@ -163,7 +174,21 @@ impl ProcessError {
     /// and its sources (no secret or provider text by construction), followed by
     /// `stderr_tail` when given (pass a redacted tail, such as
     /// [`Finished::stderr_tail`](crate::process::Finished::stderr_tail)).
+    ///
+    /// A program that is [not found](Self::NotFound) or [not executable](Self::NotExecutable)
+    /// is the failure's typed [`program`](RunFailure::program), which its `Display` (and so
+    /// the host's error) names with its path.
     pub fn to_run_failure(&self, stderr_tail: Option<&str>) -> RunFailure {
+        let program = match self {
+            Self::NotFound { program } => {
+                Some(ProgramUnavailable::new(program, ProgramProblem::NotFound))
+            }
+            Self::NotExecutable { program } => Some(ProgramUnavailable::new(
+                program,
+                ProgramProblem::NotExecutable,
+            )),
+            _ => None,
+        };
         let mut message = self.to_string();
         let mut source = self.source();
         while let Some(s) = source {
@@ -175,7 +200,12 @@ impl ProcessError {
             message.push_str("\nstderr:\n");
             message.push_str(tail);
         }
-        RunFailure::new(self.failure_kind(), message)
+        let failure = RunFailure::new(self.failure_kind(), message);
+        match program {
+            // Running again does not help until the host fixes its configuration.
+            Some(program) => failure.with_program(program).with_retryable(false),
+            None => failure,
+        }
     }
 
     /// `DriverError::Failed` with a [`RunFailure`] of [`failure_kind`](Self::failure_kind)

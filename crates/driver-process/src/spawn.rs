@@ -86,6 +86,16 @@ pub(crate) fn start(
             ProcessError::NotFound {
                 program: program.clone(),
             }
+        } else if (source.kind() == io::ErrorKind::PermissionDenied
+            || source.raw_os_error() == Some(rustix::io::Errno::NOEXEC.raw_os_error()))
+            && cwd.is_dir()
+        {
+            // EACCES with a usable working directory: the program is a file without the
+            // execute permission, a directory, or on a `noexec` mount; ENOEXEC: a file this
+            // system cannot run (no `#!`, another platform's binary).
+            ProcessError::NotExecutable {
+                program: program.clone(),
+            }
         } else {
             ProcessError::Spawn {
                 program: program.clone(),

@@ -81,7 +81,7 @@ pub struct Capabilities {
     pub mcp_transports: BTreeSet<TransportKind>,
     /// Text and tool-call events are emitted while the run is in progress, not only at the end.
     pub streaming: bool,
-    /// Provider processes are kept alive across turns.
+    /// Runtime processes are kept alive across turns.
     pub persistent_processes: bool,
     /// The runtime's approval requests reach the host ([`Approvals`](crate::Approvals)), so a
     /// [`PermissionPolicy`](crate::PermissionPolicy) may [`Ask`](crate::Permission::Ask).
@@ -123,7 +123,7 @@ impl Capabilities {
         self
     }
 
-    /// Declares (or not) persistent provider processes.
+    /// Declares (or not) persistent runtime processes.
     pub fn with_persistent_processes(mut self, persistent: bool) -> Self {
         self.persistent_processes = persistent;
         self

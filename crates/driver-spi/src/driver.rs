@@ -56,7 +56,7 @@ pub trait Driver: Send + Sync {
         None
     }
 
-    /// The process lifecycle, for a driver that keeps provider processes alive.
+    /// The process lifecycle, for a driver that keeps runtime processes alive.
     fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
         None
     }

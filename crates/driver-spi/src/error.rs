@@ -25,10 +25,13 @@ pub enum DriverError {
     /// The request needs a capability the driver does not have.
     #[error(transparent)]
     Unsupported(#[from] Unsupported),
-    /// The session state handed to the driver could not be decoded.
-    #[error("invalid session state")]
-    Session(#[from] CodecError),
-    /// The run started and failed; `Display` shows the failure kind only.
+    /// The session state handed to the driver could not be decoded. `Display` shows the
+    /// codec's reason, which is then not the error's `source` (printed once in a chain).
+    #[error("invalid session state: {0}")]
+    Session(CodecError),
+    /// The run started (or tried to start its runtime) and failed; `Display` shows the
+    /// failure kind, and the program that could not be started when there is one (see
+    /// [`RunFailure`]), never provider detail.
     #[error("run failed: {0}")]
     Failed(RunFailure),
     /// The run was interrupted before it finished.
@@ -48,6 +51,12 @@ impl DriverError {
     }
 }
 
+impl From<CodecError> for DriverError {
+    fn from(error: CodecError) -> Self {
+        Self::Session(error)
+    }
+}
+
 impl From<ResumeRejectReason> for DriverError {
     fn from(reason: ResumeRejectReason) -> Self {
         Self::ResumeRejected { reason }
@@ -59,9 +68,9 @@ impl From<ResumeRejectReason> for DriverError {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ResumeRejectReason {
-    /// The provider does not know the session.
+    /// The runtime does not know the session.
     UnknownSession,
-    /// The provider knew the session but it expired.
+    /// The runtime knew the session but it expired.
     Expired,
     /// The stored guard does not match the current request (see
     /// [`SessionGuard`](crate::SessionGuard)).
@@ -75,7 +84,7 @@ pub enum ResumeRejectReason {
 impl fmt::Display for ResumeRejectReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::UnknownSession => "the provider does not know the session",
+            Self::UnknownSession => "the runtime does not know the session",
             Self::Expired => "the session expired",
             Self::GuardMismatch => "the session guard does not match the current request",
             Self::MissingState => "no stored session state",

@@ -31,7 +31,7 @@
 //! | [`Driver`] | object-safe async trait: [`Descriptor`], config validation, `run(request, sink)` |
 //! | [`SessionCodec`] | optional: checkpoint state ⇄ stored [`SessionParams`], guard fingerprint |
 //! | [`ConfigFingerprinter`] | optional: stable fingerprint of the construction config (secret env values left out) |
-//! | [`ProcessLifecycle`] | optional: close every provider process the driver owns |
+//! | [`ProcessLifecycle`] | optional: close every runtime process the driver owns |
 //! | [`Request`] | the concrete, current invocation: prompt, [`SessionContext`], [`RuntimePayload`] (services, secret env), effective MCP servers, [`ProfilePayload`], workspace, model, instructions, metadata |
 //! | [`Response`] | output, [`ExitStatus`], [`Usage`], [`Checkpoint`], typed [`RunFailure`] |
 //! | [`DriverError`] | typed: [`ResumeRejected`](DriverError::ResumeRejected), invalid config, unsupported, failed, cancelled |
@@ -136,7 +136,10 @@ pub use output::{OutputSchema, SchemaDelivery, StrictSchemaError};
 pub use permission::{Action, ParsePolicyError, Permission, PermissionPolicy};
 pub use process::{ProcessAction, ProcessLifecycle, ProcessSignature, ProcessSignatureBuilder};
 pub use request::{ProfilePayload, Redactor, Request, RuntimePayload};
-pub use response::{Checkpoint, ExitStatus, FailureKind, Response, RunFailure, Usage};
+pub use response::{
+    Checkpoint, ExitStatus, FailureKind, ProgramProblem, ProgramUnavailable, Response, RunFailure,
+    Usage,
+};
 pub use session::{
     CodecError, GuardedCodec, SessionCodec, SessionContext, SessionGuard, SessionMode,
     SessionParams, SessionState, guard_fingerprint,

@@ -1,4 +1,4 @@
-//! Persistent provider processes: the [`ProcessLifecycle`] capability and private, in-memory
+//! Persistent runtime processes: the [`ProcessLifecycle`] capability and private, in-memory
 //! [`ProcessSignature`]s that decide whether a live process may serve the next prompt.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::{DriverError, Request};
 
-/// The process-lifecycle capability of a driver that keeps provider processes alive across
+/// The process-lifecycle capability of a driver that keeps runtime processes alive across
 /// turns ([`Capabilities::persistent_processes`](crate::Capabilities::persistent_processes)).
 ///
 /// # Contract
@@ -28,7 +28,7 @@ pub trait ProcessLifecycle: Send + Sync {
     async fn close_processes(&self) -> Result<(), DriverError>;
 }
 
-/// A private fingerprint of the exact effective configuration of a provider process:
+/// A private fingerprint of the exact effective configuration of a runtime process:
 /// command, arguments, cwd, env **including secret values**, MCP config, services, model and
 /// flags.
 ///
@@ -78,7 +78,7 @@ impl fmt::Debug for ProcessSignature {
     }
 }
 
-/// What to do with a provider process before sending the next prompt.
+/// What to do with a runtime process before sending the next prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProcessAction {
     /// No live process: spawn one.
@@ -147,7 +147,7 @@ impl ProcessSignature {
     }
 }
 
-/// Collects the exact effective configuration of a provider process and hashes it into a
+/// Collects the exact effective configuration of a runtime process and hashes it into a
 /// [`ProcessSignature`].
 ///
 /// Everything is kept as given (secret values as [`SecretString`]) until

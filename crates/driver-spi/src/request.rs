@@ -13,7 +13,7 @@ use crate::{Approvals, OutputSchema, PermissionPolicy, SessionContext};
 /// A driver materializes **this** request on every turn, resumed or not: the MCP URLs,
 /// bearer env-var names, secret env values, services, model, workspace and instructions it
 /// finds here. It never reuses values remembered from an earlier turn or held by a live
-/// provider process; a persistent process whose [`ProcessSignature`](crate::ProcessSignature)
+/// runtime process; a persistent process whose [`ProcessSignature`](crate::ProcessSignature)
 /// no longer matches is replaced before the prompt is sent. Whether the session may *continue*
 /// is a separate question, answered by the checkpoint's guard (see
 /// [`SessionGuard`](crate::SessionGuard)), which is built from the profile's

@@ -190,15 +190,18 @@ impl Usage {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FailureKind {
-    /// The provider reported an error (model error, refusal, internal error).
+    /// The model provider (the model's API, as the runtime reports it) returned an error:
+    /// a model error, a refusal, an internal error.
     Provider,
-    /// The provider rejected the credentials.
+    /// The model provider rejected the credentials.
     Authentication,
-    /// The provider throttled the run.
+    /// The model provider throttled the run.
     RateLimited,
-    /// The provider process could not start or exited abnormally.
+    /// The runtime's process (the agent CLI) could not start or exited abnormally. When it
+    /// could not start because its program is missing or not executable,
+    /// [`RunFailure::program`] says which.
     Process,
-    /// The provider's output could not be understood.
+    /// The runtime's output could not be understood.
     Protocol,
     /// The run hit the driver's timeout.
     Timeout,
@@ -214,10 +217,10 @@ pub enum FailureKind {
 impl fmt::Display for FailureKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::Provider => "provider error",
+            Self::Provider => "the model provider reported an error",
             Self::Authentication => "authentication failed",
             Self::RateLimited => "rate limited",
-            Self::Process => "provider process failed",
+            Self::Process => "runtime process failed",
             Self::Protocol => "protocol error",
             Self::Timeout => "timed out",
             Self::Limit => "limit reached",
@@ -227,12 +230,66 @@ impl fmt::Display for FailureKind {
     }
 }
 
+/// What is wrong with a program a driver could not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProgramProblem {
+    /// No such file (or, for a bare name, none on the child's `PATH`).
+    NotFound,
+    /// The file exists but cannot be executed (no execute permission, a directory, a
+    /// `noexec` mount, or not a program this system can run).
+    NotExecutable,
+}
+
+/// A runtime's program (an agent CLI) that could not be started, named by the path or name
+/// the host configured: host configuration, never a secret or provider text, so it is shown
+/// in `Display`, with what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ProgramUnavailable {
+    /// The program as configured: a path, or a name looked up in the child's `PATH`.
+    pub program: String,
+    /// What is wrong with it.
+    pub problem: ProgramProblem,
+}
+
+impl ProgramUnavailable {
+    /// `program` (as configured) has `problem`.
+    pub fn new(program: impl Into<String>, problem: ProgramProblem) -> Self {
+        Self {
+            program: program.into(),
+            problem,
+        }
+    }
+}
+
+impl fmt::Display for ProgramUnavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let program = &self.program;
+        match self.problem {
+            ProgramProblem::NotFound => write!(
+                f,
+                "program `{program}` not found: install the CLI, or set the driver's binary \
+                 to its path"
+            ),
+            ProgramProblem::NotExecutable => write!(
+                f,
+                "program `{program}` is not executable: set the driver's binary to the CLI's \
+                 executable for this system, with the execute permission"
+            ),
+        }
+    }
+}
+
 /// A typed failure of a run that started.
 ///
-/// [`Display`](fmt::Display) shows the [`kind`](Self::kind) only, so an error message can
-/// never carry provider text or a secret. The [`message`](Self::message) is provider detail
-/// for diagnostics: drivers pass it through [`Request::redactor`](crate::Request::redactor)
-/// before storing it here, and hosts decide whether to show it.
+/// [`Display`](fmt::Display) shows the [`kind`](Self::kind), and the
+/// [`program`](Self::program) that could not be started when there is one (host
+/// configuration), never the [`message`](Self::message), so an error message can never carry
+/// provider text or a secret. The message is provider detail for diagnostics: drivers pass it
+/// through [`Request::redactor`](crate::Request::redactor) before storing it here, and hosts
+/// decide whether to show it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct RunFailure {
@@ -240,6 +297,10 @@ pub struct RunFailure {
     pub kind: FailureKind,
     /// Redacted provider detail; not part of `Display`.
     pub message: String,
+    /// The runtime's program, when the run failed because it could not be started (kind
+    /// [`FailureKind::Process`]); part of `Display`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramUnavailable>,
     /// Whether running again may succeed, when the driver knows: a layer that lost its
     /// process says `true` when no side-effecting tool call was in flight and `false` when
     /// one was (its effect may have happened). `None`: the driver does not say.
@@ -253,8 +314,23 @@ impl RunFailure {
         Self {
             kind,
             message: message.into(),
+            program: None,
             retryable: None,
         }
+    }
+
+    /// A [`FailureKind::Process`] failure: the runtime's program could not be started.
+    /// Running again does not help until the host fixes its configuration.
+    pub fn program_unavailable(program: ProgramUnavailable) -> Self {
+        Self::new(FailureKind::Process, program.to_string())
+            .with_program(program)
+            .with_retryable(false)
+    }
+
+    /// Names the program that could not be started ([`program`](Self::program)).
+    pub fn with_program(mut self, program: ProgramUnavailable) -> Self {
+        self.program = Some(program);
+        self
     }
 
     /// Says whether running again may succeed ([`retryable`](Self::retryable)).
@@ -266,6 +342,10 @@ impl RunFailure {
 
 impl fmt::Display for RunFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.kind, f)
+        fmt::Display::fmt(&self.kind, f)?;
+        if let Some(program) = &self.program {
+            write!(f, ": {program}")?;
+        }
+        Ok(())
     }
 }

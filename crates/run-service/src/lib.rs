@@ -13,7 +13,7 @@
 //! | may a stored Thread resume? | [`RunServiceCompatibility`] `{id, fingerprint}` (opt-in), else the exact services |
 //! | what does this invocation connect to? | the concrete [`ServiceRef`]s, delivered exactly, every time |
 //! | may a service instance be reused? | [`ServiceRef::reuse_key`] and [`Lifecycle`] |
-//! | may a provider process be reused? | an exact, private, in-memory signature (in `driver-spi`) |
+//! | may a runtime process be reused? | an exact, private, in-memory signature (in `driver-spi`) |
 //!
 //! # Invariants
 //! - Secret values exist only inside [`EnvBinding`] as [`secrecy::SecretString`]: redacted in

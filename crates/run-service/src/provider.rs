@@ -104,7 +104,7 @@ pub trait RunServiceProvider: Send + Sync {
     /// The agent calls this, not [`attach_run`](Self::attach_run), for every Thread run. A
     /// Thread has at most one run at a time, so a provider may key something stable on the
     /// Thread (a URL path, a slot) and hand the same concrete endpoint to every turn: a
-    /// driver that keeps its provider process alive by exact signature then keeps it across
+    /// driver that keeps its runtime process alive by exact signature then keeps it across
     /// turns, instead of replacing it because the endpoint changed. The thread key is
     /// host-supplied; a provider that puts anything derived from it into an endpoint should
     /// use a keyed digest, not the key. Two runs of one Thread may still overlap briefly (the

@@ -108,12 +108,9 @@ pub fn workspace() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// A [`write_call`](ApprovalSetup::write_call) for a CLI whose file-writing tool is `Write`
-/// with `file_path` and `content` (Claude Code, CodeBuddy).
+/// with `file_path` and `content` (Claude Code, CodeBuddy): [`Reply::claude_write`].
 pub fn write_tool(path: &Path) -> Reply {
-    Reply::builtin_call(
-        "Write",
-        serde_json::json!({"file_path": path, "content": "written by the model\n"}),
-    )
+    Reply::claude_write(path, "written by the model\n")
 }
 
 /// The scenario's drivers, one per process mode, built on first use.

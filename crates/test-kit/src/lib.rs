@@ -7,6 +7,13 @@
 //! [`function_call_outputs`](RecordedRequest::function_call_outputs),
 //! [`tool_names`](RecordedRequest::tool_names), [`bearer`](RecordedRequest::bearer)).
 //!
+//! A reply in which the model uses the runtime's own command or file-write tool has one
+//! constructor per runtime, in the shape its pinned CLI runs: [`Reply::codex_command`] and
+//! [`Reply::codex_write`] (Codex's `exec_command`, and an `apply_patch` that Codex applies as a
+//! file change), [`Reply::claude_command`] and [`Reply::claude_write`] (`Bash`, `Write`),
+//! [`Reply::codebuddy_command`] and [`Reply::codebuddy_write`] (the same tools), and
+//! [`Reply::gemini_command`] and [`Reply::gemini_write`] (`run_shell_command`, `write_file`).
+//!
 //! One module per wire API; each has its own server type and renders the shared [`Reply`]s in
 //! its own format:
 //! - [`responses`]: the OpenAI Responses API (SSE), as the Codex CLI uses it.
@@ -35,7 +42,8 @@
 //!   that accepts the request is taken; an exhausted script answers [`DEFAULT_TEXT`] (or the
 //!   reply set by [`Script::with_default`]).
 //! - **Self-contained lifecycle.** Each server runs on its own thread and Tokio runtime, so it
-//!   works from plain `#[test]`s and from any async runtime; shutdown (explicit or on drop)
+//!   works from plain `#[test]`s and from any async runtime; shutdown (explicit, through
+//!   `&self` so that a mock shared in an `Arc` can be stopped by any holder, or on drop)
 //!   closes the port and every connection, even one whose reply is still delayed.
 //!
 //! # What this crate deliberately does not do

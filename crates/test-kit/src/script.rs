@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -131,6 +132,90 @@ impl Reply {
             tool: name.into(),
             arguments,
         })
+    }
+
+    /// The model runs the shell command `cmd` with Codex's own command tool: `exec_command`
+    /// with `{"cmd": cmd}` (the pinned `codex` 0.169.0; serve it with
+    /// [`MockResponses`](crate::responses::MockResponses)). Codex runs it in its working
+    /// directory when the policy allows commands, or asks the host (`commandExecution`).
+    pub fn codex_command(cmd: impl Into<String>) -> Self {
+        Reply::builtin_call("exec_command", serde_json::json!({ "cmd": cmd.into() }))
+    }
+
+    /// The model writes `content` to the file `path` with Codex's own file tool: a patch that
+    /// adds the file, sent as `apply_patch <<'EOF' … EOF` through `exec_command`, which the
+    /// pinned `codex` 0.169.0 intercepts and applies as a file change (so a policy that asks
+    /// about writes gets a `fileChange` approval, not a command one). `path` is relative to
+    /// Codex's working directory, or absolute. Each line of `content` is written with a
+    /// trailing newline.
+    ///
+    /// # Panics
+    /// When a line of `content` is exactly `EOF` (it would end the here-document).
+    pub fn codex_write(path: impl AsRef<Path>, content: impl AsRef<str>) -> Self {
+        let mut patch = format!(
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {}\n",
+            path.as_ref().display()
+        );
+        for line in content.as_ref().lines() {
+            assert!(
+                line != "EOF",
+                "a line `EOF` would end codex_write's here-document"
+            );
+            patch.push('+');
+            patch.push_str(line);
+            patch.push('\n');
+        }
+        patch.push_str("*** End Patch\nEOF\n");
+        Reply::codex_command(patch)
+    }
+
+    /// The model runs the shell command `cmd` with Claude Code's own command tool: `Bash` with
+    /// `{"command": cmd}` (the pinned `claude` 2.1.197; serve it with
+    /// [`MockAnthropic`](crate::anthropic::MockAnthropic)).
+    pub fn claude_command(cmd: impl Into<String>) -> Self {
+        Reply::builtin_call("Bash", serde_json::json!({ "command": cmd.into() }))
+    }
+
+    /// The model writes `content` to the file `path` with Claude Code's own file tool: `Write`
+    /// with `{"file_path": path, "content": content}`. Claude Code wants an absolute path.
+    pub fn claude_write(path: impl AsRef<Path>, content: impl Into<String>) -> Self {
+        Reply::builtin_call(
+            "Write",
+            serde_json::json!({ "file_path": path.as_ref(), "content": content.into() }),
+        )
+    }
+
+    /// The model runs the shell command `cmd` with CodeBuddy's own command tool, which has
+    /// Claude Code's shape: `Bash` with `{"command": cmd}` (the pinned `codebuddy` 2.117.0;
+    /// serve it with [`MockChat`](crate::chat::MockChat)).
+    pub fn codebuddy_command(cmd: impl Into<String>) -> Self {
+        Reply::claude_command(cmd)
+    }
+
+    /// The model writes `content` to the file `path` with CodeBuddy's own file tool, which has
+    /// Claude Code's shape: `Write` with `{"file_path": path, "content": content}` (an
+    /// absolute path).
+    pub fn codebuddy_write(path: impl AsRef<Path>, content: impl Into<String>) -> Self {
+        Reply::claude_write(path, content)
+    }
+
+    /// The model runs the shell command `cmd` with Gemini CLI's own command tool: the function
+    /// call `run_shell_command` with `{"command": cmd}` (the pinned `gemini` 0.61.0; serve it
+    /// with [`MockGemini`](crate::gemini::MockGemini)).
+    pub fn gemini_command(cmd: impl Into<String>) -> Self {
+        Reply::builtin_call(
+            "run_shell_command",
+            serde_json::json!({ "command": cmd.into() }),
+        )
+    }
+
+    /// The model writes `content` to the file `path` with Gemini CLI's own file tool: the
+    /// function call `write_file` with `{"file_path": path, "content": content}`.
+    pub fn gemini_write(path: impl AsRef<Path>, content: impl Into<String>) -> Self {
+        Reply::builtin_call(
+            "write_file",
+            serde_json::json!({ "file_path": path.as_ref(), "content": content.into() }),
+        )
     }
 
     /// The request fails with this HTTP status and a JSON error body

@@ -166,9 +166,14 @@ macro_rules! mock_server {
                 self.server.pending_replies()
             }
 
-            /// Stops the server, closing its port and every open connection, and waits for
-            /// its thread. Idempotent; dropping the mock does the same.
-            pub fn shutdown(&mut self) {
+            /// Stops the server, closing its port and every open connection (a reply still
+            /// waiting on [`Reply::delayed`]($crate::Reply::delayed) is dropped), and waits
+            /// for its thread. Takes `&self`, so a mock shared in an `Arc` (with a driver, a
+            /// task, a fixture) can be stopped by any holder; idempotent, and later calls of
+            /// the other methods still answer from what was recorded. Dropping the mock does
+            /// the same, so a test needs `shutdown` only to stop the model before the mock
+            /// goes out of scope (to see how a runtime takes a vanished model).
+            pub fn shutdown(&self) {
                 self.server.shutdown();
             }
         }
@@ -257,8 +262,9 @@ impl Shared {
 pub(crate) struct LoopbackServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    /// The stop signal and the server thread, taken by the first shutdown (behind a lock so
+    /// that shutdown takes `&self`).
+    running: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
 }
 
 impl LoopbackServer {
@@ -301,8 +307,7 @@ impl LoopbackServer {
         Ok(LoopbackServer {
             addr,
             shared,
-            stop: Some(stop),
-            thread: Some(thread),
+            running: Mutex::new(Some((stop, thread))),
         })
     }
 
@@ -322,13 +327,18 @@ impl LoopbackServer {
         self.shared.lock().script.len()
     }
 
-    /// Stops serving and waits for the server thread; idempotent.
-    pub(crate) fn shutdown(&mut self) {
-        if let Some(stop) = self.stop.take() {
+    /// Stops serving and waits for the server thread; idempotent. A concurrent second call
+    /// returns at once, possibly before the thread has ended.
+    pub(crate) fn shutdown(&self) {
+        // Taken under the lock, joined outside it: `running` never waits on the thread.
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((stop, thread)) = running {
             // The receiver is gone only if the server already ended.
             let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
             // A panic on the server thread has nothing left to report here.
             let _ = thread.join();
         }
@@ -345,7 +355,14 @@ impl std::fmt::Debug for LoopbackServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoopbackServer")
             .field("addr", &self.addr)
-            .field("running", &self.thread.is_some())
+            .field(
+                "running",
+                &self
+                    .running
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some(),
+            )
             .finish()
     }
 }

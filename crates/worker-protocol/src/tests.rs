@@ -167,13 +167,22 @@ fn every_driver_error_crosses_with_its_class() {
             driver_spi::StrictSchemaError::OpenMap,
         )),
         DriverError::Failed(RunFailure::new(FailureKind::RateLimited, "slow").with_retryable(true)),
+        // Issue 40: a worker's CLI that cannot be started is named on the host's side too.
+        DriverError::Failed(RunFailure::program_unavailable(
+            driver_spi::ProgramUnavailable::new(
+                "/opt/missing/codex",
+                driver_spi::ProgramProblem::NotFound,
+            ),
+        )),
         DriverError::Cancelled,
     ];
     for error in errors {
         let wire = TaskError::from_driver_error(&error);
         let json = serde_json::to_value(&wire).expect("serializes");
         let back: TaskError = serde_json::from_value(json).expect("parses");
-        assert_eq!(back.into_driver_error(), error);
+        let back = back.into_driver_error();
+        assert_eq!(back.to_string(), error.to_string());
+        assert_eq!(back, error);
     }
     let retry = TaskError::from_driver_error(&DriverError::Failed(
         RunFailure::new(FailureKind::Process, "").with_retryable(true),

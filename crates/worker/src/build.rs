@@ -20,12 +20,14 @@ pub enum BuildError {
     /// No runtime of the registry has this name.
     #[error("the configuration names no runtime of the registry")]
     UnknownRuntime,
-    /// The runtime's driver refused its arguments.
-    #[error("the runtime's driver refused its arguments")]
-    Config(#[source] driver_spi::ConfigError),
-    /// The runtime environment could not be built.
-    #[error("the runtime environment could not be built")]
-    Env(#[source] runtime_env::Error),
+    /// The runtime's driver refused its arguments. `Display` shows the config error (the
+    /// field and the fix) after this layer, and `source()` does not repeat it.
+    #[error("the runtime's driver refused its arguments: {0}")]
+    Config(driver_spi::ConfigError),
+    /// The runtime environment could not be built. `Display` shows why after this layer, and
+    /// `source()` does not repeat it.
+    #[error("the runtime environment could not be built: {0}")]
+    Env(runtime_env::Error),
     /// The bubblewrap launcher was given an environment at the shared isolation level: it
     /// has no namespace directory of its own to show the sandbox, only the host's HOME.
     #[error("the bubblewrap launcher needs a namespace directory; the environment is shared")]
@@ -124,5 +126,27 @@ pub(crate) fn build_parts(
             Ok((driver, None))
         }
         _ => Err(BuildError::UnknownRuntime),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BuildError;
+
+    /// Issue 40: a host that prints only `Display` sees what to fix, and a chain walker
+    /// prints it once.
+    #[test]
+    fn a_build_error_shows_its_cause_once() {
+        let error = BuildError::Config(driver_spi::ConfigError::invalid(
+            "runtime_env",
+            "does not serve this driver's runtime: name it in RuntimeEnvBuilder::runtimes",
+        ));
+        let shown = error.to_string();
+        assert!(
+            shown.starts_with("the runtime's driver refused its arguments: "),
+            "{shown}"
+        );
+        assert!(shown.contains("RuntimeEnvBuilder::runtimes"), "{shown}");
+        assert!(std::error::Error::source(&error).is_none());
     }
 }

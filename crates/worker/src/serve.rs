@@ -178,7 +178,7 @@ fn stop(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
     let stopped = match worker.tasks().remove(&handle) {
         Some(task) => {
             task.run.abort();
-            let _ = task.events.send(Out::Event(TaskEvent::Stopped));
+            let _ = task.events.send(Out::Event(Box::new(TaskEvent::Stopped)));
             true
         }
         None => false,
@@ -254,7 +254,7 @@ fn start_task(
                     error: TaskError::from_driver_error(&error),
                 },
             };
-            let _ = task.events.send(Out::Event(event));
+            let _ = task.events.send(Out::Event(Box::new(event)));
         }
     });
     tasks.insert(
@@ -279,8 +279,8 @@ fn start_task(
 
 /// What a task sends the host, in the order it happened.
 enum Out {
-    /// An event, numbered by the writer.
-    Event(TaskEvent),
+    /// An event, numbered by the writer (boxed: a terminal event carries a whole response).
+    Event(Box<TaskEvent>),
     /// An approval request, asked after every event emitted before it.
     Ask(Box<Approve>, ApprovalTicket),
 }
@@ -296,7 +296,7 @@ async fn write_events(
     let mut seq = 0;
     while let Some(out) = queue.recv().await {
         let event = match out {
-            Out::Event(event) => event,
+            Out::Event(event) => *event,
             Out::Ask(ask, ticket) => {
                 let params = serde_json::to_value(&*ask).unwrap_or(Value::Null);
                 match worker.peer.send_request(APPROVE, params).await {
@@ -347,7 +347,9 @@ struct Forward(mpsc::UnboundedSender<Out>);
 
 impl EventSink for Forward {
     fn emit(&self, event: DriverEvent) {
-        let _ = self.0.send(Out::Event(TaskEvent::Driver { event }));
+        let _ = self
+            .0
+            .send(Out::Event(Box::new(TaskEvent::Driver { event })));
     }
 }
 

@@ -292,9 +292,14 @@ pub(super) fn driver_error(error: DriverError) -> ThreadError {
         // A driver refuses what its runtime cannot do before it launches anything (a policy,
         // an output schema): the host branches on it as on the core's own refusals.
         DriverError::Unsupported(what) => ThreadError::Unsupported(what),
+        // The failure's message is provider detail and stays out of the error; a program
+        // that could not be started is host configuration, named with what to do.
         DriverError::Failed(failure) => ThreadError::Driver {
             kind: failure.kind,
-            message: failure.kind.to_string(),
+            message: failure
+                .program
+                .as_ref()
+                .map_or_else(|| failure.kind.to_string(), ToString::to_string),
             retryable: failure.retryable,
         },
         other => ThreadError::Driver {

@@ -161,7 +161,7 @@ async fn restart_resumes_with_a_new_endpoint_that_serves_and_the_old_port_is_clo
 }
 
 /// A Thread keeps its tool endpoint across turns within one agent, so the driver's persistent
-/// provider process (matched by exact signature, token included) is reused, not replaced on
+/// runtime process (matched by exact signature, token included) is reused, not replaced on
 /// every turn; between turns the endpoint serves nothing; another Thread gets its own.
 #[tokio::test]
 async fn turns_of_one_thread_reuse_the_endpoint_and_the_provider_process() {

@@ -213,7 +213,7 @@ fn the_default_runtime_resumes_and_forks_across_processes_and_explain_agrees() {
     assert!(refused.stdout.is_empty(), "{refused:?}");
     assert_eq!(
         text(&refused.stderr),
-        "agentctl: the driver rejected the resume: the provider does not know the session\n"
+        "agentctl: the driver rejected the resume: the runtime does not know the session\n"
     );
     // Without --resume-only the run starts a new session on the same key.
     let restarted = run("demo", &[], "anew");

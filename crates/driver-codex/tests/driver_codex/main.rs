@@ -11,6 +11,7 @@ mod app_server_fake;
 mod app_server_script;
 mod canary;
 mod conformance;
+mod errors;
 mod fake_cli;
 mod fake_structured;
 mod real_app_server;

@@ -96,7 +96,7 @@ pub trait Factory: Send + Sync {
         None
     }
 
-    /// How many provider processes the factory's drivers have alive now. `None` makes PRC-02
+    /// How many runtime processes the factory's drivers have alive now. `None` makes PRC-02
     /// a visible skip.
     fn live_processes(&self) -> Option<u64> {
         None

@@ -90,7 +90,7 @@ struct SimProcess {
     materialization: SecretString,
 }
 
-/// Counts of simulated provider processes.
+/// Counts of simulated runtime processes.
 ///
 /// One-shot processes (stateless runs, or a driver without persistent processes) count as
 /// spawned and closed in the same run.
@@ -232,7 +232,7 @@ impl ReferenceBackend {
         self.lock().requests.len()
     }
 
-    /// The configuration the last run materialized for its provider process, as JSON, secret
+    /// The configuration the last run materialized for its runtime process, as JSON, secret
     /// env values included (expose it with [`ExposeSecret`]). It is what a CLI driver would
     /// write into the child's config files and environment; with persistent processes it is
     /// the configuration of the process that received the prompt.

@@ -8,7 +8,7 @@
 //!   resumes them. A reply shows the session's turn number and its earlier prompts.
 //! - Every [`Request`] is recorded ([`ReferenceBackend::requests`]); secret values are
 //!   readable only through [`RecordedRequest::expose_secret_env`].
-//! - With persistent processes (the default) each session has a simulated provider process,
+//! - With persistent processes (the default) each session has a simulated runtime process,
 //!   reused while its [`ProcessSignature`] matches and replaced before the prompt when it does
 //!   not ([`ReferenceBackend::process_stats`], [`ReferenceBackend::deliveries`]).
 //! - Behaviours are scripted per run ([`Behavior`]): reply, call a tool, use a tool governed by
@@ -313,7 +313,7 @@ fn reply_events(sink: &dyn EventSink, turn: u64, prompt: &str, earlier: &[String
     output
 }
 
-/// A session table failure, as a real CLI's unreadable session store: the provider process
+/// A session table failure, as a real CLI's unreadable session store: the runtime process
 /// fails.
 fn table_failed(error: SessionTableError) -> DriverError {
     DriverError::Failed(RunFailure::new(FailureKind::Process, error.to_string()))

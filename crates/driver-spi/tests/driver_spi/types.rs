@@ -5,8 +5,8 @@ use std::sync::Arc;
 use driver_spi::reference::ReferenceDriver;
 use driver_spi::{
     Capabilities, Checkpoint, CodecError, ConfigError, Descriptor, Driver, DriverError, ExitStatus,
-    FailureKind, Redactor, Response, ResumeRejectReason, RunFailure, SessionContext, SessionMode,
-    SessionState, Unsupported, Usage,
+    FailureKind, ProgramProblem, ProgramUnavailable, Redactor, Response, ResumeRejectReason,
+    RunFailure, SessionContext, SessionMode, SessionState, Unsupported, Usage,
 };
 use run_service::{EnvBinding, McpServer, TransportKind};
 
@@ -163,13 +163,14 @@ fn errors_display_fixed_text() {
         invalid.to_string(),
         "invalid driver configuration: `timeout` is invalid: must be positive"
     );
-    // The wrapping variant names its layer; the cause is its source, printed once.
+    // The wrapping variant names its layer and shows its cause (issue 40: a host that prints
+    // only `Display` sees what to fix); the cause is then not a source, so it prints once.
     let session = DriverError::from(CodecError::InvalidResumeId { len: 300 });
-    assert_eq!(session.to_string(), "invalid session state");
     assert_eq!(
-        std::error::Error::source(&session).map(ToString::to_string),
-        Some("session resume id is malformed (300 bytes)".to_owned())
+        session.to_string(),
+        "invalid session state: session resume id is malformed (300 bytes)"
     );
+    assert!(std::error::Error::source(&session).is_none());
     assert_eq!(
         DriverError::from(Unsupported::Fork).to_string(),
         "session fork is not supported by this driver"
@@ -255,4 +256,38 @@ fn redactor_replaces_every_secret_longest_first() {
     // The workspace's one secret-value type, under the name drivers know it by.
     assert_eq!(format!("{nested:?}"), "Redactor { secrets: 2 }");
     assert!(Redactor::default().is_empty());
+}
+
+/// Issue 40: a run that could not start its program says which program and what is wrong with
+/// it in `Display` (a path is host configuration, never a secret or provider text), is typed
+/// for callers that branch, and keeps it across JSON (the worker's wire).
+#[test]
+fn a_missing_program_is_named_with_its_path_in_display() {
+    let missing = RunFailure::program_unavailable(ProgramUnavailable::new(
+        "/opt/nowhere/codex",
+        ProgramProblem::NotFound,
+    ));
+    assert_eq!(missing.kind, FailureKind::Process);
+    let shown = DriverError::Failed(missing.clone()).to_string();
+    assert!(shown.contains("`/opt/nowhere/codex` not found"), "{shown}");
+    assert!(!shown.contains("provider"), "{shown}");
+    let back: RunFailure = serde_json::from_value(serde_json::to_value(&missing).unwrap()).unwrap();
+    assert_eq!(back, missing);
+    assert_eq!(
+        back.program.as_ref().map(|p| p.problem),
+        Some(ProgramProblem::NotFound)
+    );
+    let unusable = RunFailure::program_unavailable(ProgramUnavailable::new(
+        "/etc/passwd",
+        ProgramProblem::NotExecutable,
+    ));
+    assert!(
+        unusable
+            .to_string()
+            .contains("`/etc/passwd` is not executable"),
+        "{unusable}"
+    );
+    // A failure without a program shows its kind only, as before (no provider detail).
+    let plain = RunFailure::new(FailureKind::Process, "stderr: secret-ish detail");
+    assert_eq!(plain.to_string(), "runtime process failed");
 }

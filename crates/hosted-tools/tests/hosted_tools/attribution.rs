@@ -96,7 +96,7 @@ async fn a_handler_knows_the_run_it_serves() {
     provider.close().await.unwrap();
 }
 
-/// A Thread keeps one endpoint across its turns, so a persistent provider process (matched by
+/// A Thread keeps one endpoint across its turns, so a persistent runtime process (matched by
 /// exact signature) is not replaced each turn; the slot still serves only the attached run,
 /// and a run that overlaps the Thread's current one gets a slot of its own.
 #[tokio::test]

@@ -160,7 +160,7 @@ async fn non_streaming_errors_raw_and_default() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn side_routes_and_title_requests_do_not_consume_steps() {
-    let mut mock = MockAnthropic::start(Script::new().then(Reply::text("real"))).unwrap();
+    let mock = MockAnthropic::start(Script::new().then(Reply::text("real"))).unwrap();
     assert_eq!(http(mock.addr(), "HEAD", "/", &[], "").await.status, 200);
     let count = http(
         mock.addr(),

@@ -115,7 +115,7 @@ async fn tool_call_uses_codebuddy_names() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn non_streaming_errors_and_other_routes() {
-    let mut mock = MockChat::start(
+    let mock = MockChat::start(
         Script::new()
             .then(Reply::tool_call("s", "t", json!({"a": 1})))
             .then(Reply::error(500))

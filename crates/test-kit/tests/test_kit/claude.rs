@@ -163,3 +163,42 @@ async fn claude_mcp_tool_call_against_the_mock_and_hosted_tools() {
     assert_eq!(outputs[0].output, "pong:hi");
     tools.provider.close().await.unwrap();
 }
+
+/// Issue 40: [`Reply::claude_command`] and [`Reply::claude_write`] are the shapes the pinned
+/// Claude Code runs as its own `Bash` and `Write` tools (allowed up front here).
+#[test]
+fn claude_runs_the_kits_command_and_write_replies() {
+    let Some(bin) = claude_bin() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    let written = work.join("by-write.txt");
+    let mock = MockAnthropic::start(
+        Script::new()
+            .then(Reply::claude_command(
+                "printf 'from the command\\n' > by-command.txt",
+            ))
+            .then(Reply::claude_write(&written, "written by the model\n"))
+            .then(Reply::text("done")),
+    )
+    .unwrap();
+    let extra: Vec<String> = ["--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
+        .map(String::from)
+        .to_vec();
+
+    let run = run_claude(&bin, home.path(), &mock, &[], &extra, "write the files");
+
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(work.join("by-command.txt")).unwrap(),
+        "from the command\n",
+        "{:?}",
+        run.events
+    );
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "written by the model\n",
+        "{:?}",
+        run.events
+    );
+    assert_eq!(mock.pending_replies(), 0);
+}

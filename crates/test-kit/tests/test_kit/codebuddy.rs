@@ -159,3 +159,42 @@ async fn codebuddy_mcp_tool_call_against_the_mock_and_hosted_tools() {
     assert!(outputs[0].output.contains("pong:hi"), "{outputs:?}");
     tools.provider.close().await.unwrap();
 }
+
+/// Issue 40: [`Reply::codebuddy_command`] and [`Reply::codebuddy_write`] are the shapes the
+/// pinned CodeBuddy runs as its own `Bash` and `Write` tools (allowed up front here).
+#[test]
+fn codebuddy_runs_the_kits_command_and_write_replies() {
+    let Some(bin) = codebuddy_bin() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    let written = work.join("by-write.txt");
+    let mock = MockChat::start(
+        Script::new()
+            .then(Reply::codebuddy_command(
+                "printf 'from the command\\n' > by-command.txt",
+            ))
+            .then(Reply::codebuddy_write(&written, "written by the model\n"))
+            .then(Reply::text("done")),
+    )
+    .unwrap();
+    let extra: Vec<String> = ["--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
+        .map(String::from)
+        .to_vec();
+
+    let run = run_codebuddy(&bin, home.path(), &mock, &[], &extra, "write the files");
+
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(work.join("by-command.txt")).unwrap(),
+        "from the command\n",
+        "{:?}",
+        run.events
+    );
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "written by the model\n",
+        "{:?}",
+        run.events
+    );
+    assert_eq!(mock.pending_replies(), 0);
+}

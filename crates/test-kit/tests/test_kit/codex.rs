@@ -240,3 +240,53 @@ async fn codex_mcp_tool_call_against_the_mock_and_hosted_tools() {
     assert!(outputs[0].output.contains("sum=42"), "{outputs:?}");
     provider.close().await.unwrap();
 }
+
+/// Issue 40: [`Reply::codex_command`] and [`Reply::codex_write`] are the shapes the pinned
+/// Codex runs as its own command tool and its own file change (a `file_change` item, not a
+/// command), here with approvals and sandbox off.
+#[test]
+fn codex_runs_the_kits_command_and_write_replies() {
+    let Some(bin) = codex_bin() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let written = home.path().join("by-patch.txt");
+    let mock = MockResponses::start(
+        Script::new()
+            .then(Reply::codex_command(
+                "printf 'from the command\\n' > by-command.txt",
+            ))
+            .then(Reply::codex_write(&written, "first line\nsecond line"))
+            .then(Reply::codex_write("relative.txt", "relative\n"))
+            .then(Reply::text("done")),
+    )
+    .unwrap();
+    let bypass = ["--dangerously-bypass-approvals-and-sandbox".to_owned()];
+
+    let run = run_codex(&bin, home.path(), &mock, &[], &bypass, "write the files\n");
+
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("by-command.txt")).unwrap(),
+        "from the command\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "first line\nsecond line\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("relative.txt")).unwrap(),
+        "relative\n"
+    );
+    assert_eq!(
+        completed_items(&run, "command_execution").len(),
+        1,
+        "{:?}",
+        run.events
+    );
+    assert_eq!(
+        completed_items(&run, "file_change").len(),
+        2,
+        "{:?}",
+        run.events
+    );
+    assert_eq!(mock.pending_replies(), 0);
+}

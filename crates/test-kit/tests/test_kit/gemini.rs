@@ -231,6 +231,19 @@ fn run_gemini(
     env: &[(String, String)],
     prompt: &str,
 ) -> cli::Run {
+    run_gemini_with(bin, home, mock, servers, env, &[], prompt)
+}
+
+/// [`run_gemini`] with `extra` arguments after the fixed ones.
+fn run_gemini_with(
+    bin: &Path,
+    home: &Path,
+    mock: &MockGemini,
+    servers: Value,
+    env: &[(String, String)],
+    extra: &[String],
+    prompt: &str,
+) -> cli::Run {
     let work = home.join("work");
     let dot = home.join(".gemini");
     std::fs::create_dir_all(&work).unwrap();
@@ -251,7 +264,7 @@ fn run_gemini(
         ("GEMINI_API_KEY".into(), MOCK_KEY.into()),
     ];
     env_all.extend(env.iter().cloned());
-    let args: Vec<String> = [
+    let mut args: Vec<String> = [
         "-p",
         "",
         "--output-format",
@@ -262,6 +275,7 @@ fn run_gemini(
     ]
     .map(String::from)
     .to_vec();
+    args.extend(extra.iter().cloned());
     cli::run(
         bin,
         &args,
@@ -360,4 +374,50 @@ async fn gemini_mcp_tool_call_against_the_mock_and_hosted_tools() {
     assert_eq!(outputs[0].call_id, "call_0");
     assert!(outputs[0].output.contains("pong:hi"), "{outputs:?}");
     tools.provider.close().await.unwrap();
+}
+
+/// Issue 40: [`Reply::gemini_command`] and [`Reply::gemini_write`] are the shapes the pinned
+/// Gemini CLI runs as its own `run_shell_command` and `write_file` tools (`--approval-mode
+/// yolo` here).
+#[test]
+fn gemini_runs_the_kits_command_and_write_replies() {
+    let Some(bin) = gemini_bin() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    let written = work.join("by-write.txt");
+    let mock = MockGemini::start(
+        Script::new()
+            .then(Reply::gemini_command(
+                "printf 'from the command\\n' > by-command.txt",
+            ))
+            .then(Reply::gemini_write(&written, "written by the model\n"))
+            .then(Reply::text("done")),
+    )
+    .unwrap();
+    let extra = ["--approval-mode".to_owned(), "yolo".to_owned()];
+
+    let run = run_gemini_with(
+        &bin,
+        home.path(),
+        &mock,
+        json!({}),
+        &[],
+        &extra,
+        "write the files",
+    );
+
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(work.join("by-command.txt")).unwrap(),
+        "from the command\n",
+        "{:?}",
+        run.events
+    );
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "written by the model\n",
+        "{:?}",
+        run.events
+    );
+    assert_eq!(mock.pending_replies(), 0);
 }

@@ -140,7 +140,7 @@ async fn errors_raw_usage_and_default() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_routes_are_answered_and_everything_is_recorded() {
-    let mut mock = MockResponses::start(Script::new().then(Reply::text("a"))).unwrap();
+    let mock = MockResponses::start(Script::new().then(Reply::text("a"))).unwrap();
     let models = http(mock.addr(), "GET", "/v1/models?client_version=1", &[], "").await;
     assert_eq!(models.status, 200);
     assert_eq!(models.json()["data"], json!([]));
@@ -287,7 +287,7 @@ async fn guarded_steps_wait_for_a_matching_request() {
 
 #[test]
 fn works_without_a_runtime_and_shutdown_closes_the_port() {
-    let mut mock = MockResponses::start(
+    let mock = MockResponses::start(
         [Reply::text("one"), Reply::text("two")]
             .into_iter()
             .collect(),
@@ -303,7 +303,7 @@ fn works_without_a_runtime_and_shutdown_closes_the_port() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_does_not_wait_for_a_delayed_reply() {
-    let mut mock = MockResponses::start(
+    let mock = MockResponses::start(
         Script::new().then(Reply::text("late").delayed(Duration::from_secs(60))),
     )
     .unwrap();
@@ -335,4 +335,28 @@ async fn delayed_reply_is_answered_after_the_delay() {
     let reply = post_responses(&mock, &user_turn("x")).await.named_sse();
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(reply[1].1["item"]["content"][0]["text"], "late");
+}
+
+/// Issue 40: every mock shuts down through `&self`, so a mock shared with a driver or a task
+/// (in an `Arc`) can be stopped by whoever holds it; dropping the last handle does the same.
+#[test]
+fn every_mock_shuts_down_through_a_shared_reference_or_on_drop() {
+    fn closes(addr: std::net::SocketAddr, shutdown: impl FnOnce()) {
+        assert!(std::net::TcpStream::connect(addr).is_ok());
+        shutdown();
+        assert!(std::net::TcpStream::connect(addr).is_err(), "port closed");
+    }
+    let responses = std::sync::Arc::new(MockResponses::start(Script::new()).unwrap());
+    let shared = std::sync::Arc::clone(&responses);
+    closes(responses.addr(), || shared.shutdown());
+    responses.shutdown(); // idempotent, through the other handle
+    let anthropic = test_kit::anthropic::MockAnthropic::start(Script::new()).unwrap();
+    closes(anthropic.addr(), || anthropic.shutdown());
+    let chat = test_kit::chat::MockChat::start(Script::new()).unwrap();
+    closes(chat.addr(), || chat.shutdown());
+    let gemini = test_kit::gemini::MockGemini::start(Script::new()).unwrap();
+    closes(gemini.addr(), || gemini.shutdown());
+    let dropped = MockResponses::start(Script::new()).unwrap();
+    let addr = dropped.addr();
+    closes(addr, || drop(dropped));
 }
