@@ -33,13 +33,14 @@ pub enum ProcessError {
         program: String,
     },
     /// The program exists but could not be started (permissions, bad working directory, …).
-    #[error("could not start CLI program `{program}`")]
+    /// `Display` shows the operating-system error (never a secret), which is therefore not
+    /// also the [`source`](std::error::Error::source): a chain walker prints it once.
+    #[error("could not start CLI program `{program}`: {error}")]
     Spawn {
         /// The program, as a path or a name looked up in the child's `PATH`.
         program: String,
         /// The operating-system error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// No Tokio runtime is running on this thread.
     #[error("driver-cli needs a Tokio runtime with I/O and time enabled")]
@@ -75,13 +76,13 @@ pub enum ProcessError {
         name: String,
     },
     /// An I/O operation on the process's pipes failed.
-    #[error("I/O error while trying to {op}")]
+    /// `Display` shows the operating-system error, as [`Spawn`](Self::Spawn) does.
+    #[error("I/O error while trying to {op}: {error}")]
     Io {
         /// What was being done.
         op: &'static str,
         /// The operating-system error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// A stdout line is longer than [`Limits::max_line_bytes`](crate::command::Limits::max_line_bytes).
     #[error("stdout line longer than {limit} bytes")]
@@ -218,5 +219,34 @@ impl ProcessError {
 impl From<ProcessError> for DriverError {
     fn from(e: ProcessError) -> Self {
         e.into_driver_error()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_and_pipe_failures_show_the_os_error_once() {
+        let spawn = ProcessError::Spawn {
+            program: "/opt/cli".to_owned(),
+            error: io::Error::from(io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(
+            spawn.to_string(),
+            "could not start CLI program `/opt/cli`: permission denied"
+        );
+        assert!(std::error::Error::source(&spawn).is_none(), "shown, not chained");
+        let io = ProcessError::Io {
+            op: "attach to stdout",
+            error: io::Error::from(io::ErrorKind::BrokenPipe),
+        };
+        assert_eq!(
+            io.to_string(),
+            "I/O error while trying to attach to stdout: broken pipe"
+        );
+        // The run failure's message holds the OS error exactly once.
+        let message = io.to_run_failure(None).message;
+        assert_eq!(message.matches("broken pipe").count(), 1, "{message}");
     }
 }

@@ -65,7 +65,7 @@ impl<'e> RunFiles<'e> {
                 Err(source) => {
                     return Err(ProcessError::Io {
                         op: "inspect the per-run directory",
-                        source,
+                        error: source,
                     });
                 }
             }
@@ -73,7 +73,7 @@ impl<'e> RunFiles<'e> {
             let claim = lock.write(runtime, &format!("{relative}/{CLAIM}"), b"")?;
             fs::remove_file(&claim).map_err(|source| ProcessError::Io {
                 op: "finish claiming the per-run directory",
-                source,
+                error: source,
             })?;
             let dir = claim
                 .parent()
@@ -128,7 +128,7 @@ impl<'e> RunFiles<'e> {
         self.removed = true;
         remove_dir(&self.dir).map_err(|source| ProcessError::Io {
             op: "remove the per-run directory",
-            source,
+            error: source,
         })
     }
 }
@@ -206,7 +206,7 @@ fn random_suffix() -> Result<String, ProcessError> {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).map_err(|e| ProcessError::Io {
         op: "draw a random directory name",
-        source: io::Error::other(e.to_string()),
+        error: io::Error::other(e.to_string()),
     })?;
     let mut hex = String::with_capacity(16);
     for b in bytes {

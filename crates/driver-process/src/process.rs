@@ -179,7 +179,7 @@ impl CliProcess {
         let (child, started) = ChildHandle::of(crate::spawn::start(env, command, limits)?, limits);
         let stdin = started.stdin.ok_or_else(|| ProcessError::Io {
             op: "attach to stdin",
-            source: io::Error::other("stdin was not kept open"),
+            error: io::Error::other("stdin was not kept open"),
         })?;
         Ok((child, stdin, started.stdout))
     }
@@ -248,7 +248,7 @@ impl CliProcess {
             }),
             Ok(Err(LineError::Io(source))) => Err(ProcessError::Io {
                 op: "read stdout",
-                source,
+                error: source,
             }),
             Err(_) if deadline >= self.deadline => {
                 self.total_timed_out = true;
@@ -310,13 +310,13 @@ impl CliProcess {
             Ok(Err(source)) => {
                 return Err(ProcessError::Io {
                     op: "wait for the CLI process",
-                    source,
+                    error: source,
                 });
             }
             Err(_) => {
                 return Err(ProcessError::Io {
                     op: "wait for the CLI process",
-                    source: io::Error::other("the reaper thread ended without a status"),
+                    error: io::Error::other("the reaper thread ended without a status"),
                 });
             }
         };

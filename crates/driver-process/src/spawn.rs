@@ -99,7 +99,7 @@ pub(crate) fn start(
         } else {
             ProcessError::Spawn {
                 program: program.clone(),
-                source,
+                error: source,
             }
         }
     })?;
@@ -116,13 +116,13 @@ pub(crate) fn start(
         let _ = child.wait();
         return Err(ProcessError::Spawn {
             program,
-            source: io::Error::other("the child has an invalid process id"),
+            error: io::Error::other("the child has an invalid process id"),
         });
     };
     let (watch, exit) =
         group::start_reaper(child, pgid, limits.kill_grace).map_err(|e| ProcessError::Io {
             op: "start the reaper thread",
-            source: e,
+            error: e,
         })?;
     // From here on, an early return drops the guard, which ends the group.
     let guard = GroupGuard::new(pgid, watch, limits.kill_grace);
@@ -132,14 +132,14 @@ pub(crate) fn start(
         .and_then(ChildStdout::from_std)
         .map_err(|source| ProcessError::Io {
             op: "attach to stdout",
-            source,
+            error: source,
         })?;
     let stderr_pipe = stderr_pipe
         .ok_or_else(|| io::Error::other("stderr was not piped"))
         .and_then(ChildStderr::from_std)
         .map_err(|source| ProcessError::Io {
             op: "attach to stderr",
-            source,
+            error: source,
         })?;
     let mut kept_stdin = None;
     if command.keep_stdin {
@@ -148,12 +148,12 @@ pub(crate) fn start(
             .transpose()
             .map_err(|source| ProcessError::Io {
                 op: "attach to stdin",
-                source,
+                error: source,
             })?;
     } else if let (Some(stdin), Some(text)) = (stdin, command.stdin) {
         let mut stdin = ChildStdin::from_std(stdin).map_err(|source| ProcessError::Io {
             op: "attach to stdin",
-            source,
+            error: source,
         })?;
         // A task, so a prompt larger than the pipe buffer cannot deadlock against a child
         // that writes before it has read everything. Errors (the child exited without

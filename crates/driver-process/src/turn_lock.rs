@@ -221,7 +221,7 @@ fn remove(
     match std::fs::remove_file(env.state_dir(runtime)?.join(relative)) {
         Err(source) if source.kind() != io::ErrorKind::NotFound => Err(ProcessError::Io {
             op: "remove a per-turn namespace file",
-            source,
+            error: source,
         }),
         _ => Ok(()),
     }
