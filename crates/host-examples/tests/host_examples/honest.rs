@@ -1,6 +1,6 @@
 //! What keeps the examples what the guide says they are: the host code of each (between its
-//! `host code` markers) names no crate but `agent`, its runtime's crate, `serde`, `tokio` and
-//! `std`, stays under 60 lines, and every line of the guide's Rust blocks is a line of it.
+//! `host code` markers) names no crate but `agent`, its runtime's crate, `serde`,
+//! `serde_json`, `tokio` and `std`, stays under 60 lines, and every line of the guide's Rust blocks is a line of it.
 
 use std::path::Path;
 
@@ -12,8 +12,9 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("gemini.rs", "driver_gemini"),
 ];
 
-/// The crates every host may name: the SDK's front door, its async runtime, its derives.
-const ALWAYS: &[&str] = &["agent", "serde", "tokio", "std"];
+/// The crates every host may name: the SDK's front door, its async runtime, its derives, and
+/// the JSON reader of its approval handler.
+const ALWAYS: &[&str] = &["agent", "serde", "serde_json", "tokio", "std"];
 
 fn read(relative: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
