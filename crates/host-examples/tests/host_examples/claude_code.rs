@@ -145,7 +145,7 @@ async fn claude_code_first_hour() {
     assert!(
         outputs
             .iter()
-            .any(|o| o.contains("this host writes no files")),
+            .any(|o| o.contains("this host writes only in its workspace")),
         "{outputs:?}"
     );
     assert!(requests.iter().all(|r| r.bearer() == Some("sk-mock")));

@@ -30,9 +30,14 @@ fn host_code(text: &str) -> Vec<&str> {
 
 /// The first segments of the paths in `line` (`agent::store::sqlite` names `agent`): a
 /// lower-case identifier followed by `::` and preceded by neither `::` nor `.` (a method's
-/// turbofish, `run_as::<T>`).
+/// turbofish, `run_as::<T>`). A `use` line names only its first segment: the paths in its
+/// braces (`use std::{error::Error}`) are inside that crate.
 fn crates_named(line: &str) -> Vec<String> {
     let code = line.split("//").next().unwrap_or_default();
+    let code = match code.trim_start().strip_prefix("use ") {
+        Some(tree) => tree.split('{').next().unwrap_or_default(),
+        None => code,
+    };
     let bytes = code.as_bytes();
     let mut named = Vec::new();
     let mut start = None;
@@ -84,6 +89,11 @@ fn the_rule_can_fail() {
         ),
         ["agent"]
     );
+    assert_eq!(
+        crates_named("use std::{error::Error, path::Path}; // one crate, std"),
+        ["std"]
+    );
+    assert_eq!(crates_named("use driver_cli::{x::Y};"), ["driver_cli"]);
     assert_eq!(
         crates_named("let s = thread_store::sqlite::SqliteStore::open(c); // driver_cli::X"),
         ["thread_store"]
