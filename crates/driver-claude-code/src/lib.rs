@@ -50,8 +50,9 @@
 //!
 //! # Example
 //! Offline, the test kit's mock Anthropic API stands in for the model (the hidden lines), and
-//! `CLAUDE_BIN` names the CLI: without it the example prints a `SKIPPED` line and returns
-//! (under CI it fails instead, as every real-binary test does).
+//! `CLAUDE_BIN` names the CLI: without it the example returns early, and under CI it fails
+//! instead, as every real-binary test does. (Its `SKIPPED` line goes to stderr, which rustdoc
+//! shows only for a failing doc test, so locally a skip shows as a doc test that took no time.)
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let Some(claude) = test_kit::real_cli::binary("CLAUDE_BIN", "driver-claude-code's crate example") else { return Ok(()) };
@@ -66,7 +67,7 @@
 //! let root = dir.path(); // the host's data directory, `/var/lib/myhost` say
 //! let env = RuntimeEnv::builder(root.join("runtime-env"), "user:alice".parse()?, root)
 //!     .host_env(HostEnv::capture())
-//!     .secret("ANTHROPIC_API_KEY", SecretString::from("…"))
+//!     .secret("ANTHROPIC_API_KEY", SecretString::from("sk-ant-example")) // your key
 //!     .runtimes([&driver_claude_code::RUNTIME.descriptor])
 //!     .build()?;
 //! let options = ClaudeCodeOptions::new().with_model("claude-sonnet-4-5");

@@ -82,8 +82,9 @@
 //!
 //! # Example
 //! Offline, the test kit's mock Gemini API stands in for the model (the hidden lines), and
-//! `GEMINI_BIN` names the CLI: without it the example prints a `SKIPPED` line and returns
-//! (under CI it fails instead, as every real-binary test does).
+//! `GEMINI_BIN` names the CLI: without it the example returns early, and under CI it fails
+//! instead, as every real-binary test does. (Its `SKIPPED` line goes to stderr, which rustdoc
+//! shows only for a failing doc test, so locally a skip shows as a doc test that took no time.)
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let Some(gemini) = test_kit::real_cli::binary("GEMINI_BIN", "driver-gemini's crate example") else { return Ok(()) };
@@ -102,7 +103,7 @@
 //!     .build()?;
 //! let options = GeminiOptions::new()
 //!     .with_model("gemini-2.5-pro")
-//!     .with_api_key(SecretString::from("…"));
+//!     .with_api_key(SecretString::from("AIza-example")); // your key
 //! # let options = options.with_binary(&gemini).with_base_url(model.base_url());
 //! let driver = GeminiDriver::new(Arc::new(env), options);
 //! driver.check_version().await?; // `gemini --version` against the minimum
