@@ -20,7 +20,8 @@
 //!   CodeBuddy).
 //!
 //! Translators are private to their driver crates, so the fuzz and the replay are called from
-//! a `#[cfg(test)]` module inside the crate, which dev-depends on this one:
+//! a `#[cfg(test)]` module inside the crate, which dev-depends on this one (an `ignore`d
+//! sketch: `translator()` and the fixtures are each driver crate's own, private):
 //!
 //! ```ignore
 //! // The fuzz: well-formed streams, no trace of a malformed event, any line taken.

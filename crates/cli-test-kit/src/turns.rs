@@ -6,7 +6,8 @@
 //! starts both count, and nothing of another namespace does).
 //!
 //! A bench's `main` starts its crate's model mock and says how to build its driver in a
-//! namespace for each process mode; [`run_turns_bench`] does the rest:
+//! namespace for each process mode; [`run_turns_bench`] does the rest (`ignore`d: the `driver`
+//! function is each bench's own, and a bench runs a real CLI for seconds per turn):
 //!
 //! ```ignore
 //! let model = MockAnthropic::start(script).expect("mock");

@@ -489,7 +489,8 @@ pub fn default_failure(translator: &dyn Translator, finished: &Finished) -> RunF
 /// Declares a driver crate's dialect: a type, private to the crate, that wraps the crate's
 /// public options (`Deref` to them, `From` them) and implements [`Dialect`], and the options'
 /// [`CommonOptions`] over their `cli: CliOptions` field. Write it in a private module and
-/// name the driver `pub type XDriver = CliDriver<dialect::X>`.
+/// name the driver `pub type XDriver = CliDriver<dialect::X>`. (The blocks are `ignore`d
+/// sketches: a dialect is private to its driver crate, and every driver crate compiles its own.)
 ///
 /// ```ignore
 /// driver_cli::dialect!(

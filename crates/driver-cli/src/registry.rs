@@ -141,7 +141,9 @@ type BuildDriver =
     fn(&Runtime, RuntimeEnvBuilder, CommonArgs) -> Result<Arc<dyn Driver>, BuildError>;
 
 /// One runtime of the registry: its descriptor, where a host finds its binary and key, and
-/// how its driver is built. A driver crate declares it beside its [`ModelAccess`]:
+/// how its driver is built. A driver crate declares it beside its [`ModelAccess`] (an
+/// `ignore`d sketch of a crate-private dialect; each driver crate's `runtime.rs` is the real
+/// one):
 ///
 /// ```ignore
 /// pub static RUNTIME: Runtime = Runtime::new::<Codex>(DESCRIPTOR, "CODEX_BIN", "OPENAI_API_KEY");

@@ -77,28 +77,40 @@
 //!   into the [`RuntimeEnv`](runtime_env::RuntimeEnv) (`CURSOR_API_KEY`).
 //!
 //! # Example
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! The setup runs as a doc test; the turn itself is only compiled: no Cursor CLI is
+//! available to the tests, and the scripted fake cannot be found from a doc test.
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! use std::sync::Arc;
+//! use agent::store::sqlite::{SqliteConfig, SqliteStore};
+//! use agent::{Agent, HostEnv, RuntimeEnv, SecretString, Verdict};
 //! use driver_cursor::{CommonOptions, CursorDriver, CursorOptions};
-//! use runtime_env::{HostEnv, RuntimeEnv};
-//! use secrecy::SecretString;
-//! use thread_store::sqlite::{SqliteConfig, SqliteStore};
 //!
-//! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
+//! # let dir = tempfile::tempdir()?;
+//! let root = dir.path(); // the host's data directory, `/var/lib/myhost` say
+//! let env = RuntimeEnv::builder(root.join("runtime-env"), "user:alice".parse()?, root)
 //!     .host_env(HostEnv::capture())
 //!     .secret("CURSOR_API_KEY", SecretString::from("…"))
 //!     .runtimes([&driver_cursor::RUNTIME.descriptor])
 //!     .build()?;
-//! let driver = CursorDriver::new(Arc::new(env), CursorOptions::new().with_binary("agent"));
-//! driver.check_version().await?;
+//! let driver = Arc::new(CursorDriver::new(Arc::new(env), CursorOptions::new().with_binary("agent")));
 //! // Threads live in a store, so they outlive the host (an agent without one refuses every
 //! // Thread with `StoreRequired`).
-//! let store = SqliteStore::open(SqliteConfig::new("/var/lib/myhost/threads.sqlite3")).await?;
-//! let agent = agent::Agent::builder(Arc::new(driver)).store(Arc::new(store)).build()?;
+//! let store = SqliteStore::open(SqliteConfig::new(root.join("threads.sqlite3"))).await?;
+//! let agent = Agent::builder(driver.clone()).store(Arc::new(store)).build()?;
+//! // Nothing is stored under the key yet, so a run would start a conversation.
+//! let explained = agent.thread("ticket-4711").explain().await?;
+//! assert!(matches!(explained.verdict, Verdict::Start { replaces: None, .. }));
+//! # if false { // no Cursor CLI here (see above)
+//! driver.check_version().await?; // `agent --version` against the minimum
 //! let result = agent.thread("ticket-4711").run("Summarise the failing test").await?;
 //! println!("{}", result.output);
-//! # Ok(()) }
+//! # }
+//! agent.close().await;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
 //! ```
 //!
 //! Stability: pre-1.0, the API may change in any release.

@@ -81,32 +81,43 @@
 //!   comments) is hidden whole.
 //!
 //! # Example
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! Offline, the test kit's mock Gemini API stands in for the model (the hidden lines), and
+//! `GEMINI_BIN` names the CLI: without it the example returns early, and under CI it fails
+//! instead, as every real-binary test does. (Its `SKIPPED` line goes to stderr, which rustdoc
+//! shows only for a failing doc test, so locally a skip shows as a doc test that took no time.)
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let Some(gemini) = test_kit::real_cli::binary("GEMINI_BIN", "driver-gemini's crate example") else { return Ok(()) };
+//! # let model = test_kit::gemini::MockGemini::start(test_kit::Script::new().then(test_kit::Reply::text("The test expects 3.")))?;
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(async {
 //! use std::sync::Arc;
+//! use agent::store::sqlite::{SqliteConfig, SqliteStore};
+//! use agent::{Agent, HostEnv, RuntimeEnv, SecretString};
 //! use driver_gemini::{CommonOptions, GeminiDriver, GeminiOptions};
-//! use runtime_env::{HostEnv, RuntimeEnv};
-//! use secrecy::SecretString;
-//! use thread_store::sqlite::{SqliteConfig, SqliteStore};
 //!
-//! let env = RuntimeEnv::builder("/var/lib/myhost/runtime-env", "user:alice".parse()?, "/srv/work/alice")
+//! # let dir = tempfile::tempdir()?;
+//! let root = dir.path(); // the host's data directory, `/var/lib/myhost` say
+//! let env = RuntimeEnv::builder(root.join("runtime-env"), "user:alice".parse()?, root)
 //!     .host_env(HostEnv::capture())
 //!     .runtimes([&driver_gemini::RUNTIME.descriptor])
 //!     .build()?;
-//! let driver = GeminiDriver::new(
-//!     Arc::new(env),
-//!     GeminiOptions::new()
-//!         .with_model("gemini-2.5-pro")
-//!         .with_api_key(SecretString::from("…")),
-//! );
+//! let options = GeminiOptions::new()
+//!     .with_model("gemini-2.5-pro")
+//!     .with_api_key(SecretString::from("AIza-example")); // your key
+//! # let options = options.with_binary(&gemini).with_base_url(model.base_url());
+//! let driver = GeminiDriver::new(Arc::new(env), options);
 //! driver.check_version().await?; // `gemini --version` against the minimum
 //! // Threads live in a store, so they outlive the host (an agent without one refuses every
 //! // Thread with `StoreRequired`).
-//! let store = SqliteStore::open(SqliteConfig::new("/var/lib/myhost/threads.sqlite3")).await?;
-//! let agent = agent::Agent::builder(Arc::new(driver)).store(Arc::new(store)).build()?;
+//! let store = SqliteStore::open(SqliteConfig::new(root.join("threads.sqlite3"))).await?;
+//! let agent = Agent::builder(Arc::new(driver)).store(Arc::new(store)).build()?;
 //! let result = agent.thread("ticket-4711").run("Summarise the failing test").await?;
 //! println!("{}", result.output);
-//! # Ok(()) }
+//! # assert_eq!(result.output, "The test expects 3.");
+//! agent.close().await;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
 //! ```
 //!
 //! Stability: pre-1.0, the API may change in any release.

@@ -51,6 +51,10 @@
 //!
 //! # Example
 //!
+//! Both examples are `no_run`: a doc test runs from rustdoc's temporary directory, from which
+//! [`binary_path`] cannot find the target directory (it asks cargo for a profile named after
+//! that directory, and fails); the crate's integration tests run the same code.
+//!
 //! ```no_run
 //! use fake_cli::{Rule, Scenario, SCENARIO_ENV, binary_path, read_invocations};
 //!

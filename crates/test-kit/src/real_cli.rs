@@ -14,7 +14,7 @@ use std::path::PathBuf;
 /// `SKIPPED: <what> (<reason>)` straight to the process's stderr, which the test harness does
 /// not capture, so the skip shows in every run, and returns `None`.
 ///
-/// ```no_run
+/// ```
 /// if let Some(codex) = test_kit::real_cli::binary("CODEX_BIN", "my real-codex test") {
 ///     // run it
 ///     # drop(codex);

@@ -13,8 +13,12 @@
 //! - [`WorkerDriver`]: the host's side, a `driver_spi::Driver` layer that stands for a driver
 //!   configuration, on a [`Workers`] pool of one worker per namespace.
 //!
-//! ```no_run
-//! # async fn example(program: std::path::PathBuf, env: runtime_env::RuntimeEnv) -> Result<(), Box<dyn std::error::Error>> {
+//! Building a driver starts no worker: the pool starts one for the namespace at its first run.
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # let env = runtime_env::RuntimeEnv::builder(dir.path().join("env"), "user:alice".parse()?, dir.path()).build()?;
+//! # let program = std::path::PathBuf::from("agent-worker");
 //! use std::sync::Arc;
 //! use driver_process::pool::PoolLimits;
 //! use worker::{WorkerDriver, Workers};

@@ -24,7 +24,9 @@ use crate::driver::options::ProcessMode;
 ///
 /// Every setting is optional: without any, the driver runs the program on the child's `PATH`
 /// with the vendor's model, endpoint and the credentials of the namespace, one process per
-/// turn, with the default [`Limits`].
+/// turn, with the default [`Limits`]. The block is `ignore`d: `driver-cli` cannot depend on a
+/// driver crate (its tests would link a second `driver-cli`), and each driver crate's `RUNTIME`
+/// runs the same builder as a doc test.
 ///
 /// ```ignore
 /// // Resident Codex against a gateway (each driver crate has this as a runnable example):

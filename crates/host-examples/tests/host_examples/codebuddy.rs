@@ -9,9 +9,7 @@ use test_kit::chat::MockChat;
 use test_kit::{Reply, Script};
 
 // host code: begin
-use std::error::Error;
-use std::path::Path;
-use std::sync::Arc;
+use std::{error::Error, path::Path, sync::Arc};
 
 use agent::store::sqlite::{SqliteConfig, SqliteStore};
 use agent::{Action, Agent, ApprovalTicket, Approvals, HostEnv, PermissionPolicy, RunResult};
@@ -22,6 +20,17 @@ use agent::{JsonSchema, RuntimeEnv, SessionOutcome, schemars};
 struct Summary {
     written: bool,
     reason: String,
+}
+
+/// Approves a write when the file it names is inside `allowed`, and denies it otherwise
+/// (CodeBuddy's `Write` tool names it as `{"file_path",…}`, an absolute path).
+fn decide(ticket: ApprovalTicket, allowed: &Path) {
+    let asked: serde_json::Value = ticket.request().arguments.parse().unwrap_or_default();
+    let inside = |p: &str| Path::new(p).starts_with(allowed) && !p.contains("..");
+    let _ = match asked["file_path"].as_str().is_some_and(inside) {
+        true => ticket.approve(),
+        false => ticket.deny("this host writes only in its workspace"),
+    };
 }
 
 /// One start of the host: a resident CodeBuddy in tenant alice's namespace, whose Threads live in
@@ -38,14 +47,12 @@ async fn host(dir: &Path, codebuddy: &Path, url: &str) -> Result<Agent, Box<dyn 
         .resident()
         .build()?;
     let store = SqliteStore::open(SqliteConfig::new(dir.join("threads.sqlite3"))).await?;
-    let agent = Agent::builder(driver)
+    let allowed = dir.join("workspace");
+    Ok(Agent::builder(driver)
         .store(Arc::new(store))
         .permissions(PermissionPolicy::default().ask(Action::Write))
-        .approvals(Approvals::new(Arc::new(|ticket: ApprovalTicket| {
-            let _ = ticket.deny("this host writes no files");
-        })))
-        .build()?;
-    Ok(agent)
+        .approvals(Approvals::new(Arc::new(move |t| decide(t, &allowed))))
+        .build()?)
 }
 
 /// Two turns, a restart, and a typed answer from the resumed conversation.
@@ -58,7 +65,7 @@ async fn first_hour(
     let thread = agent.thread("alice/notes");
     let first = thread.run("Write notes.txt saying hello.").await?;
     assert_eq!(first.session, SessionOutcome::Started);
-    let second = thread.run("Why not?").await?;
+    let second = thread.run("Where did you write it?").await?;
     assert_eq!(second.session, SessionOutcome::Resumed);
     agent.close().await; // ends the resident codebuddy now
 
@@ -72,15 +79,6 @@ async fn first_hour(
 }
 // host code: end
 
-/// CodeBuddy's own way to write a file: its `Write` tool, with an absolute path.
-fn write_notes(workspace: &Path) -> Reply {
-    let file = workspace.join("notes.txt");
-    Reply::builtin_call(
-        "Write",
-        serde_json::json!({"file_path": file, "content": "hello\n"}),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn codebuddy_first_hour() {
     let Some(codebuddy) =
@@ -90,14 +88,18 @@ async fn codebuddy_first_hour() {
     };
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+    // The model writes with the CLI's own `Write` tool: first outside the workspace, then inside.
+    let outside = dir.path().join("elsewhere/notes.txt");
+    let inside = dir.path().join("workspace/notes.txt");
     let model = MockChat::start(
         Script::new()
-            .then(write_notes(&dir.path().join("workspace")))
-            .then(Reply::text("I was not allowed to write notes.txt."))
-            .then(Reply::text("The host denied the write."))
+            .then(Reply::codebuddy_write(&outside, "hello\n"))
+            .then(Reply::codebuddy_write(&inside, "hello\n"))
+            .then(Reply::text("Wrote notes.txt in the workspace."))
+            .then(Reply::text("In the workspace: the host said no elsewhere."))
             .then(Reply::builtin_call(
                 "StructuredOutput",
-                serde_json::json!({"written": false, "reason": "the host denied it"}),
+                serde_json::json!({"written": true, "reason": "inside the workspace only"}),
             ))
             .then(Reply::text("Recorded the summary.")),
     )
@@ -105,9 +107,9 @@ async fn codebuddy_first_hour() {
     let (first, summary) = first_hour(dir.path(), &codebuddy, &model.base_url())
         .await
         .unwrap_or_else(|e| panic!("the host failed: {e}"));
-    assert!(!summary.written, "{summary:?}");
-    assert_eq!(summary.reason, "the host denied it");
-    // The handler was asked about the write, once, and denied it.
+    assert!(summary.written, "{summary:?}");
+    assert_eq!(summary.reason, "inside the workspace only");
+    // The handler was asked about each write: it denied the one outside, approved the other.
     let asked: Vec<(Action, Option<ApprovalOutcome>)> = first
         .events
         .iter()
@@ -123,12 +125,15 @@ async fn codebuddy_first_hour() {
         asked,
         [
             (Action::Write, None),
-            (Action::Write, Some(ApprovalOutcome::Denied))
+            (Action::Write, Some(ApprovalOutcome::Denied)),
+            (Action::Write, None),
+            (Action::Write, Some(ApprovalOutcome::Approved))
         ],
         "{:?}",
         first.events
     );
-    assert!(!dir.path().join("workspace/notes.txt").exists());
+    assert!(!outside.exists(), "the denied write happened");
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "hello\n");
     // The model read CodeBuddy's refusal, and the key reached it only through CodeBuddy's
     // options (its environment).
     let requests = model.model_requests();

@@ -1,6 +1,6 @@
 //! The host of `docs/getting-started.md` on Codex: a resident `codex app-server` built in one
-//! expression, Threads in SQLite, a policy that asks before writes and a handler that denies
-//! them, two turns, a host restart that may only resume, and a typed answer. The code between
+//! expression, Threads in SQLite, a policy that asks before writes and a handler that decides
+//! by the paths of Codex's file change (inside the workspace yes, elsewhere no), two turns, a host restart that may only resume, and a typed answer. The code between
 //! the `host code` markers is what a user writes; the rest stands in for the model
 //! (`MockResponses`) and checks what happened.
 
@@ -9,9 +9,7 @@ use test_kit::responses::MockResponses;
 use test_kit::{Reply, Script};
 
 // host code: begin
-use std::error::Error;
-use std::path::Path;
-use std::sync::Arc;
+use std::{error::Error, path::Path, sync::Arc};
 
 use agent::store::sqlite::{SqliteConfig, SqliteStore};
 use agent::{Action, Agent, ApprovalTicket, Approvals, HostEnv, PermissionPolicy, RunResult};
@@ -22,6 +20,19 @@ use agent::{JsonSchema, RuntimeEnv, SessionOutcome, schemars};
 struct Summary {
     written: bool,
     reason: String,
+}
+
+/// Approves a write when every path it names is inside `allowed`, and denies it otherwise (a
+/// Codex file change names them as `{"changes":[{"path","kind"}]}`).
+fn decide(ticket: ApprovalTicket, allowed: &Path) {
+    let asked: serde_json::Value = ticket.request().arguments.parse().unwrap_or_default();
+    let inside = |p: &str| Path::new(p).starts_with(allowed) && !p.contains("..");
+    let paths: Vec<_> = asked["changes"].as_array().into_iter().flatten().collect();
+    let ok = paths.iter().all(|c| c["path"].as_str().is_some_and(inside));
+    let _ = match ok && !paths.is_empty() {
+        true => ticket.approve(),
+        false => ticket.deny("this host writes only in its workspace"),
+    };
 }
 
 /// One start of the host: a resident Codex in tenant alice's namespace, whose Threads live in
@@ -38,17 +49,15 @@ async fn host(dir: &Path, codex: &Path, url: &str) -> Result<Agent, Box<dyn Erro
         .resident()
         .build()?;
     let store = SqliteStore::open(SqliteConfig::new(dir.join("threads.sqlite3"))).await?;
+    let allowed = dir.join("workspace");
     // Codex writes through its command tool: a policy that asks about writes allows commands.
     let policy = PermissionPolicy::default().allow(Action::Commands);
-    let agent = Agent::builder(driver)
+    Ok(Agent::builder(driver)
         .store(Arc::new(store))
         .model("mock-model")
         .permissions(policy.ask(Action::Write))
-        .approvals(Approvals::new(Arc::new(|ticket: ApprovalTicket| {
-            let _ = ticket.deny("this host writes no files");
-        })))
-        .build()?;
-    Ok(agent)
+        .approvals(Approvals::new(Arc::new(move |t| decide(t, &allowed))))
+        .build()?)
 }
 
 /// Two turns, a restart, and a typed answer from the resumed conversation.
@@ -61,7 +70,7 @@ async fn first_hour(
     let thread = agent.thread("alice/notes");
     let first = thread.run("Write notes.txt saying hello.").await?;
     assert_eq!(first.session, SessionOutcome::Started);
-    let second = thread.run("Why not?").await?;
+    let second = thread.run("Where did you write it?").await?;
     assert_eq!(second.session, SessionOutcome::Resumed);
     agent.close().await; // ends the app-server now (dropping the agent would, without waiting)
 
@@ -75,13 +84,6 @@ async fn first_hour(
 }
 // host code: end
 
-/// Codex's own way to write a file: a patch through its command tool, which it applies as a
-/// file change (and asks about under the policy above).
-fn write_notes() -> Reply {
-    let cmd = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch\nEOF\n";
-    Reply::builtin_call("exec_command", serde_json::json!({ "cmd": cmd }))
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn codex_first_hour() {
     let Some(codex) = test_kit::real_cli::binary("CODEX_BIN", "the getting-started host on codex")
@@ -90,22 +92,27 @@ async fn codex_first_hour() {
     };
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+    // Codex's own way to write a file: a patch through its command tool, which it applies as a
+    // file change (and asks about under the policy). First outside the workspace, then inside.
+    let outside = dir.path().join("elsewhere/notes.txt");
+    let inside = dir.path().join("workspace/notes.txt");
     let model = MockResponses::start(
         Script::new()
-            .then(write_notes())
-            .then(Reply::text("I was not allowed to write notes.txt."))
-            .then(Reply::text("The host denied the write."))
+            .then(Reply::codex_write(&outside, "hello"))
+            .then(Reply::codex_write(&inside, "hello"))
+            .then(Reply::text("Wrote notes.txt in the workspace."))
+            .then(Reply::text("In the workspace: the host said no elsewhere."))
             .then(Reply::text(
-                r#"{"written":false,"reason":"the host denied it"}"#,
+                r#"{"written":true,"reason":"inside the workspace only"}"#,
             )),
     )
     .unwrap();
     let (first, summary) = first_hour(dir.path(), &codex, &model.base_url())
         .await
         .unwrap_or_else(|e| panic!("the host failed: {e}"));
-    assert!(!summary.written, "{summary:?}");
-    assert_eq!(summary.reason, "the host denied it");
-    // The handler was asked about the write, once, and denied it.
+    assert!(summary.written, "{summary:?}");
+    assert_eq!(summary.reason, "inside the workspace only");
+    // The handler was asked about each write: it denied the one outside, approved the other.
     let asked: Vec<(Action, Option<ApprovalOutcome>)> = first
         .events
         .iter()
@@ -121,15 +128,18 @@ async fn codex_first_hour() {
         asked,
         [
             (Action::Write, None),
-            (Action::Write, Some(ApprovalOutcome::Denied))
+            (Action::Write, Some(ApprovalOutcome::Denied)),
+            (Action::Write, None),
+            (Action::Write, Some(ApprovalOutcome::Approved))
         ],
         "{:?}",
         first.events
     );
-    assert!(!dir.path().join("workspace/notes.txt").exists());
+    assert!(!outside.exists(), "the denied write happened");
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "hello\n");
     // The model read the denial, and the key reached it only through Codex's environment.
     let requests = model.model_requests();
-    assert_eq!(requests.len(), 4, "{requests:?}");
+    assert_eq!(requests.len(), 5, "{requests:?}");
     let outputs: Vec<String> = requests[1]
         .function_call_outputs()
         .into_iter()

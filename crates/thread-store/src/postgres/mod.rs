@@ -34,6 +34,32 @@
 //!   modes trust the platform's roots plus any [`RootCertificate`] the config adds. Client
 //!   certificates (`sslcert`/`sslkey`) are not supported.
 //!
+//! A store in its own schema of a server's database (here the one the tests use,
+//! `THREAD_STORE_POSTGRES_URL`, when it is set):
+//!
+//! ```
+//! use thread_store::ThreadStore as _;
+//! use thread_store::postgres::{PostgresConfig, PostgresStore};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let Ok(url) = std::env::var("THREAD_STORE_POSTGRES_URL") else {
+//!     return Ok(()); // no server to talk to
+//! };
+//! # let schema = format!("ts_doc_example_{}", std::process::id());
+//! // Creates the schema if needed and migrates it, once, however many hosts start at once.
+//! let store = PostgresStore::connect(PostgresConfig::from_url(&url, &schema)?).await?;
+//! assert_eq!(store.lease_holder("ticket-4711").await?, None);
+//! # drop(store);
+//! # let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
+//! # tokio::spawn(connection);
+//! # client.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE")).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! With TLS verified against a private CA (`no_run`: it needs a server whose certificate
+//! chains to that CA; `tests/thread_store/postgres_tls.rs` runs the handshake against one):
+//!
 //! ```no_run
 //! use thread_store::postgres::{PostgresConfig, PostgresStore, RootCertificate};
 //!
