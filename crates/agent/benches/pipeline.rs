@@ -174,7 +174,7 @@ async fn measure(name: &str, store: Arc<dyn ThreadStore>, runs: usize) {
         }))
         .model("model-1");
     for index in 0..10 {
-        builder = builder.provider(Arc::new(Provider {
+        builder = builder.run_service(Arc::new(Provider {
             index,
             opted_in: index % 2 == 0,
             next: AtomicU64::new(0),

@@ -220,7 +220,7 @@ async fn start_host(
     let driver = ReferenceDriver::with_backend(backend.clone());
     let agent = Agent::builder(Arc::new(driver))
         .store(Arc::new(store))
-        .provider(provider.clone())
+        .run_service(provider.clone())
         .model("reference-model")
         .instructions("Answer support questions briefly.")
         .tool(lookup_order_tool())

@@ -117,7 +117,7 @@ pub(crate) fn build_agent(
     }
     let servers = mcp_servers(options)?;
     if !servers.is_empty() {
-        builder = builder.provider(Arc::new(CliMcp { servers }));
+        builder = builder.run_service(Arc::new(CliMcp { servers }));
     }
     builder.build().map_err(|e| {
         Failure::new(

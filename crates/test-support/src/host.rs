@@ -229,7 +229,7 @@ pub fn host_with(
         .model("model-1")
         .workspace("/work/project");
     for p in providers {
-        builder = builder.provider(p.clone());
+        builder = builder.run_service(p.clone());
     }
     configure(builder).build().unwrap()
 }

@@ -366,7 +366,7 @@ async fn nothing_but_the_tuple_decides_compatibility() {
     .store(file.open().await)
     .model("model-1")
     .workspace("/work/project")
-    .provider(other)
+    .run_service(other)
     .build()
     .unwrap();
     agent2

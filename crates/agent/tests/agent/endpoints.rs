@@ -109,7 +109,7 @@ async fn endpoint_carrying_bindings_are_checked_by_the_policy() {
             });
             let agent = agent::Agent::builder(driver)
                 .store(Arc::new(MemoryStore::new()))
-                .provider(Arc::new(Binds { var, value }))
+                .run_service(Arc::new(Binds { var, value }))
                 .endpoint_policy(policy)
                 .build()
                 .unwrap();

@@ -59,7 +59,7 @@ fn agent_with(providers: Vec<Arc<dyn RunServiceProvider>>, backend: &ReferenceBa
     let mut b = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
         .store(Arc::new(MemoryStore::new()));
     for p in providers {
-        b = b.provider(p);
+        b = b.run_service(p);
     }
     b.teardown_budget(Duration::from_millis(200))
         .build()
@@ -84,7 +84,7 @@ async fn a_failing_provider_unwinds_earlier_ones_in_reverse_and_redacts() {
     );
     let err = agent.thread("t").run("x").await.unwrap_err();
     assert!(
-        matches!(err, ThreadError::Provider { index: 2, .. }),
+        matches!(err, ThreadError::RunService { index: 2, .. }),
         "{err}"
     );
     assert!(

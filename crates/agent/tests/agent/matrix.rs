@@ -274,7 +274,7 @@ async fn secret_in_field() -> Result<(), String> {
         ));
         agent::Agent::builder(driver)
             .store(store)
-            .provider(leaky.clone())
+            .run_service(leaky.clone())
             .build()
             .unwrap()
     };

@@ -62,7 +62,7 @@ async fn seed_store(store: Arc<dyn ThreadStore>, keys: &[&str]) {
         .store(store)
         .namespace("default".parse().unwrap())
         .model("model-1")
-        .provider(Arc::new(SecretUi))
+        .run_service(Arc::new(SecretUi))
         .build()
         .unwrap();
     for key in keys {
