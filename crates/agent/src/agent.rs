@@ -279,7 +279,7 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a run-service provider (hosted tools, an MCP endpoint; not the model provider).
+    /// Adds a run-service provider (what attaches services to each run; not the model provider).
     /// Run-service providers attach in the order added; adding the same one (the same `Arc`)
     /// twice keeps the first.
     pub fn run_service(mut self, provider: Arc<dyn RunServiceProvider>) -> Self {

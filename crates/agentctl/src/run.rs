@@ -279,7 +279,7 @@ impl run_service::RunServiceProvider for CliMcp {
     async fn attach_run(
         &self,
         _run: &run_service::RunId,
-    ) -> Result<run_service::RunAttachment, run_service::ProviderError> {
+    ) -> Result<run_service::RunAttachment, run_service::RunServiceError> {
         use secrecy::ExposeSecret;
         let mut semantic = run_service::SemanticFingerprint::new().service_role("agentctl-mcp");
         let mut services = Vec::new();
@@ -315,7 +315,7 @@ impl run_service::RunServiceProvider for CliMcp {
     async fn detach_run(
         &self,
         _run: &run_service::RunId,
-    ) -> Result<(), run_service::ProviderError> {
+    ) -> Result<(), run_service::RunServiceError> {
         Ok(())
     }
 }

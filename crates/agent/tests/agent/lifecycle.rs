@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use agent::{Agent, SessionOutcome, ThreadError};
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
 use driver_spi::{FailureKind, ResumeRejectReason};
-use run_service::{ProviderError, RunAttachment, RunId, RunServiceProvider, async_trait};
+use run_service::{RunAttachment, RunId, RunServiceError, RunServiceProvider, async_trait};
 use thread_store::memory::MemoryStore;
 
 use test_support::host::{ProviderSpec, RotatingProvider, SqliteFile, host, host_with};
@@ -24,17 +24,19 @@ struct Ordered {
 
 #[async_trait]
 impl RunServiceProvider for Ordered {
-    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, RunServiceError> {
         self.log
             .lock()
             .unwrap()
             .push(format!("attach {}", self.name));
         if self.fail_attach {
-            return Err(ProviderError::new("no port left; token=tok-CANARY-attach"));
+            return Err(RunServiceError::new(
+                "no port left; token=tok-CANARY-attach",
+            ));
         }
         Ok(RunAttachment::default())
     }
-    async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
         self.log
             .lock()
             .unwrap()
@@ -311,13 +313,13 @@ async fn close_closes_every_provider_once() {
     struct Closable(AtomicUsize);
     #[async_trait]
     impl RunServiceProvider for Closable {
-        async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
+        async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, RunServiceError> {
             Ok(RunAttachment::default())
         }
-        async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+        async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
             Ok(())
         }
-        async fn close(&self) -> Result<(), ProviderError> {
+        async fn close(&self) -> Result<(), RunServiceError> {
             self.0.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
