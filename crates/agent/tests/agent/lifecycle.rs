@@ -68,6 +68,22 @@ fn agent_with(providers: Vec<Arc<dyn RunServiceProvider>>, backend: &ReferenceBa
         .unwrap()
 }
 
+/// `AgentBuilder::provider`, the name of `run_service` before issue 40, still adds a
+/// run-service provider, so a host's code keeps compiling (with a deprecation warning).
+#[tokio::test]
+async fn the_deprecated_provider_method_still_adds_a_run_service_provider() {
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let backend = ReferenceBackend::new();
+    #[allow(deprecated, reason = "the alias under test")]
+    let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
+        .store(Arc::new(MemoryStore::new()))
+        .provider(Arc::new(ordered("old", &log)))
+        .build()
+        .unwrap();
+    agent.thread("t").run("x").await.unwrap();
+    assert_eq!(*log.lock().unwrap(), ["attach old", "detach old"]);
+}
+
 #[tokio::test]
 async fn a_failing_provider_unwinds_earlier_ones_in_reverse_and_redacts() {
     let log = Arc::new(std::sync::Mutex::new(Vec::new()));
