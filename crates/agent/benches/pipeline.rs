@@ -18,7 +18,7 @@ use driver_spi::{
     Request, Response, SessionCodec,
 };
 use run_service::{
-    EnvBinding, McpServer, ProviderError, RunAttachment, RunId, RunServiceCompatibility,
+    EnvBinding, McpServer, RunAttachment, RunId, RunServiceCompatibility, RunServiceError,
     RunServiceProvider, ServiceRef, async_trait,
 };
 use thread_store::{
@@ -120,7 +120,7 @@ struct Provider {
 
 #[async_trait]
 impl RunServiceProvider for Provider {
-    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, RunServiceError> {
         let n = self.next.fetch_add(1, Ordering::Relaxed) % 1000;
         let services = (0..3u16).map(|s| {
             // Opted-in providers rotate their port; exact ones must keep it to stay resumable.
@@ -149,7 +149,7 @@ impl RunServiceProvider for Provider {
             attachment
         })
     }
-    async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
         Ok(())
     }
 }
@@ -174,7 +174,7 @@ async fn measure(name: &str, store: Arc<dyn ThreadStore>, runs: usize) {
         }))
         .model("model-1");
     for index in 0..10 {
-        builder = builder.provider(Arc::new(Provider {
+        builder = builder.run_service(Arc::new(Provider {
             index,
             opted_in: index % 2 == 0,
             next: AtomicU64::new(0),

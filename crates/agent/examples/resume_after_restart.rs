@@ -20,9 +20,9 @@ use compat_fingerprint::{ComponentName, ShortDigest};
 use driver_spi::reference::{RecordedRequest, ReferenceBackend, ReferenceDriver};
 use driver_spi::{Request, SessionMode};
 use run_service::{
-    EnvBinding, ExposeSecret, Lifecycle, McpServer, McpTransport, ProviderError, RunAttachment,
-    RunId, RunServiceCompatibility, RunServiceProvider, SecretString, SemanticFingerprint,
-    ServiceRef, TransportKind, async_trait,
+    EnvBinding, ExposeSecret, Lifecycle, McpServer, McpTransport, RunAttachment, RunId,
+    RunServiceCompatibility, RunServiceError, RunServiceProvider, SecretString,
+    SemanticFingerprint, ServiceRef, TransportKind, async_trait,
 };
 use thread_store::sqlite::{SqliteConfig, SqliteStore};
 
@@ -144,12 +144,13 @@ fn mint_token() -> SecretString {
 
 #[async_trait]
 impl RunServiceProvider for AgentUiProvider {
-    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, RunServiceError> {
         let (port, token) = {
             let mut server = self.server();
             if server.is_none() {
-                let (listener, port) = bind_fresh_port()
-                    .map_err(|e| ProviderError::new(format!("cannot bind a loopback port: {e}")))?;
+                let (listener, port) = bind_fresh_port().map_err(|e| {
+                    RunServiceError::new(format!("cannot bind a loopback port: {e}"))
+                })?;
                 *server = Some(LoopbackServer {
                     _listener: listener,
                     port,
@@ -184,12 +185,12 @@ impl RunServiceProvider for AgentUiProvider {
         })
     }
 
-    async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
         // The server is shared by every run of this host; nothing is per run.
         Ok(())
     }
 
-    async fn close(&self) -> Result<(), ProviderError> {
+    async fn close(&self) -> Result<(), RunServiceError> {
         // The agent is closing: stop the server, freeing its port and forgetting its token.
         self.server().take();
         Ok(())
@@ -220,7 +221,7 @@ async fn start_host(
     let driver = ReferenceDriver::with_backend(backend.clone());
     let agent = Agent::builder(Arc::new(driver))
         .store(Arc::new(store))
-        .provider(provider.clone())
+        .run_service(provider.clone())
         .model("reference-model")
         .instructions("Answer support questions briefly.")
         .tool(lookup_order_tool())

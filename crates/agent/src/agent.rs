@@ -279,9 +279,10 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a run-service provider. Providers attach in the order added; adding the same
-    /// provider (the same `Arc`) twice keeps the first.
-    pub fn provider(mut self, provider: Arc<dyn RunServiceProvider>) -> Self {
+    /// Adds a run-service provider (what attaches services to each run; not the model provider).
+    /// Run-service providers attach in the order added; adding the same one (the same `Arc`)
+    /// twice keeps the first.
+    pub fn run_service(mut self, provider: Arc<dyn RunServiceProvider>) -> Self {
         // Compare data pointers only: vtable pointers of one type may differ across units.
         let ptr = Arc::as_ptr(&provider).cast::<()>();
         if !self
@@ -292,6 +293,15 @@ impl AgentBuilder {
             self.providers.push(provider);
         }
         self
+    }
+
+    /// Adds a run-service provider: the name of [`run_service`](Self::run_service) before
+    /// issue 40.
+    #[deprecated(
+        note = "use `AgentBuilder::run_service`: \"provider\" also means the model provider"
+    )]
+    pub fn provider(self, provider: Arc<dyn RunServiceProvider>) -> Self {
+        self.run_service(provider)
     }
 
     /// The endpoint policy: which network endpoints run services may point the runtime at

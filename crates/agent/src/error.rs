@@ -188,12 +188,12 @@ pub enum ThreadError {
     },
     /// A run-service provider (a [`RunServiceProvider`](run_service::RunServiceProvider) of
     /// the agent, not the model provider) failed to attach. Providers attached before it were
-    /// detached.
+    /// detached. Named `Provider` before issue 40.
     #[error("run-service provider {index} failed to attach: {message}")]
-    Provider {
-        /// The provider's position in the agent's provider list.
+    RunService {
+        /// The run-service provider's position in the agent's list of them.
         index: usize,
-        /// The provider's message, with secrets redacted.
+        /// The run-service provider's message, with secrets redacted.
         message: String,
     },
     /// The driver failed. The message is redacted; for a runtime whose program could not be
@@ -270,7 +270,7 @@ impl ThreadError {
             Self::ResumeRejected { .. } => "resume_rejected",
             Self::InvalidAttachment(_) => "invalid_attachment",
             Self::EndpointRefused { .. } => "endpoint_refused",
-            Self::Provider { .. } => "provider",
+            Self::RunService { .. } => "run_service",
             Self::Driver { .. } => "driver",
             Self::Cancelled => "cancelled",
             Self::Closed => "closed",

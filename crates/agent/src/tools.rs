@@ -76,7 +76,7 @@ impl AgentBuilder {
     /// Validated by [`build`](Self::build): a tool without a revision is
     /// [`BuildError::ToolWithoutRevision`], two tools with one name are
     /// [`BuildError::DuplicateTool`]. The tool server attaches after every provider added with
-    /// [`provider`](Self::provider).
+    /// [`run_service`](Self::run_service).
     pub fn tool(mut self, tool: HostedTool) -> Self {
         self.tools.tools.push(tool);
         self

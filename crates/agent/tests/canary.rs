@@ -160,7 +160,7 @@ fn agent_with_ttl(
     let provider = RotatingProvider::new(spec);
     let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
         .store(store)
-        .provider(provider.clone())
+        .run_service(provider.clone())
         .lease_ttl(ttl)
         .build()
         .unwrap();

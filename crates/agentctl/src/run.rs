@@ -117,7 +117,7 @@ pub(crate) fn build_agent(
     }
     let servers = mcp_servers(options)?;
     if !servers.is_empty() {
-        builder = builder.provider(Arc::new(CliMcp { servers }));
+        builder = builder.run_service(Arc::new(CliMcp { servers }));
     }
     builder.build().map_err(|e| {
         Failure::new(
@@ -279,7 +279,7 @@ impl run_service::RunServiceProvider for CliMcp {
     async fn attach_run(
         &self,
         _run: &run_service::RunId,
-    ) -> Result<run_service::RunAttachment, run_service::ProviderError> {
+    ) -> Result<run_service::RunAttachment, run_service::RunServiceError> {
         use secrecy::ExposeSecret;
         let mut semantic = run_service::SemanticFingerprint::new().service_role("agentctl-mcp");
         let mut services = Vec::new();
@@ -315,7 +315,7 @@ impl run_service::RunServiceProvider for CliMcp {
     async fn detach_run(
         &self,
         _run: &run_service::RunId,
-    ) -> Result<(), run_service::ProviderError> {
+    ) -> Result<(), run_service::RunServiceError> {
         Ok(())
     }
 }

@@ -78,7 +78,7 @@ impl StreamJsonCli for ClaudeCode {
         match result.api_error_status {
             Some(401 | 403) => return FailureKind::Authentication,
             Some(429) => return FailureKind::RateLimited,
-            Some(_) => return FailureKind::Provider,
+            Some(_) => return FailureKind::ModelProvider,
             None => {}
         }
         if result.subtype.starts_with("error_max_") {

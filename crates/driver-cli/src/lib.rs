@@ -157,7 +157,7 @@ pub fn is_uuid(id: &str) -> bool {
 ///
 /// assert_eq!(driver_cli::classify_text("401 Unauthorized"), FailureKind::Authentication);
 /// assert_eq!(driver_cli::classify_text("Rate limit reached"), FailureKind::RateLimited);
-/// assert_eq!(driver_cli::classify_text("boom"), FailureKind::Provider);
+/// assert_eq!(driver_cli::classify_text("boom"), FailureKind::ModelProvider);
 /// ```
 pub fn classify_text(text: &str) -> driver_spi::FailureKind {
     use driver_spi::FailureKind;
@@ -171,6 +171,6 @@ pub fn classify_text(text: &str) -> driver_spi::FailureKind {
     } else if lower.contains("429") || lower.contains("rate limit") {
         FailureKind::RateLimited
     } else {
-        FailureKind::Provider
+        FailureKind::ModelProvider
     }
 }

@@ -151,7 +151,7 @@ type BuildDriver =
 /// impl ModelAccess for Codex {
 ///     type Options = CodexOptions;
 ///     const WITH_ENDPOINT: WithEndpoint<Self::Options> =
-///         |options, url, key_var| Ok(options.with_provider(/* … */));
+///         |options, url, key_var| Ok(options.with_model_provider(/* … */));
 ///     const KEY: KeyRoute<Self::Options> = KeyRoute::SourceVar;
 /// }
 /// ```

@@ -62,7 +62,9 @@ fn cold_start(bin: &std::path::Path) {
         CodexOptions::new()
             .with_binary(bin)
             .with_model("mock-model")
-            .with_provider(ModelProvider::new("mock", model.base_url()).with_env_key("MOCK_KEY")),
+            .with_model_provider(
+                ModelProvider::new("mock", model.base_url()).with_env_key("MOCK_KEY"),
+            ),
     );
     const K: Kind = Kind::new("driver-codex bench 2026-11-30 profile v1");
     let profile = ProfilePayload::new(
@@ -111,9 +113,11 @@ fn main() {
     .expect("runtime env");
     let driver = CodexDriver::new(
         Arc::new(env),
-        CodexOptions::new().with_model("gpt-bench").with_provider(
-            ModelProvider::new("gateway", "http://127.0.0.1:9/v1").with_env_key("GATEWAY_KEY"),
-        ),
+        CodexOptions::new()
+            .with_model("gpt-bench")
+            .with_model_provider(
+                ModelProvider::new("gateway", "http://127.0.0.1:9/v1").with_env_key("GATEWAY_KEY"),
+            ),
     );
     const K: Kind = Kind::new("driver-codex bench 2026-11-30 profile v1");
     let profile = ProfilePayload::new(

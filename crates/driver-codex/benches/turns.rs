@@ -61,7 +61,7 @@ fn driver(
             .with_binary(bin)
             .with_model("mock-model")
             .with_process_mode(process_mode)
-            .with_provider(
+            .with_model_provider(
                 ModelProvider::new("mock", model.base_url())
                     .with_env_key("MOCK_KEY")
                     .with_request_max_retries(0)

@@ -72,7 +72,7 @@ async fn host(
     let mut options = CodexOptions::new().with_binary(codex);
     if let Some(model) = model {
         env = env.secret("MOCK_MODEL_KEY", SecretString::from("not-a-real-key"));
-        options = options.with_model("mock-model").with_provider(
+        options = options.with_model("mock-model").with_model_provider(
             ModelProvider::new("mock", model.base_url())
                 .with_env_key("MOCK_MODEL_KEY")
                 .with_request_max_retries(0)

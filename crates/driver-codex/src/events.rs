@@ -320,7 +320,7 @@ pub(crate) fn classify(message: &str) -> FailureKind {
     } else if lower.contains("usage limit") || lower.contains("context window") {
         FailureKind::Limit
     } else {
-        FailureKind::Provider
+        FailureKind::ModelProvider
     }
 }
 
@@ -478,7 +478,7 @@ mod tests {
             ("exceeds the context window", FailureKind::Limit),
             (
                 "stream disconnected before completion",
-                FailureKind::Provider,
+                FailureKind::ModelProvider,
             ),
         ] {
             assert_eq!(classify(message), kind, "{message}");

@@ -109,7 +109,7 @@
 //! // one expression (see [`RUNTIME`]).
 //! let options = CodexOptions::new()
 //!     .with_model("gpt-5.1-codex")
-//!     .with_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY"));
+//!     .with_model_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY"));
 //! let driver = Arc::new(CodexDriver::new(Arc::new(env), options));
 //! let store = SqliteStore::open(SqliteConfig::new(root.join("threads.sqlite3"))).await?;
 //! let agent = Agent::builder(driver.clone()).store(Arc::new(store)).build()?;

@@ -144,7 +144,7 @@ impl ModelProvider {
 ///     .with_binary("/opt/codex/bin/codex")
 ///     .with_model("gpt-5.1-codex")
 ///     .with_reasoning_effort(ReasoningEffort::High)
-///     .with_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY"));
+///     .with_model_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY"));
 /// assert_eq!(options.model(), Some("gpt-5.1-codex"));
 /// ```
 #[derive(Debug, Clone)]
@@ -186,9 +186,18 @@ impl CodexOptions {
     }
 
     /// A model provider instead of Codex's built-in one.
-    pub fn with_provider(mut self, provider: ModelProvider) -> Self {
+    pub fn with_model_provider(mut self, provider: ModelProvider) -> Self {
         self.provider = Some(provider);
         self
+    }
+
+    /// A model provider instead of Codex's built-in one: the name of
+    /// [`with_model_provider`](Self::with_model_provider) before issue 40.
+    #[deprecated(
+        note = "use `CodexOptions::with_model_provider`: \"provider\" alone also means a run-service provider"
+    )]
+    pub fn with_provider(self, provider: ModelProvider) -> Self {
+        self.with_model_provider(provider)
     }
 
     /// Whether Codex ignores the namespace's `$CODEX_HOME/config.toml` (`--ignore-user-config`,

@@ -69,7 +69,7 @@ impl ModelAccess for Codex {
 
     // Codex reads the key from the variable the provider names, under the name it came from.
     const WITH_ENDPOINT: WithEndpoint<Self::Options> = |options, url, key_var| {
-        Ok(options.with_provider(ModelProvider::new(PROVIDER_ID, url).with_env_key(key_var)))
+        Ok(options.with_model_provider(ModelProvider::new(PROVIDER_ID, url).with_env_key(key_var)))
     };
     const KEY: KeyRoute<Self::Options> = KeyRoute::SourceVar;
 }

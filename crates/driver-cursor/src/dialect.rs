@@ -141,7 +141,10 @@ impl Dialect for Cursor {
         let stderr = &finished.stderr_tail;
         if let Some(failure) = translator.reported_failure() {
             if failure.message.is_empty() {
-                return RunFailure::new(classify(stderr, FailureKind::Provider), stderr.clone());
+                return RunFailure::new(
+                    classify(stderr, FailureKind::ModelProvider),
+                    stderr.clone(),
+                );
             }
             return failure;
         }

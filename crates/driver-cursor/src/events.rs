@@ -146,7 +146,7 @@ impl Translator for EventTranslator {
     /// A failed `result`, classified by its text ([`crate::dialect::classify`]).
     fn reported_failure(&self) -> Option<RunFailure> {
         let result = self.result.as_ref().filter(|r| !r.success)?;
-        let kind = crate::dialect::classify(&result.text, FailureKind::Provider);
+        let kind = crate::dialect::classify(&result.text, FailureKind::ModelProvider);
         Some(RunFailure::new(kind, result.text.clone()))
     }
 
@@ -298,7 +298,7 @@ mod tests {
         let failure = t.reported_failure().unwrap();
         assert_eq!(
             (failure.kind, failure.message.as_str()),
-            (FailureKind::Provider, "model overloaded")
+            (FailureKind::ModelProvider, "model overloaded")
         );
         let mut t = Tracked::new(EventTranslator::default());
         t.translate(&json!({"type":"result","subtype":"success","is_error":true,"result":"429 Too Many Requests"}))

@@ -501,7 +501,10 @@ mod tests {
         let provider = failed(
             json!({"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: boom]"}}),
         );
-        assert_eq!(kind(&provider, ExitStatus::Code(1)), FailureKind::Provider);
+        assert_eq!(
+            kind(&provider, ExitStatus::Code(1)),
+            FailureKind::ModelProvider
+        );
         assert_eq!(
             kind(&provider, ExitStatus::Code(41)),
             FailureKind::Authentication

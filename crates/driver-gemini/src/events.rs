@@ -89,7 +89,7 @@ pub(crate) fn classify(error_type: &str, message: &str) -> FailureKind {
     } else if any(&["429", "resource_exhausted", "quota", "rate limit"]) {
         FailureKind::RateLimited
     } else {
-        FailureKind::Provider
+        FailureKind::ModelProvider
     }
 }
 
@@ -413,7 +413,7 @@ mod tests {
         );
         assert_eq!(
             classify("unknown", "[API Error: boom]"),
-            FailureKind::Provider
+            FailureKind::ModelProvider
         );
     }
 

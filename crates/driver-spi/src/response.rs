@@ -192,7 +192,11 @@ impl Usage {
 pub enum FailureKind {
     /// The model provider (the model's API, as the runtime reports it) returned an error:
     /// a model error, a refusal, an internal error.
-    Provider,
+    ///
+    /// Serialized as `"provider"`, its name before issue 40, so a worker, a stored event or a
+    /// recorded transcript written before or after the rename reads the same.
+    #[serde(rename = "provider")]
+    ModelProvider,
     /// The model provider rejected the credentials.
     Authentication,
     /// The model provider throttled the run.
@@ -217,7 +221,7 @@ pub enum FailureKind {
 impl fmt::Display for FailureKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::Provider => "the model provider reported an error",
+            Self::ModelProvider => "the model provider reported an error",
             Self::Authentication => "authentication failed",
             Self::RateLimited => "rate limited",
             Self::Process => "runtime process failed",

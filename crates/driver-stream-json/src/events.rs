@@ -283,7 +283,7 @@ impl Translator for StreamJson {
             (Some(r), _) if !r.is_success() => {
                 Some(RunFailure::new((self.classify)(r), r.failure_text()))
             }
-            (_, Some(error)) => Some(RunFailure::new(FailureKind::Provider, error.clone())),
+            (_, Some(error)) => Some(RunFailure::new(FailureKind::ModelProvider, error.clone())),
             _ => None,
         }
     }

@@ -19,7 +19,7 @@ use driver_cli::ToolNames;
 
 fn translator(names: &[&str]) -> StreamJson {
     fn classify(_: &TurnResult) -> FailureKind {
-        FailureKind::Provider
+        FailureKind::ModelProvider
     }
     StreamJson::with(
         Redactor::default(),

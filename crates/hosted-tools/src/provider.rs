@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use run_service::{
-    EnvBinding, Lifecycle, McpServer, ProviderError, RunAttachment, RunEvents, RunId,
-    RunServiceCompatibility, RunServiceEvent, RunServiceProvider, ServiceRef, async_trait,
+    EnvBinding, Lifecycle, McpServer, RunAttachment, RunEvents, RunId, RunServiceCompatibility,
+    RunServiceError, RunServiceEvent, RunServiceProvider, ServiceRef, async_trait,
 };
 use tokio::sync::{Mutex, mpsc};
 
@@ -89,19 +89,19 @@ impl HostedToolsProvider {
         &self,
         run: &RunId,
         thread: Option<&str>,
-    ) -> Result<RunAttachment, ProviderError> {
+    ) -> Result<RunAttachment, RunServiceError> {
         let mut state = self.state.lock().await;
         if matches!(*state, State::Closed) {
-            return Err(ProviderError::new("the tool server is closed"));
+            return Err(RunServiceError::new("the tool server is closed"));
         }
         if matches!(*state, State::Idle) {
             let credential = Credential::mint()
-                .map_err(|e| ProviderError::new(format!("cannot mint a tool token: {e}")))?;
+                .map_err(|e| RunServiceError::new(format!("cannot mint a tool token: {e}")))?;
             let shared = Arc::new(Shared::new(self.tools.clone(), credential));
             let running = Running::start(Arc::clone(&shared), self.sessions)
                 .await
                 .map_err(|e| {
-                    ProviderError::new(format!("cannot start the tool server: {}", e.kind()))
+                    RunServiceError::new(format!("cannot start the tool server: {}", e.kind()))
                 })?;
             *state = State::Serving { running, shared };
         }
@@ -124,8 +124,9 @@ impl HostedToolsProvider {
                 slot
             }
             _ => loop {
-                let slot = random_hex(8)
-                    .map_err(|e| ProviderError::new(format!("cannot allocate a run slot: {e}")))?;
+                let slot = random_hex(8).map_err(|e| {
+                    RunServiceError::new(format!("cannot allocate a run slot: {e}"))
+                })?;
                 if shared.open_slot(
                     slot.clone(),
                     run.clone(),
@@ -189,7 +190,7 @@ impl futures_core::Stream for EventStream {
 
 #[async_trait]
 impl RunServiceProvider for HostedToolsProvider {
-    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, RunServiceError> {
         self.attach(run, None).await
     }
 
@@ -197,18 +198,18 @@ impl RunServiceProvider for HostedToolsProvider {
         &self,
         run: &RunId,
         thread: &str,
-    ) -> Result<RunAttachment, ProviderError> {
+    ) -> Result<RunAttachment, RunServiceError> {
         self.attach(run, Some(thread)).await
     }
 
-    async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, run: &RunId) -> Result<(), RunServiceError> {
         if let State::Serving { shared, .. } = &*self.state.lock().await {
             shared.close_run(run);
         }
         Ok(())
     }
 
-    async fn close(&self) -> Result<(), ProviderError> {
+    async fn close(&self) -> Result<(), RunServiceError> {
         let previous = std::mem::replace(&mut *self.state.lock().await, State::Closed);
         if let State::Serving { running, shared } = previous {
             shared.close_all();

@@ -16,12 +16,12 @@
 //!
 //! ```
 //! # use std::sync::Arc;
-//! # use run_service::{async_trait, ProviderError, RunAttachment, RunId, RunServiceProvider};
+//! # use run_service::{async_trait, RunServiceError, RunAttachment, RunId, RunServiceProvider};
 //! # struct Mine;
 //! # #[async_trait]
 //! # impl RunServiceProvider for Mine {
-//! #     async fn attach_run(&self, _: &RunId) -> Result<RunAttachment, ProviderError> { Ok(RunAttachment::default()) }
-//! #     async fn detach_run(&self, _: &RunId) -> Result<(), ProviderError> { Ok(()) }
+//! #     async fn attach_run(&self, _: &RunId) -> Result<RunAttachment, RunServiceError> { Ok(RunAttachment::default()) }
+//! #     async fn detach_run(&self, _: &RunId) -> Result<(), RunServiceError> { Ok(()) }
 //! # }
 //! use run_service::conformance::{self, Factory};
 //! use secrecy::SecretString;
@@ -30,7 +30,7 @@
 //!
 //! #[run_service::async_trait]
 //! impl Factory for MyFactory {
-//!     async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, ProviderError> {
+//!     async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, RunServiceError> {
 //!         Ok(Arc::new(Mine))
 //!     }
 //!     fn canaries(&self) -> Vec<SecretString> {
@@ -49,7 +49,7 @@ use kit_report::Recorder;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::{
-    McpTransport, ProviderError, RunAttachment, RunId, RunServiceProvider, build_views,
+    McpTransport, RunAttachment, RunId, RunServiceError, RunServiceProvider, build_views,
     validate_run,
 };
 
@@ -84,7 +84,7 @@ pub trait Factory: Send + Sync {
     /// A provider with the configuration under test. The kit creates two, one after the
     /// other, as a host restart would, and attaches on each. A factory may hand back one
     /// shared provider twice, when that is how the host runs it.
-    async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, ProviderError>;
+    async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, RunServiceError>;
 
     /// The secret values the provider was configured with (API keys, signing keys). RS-03
     /// looks for them, as well as for the secret env values the attachments carry.
@@ -101,7 +101,7 @@ pub trait Factory: Send + Sync {
 /// A provider that lives across runs is its own factory: both "hosts" get the same one.
 #[async_trait::async_trait]
 impl Factory for Arc<dyn RunServiceProvider> {
-    async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, ProviderError> {
+    async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, RunServiceError> {
         Ok(Arc::clone(self))
     }
 }

@@ -68,7 +68,12 @@ pub use secrecy::{ExposeSecret, SecretString};
 
 pub use attachment::{RunAttachment, RunEvents, RunServiceCompatibility, RunServiceEvent};
 pub use mcp::{McpServer, McpTransport, TransportKind};
-pub use provider::{ProviderError, RunId, RunServiceProvider};
+#[allow(
+    deprecated,
+    reason = "the pre-issue-40 name, re-exported so hosts keep compiling"
+)]
+pub use provider::ProviderError;
+pub use provider::{RunId, RunServiceError, RunServiceProvider};
 pub use semantic::SemanticFingerprint;
 pub use service::{EnvBinding, Lifecycle, ServiceRef};
 pub use validate::{Field, Limits, Reason, ValidationError, check_host_bearers, validate_run};

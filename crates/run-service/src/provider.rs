@@ -30,17 +30,17 @@ impl fmt::Display for RunId {
     }
 }
 
-/// A provider's failure to attach or detach.
+/// A run-service provider's failure to attach or detach. Named `ProviderError` before issue 40.
 ///
 /// Its message is provider text: the agent passes it through a secret redactor before showing
 /// it, but providers should still never put a credential in it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("run-service provider failed: {message}")]
-pub struct ProviderError {
+pub struct RunServiceError {
     message: String,
 }
 
-impl ProviderError {
+impl RunServiceError {
     /// A failure with this message.
     pub fn new(message: impl Into<String>) -> Self {
         Self {
@@ -54,6 +54,10 @@ impl ProviderError {
     }
 }
 
+/// The name of [`RunServiceError`] before issue 40.
+#[deprecated(note = "use `RunServiceError`: \"provider\" alone also means the model provider")]
+pub type ProviderError = RunServiceError;
+
 /// Host-trusted code that attaches services to every run of an agent.
 ///
 /// `attach_run` (for a Thread run, [`attach_thread_run`](Self::attach_thread_run), which
@@ -64,7 +68,7 @@ impl ProviderError {
 ///
 /// ```
 /// use run_service::{
-///     async_trait, EnvBinding, McpServer, ProviderError, RunAttachment, RunId,
+///     async_trait, EnvBinding, McpServer, RunServiceError, RunAttachment, RunId,
 ///     RunServiceCompatibility, RunServiceProvider, SemanticFingerprint, ServiceRef, TransportKind,
 /// };
 ///
@@ -72,7 +76,7 @@ impl ProviderError {
 ///
 /// #[async_trait]
 /// impl RunServiceProvider for AgentUi {
-///     async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+///     async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, RunServiceError> {
 ///         let (url, token) = ("http://127.0.0.1:4101/mcp", "fresh-token"); // allocated per run
 ///         let service = ServiceRef::new("agent-ui", "Agent UI")
 ///             .with_url(url)
@@ -89,7 +93,7 @@ impl ProviderError {
 ///             .with_resume_compatibility(RunServiceCompatibility::new("com.example.agent-ui", semantic)))
 ///     }
 ///
-///     async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+///     async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
 ///         Ok(())
 ///     }
 /// }
@@ -97,7 +101,7 @@ impl ProviderError {
 #[async_trait::async_trait]
 pub trait RunServiceProvider: Send + Sync {
     /// Allocates (or reuses) this provider's services for one run.
-    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError>;
+    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, RunServiceError>;
 
     /// Allocates (or reuses) this provider's services for one run of the Thread `thread`.
     ///
@@ -117,18 +121,18 @@ pub trait RunServiceProvider: Send + Sync {
         &self,
         run: &RunId,
         thread: &str,
-    ) -> Result<RunAttachment, ProviderError> {
+    ) -> Result<RunAttachment, RunServiceError> {
         let _ = thread;
         self.attach_run(run).await
     }
 
     /// Releases what [`attach_run`](Self::attach_run) allocated for this run.
-    async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError>;
+    async fn detach_run(&self, run: &RunId) -> Result<(), RunServiceError>;
 
     /// Releases everything the provider keeps across runs (a listening server, a pool),
     /// when the agent that owns it closes. Called once per agent close, after its runs were
     /// torn down, within the agent's teardown budget. The default does nothing.
-    async fn close(&self) -> Result<(), ProviderError> {
+    async fn close(&self) -> Result<(), RunServiceError> {
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use run_service::conformance::{self, Clause, Factory, Report};
 use run_service::{
-    EnvBinding, ProviderError, RunAttachment, RunId, RunServiceCompatibility, RunServiceProvider,
+    EnvBinding, RunAttachment, RunId, RunServiceCompatibility, RunServiceError, RunServiceProvider,
     ServiceRef, async_trait,
 };
 use secrecy::SecretString;
@@ -27,7 +27,7 @@ struct Loopback;
 
 #[async_trait]
 impl Factory for Loopback {
-    async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, ProviderError> {
+    async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, RunServiceError> {
         Ok(Arc::new(loopback_provider::LoopbackProvider::new("1")))
     }
 }
@@ -54,11 +54,11 @@ fn example_provider() {
 
 /// A provider whose behaviour each broken case tweaks; it is its own factory, with a canary.
 #[derive(Clone, Copy)]
-struct Broken(fn(&RunId) -> Result<RunAttachment, ProviderError>);
+struct Broken(fn(&RunId) -> Result<RunAttachment, RunServiceError>);
 
 #[async_trait]
 impl Factory for Broken {
-    async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, ProviderError> {
+    async fn create(&self) -> Result<Arc<dyn RunServiceProvider>, RunServiceError> {
         Ok(Arc::new(*self))
     }
     fn canaries(&self) -> Vec<SecretString> {
@@ -68,10 +68,10 @@ impl Factory for Broken {
 
 #[async_trait]
 impl RunServiceProvider for Broken {
-    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, RunServiceError> {
         (self.0)(run)
     }
-    async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
         Ok(())
     }
 }
@@ -160,7 +160,7 @@ fn allocation_in_tuple_fails_rs04() {
 fn failing_attach_fails_rs05() {
     // Every attach fails: RS-05 and RS-06 fail, and the clauses that need an attachment
     // fail as not checked (fail closed), rather than passing on nothing.
-    let provider = Broken(|_| Err(ProviderError::new("no port")));
+    let provider = Broken(|_| Err(RunServiceError::new("no port")));
     assert_eq!(clause_of(provider), "RS-01,RS-02,RS-03,RS-04,RS-05,RS-06");
 }
 

@@ -54,7 +54,7 @@ pub(crate) async fn agent(
     let workspace = dir.join("workspace");
     Agent::builder(driver)
         .store(Arc::new(store))
-        .provider(provider)
+        .run_service(provider)
         .workspace(workspace.to_str().expect("a UTF-8 path"))
         .build()
         .expect("the agent builds")

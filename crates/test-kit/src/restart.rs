@@ -34,7 +34,7 @@ use driver_spi::{
 };
 use hosted_tools::{HostedToolsProvider, ToolSet};
 use run_service::{
-    ExposeSecret, ProviderError, RunAttachment, RunId, RunServiceProvider, SecretString,
+    ExposeSecret, RunAttachment, RunId, RunServiceError, RunServiceProvider, SecretString,
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -198,7 +198,7 @@ impl RecordingTools {
 
 #[async_trait::async_trait]
 impl RunServiceProvider for RecordingTools {
-    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, RunServiceError> {
         let attachment = self.inner.attach_run(run).await?;
         for service in &attachment.services {
             for binding in &service.secret_env {
@@ -219,11 +219,11 @@ impl RunServiceProvider for RecordingTools {
         Ok(attachment)
     }
 
-    async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, run: &RunId) -> Result<(), RunServiceError> {
         self.inner.detach_run(run).await
     }
 
-    async fn close(&self) -> Result<(), ProviderError> {
+    async fn close(&self) -> Result<(), RunServiceError> {
         self.inner.close().await
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent::Agent;
 use driver_spi::reference::{ReferenceBackend, ReferenceDriver};
 use run_service::{
-    EnvBinding, McpServer, ProviderError, RunAttachment, RunId, RunServiceCompatibility,
+    EnvBinding, McpServer, RunAttachment, RunId, RunServiceCompatibility, RunServiceError,
     RunServiceProvider, SemanticFingerprint, ServiceRef, TransportKind, async_trait,
 };
 use thread_store::ThreadStore;
@@ -138,7 +138,7 @@ impl RotatingProvider {
 
 #[async_trait]
 impl RunServiceProvider for RotatingProvider {
-    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, RunServiceError> {
         let delay = *self.attach_delay.lock().unwrap();
         if let Some(delay) = delay {
             tokio::time::sleep(delay).await;
@@ -164,7 +164,7 @@ impl RunServiceProvider for RotatingProvider {
         Ok(attachment)
     }
 
-    async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, run: &RunId) -> Result<(), RunServiceError> {
         self.detached.fetch_add(1, Ordering::SeqCst);
         self.live.lock().unwrap().retain(|r| r != run);
         Ok(())
@@ -229,7 +229,7 @@ pub fn host_with(
         .model("model-1")
         .workspace("/work/project");
     for p in providers {
-        builder = builder.provider(p.clone());
+        builder = builder.run_service(p.clone());
     }
     configure(builder).build().unwrap()
 }

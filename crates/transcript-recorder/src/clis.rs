@@ -150,7 +150,7 @@ impl Cli {
                 CodexOptions::new()
                     .with_binary(binary)
                     .with_model("mock-model")
-                    .with_provider(
+                    .with_model_provider(
                         ModelProvider::new("mock", mock.base_url())
                             .with_env_key(CODEX_KEY_VAR)
                             .with_request_max_retries(0)

@@ -92,7 +92,7 @@ pub(crate) async fn record(cli: Cli, real: &Path, path: &OsStr) -> Result<Record
     let mock = cli.start_mock(Script::new())?;
     let agent = Agent::builder(cli.driver(env.clone(), capture.wrapper(), &mock))
         .store(Arc::new(MemoryStore::new()))
-        .provider(provider)
+        .run_service(provider)
         .workspace(workspace.as_str())
         .build()
         .map_err(|e| format!("the agent: {e}"))?;

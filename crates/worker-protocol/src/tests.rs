@@ -195,6 +195,28 @@ fn every_driver_error_crosses_with_its_class() {
     assert!(!config.retryable);
 }
 
+/// Issue 40 renamed `FailureKind::Provider` to `ModelProvider`: a worker built before the
+/// rename still speaks to a host built after it, and the reverse, because the wire name
+/// stays `"provider"`.
+#[test]
+fn a_model_provider_failure_crosses_the_wire_under_its_old_name() {
+    let old = json!({
+        "handle": 1,
+        "seq": 4,
+        "event": {"type": "driver", "event": {"type": "run_failed", "kind": "provider"}},
+    });
+    let params: EventParams = serde_json::from_value(old.clone()).expect("an old event reads");
+    assert_eq!(
+        params.event,
+        TaskEvent::Driver {
+            event: driver_spi::DriverEvent::RunFailed {
+                kind: FailureKind::ModelProvider,
+            },
+        }
+    );
+    assert_eq!(serde_json::to_value(&params).ok(), Some(old));
+}
+
 #[test]
 fn terminal_events_are_the_three_ends() {
     let events = [

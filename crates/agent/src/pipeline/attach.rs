@@ -77,7 +77,7 @@ pub(super) async fn attach_providers(
                     .redact(error.message())
                     .into_owned();
                 tracing::debug!(step = "attach", provider = index, "step failed");
-                return Err(ThreadError::Provider { index, message });
+                return Err(ThreadError::RunService { index, message });
             }
         }
     }

@@ -329,7 +329,7 @@ async fn postgres_restart_resumes_with_new_endpoint_across_two_agents() {
 /// its reuse key, or the loopback shape of its URL.
 #[tokio::test]
 async fn nothing_but_the_tuple_decides_compatibility() {
-    use run_service::{ProviderError, RunAttachment, RunId, RunServiceProvider, async_trait};
+    use run_service::{RunAttachment, RunId, RunServiceError, RunServiceProvider, async_trait};
     use std::sync::Arc;
 
     /// Another provider type that hands out the same tuple under another service name.
@@ -337,10 +337,10 @@ async fn nothing_but_the_tuple_decides_compatibility() {
     struct Other(Arc<RotatingProvider>);
     #[async_trait]
     impl RunServiceProvider for Other {
-        async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+        async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, RunServiceError> {
             self.0.attach_run(run).await
         }
-        async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError> {
+        async fn detach_run(&self, run: &RunId) -> Result<(), RunServiceError> {
             self.0.detach_run(run).await
         }
     }
@@ -366,7 +366,7 @@ async fn nothing_but_the_tuple_decides_compatibility() {
     .store(file.open().await)
     .model("model-1")
     .workspace("/work/project")
-    .provider(other)
+    .run_service(other)
     .build()
     .unwrap();
     agent2

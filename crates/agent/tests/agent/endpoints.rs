@@ -79,7 +79,7 @@ impl run_service::RunServiceProvider for Binds {
     async fn attach_run(
         &self,
         _run: &run_service::RunId,
-    ) -> Result<run_service::RunAttachment, run_service::ProviderError> {
+    ) -> Result<run_service::RunAttachment, run_service::RunServiceError> {
         let service = run_service::ServiceRef::new("svc", "Service")
             .with_secret_env(run_service::EnvBinding::new(self.var, self.value));
         Ok(run_service::RunAttachment::new([service]))
@@ -88,7 +88,7 @@ impl run_service::RunServiceProvider for Binds {
     async fn detach_run(
         &self,
         _run: &run_service::RunId,
-    ) -> Result<(), run_service::ProviderError> {
+    ) -> Result<(), run_service::RunServiceError> {
         Ok(())
     }
 }
@@ -109,7 +109,7 @@ async fn endpoint_carrying_bindings_are_checked_by_the_policy() {
             });
             let agent = agent::Agent::builder(driver)
                 .store(Arc::new(MemoryStore::new()))
-                .provider(Arc::new(Binds { var, value }))
+                .run_service(Arc::new(Binds { var, value }))
                 .endpoint_policy(policy)
                 .build()
                 .unwrap();

@@ -106,7 +106,7 @@ fn build(setup: &Setup, store: Arc<dyn ThreadStore>, backend: &ReferenceBackend)
     };
     let builder = Agent::builder(Arc::new(driver))
         .store(store)
-        .provider(RotatingProvider::new(setup.spec.clone()))
+        .run_service(RotatingProvider::new(setup.spec.clone()))
         .mcp_server(McpServer::stdio("host-tools", "host-tools-bin"))
         .model("model-1")
         .workspace("/work/a")

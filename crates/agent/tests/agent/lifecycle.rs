@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use agent::{Agent, SessionOutcome, ThreadError};
 use driver_spi::reference::{Behavior, ReferenceBackend, ReferenceDriver};
 use driver_spi::{FailureKind, ResumeRejectReason};
-use run_service::{ProviderError, RunAttachment, RunId, RunServiceProvider, async_trait};
+use run_service::{RunAttachment, RunId, RunServiceError, RunServiceProvider, async_trait};
 use thread_store::memory::MemoryStore;
 
 use test_support::host::{ProviderSpec, RotatingProvider, SqliteFile, host, host_with};
@@ -24,17 +24,19 @@ struct Ordered {
 
 #[async_trait]
 impl RunServiceProvider for Ordered {
-    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, RunServiceError> {
         self.log
             .lock()
             .unwrap()
             .push(format!("attach {}", self.name));
         if self.fail_attach {
-            return Err(ProviderError::new("no port left; token=tok-CANARY-attach"));
+            return Err(RunServiceError::new(
+                "no port left; token=tok-CANARY-attach",
+            ));
         }
         Ok(RunAttachment::default())
     }
-    async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
         self.log
             .lock()
             .unwrap()
@@ -59,11 +61,27 @@ fn agent_with(providers: Vec<Arc<dyn RunServiceProvider>>, backend: &ReferenceBa
     let mut b = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
         .store(Arc::new(MemoryStore::new()));
     for p in providers {
-        b = b.provider(p);
+        b = b.run_service(p);
     }
     b.teardown_budget(Duration::from_millis(200))
         .build()
         .unwrap()
+}
+
+/// `AgentBuilder::provider`, the name of `run_service` before issue 40, still adds a
+/// run-service provider, so a host's code keeps compiling (with a deprecation warning).
+#[tokio::test]
+async fn the_deprecated_provider_method_still_adds_a_run_service_provider() {
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let backend = ReferenceBackend::new();
+    #[allow(deprecated, reason = "the alias under test")]
+    let agent = Agent::builder(Arc::new(ReferenceDriver::with_backend(backend.clone())))
+        .store(Arc::new(MemoryStore::new()))
+        .provider(Arc::new(ordered("old", &log)))
+        .build()
+        .unwrap();
+    agent.thread("t").run("x").await.unwrap();
+    assert_eq!(*log.lock().unwrap(), ["attach old", "detach old"]);
 }
 
 #[tokio::test]
@@ -84,7 +102,7 @@ async fn a_failing_provider_unwinds_earlier_ones_in_reverse_and_redacts() {
     );
     let err = agent.thread("t").run("x").await.unwrap_err();
     assert!(
-        matches!(err, ThreadError::Provider { index: 2, .. }),
+        matches!(err, ThreadError::RunService { index: 2, .. }),
         "{err}"
     );
     assert!(
@@ -311,13 +329,13 @@ async fn close_closes_every_provider_once() {
     struct Closable(AtomicUsize);
     #[async_trait]
     impl RunServiceProvider for Closable {
-        async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
+        async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, RunServiceError> {
             Ok(RunAttachment::default())
         }
-        async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+        async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
             Ok(())
         }
-        async fn close(&self) -> Result<(), ProviderError> {
+        async fn close(&self) -> Result<(), RunServiceError> {
             self.0.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }

@@ -246,7 +246,7 @@ async fn secret_in_field() -> Result<(), String> {
         async fn attach_run(
             &self,
             run: &run_service::RunId,
-        ) -> Result<run_service::RunAttachment, run_service::ProviderError> {
+        ) -> Result<run_service::RunAttachment, run_service::RunServiceError> {
             let mut attachment = self.0.attach_run(run).await?;
             let token = attachment.services[0].secret_env[0]
                 .value()
@@ -260,7 +260,7 @@ async fn secret_in_field() -> Result<(), String> {
         async fn detach_run(
             &self,
             run: &run_service::RunId,
-        ) -> Result<(), run_service::ProviderError> {
+        ) -> Result<(), run_service::RunServiceError> {
             self.0.detach_run(run).await
         }
     }
@@ -274,7 +274,7 @@ async fn secret_in_field() -> Result<(), String> {
         ));
         agent::Agent::builder(driver)
             .store(store)
-            .provider(leaky.clone())
+            .run_service(leaky.clone())
             .build()
             .unwrap()
     };

@@ -10,7 +10,7 @@ use std::time::Duration;
 use agent::Agent;
 use driver_spi::reference::ReferenceDriver;
 use run_service::{
-    EnvBinding, McpServer, ProviderError, RunAttachment, RunId, RunServiceCompatibility,
+    EnvBinding, McpServer, RunAttachment, RunId, RunServiceCompatibility, RunServiceError,
     RunServiceProvider, SemanticFingerprint, ServiceRef, TransportKind,
 };
 use thread_store::sqlite::{SqliteConfig, SqliteStore};
@@ -25,7 +25,7 @@ struct SecretUi;
 
 #[async_trait::async_trait]
 impl RunServiceProvider for SecretUi {
-    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, _run: &RunId) -> Result<RunAttachment, RunServiceError> {
         let url = "http://127.0.0.1:4555/mcp";
         let service = ServiceRef::new("agent-ui", "Agent UI")
             .with_url(url)
@@ -42,7 +42,7 @@ impl RunServiceProvider for SecretUi {
             )),
         )
     }
-    async fn detach_run(&self, _run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, _run: &RunId) -> Result<(), RunServiceError> {
         Ok(())
     }
 }
@@ -62,7 +62,7 @@ async fn seed_store(store: Arc<dyn ThreadStore>, keys: &[&str]) {
         .store(store)
         .namespace("default".parse().unwrap())
         .model("model-1")
-        .provider(Arc::new(SecretUi))
+        .run_service(Arc::new(SecretUi))
         .build()
         .unwrap();
     for key in keys {

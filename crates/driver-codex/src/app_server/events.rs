@@ -160,7 +160,7 @@ fn totals(total: &Value) -> Result<Usage, MalformedEvent> {
 /// failure is classed as in exec mode.
 fn classify_failure(message: &str) -> FailureKind {
     match driver_cli::classify_text(message) {
-        FailureKind::Provider => classify(message),
+        FailureKind::ModelProvider => classify(message),
         kind => kind,
     }
 }

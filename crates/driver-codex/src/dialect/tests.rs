@@ -135,7 +135,8 @@ fn the_provider_is_validated() {
     )
     .build()
     .unwrap();
-    let with = |p: ModelProvider| Codex::from(CodexOptions::new().with_provider(p)).validate(&env);
+    let with =
+        |p: ModelProvider| Codex::from(CodexOptions::new().with_model_provider(p)).validate(&env);
     assert_eq!(
         with(ModelProvider::new("a.b", "http://x")),
         Err(ConfigError::invalid("provider.id", KEY_RULE))

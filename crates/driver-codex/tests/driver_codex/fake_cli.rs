@@ -138,7 +138,7 @@ async fn every_option_has_its_flag() {
     let options = CodexOptions::new()
         .with_model("gpt-default")
         .with_reasoning_effort(ReasoningEffort::High)
-        .with_provider(
+        .with_model_provider(
             ModelProvider::new("gateway", "http://127.0.0.1:9/v1")
                 .with_env_key("GATEWAY_KEY")
                 .with_request_max_retries(0)
@@ -680,7 +680,7 @@ async fn invalid_servers_are_refused_before_the_version_probe() {
         Err(DriverError::InvalidConfig(_))
     ));
     let provider = fake.driver_without_binary(
-        CodexOptions::new().with_provider(ModelProvider::new("a.b", "http://127.0.0.1:9/v1")),
+        CodexOptions::new().with_model_provider(ModelProvider::new("a.b", "http://127.0.0.1:9/v1")),
     );
     let req = Request::new(RunId::new("r"), "hi", profile("a", "s"));
     assert!(matches!(
@@ -735,7 +735,7 @@ fn the_config_fingerprint_is_unchanged() {
         CodexOptions::new()
             .with_model("gpt-x")
             .with_reasoning_effort(ReasoningEffort::High)
-            .with_provider(
+            .with_model_provider(
                 ModelProvider::new("gw", "http://127.0.0.1:9/v1")
                     .with_env_key("GW_KEY")
                     .with_request_max_retries(3),

@@ -57,7 +57,7 @@ pub(crate) fn driver_with(
         .with_binary(bin)
         .with_process_mode(mode)
         .with_model("mock-model")
-        .with_provider(
+        .with_model_provider(
             ModelProvider::new("mock", model.base_url())
                 .with_env_key("MOCK_MODEL_KEY")
                 .with_request_max_retries(0)

@@ -396,7 +396,7 @@ async fn broken_output_crashes_hangs_and_errors_fail_the_run() {
 
     let error = fixtures::error_result(fixtures::NEW_CHAT, "model overloaded");
     let (result, events) = failing(Scenario::new().rule(started().stdout(error).exit(1)), d).await;
-    assert_eq!(failed_kind(&result), Some(FailureKind::Provider));
+    assert_eq!(failed_kind(&result), Some(FailureKind::ModelProvider));
     assert_eq!(check_sequence(&events), Ok(()));
 
     // Cursor's documented failure: non-zero exit, message on stderr, no events.

@@ -134,7 +134,7 @@ fn any_event() -> impl Strategy<Value = DriverEvent> {
     prop_oneof![
         2 => Just(DriverEvent::RunStarted),
         2 => Just(DriverEvent::RunFinished),
-        1 => Just(DriverEvent::RunFailed { kind: FailureKind::Provider }),
+        1 => Just(DriverEvent::RunFailed { kind: FailureKind::ModelProvider }),
         3 => short().prop_map(DriverEvent::text),
         3 => (call_id(), short()).prop_map(|(c, n)| DriverEvent::tool_call_started(c, n)),
         3 => (call_id(), short()).prop_map(|(c, d)| DriverEvent::tool_call_arguments(c, d)),

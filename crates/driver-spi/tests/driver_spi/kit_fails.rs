@@ -249,7 +249,7 @@ impl Driver for Broken {
         match self.breakage {
             Breakage::ValidCheckpointOnFailure => {
                 response.exit = ExitStatus::Code(1);
-                response.failure = Some(RunFailure::new(FailureKind::Provider, "broken"));
+                response.failure = Some(RunFailure::new(FailureKind::ModelProvider, "broken"));
             }
             Breakage::UnstorableCheckpoint => {
                 if let Some(c) = &mut response.checkpoint {

@@ -85,7 +85,7 @@ fn responses_events_and_errors_hold_no_secret_value() {
                 result: "ok".into(),
             },
             Behavior::Fail(FailureKind::Authentication),
-            Behavior::FailedResponse(FailureKind::Provider),
+            Behavior::FailedResponse(FailureKind::ModelProvider),
             Behavior::RejectResume(ResumeRejectReason::GuardMismatch),
         ];
         let mut responses: Vec<Response> = Vec::new();

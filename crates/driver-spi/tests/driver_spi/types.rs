@@ -105,7 +105,7 @@ fn only_a_clean_valid_checkpoint_with_a_resume_id_is_persistable() {
 
     let failed = clean
         .clone()
-        .with_failure(RunFailure::new(FailureKind::Provider, "boom"));
+        .with_failure(RunFailure::new(FailureKind::ModelProvider, "boom"));
     assert!(!failed.is_clean());
     assert_eq!(failed.persistable_checkpoint(), None);
 
@@ -134,6 +134,20 @@ fn response_round_trips_through_json() {
         ));
     let json = serde_json::to_string(&response).unwrap();
     assert_eq!(serde_json::from_str::<Response>(&json).unwrap(), response);
+}
+
+/// Issue 40 renamed `FailureKind::Provider` to `ModelProvider`; its serialized name stays
+/// `"provider"`, so what a worker, a stored event or a recorded transcript wrote before the
+/// rename still reads, and what is written now still reads on the other side of the rename.
+#[test]
+fn the_model_provider_failure_keeps_its_serialized_name() {
+    let old = r#"{"kind":"provider","message":"overloaded"}"#;
+    let failure: RunFailure = serde_json::from_str(old).expect("a pre-issue-40 failure reads");
+    assert_eq!(failure.kind, FailureKind::ModelProvider);
+    assert_eq!(
+        serde_json::to_value(FailureKind::ModelProvider).ok(),
+        Some(serde_json::json!("provider"))
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use run_service::EnvBinding;
 use serde_json::json;
 
 fn plain(_: &TurnResult) -> FailureKind {
-    FailureKind::Provider
+    FailureKind::ModelProvider
 }
 
 fn translator(redactor: Redactor, names: ToolNames) -> StreamJson {

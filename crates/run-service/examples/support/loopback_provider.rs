@@ -7,8 +7,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use run_service::{
-    EnvBinding, Lifecycle, McpServer, ProviderError, RunAttachment, RunId, RunServiceCompatibility,
-    RunServiceProvider, SemanticFingerprint, ServiceRef, TransportKind, async_trait,
+    EnvBinding, Lifecycle, McpServer, RunAttachment, RunId, RunServiceCompatibility,
+    RunServiceError, RunServiceProvider, SemanticFingerprint, ServiceRef, TransportKind,
+    async_trait,
 };
 
 /// Allocates a real loopback port (held until detach) and a demo token per run.
@@ -55,16 +56,16 @@ impl LoopbackProvider {
 
 #[async_trait]
 impl RunServiceProvider for LoopbackProvider {
-    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, ProviderError> {
+    async fn attach_run(&self, run: &RunId) -> Result<RunAttachment, RunServiceError> {
         let listener = TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| ProviderError::new(format!("bind failed: {e}")))?;
+            .map_err(|e| RunServiceError::new(format!("bind failed: {e}")))?;
         let port = listener
             .local_addr()
-            .map_err(|e| ProviderError::new(format!("no local address: {e}")))?
+            .map_err(|e| RunServiceError::new(format!("no local address: {e}")))?
             .port();
         self.listeners
             .lock()
-            .map_err(|_| ProviderError::new("listener table poisoned"))?
+            .map_err(|_| RunServiceError::new("listener table poisoned"))?
             .insert(run.clone(), listener);
         let url = format!("http://127.0.0.1:{port}/mcp");
         let env_name = format!("AGENT_UI_TOKEN_{port}");
@@ -87,10 +88,10 @@ impl RunServiceProvider for LoopbackProvider {
         )
     }
 
-    async fn detach_run(&self, run: &RunId) -> Result<(), ProviderError> {
+    async fn detach_run(&self, run: &RunId) -> Result<(), RunServiceError> {
         self.listeners
             .lock()
-            .map_err(|_| ProviderError::new("listener table poisoned"))?
+            .map_err(|_| RunServiceError::new("listener table poisoned"))?
             .remove(run);
         Ok(())
     }

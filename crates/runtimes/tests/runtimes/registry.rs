@@ -217,7 +217,7 @@ fn every_entry_takes_the_endpoint_and_key_where_its_cli_reads_them() {
     let key = || SecretString::from("k");
     assert_eq!(
         built("codex"),
-        by_hand(driver_codex::CodexOptions::new().with_provider(provider))
+        by_hand(driver_codex::CodexOptions::new().with_model_provider(provider))
     );
     assert_eq!(
         built("claude_code"),

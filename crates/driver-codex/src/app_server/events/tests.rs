@@ -259,7 +259,7 @@ fn failed_and_interrupted_turns() {
         ("429 Too Many Requests", FailureKind::RateLimited),
         (
             "stream disconnected before completion",
-            FailureKind::Provider,
+            FailureKind::ModelProvider,
         ),
     ] {
         let (t, _) = run(&[completed("failed", json!({"message": message}))]);
@@ -268,7 +268,7 @@ fn failed_and_interrupted_turns() {
     let (t, _) = run(&[completed("failed", Value::Null)]);
     assert_eq!(
         t.reported_failure(),
-        Some(RunFailure::new(FailureKind::Provider, FAILED))
+        Some(RunFailure::new(FailureKind::ModelProvider, FAILED))
     );
 
     // §8: an interrupt ends the turn with no error notification.
