@@ -87,10 +87,15 @@
 //! namespace's `CODEX_HOME`, so both outlive the host process; an agent without a store fails
 //! every Thread with `StoreRequired`. The dry run (`agent::Thread::explain`) needs no binary;
 //! the turn needs `codex` on the child's `PATH` (or
-//! [`with_binary`](CommonOptions::with_binary)) and a model endpoint.
+//! [`with_binary`](CommonOptions::with_binary)) and a model endpoint. Offline, the test kit's
+//! mock Responses API stands in for the gateway (the hidden lines) and `CODEX_BIN` names the
+//! CLI: without it the example stops after the dry run, and under CI it fails instead, as
+//! every real-binary test does.
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//! # let codex = test_kit::real_cli::binary("CODEX_BIN", "driver-codex's crate example");
+//! # let model = test_kit::responses::MockResponses::start(test_kit::Script::new().then(test_kit::Reply::text("The test expects 3.")))?;
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(async {
 //! use std::sync::Arc;
 //! use agent::store::sqlite::{SqliteConfig, SqliteStore};
 //! use agent::{Agent, HostEnv, RuntimeEnv, SecretString, Verdict};
@@ -100,7 +105,7 @@
 //! let root = dir.path(); // the host's data directory, `/var/lib/myhost` say
 //! let env = RuntimeEnv::builder(root.join("runtime-env"), "user:alice".parse()?, root)
 //!     .host_env(HostEnv::capture())
-//!     .secret("GATEWAY_KEY", SecretString::from("…"))
+//!     .secret("GATEWAY_KEY", SecretString::from("sk-example")) // your key
 //!     .runtimes([&driver_codex::RUNTIME.descriptor])
 //!     .build()?;
 //! // One `codex exec` per turn; `.with_process_mode(ProcessMode::Resident(PoolLimits::default()))`
@@ -110,6 +115,12 @@
 //! let options = CodexOptions::new()
 //!     .with_model("gpt-5.1-codex")
 //!     .with_model_provider(ModelProvider::new("gateway", "https://llm.internal/v1").with_env_key("GATEWAY_KEY"));
+//! # let options = match &codex {
+//! #     Some(codex) => options.with_binary(codex).with_model("mock-model").with_model_provider(
+//! #         ModelProvider::new("mock", model.base_url()).with_env_key("GATEWAY_KEY")
+//! #             .with_request_max_retries(0).with_stream_max_retries(0)),
+//! #     None => options,
+//! # };
 //! let driver = Arc::new(CodexDriver::new(Arc::new(env), options));
 //! let store = SqliteStore::open(SqliteConfig::new(root.join("threads.sqlite3"))).await?;
 //! let agent = Agent::builder(driver.clone()).store(Arc::new(store)).build()?;
@@ -118,10 +129,11 @@
 //! let explained = agent.thread("ticket-4711").explain().await?;
 //! assert!(matches!(explained.verdict, Verdict::Start { replaces: None, .. }));
 //!
-//! # if false {
+//! # if codex.is_some() {
 //! driver.check_version().await?; // `codex --version` against the minimum
 //! let result = agent.thread("ticket-4711").run("Summarise the failing test").await?;
 //! println!("{}", result.output);
+//! # assert_eq!(result.output, "The test expects 3.");
 //! # }
 //! agent.close().await; // ends resident processes, if any
 //! # Ok::<(), Box<dyn std::error::Error>>(())
