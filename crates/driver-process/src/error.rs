@@ -236,7 +236,10 @@ mod tests {
             spawn.to_string(),
             "could not start CLI program `/opt/cli`: permission denied"
         );
-        assert!(std::error::Error::source(&spawn).is_none(), "shown, not chained");
+        assert!(
+            std::error::Error::source(&spawn).is_none(),
+            "shown, not chained"
+        );
         let io = ProcessError::Io {
             op: "attach to stdout",
             error: io::Error::from(io::ErrorKind::BrokenPipe),
