@@ -4,7 +4,8 @@
 //! The code between the `host code` markers is what a user writes; the rest stands in for the
 //! model (`MockAnthropic`) and checks what happened.
 
-use agent::{ApprovalOutcome, ThreadEventKind};
+use agent::tools::{EVENT_ARGUMENTS, EVENT_RESULT, EVENT_STARTED, SERVICE_ID};
+use agent::{ApprovalOutcome, SessionOutcome, ThreadEventKind};
 use test_kit::anthropic::MockAnthropic;
 use test_kit::{Reply, Script};
 
@@ -12,14 +13,24 @@ use test_kit::{Reply, Script};
 use std::{error::Error, path::Path, sync::Arc};
 
 use agent::store::sqlite::{SqliteConfig, SqliteStore};
+use agent::tools::{HostedTool, ToolCall, ToolOutput, ToolRejection};
 use agent::{Action, Agent, ApprovalTicket, Approvals, HostEnv, PermissionPolicy, RunResult};
-use agent::{JsonSchema, RuntimeEnv, SessionOutcome, schemars};
+use agent::{JsonSchema, RuntimeEnv, schemars};
+
+/// What the host's functions return: a value, or any error of the SDK (or of parsing).
+type Fallible<T> = Result<T, Box<dyn Error>>;
 
 /// The typed answer of the last turn.
 #[derive(Debug, serde::Deserialize, JsonSchema)]
 struct Summary {
     written: bool,
     reason: String,
+}
+
+/// The host's tool, which the model calls with `{"id": "42"}`: the order's status.
+async fn lookup_order(call: ToolCall) -> Result<ToolOutput, ToolRejection> {
+    let id = call.arguments.get("id").and_then(|id| id.as_str());
+    Ok(ToolOutput::text(format!("#{} shipped", id.unwrap_or("?"))))
 }
 
 /// Approves a write when the file it names is inside `allowed`, and denies it otherwise
@@ -33,11 +44,12 @@ fn decide(ticket: ApprovalTicket, allowed: &Path) {
     };
 }
 
-/// One start of the host: a resident Claude Code in tenant alice's namespace, whose Threads live in
-/// SQLite, and which must ask before it writes a file.
-async fn host(dir: &Path, claude: &Path, url: &str) -> Result<Agent, Box<dyn Error>> {
-    let tenant = "user:alice".parse()?;
-    let env = RuntimeEnv::builder(dir.join("runtime"), tenant, dir.join("workspace"))
+/// One start of the host: a resident Claude Code in tenant alice's namespace, whose Threads live
+/// in SQLite, which may call the host's tool and must ask before it writes a file.
+async fn host(dir: &Path, claude: &Path, url: &str) -> Fallible<Agent> {
+    let workspace = dir.join("workspace");
+    // The tenant's credential namespace, `user:alice`, and the CLI's working directory.
+    let env = RuntimeEnv::builder(dir.join("runtime"), "user:alice".parse()?, &workspace)
         .host_env(HostEnv::capture()); // `claude` is a Node script: the child needs PATH
     let driver = driver_claude_code::RUNTIME
         .driver(env)
@@ -47,36 +59,32 @@ async fn host(dir: &Path, claude: &Path, url: &str) -> Result<Agent, Box<dyn Err
         .resident()
         .build()?;
     let store = SqliteStore::open(SqliteConfig::new(dir.join("threads.sqlite3"))).await?;
-    let allowed = dir.join("workspace");
+    let schema = serde_json::json!({"type": "object", "properties": {"id": {"type": "string"}}});
+    let lookup = HostedTool::new("lookup_order", "An order's status.", schema, lookup_order);
     Ok(Agent::builder(driver)
         .store(Arc::new(store))
         .model("claude-mock")
+        .tool(lookup.with_revision("1")) // served to Claude Code over MCP for this agent's runs
         .permissions(PermissionPolicy::default().ask(Action::Write))
-        .approvals(Approvals::new(Arc::new(move |t| decide(t, &allowed))))
+        .approvals(Approvals::new(Arc::new(move |t| decide(t, &workspace))))
         .build()?)
 }
 
 /// Two turns, a restart, and a typed answer from the resumed conversation.
-async fn first_hour(
-    dir: &Path,
-    claude: &Path,
-    url: &str,
-) -> Result<(RunResult, Summary), Box<dyn Error>> {
+async fn first_hour(dir: &Path, claude: &Path, url: &str) -> Fallible<([RunResult; 2], Summary)> {
     let agent = host(dir, claude, url).await?;
     let thread = agent.thread("alice/notes");
-    let first = thread.run("Write notes.txt saying hello.").await?;
-    assert_eq!(first.session, SessionOutcome::Started);
+    let first = thread.run("Note order 42's status in notes.txt.").await?;
     let second = thread.run("Where did you write it?").await?;
-    assert_eq!(second.session, SessionOutcome::Resumed);
     agent.close().await; // ends the resident claude now
 
     // The host restarts: the same namespace and store, and a Thread that may only resume.
     let agent = host(dir, claude, url).await?;
     let thread = agent.thread("alice/notes").resume_only();
-    let (summary, third) = thread.run_as::<Summary>("Summarise what happened.").await?;
-    assert_eq!(third.session, SessionOutcome::Resumed);
+    // Resume-only: the run resumes the stored conversation, or fails before anything runs.
+    let (summary, _) = thread.run_as::<Summary>("Summarise what happened.").await?;
     agent.close().await;
-    Ok((first, summary))
+    Ok(([first, second], summary))
 }
 // host code: end
 
@@ -94,9 +102,14 @@ async fn claude_code_first_hour() {
     let inside = dir.path().join("workspace/notes.txt");
     let model = MockAnthropic::start(
         Script::new()
-            .then(Reply::claude_write(&outside, "hello\n"))
-            .then(Reply::claude_write(&inside, "hello\n"))
-            .then(Reply::text("Wrote notes.txt in the workspace."))
+            .then(Reply::tool_call(
+                SERVICE_ID,
+                "lookup_order",
+                serde_json::json!({"id": "42"}),
+            ))
+            .then(Reply::claude_write(&outside, "#42 shipped\n"))
+            .then(Reply::claude_write(&inside, "#42 shipped\n"))
+            .then(Reply::text("Order 42 has shipped; noted in notes.txt."))
             .then(Reply::text("In the workspace: the host said no elsewhere."))
             .then(Reply::builtin_call(
                 "StructuredOutput",
@@ -104,11 +117,36 @@ async fn claude_code_first_hour() {
             )),
     )
     .unwrap();
-    let (first, summary) = first_hour(dir.path(), &claude, &model.base_url())
+    let ([first, second], summary) = first_hour(dir.path(), &claude, &model.base_url())
         .await
         .unwrap_or_else(|e| panic!("the host failed: {e}"));
+    assert_eq!(first.session, SessionOutcome::Started);
+    assert_eq!(second.session, SessionOutcome::Resumed);
     assert!(summary.written, "{summary:?}");
     assert_eq!(summary.reason, "inside the workspace only");
+    // The tool's handler ran with the model's arguments, within the first run.
+    let tool_events: Vec<(&str, &serde_json::Value)> = first
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ThreadEventKind::ServiceEvent {
+                service_id,
+                name,
+                data,
+            } if service_id == SERVICE_ID => Some((name.as_str(), data)),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<&str> = tool_events.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [EVENT_STARTED, EVENT_ARGUMENTS, EVENT_RESULT],
+        "{tool_events:?}"
+    );
+    let (arguments, result) = (tool_events[1].1, tool_events[2].1);
+    assert_eq!(arguments["tool"], "lookup_order", "{arguments}");
+    assert_eq!(arguments["arguments"], serde_json::json!({"id": "42"}));
+    assert_eq!(result["output"], "#42 shipped", "{result}");
     // The handler was asked about each write: it denied the one outside, approved the other.
     let asked: Vec<(Action, Option<ApprovalOutcome>)> = first
         .events
@@ -133,15 +171,19 @@ async fn claude_code_first_hour() {
         first.events
     );
     assert!(!outside.exists(), "the denied write happened");
-    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "hello\n");
-    // The model read the host's reason, and the key reached it only through Claude Code's
-    // environment.
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "#42 shipped\n");
+    // The model got the tool's output and read the host's reason, and the key reached it only
+    // through Claude Code's environment.
     let requests = model.model_requests();
     let outputs: Vec<String> = requests
         .iter()
         .flat_map(|r| r.function_call_outputs())
         .map(|o| o.output)
         .collect();
+    assert!(
+        outputs.iter().any(|o| o.contains("#42 shipped")),
+        "{outputs:?}"
+    );
     assert!(
         outputs
             .iter()

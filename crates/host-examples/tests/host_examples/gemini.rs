@@ -1,22 +1,26 @@
 //! The host of `docs/getting-started.md` on Gemini, as far as the Gemini CLI goes today: one
-//! process per turn (it has no resident mode), Threads in SQLite, two turns, a host restart
-//! that may only resume. What it cannot do is refused before anything runs, with a typed error:
-//! a policy that asks (headless Gemini cannot ask the host) and a typed answer through
-//! `run_as` (it has no native structured output). The code between the `host code` markers is
-//! what a user writes; the rest stands in for the model (`MockGemini`) and checks what
-//! happened.
+//! process per turn (it has no resident mode), Threads in SQLite, the host's tool (called in
+//! the first turn), two turns, a host restart that may only resume. What it cannot do is
+//! refused before anything runs, with a typed error: a policy that asks (headless Gemini
+//! cannot ask the host) and a typed answer through `run_as` (it has no native structured
+//! output). The code between the `host code` markers is what a user writes; the rest stands in
+//! for the model (`MockGemini`) and checks what happened.
 
+use agent::tools::{EVENT_ARGUMENTS, EVENT_RESULT, EVENT_STARTED, SERVICE_ID};
+use agent::{SessionOutcome, ThreadEventKind};
 use test_kit::gemini::MockGemini;
 use test_kit::{Reply, Script};
 
 // host code: begin
-use std::error::Error;
-use std::path::Path;
-use std::sync::Arc;
+use std::{error::Error, path::Path, sync::Arc};
 
 use agent::store::sqlite::{SqliteConfig, SqliteStore};
-use agent::{Action, Agent, HostEnv, PermissionPolicy, RuntimeEnv, SessionOutcome};
+use agent::tools::{HostedTool, ToolCall, ToolOutput, ToolRejection};
+use agent::{Action, Agent, HostEnv, PermissionPolicy, RunResult, RuntimeEnv};
 use agent::{JsonSchema, ThreadError, Unsupported, schemars};
+
+/// What the host's functions return: a value, or any error of the SDK (or of parsing).
+type Fallible<T> = Result<T, Box<dyn Error>>;
 
 /// The typed answer a host would ask for (never built here: Gemini refuses it).
 #[derive(serde::Deserialize, JsonSchema)]
@@ -24,9 +28,16 @@ struct Summary {
     _written: bool,
 }
 
+/// The host's tool, which the model calls with `{"id": "42"}`: the order's status.
+async fn lookup_order(call: ToolCall) -> Result<ToolOutput, ToolRejection> {
+    let id = call.arguments.get("id").and_then(|id| id.as_str());
+    Ok(ToolOutput::text(format!("#{} shipped", id.unwrap_or("?"))))
+}
+
 /// One start of the host: Gemini in tenant alice's namespace, one process per turn, whose
-/// Threads live in SQLite, under the default policy (the request's MCP tools only).
-async fn host(dir: &Path, gemini: &Path, url: &str) -> Result<Agent, Box<dyn Error>> {
+/// Threads live in SQLite, with the host's tool, under the default policy (the request's MCP
+/// tools only, the host's among them).
+async fn host(dir: &Path, gemini: &Path, url: &str) -> Fallible<Agent> {
     let tenant = "user:alice".parse()?;
     let env = RuntimeEnv::builder(dir.join("runtime"), tenant, dir.join("workspace"))
         .host_env(HostEnv::capture()); // `gemini` is a Node script: the child needs PATH
@@ -37,21 +48,21 @@ async fn host(dir: &Path, gemini: &Path, url: &str) -> Result<Agent, Box<dyn Err
         .key("sk-mock")
         .build()?;
     let store = SqliteStore::open(SqliteConfig::new(dir.join("threads.sqlite3"))).await?;
-    let agent = Agent::builder(driver)
+    let schema = serde_json::json!({"type": "object", "properties": {"id": {"type": "string"}}});
+    let lookup = HostedTool::new("lookup_order", "An order's status.", schema, lookup_order);
+    Ok(Agent::builder(driver)
         .store(Arc::new(store))
         .model("gemini-mock")
-        .build()?;
-    Ok(agent)
+        .tool(lookup.with_revision("1")) // served to Gemini over MCP for this agent's runs
+        .build()?)
 }
 
 /// Two turns, a restart, a resumed turn; what Gemini cannot do is refused before it runs.
-async fn first_hour(dir: &Path, gemini: &Path, url: &str) -> Result<(), Box<dyn Error>> {
+async fn first_hour(dir: &Path, gemini: &Path, url: &str) -> Fallible<[RunResult; 3]> {
     let agent = host(dir, gemini, url).await?;
     let thread = agent.thread("alice/notes");
-    let first = thread.run("Say hello.").await?;
-    assert_eq!(first.session, SessionOutcome::Started);
+    let first = thread.run("What is the status of order 42?").await?;
     let second = thread.run("And again?").await?;
-    assert_eq!(second.session, SessionOutcome::Resumed);
     let asking = thread
         .clone()
         .with_permissions(PermissionPolicy::default().ask(Action::Write));
@@ -70,10 +81,10 @@ async fn first_hour(dir: &Path, gemini: &Path, url: &str) -> Result<(), Box<dyn 
         refused,
         Err(ThreadError::Unsupported(Unsupported::StructuredOutput))
     ));
+    // Resume-only: the run resumes the stored conversation, or fails before anything runs.
     let third = thread.run("Summarise what happened.").await?;
-    assert_eq!(third.session, SessionOutcome::Resumed);
     agent.close().await;
-    Ok(())
+    Ok([first, second, third])
 }
 // host code: end
 
@@ -88,16 +99,57 @@ async fn gemini_first_hour() {
     std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
     let model = MockGemini::start(
         Script::new()
-            .then(Reply::text("Hello."))
-            .then(Reply::text("Hello again."))
-            .then(Reply::text("We said hello twice.")),
+            .then(Reply::tool_call(
+                SERVICE_ID,
+                "lookup_order",
+                serde_json::json!({"id": "42"}),
+            ))
+            .then(Reply::text("Order 42 has shipped."))
+            .then(Reply::text("It has shipped, still."))
+            .then(Reply::text("We looked up order 42 twice.")),
     )
     .unwrap();
-    first_hour(dir.path(), &gemini, &model.base_url())
+    let [first, second, third] = first_hour(dir.path(), &gemini, &model.base_url())
         .await
         .unwrap_or_else(|e| panic!("the host failed: {e}"));
-    // Three turns reached the model (the refused ones never ran), each with the key.
+    assert_eq!(first.session, SessionOutcome::Started);
+    assert_eq!(second.session, SessionOutcome::Resumed);
+    assert_eq!(third.session, SessionOutcome::Resumed);
+    // The tool's handler ran with the model's arguments, within the first run.
+    let tool_events: Vec<(&str, &serde_json::Value)> = first
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ThreadEventKind::ServiceEvent {
+                service_id,
+                name,
+                data,
+            } if service_id == SERVICE_ID => Some((name.as_str(), data)),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<&str> = tool_events.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [EVENT_STARTED, EVENT_ARGUMENTS, EVENT_RESULT],
+        "{tool_events:?}"
+    );
+    let (arguments, result) = (tool_events[1].1, tool_events[2].1);
+    assert_eq!(arguments["tool"], "lookup_order", "{arguments}");
+    assert_eq!(arguments["arguments"], serde_json::json!({"id": "42"}));
+    assert_eq!(result["output"], "#42 shipped", "{result}");
+    // Four requests reached the model (the tool call's answer among them; the refused turns
+    // never ran), each with the key, and the model got the tool's output.
     let requests = model.model_requests();
-    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    let outputs: Vec<String> = requests[1]
+        .function_call_outputs()
+        .into_iter()
+        .map(|o| o.output)
+        .collect();
+    assert!(
+        outputs.iter().any(|o| o.contains("#42 shipped")),
+        "{outputs:?}"
+    );
     assert!(requests.iter().all(|r| r.bearer() == Some("sk-mock")));
 }
