@@ -39,6 +39,17 @@ pub enum BuildError {
         "the environment declares the `worker` isolation mode, but the direct launcher gives no OS boundary"
     )]
     OverstatedMode,
+    /// The host's environment sets a plain variable (`RuntimeEnvBuilder::var`) that the
+    /// configuration does not name in [`WireEnv::vars`](worker_protocol::WireEnv::vars): the
+    /// worker passes only its allow-list on to a runtime, so the variable would silently not
+    /// reach the CLI as it does in process. The name is host configuration; no value is shown.
+    #[error(
+        "the host's environment sets `{name}`, which the configuration's `env.vars` does not name: it would not reach the runtime through the worker"
+    )]
+    UnlistedVar {
+        /// The variable's name.
+        name: String,
+    },
 }
 
 /// The environment builder of `env`, copying allow-listed variables from `host` and setting

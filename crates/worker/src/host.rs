@@ -163,7 +163,9 @@ impl WorkerDriver {
     /// [`BuildError`] when the configuration cannot be built, or names another namespace
     /// than `env`; [`BuildError::SharedLevel`] when `workers` launch in bubblewrap and `env`
     /// is at the shared level; [`BuildError::OverstatedMode`] when `env` declares
-    /// [`IsolationMode::Worker`] but `workers` launch directly, in the host's OS user.
+    /// [`IsolationMode::Worker`] but `workers` launch directly, in the host's OS user;
+    /// [`BuildError::UnlistedVar`] when `env` sets a plain variable the configuration's
+    /// `env.vars` does not name.
     pub fn new(
         workers: Arc<Workers>,
         env: Arc<RuntimeEnv>,
@@ -182,6 +184,19 @@ impl WorkerDriver {
             && workers.launcher.isolation_mode() == Some(IsolationMode::Subprocess)
         {
             return Err(BuildError::OverstatedMode);
+        }
+        // A plain variable the host sets for its runtimes (neither allow-listed from the host,
+        // nor set by the environment itself, nor a secret) reaches a CLI through the worker
+        // only when the configuration names it too: refuse the silent difference.
+        let child = env.child_env();
+        let secrets: Vec<&str> = child.secret_names().collect();
+        if let Some(name) = child.names().into_iter().find(|name| {
+            child.get(name).is_none()
+                && !secrets.contains(&name.as_str())
+                && !runtime_env::is_allowed_host_var(name)
+                && !config.env().vars.contains_key(name)
+        }) {
+            return Err(BuildError::UnlistedVar { name });
         }
         let shadow = crate::build::build(config.clone(), HostEnv::empty())?;
         let id = workers.next_driver.fetch_add(1, Ordering::Relaxed);

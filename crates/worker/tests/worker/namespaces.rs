@@ -12,7 +12,7 @@ use serde_json::json;
 use worker::WorkerDriver;
 use worker_protocol::DriverConfig;
 
-use crate::support::{Watch, profile, workers};
+use crate::support::{NAMESPACE, Watch, namespace, profile, workers};
 
 fn driver_of(
     base: &std::path::Path,
@@ -99,4 +99,38 @@ async fn two_namespaces_get_two_workers_in_their_own_environments() {
         .expect("a turn");
     assert_ne!(pid("user:alice"), a);
     assert_eq!(workers.live(), 2);
+}
+
+#[test]
+fn a_plain_variable_the_configuration_does_not_name_is_refused() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let env = RuntimeEnv::builder(base.path().join("env"), namespace(), base.path())
+        .host_env(HostEnv::empty())
+        .var("DEPLOY_REGION", "eu-west-9")
+        .build()
+        .expect("an environment");
+    let env = Arc::new(env);
+    let config = |vars: serde_json::Value| -> DriverConfig {
+        serde_json::from_value(json!({
+            "kind": "reference",
+            "env": {"base_dir": base.path().join("env"), "namespace": NAMESPACE, "cwd": base.path(), "vars": vars},
+        }))
+        .expect("a configuration")
+    };
+    // In process the variable reaches the runtime; through a worker it would not, silently.
+    let refused = WorkerDriver::new(workers(), Arc::clone(&env), config(json!({})));
+    match refused {
+        Err(worker::BuildError::UnlistedVar { name }) => {
+            assert_eq!(name, "DEPLOY_REGION");
+            let shown = worker::BuildError::UnlistedVar { name }.to_string();
+            assert!(!shown.contains("eu-west-9"), "no value shown: {shown}");
+        }
+        other => panic!("refused as unlisted, not {other:?}"),
+    }
+    let named = WorkerDriver::new(
+        workers(),
+        env,
+        config(json!({"DEPLOY_REGION": "eu-west-9"})),
+    );
+    assert!(named.is_ok(), "{named:?}");
 }
