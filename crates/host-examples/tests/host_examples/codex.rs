@@ -5,8 +5,8 @@
 //! that may only resume, and a typed answer. The code between the `host code` markers is what
 //! a user writes; the rest stands in for the model (`MockResponses`) and checks what happened.
 
-use agent::tools::{EVENT_ARGUMENTS, EVENT_RESULT, EVENT_STARTED, SERVICE_ID};
-use agent::{ApprovalOutcome, SessionOutcome, ThreadEventKind};
+use agent::SessionOutcome;
+use agent::tools::SERVICE_ID;
 use test_kit::responses::MockResponses;
 use test_kit::{Reply, Script};
 
@@ -130,51 +130,9 @@ async fn codex_first_hour() {
     assert!(summary.written, "{summary:?}");
     assert_eq!(summary.reason, "inside the workspace only");
     // The tool's handler ran with the model's arguments, within the first run.
-    let tool_events: Vec<(&str, &serde_json::Value)> = first
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            ThreadEventKind::ServiceEvent {
-                service_id,
-                name,
-                data,
-            } if service_id == SERVICE_ID => Some((name.as_str(), data)),
-            _ => None,
-        })
-        .collect();
-    let names: Vec<&str> = tool_events.iter().map(|(n, _)| *n).collect();
-    assert_eq!(
-        names,
-        [EVENT_STARTED, EVENT_ARGUMENTS, EVENT_RESULT],
-        "{tool_events:?}"
-    );
-    let (arguments, result) = (tool_events[1].1, tool_events[2].1);
-    assert_eq!(arguments["tool"], "lookup_order", "{arguments}");
-    assert_eq!(arguments["arguments"], serde_json::json!({"id": "42"}));
-    assert_eq!(result["output"], "#42 shipped", "{result}");
+    crate::checks::assert_the_tool_ran(&first.events);
     // The handler was asked about each write: it denied the one outside, approved the other.
-    let asked: Vec<(Action, Option<ApprovalOutcome>)> = first
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            ThreadEventKind::ApprovalRequested { action, .. } => Some((*action, None)),
-            ThreadEventKind::ApprovalResolved { outcome, .. } => {
-                Some((Action::Write, Some(*outcome)))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        asked,
-        [
-            (Action::Write, None),
-            (Action::Write, Some(ApprovalOutcome::Denied)),
-            (Action::Write, None),
-            (Action::Write, Some(ApprovalOutcome::Approved))
-        ],
-        "{:?}",
-        first.events
-    );
+    crate::checks::assert_denied_then_approved(&first.events);
     assert!(!outside.exists(), "the denied write happened");
     assert_eq!(std::fs::read_to_string(&inside).unwrap(), "#42 shipped\n");
     // The model got the tool's output and read the denial, and the key reached it only

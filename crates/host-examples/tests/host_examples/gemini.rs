@@ -6,8 +6,8 @@
 //! output). The code between the `host code` markers is what a user writes; the rest stands in
 //! for the model (`MockGemini`) and checks what happened.
 
-use agent::tools::{EVENT_ARGUMENTS, EVENT_RESULT, EVENT_STARTED, SERVICE_ID};
-use agent::{SessionOutcome, ThreadEventKind};
+use agent::SessionOutcome;
+use agent::tools::SERVICE_ID;
 use test_kit::gemini::MockGemini;
 use test_kit::{Reply, Script};
 
@@ -116,28 +116,7 @@ async fn gemini_first_hour() {
     assert_eq!(second.session, SessionOutcome::Resumed);
     assert_eq!(third.session, SessionOutcome::Resumed);
     // The tool's handler ran with the model's arguments, within the first run.
-    let tool_events: Vec<(&str, &serde_json::Value)> = first
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            ThreadEventKind::ServiceEvent {
-                service_id,
-                name,
-                data,
-            } if service_id == SERVICE_ID => Some((name.as_str(), data)),
-            _ => None,
-        })
-        .collect();
-    let names: Vec<&str> = tool_events.iter().map(|(n, _)| *n).collect();
-    assert_eq!(
-        names,
-        [EVENT_STARTED, EVENT_ARGUMENTS, EVENT_RESULT],
-        "{tool_events:?}"
-    );
-    let (arguments, result) = (tool_events[1].1, tool_events[2].1);
-    assert_eq!(arguments["tool"], "lookup_order", "{arguments}");
-    assert_eq!(arguments["arguments"], serde_json::json!({"id": "42"}));
-    assert_eq!(result["output"], "#42 shipped", "{result}");
+    crate::checks::assert_the_tool_ran(&first.events);
     // Four requests reached the model (the tool call's answer among them; the refused turns
     // never ran), each with the key, and the model got the tool's output.
     let requests = model.model_requests();

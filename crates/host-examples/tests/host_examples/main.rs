@@ -5,6 +5,7 @@
 //! host's disk), and the guide quotes them.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod checks;
 mod claude_code;
 mod codebuddy;
 mod codex;
