@@ -29,7 +29,7 @@ pub(crate) async fn write(options: &EnvOptions, path: Option<&Path>) -> Result<(
     let progress = crate::output::Progress::new();
     // Every registered CLI: its binary from its variable, else its program on PATH.
     for entry in runtimes::all() {
-        let runtime = entry.descriptor.name;
+        let runtime = entry.name;
         progress.note(&format!("probing {runtime}…"));
         let program = std::env::var_os(entry.bin_var)
             .map(PathBuf::from)

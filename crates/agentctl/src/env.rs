@@ -30,7 +30,7 @@ pub(crate) enum Level {
 /// registry name).
 pub(crate) fn runtime_parser(extra: &[&'static str]) -> PossibleValuesParser {
     let registered = runtimes::all().iter().map(|r| {
-        let name = r.descriptor.name;
+        let name = r.name;
         let shown = PossibleValue::new(name.replace('_', "-"));
         if name.contains('_') {
             shown.alias(name)

@@ -63,7 +63,7 @@ pub(crate) fn driver(
                         format!(
                             "--worker=sandbox: cannot find the {} binary to show in the sandbox; \
                              pass --runtime-bin PATH or set {}",
-                            runtime.descriptor.name, runtime.bin_var
+                            runtime.name, runtime.bin_var
                         ),
                     ));
                 };
@@ -72,7 +72,7 @@ pub(crate) fn driver(
             // The key crosses on the worker's stdin only, inside the configuration message.
             DriverConfig::Registry {
                 env: wire_env,
-                runtime: runtime.descriptor.name.to_owned(),
+                runtime: runtime.name.to_owned(),
                 binary,
                 model: args.model.clone(),
                 base_url: args.base_url.clone(),

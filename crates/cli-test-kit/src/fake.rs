@@ -53,7 +53,7 @@ impl<O: CommonOptions + Default> FakeCli<O> {
     ) -> Self {
         Self {
             harness: Harness::with_secrets(
-                &O::Dialect::RUNTIME.descriptor,
+                &O::Dialect::from(O::default()).runtime().descriptor,
                 scenario,
                 version,
                 record_env,
@@ -93,7 +93,7 @@ impl<O: CommonOptions + Default> FakeCli<O> {
     pub fn state_dir(&self) -> PathBuf {
         self.harness
             .env
-            .state_dir(&O::Dialect::RUNTIME.descriptor)
+            .state_dir(&O::Dialect::from(O::default()).runtime().descriptor)
             .expect("the harness serves this runtime")
             .to_owned()
     }

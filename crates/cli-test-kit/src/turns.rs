@@ -139,9 +139,10 @@ pub async fn thread_of_turns<D: Dialect>(
         return None;
     }
     let env = driver.runtime_env();
-    let state_var = D::RUNTIME.descriptor.state_var;
+    let descriptor = &driver.runtime().descriptor;
+    let state_var = descriptor.state_var;
     let state_dir = env
-        .state_dir(&D::RUNTIME.descriptor)
+        .state_dir(descriptor)
         .expect("validate_config checked the environment serves the runtime")
         .to_owned();
     driver.check_version().await.expect("the binary runs");

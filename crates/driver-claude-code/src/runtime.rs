@@ -75,4 +75,8 @@ impl ModelAccess for ClaudeCode {
         |options, url, _| Ok(options.with_base_url(url));
     // Claude Code reads its key from ANTHROPIC_API_KEY only, whatever it came from.
     const KEY: KeyRoute<Self::Options> = KeyRoute::KeyVar;
+
+    fn options(_: &'static Runtime) -> ClaudeCodeOptions {
+        ClaudeCodeOptions::default()
+    }
 }

@@ -334,7 +334,7 @@ pub fn cli_capabilities(fork: bool, transports: &[TransportKind]) -> Capabilitie
         })
 }
 
-/// Who a dialect's driver is ([`Dialect::IDENTITY`]).
+/// Who a dialect's driver is ([`Dialect::identity`]).
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct Identity {
@@ -393,11 +393,14 @@ pub trait Dialect:
     type Translator: Translator;
 
     /// The runtime's registry entry: its descriptor names the state directory that holds the
-    /// per-run and namespace files, and the runtime the environment must serve.
-    const RUNTIME: &'static Runtime;
+    /// per-run and namespace files, and the runtime the environment must serve. A method, not
+    /// a constant, so that one dialect can serve entries registered at run time (the ACP
+    /// dialect serves every ACP agent, each its own entry).
+    fn runtime(&self) -> &'static Runtime;
 
     /// Who the driver is: its type and name, its session codec, who picks a new session's id.
-    const IDENTITY: Identity;
+    /// Constant for a driver's lifetime (its fingerprint and stored sessions depend on it).
+    fn identity(&self) -> &Identity;
 
     /// What the CLI can do, checked against each request before a process runs.
     fn capabilities(&self) -> Capabilities;

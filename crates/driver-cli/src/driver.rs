@@ -94,7 +94,7 @@ impl<D: Dialect> CliDriver<D> {
     /// A driver that runs the CLI in `env` with `options` (the driver crate's options type).
     pub fn new(env: Arc<RuntimeEnv>, options: impl Into<D>) -> Self {
         let options: D = options.into();
-        let builder = ConfigFingerprintBuilder::new(D::IDENTITY.driver_type)
+        let builder = ConfigFingerprintBuilder::new(options.identity().driver_type)
             .opt_str("model", options.cli().model.as_deref());
         let fingerprint = options
             .fingerprint(builder)
@@ -129,6 +129,11 @@ impl<D: Dialect> CliDriver<D> {
     /// own tests; a host has no use for it).
     pub fn dialect(&self) -> &D {
         &self.options
+    }
+
+    /// The runtime's registry entry (its descriptor names the state directory).
+    pub fn runtime(&self) -> &'static crate::Runtime {
+        self.options.runtime()
     }
 
     /// The runtime environment.
@@ -209,8 +214,9 @@ impl<D: Dialect> CliDriver<D> {
     ) -> Result<(SessionPlan<'r>, ConfigFiles, bool), DriverError> {
         self.validate_config()?;
         self.capabilities().check(request)?;
-        let new_id = (D::IDENTITY.new_session_id == NewSessionId::Host).then_some(new_id);
-        let plan = SessionPlan::of(request, &D::IDENTITY.codec, new_id)?;
+        let new_id =
+            (self.options.identity().new_session_id == NewSessionId::Host).then_some(new_id);
+        let plan = SessionPlan::of(request, &self.options.identity().codec, new_id)?;
         if request.model.as_deref().is_some_and(str::is_empty) {
             return Err(ConfigError::invalid("model", "must not be empty").into());
         }
@@ -276,7 +282,12 @@ impl<D: Dialect> CliDriver<D> {
         let lock = self.turn_lock().await?;
         let NamespaceConfig { paths, contents } = config;
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-        let files = NamespaceFiles::install(&self.env, &D::RUNTIME.descriptor, &paths, contents)?;
+        let files = NamespaceFiles::install(
+            &self.env,
+            &self.options.runtime().descriptor,
+            &paths,
+            contents,
+        )?;
         let result = self.spawn_and_drive(turn, sink).await;
         // A file that cannot be put back holds variable names only; the turn's outcome stands.
         if let Err(e) = files.restore() {
@@ -289,7 +300,7 @@ impl<D: Dialect> CliDriver<D> {
     async fn turn_lock(&self) -> Result<TurnLock, DriverError> {
         // Created once under the config lock (with runtime-env's directory checks), so it is
         // never replaced while someone holds it.
-        let runtime = &D::RUNTIME.descriptor;
+        let runtime = &self.options.runtime().descriptor;
         let path = {
             let lock = self.env.lock_config().map_err(ProcessError::from)?;
             if lock
@@ -323,9 +334,19 @@ impl<D: Dialect> CliDriver<D> {
 #[async_trait::async_trait]
 impl<D: Dialect> Driver for CliDriver<D> {
     fn descriptor(&self) -> Descriptor {
-        Descriptor::new(D::IDENTITY.driver_type, D::IDENTITY.display_name)
-            .with_capabilities(self.capabilities())
-            .with_endpoint_vars(D::RUNTIME.descriptor.endpoint_vars.iter().copied())
+        Descriptor::new(
+            self.options.identity().driver_type,
+            self.options.identity().display_name,
+        )
+        .with_capabilities(self.capabilities())
+        .with_endpoint_vars(
+            self.options
+                .runtime()
+                .descriptor
+                .endpoint_vars
+                .iter()
+                .copied(),
+        )
     }
 
     fn validate_config(&self) -> Result<(), ConfigError> {
@@ -337,7 +358,11 @@ impl<D: Dialect> Driver for CliDriver<D> {
             return Err(ConfigError::invalid("model", "must not be empty"));
         }
         // Its state directory and variable exist only in an environment that serves it.
-        if self.env.state_dir(&D::RUNTIME.descriptor).is_err() {
+        if self
+            .env
+            .state_dir(&self.options.runtime().descriptor)
+            .is_err()
+        {
             return Err(ConfigError::invalid(
                 "runtime_env",
                 "does not serve this driver's runtime: name it in RuntimeEnvBuilder::runtimes",
@@ -401,8 +426,11 @@ impl<D: Dialect> Driver for CliDriver<D> {
         match config {
             ConfigFiles::None => self.spawn_and_drive(&turn, &*sink).await,
             ConfigFiles::RunFile { name, contents } => {
-                let files =
-                    RunFiles::create(&self.env, &D::RUNTIME.descriptor, request.run_id.as_str())?;
+                let files = RunFiles::create(
+                    &self.env,
+                    &self.options.runtime().descriptor,
+                    request.run_id.as_str(),
+                )?;
                 let path = files.write(name, &contents)?;
                 turn.run_file = Some(&path);
                 // Removed whatever happened; a failure to remove is not the run's failure.
@@ -417,7 +445,7 @@ impl<D: Dialect> Driver for CliDriver<D> {
     }
 
     fn session_codec(&self) -> Option<&dyn SessionCodec> {
-        Some(&D::IDENTITY.codec)
+        Some(&self.options.identity().codec)
     }
 
     fn config_fingerprinter(&self) -> Option<&dyn ConfigFingerprinter> {

@@ -9,6 +9,7 @@
 //! way for every runtime, but for what its driver crate states in [`ModelAccess`] (where the
 //! key goes, whether and how the CLI takes a model endpoint).
 
+use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -87,23 +88,28 @@ pub type WithEndpoint<O> = fn(O, &str, &str) -> Result<O, ConfigError>;
 /// its dialect, or the CLI's type of a dialect it shares with another crate.
 pub trait ModelAccess: 'static {
     /// The driver's options; their [`CommonOptions::Dialect`] is the driver's dialect.
-    type Options: CommonOptions + Default;
+    type Options: CommonOptions;
 
     /// Where the CLI takes the model endpoint.
     const WITH_ENDPOINT: WithEndpoint<Self::Options>;
 
     /// Where the CLI reads the model key.
     const KEY: KeyRoute<Self::Options>;
+
+    /// The options the entry `runtime` starts from, before the common arguments: the
+    /// defaults, for a crate with one entry; a dialect that serves several entries (the ACP
+    /// dialect, one per agent) reads its own [`Runtime::spec`] of the entry here.
+    fn options(runtime: &'static Runtime) -> Self::Options;
 }
 
 /// Builds the driver of `runtime`, whose CLI takes the endpoint and the key as `A` says: the
 /// default options with the common arguments, in the environment `env` builds.
 fn build<A: ModelAccess>(
-    runtime: &Runtime,
+    runtime: &'static Runtime,
     mut env: RuntimeEnvBuilder,
     args: CommonArgs,
 ) -> Result<Arc<dyn Driver>, BuildError> {
-    let mut options = args.apply(A::Options::default());
+    let mut options = args.apply(A::options(runtime));
     let key_var = match (&A::KEY, &args.key) {
         (KeyRoute::SourceVar, Some(key)) => key.name(),
         _ => runtime.key_var,
@@ -138,7 +144,7 @@ pub enum BuildError {
 /// How a [`Runtime`] entry builds its driver: [`build`] for the entry's [`ModelAccess`], given
 /// the entry and an environment builder that already serves the runtime.
 type BuildDriver =
-    fn(&Runtime, RuntimeEnvBuilder, CommonArgs) -> Result<Arc<dyn Driver>, BuildError>;
+    fn(&'static Runtime, RuntimeEnvBuilder, CommonArgs) -> Result<Arc<dyn Driver>, BuildError>;
 
 /// One runtime of the registry: its descriptor, where a host finds its binary and key, and
 /// how its driver is built. A driver crate declares it beside its [`ModelAccess`] (an
@@ -153,12 +159,20 @@ type BuildDriver =
 ///     const WITH_ENDPOINT: WithEndpoint<Self::Options> =
 ///         |options, url, key_var| Ok(options.with_model_provider(/* … */));
 ///     const KEY: KeyRoute<Self::Options> = KeyRoute::SourceVar;
+///     fn options(_: &'static Runtime) -> CodexOptions {
+///         CodexOptions::default()
+///     }
 /// }
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Runtime {
+    /// The entry's name in the registry (`codex`, `gemini_acp`): its descriptor's name, or
+    /// its own for an entry that shares another entry's descriptor ([`named`](Self::named)).
+    pub name: &'static str,
     /// What `runtime-env` must know: name, program, state variable, files, key variables.
+    /// Entries that drive one CLI two ways (Gemini headless and `gemini --acp`) share it, and
+    /// so the CLI's state directory, credentials and sessions.
     pub descriptor: RuntimeDescriptor,
     /// The host variable that may name the binary (`CODEX_BIN`).
     pub bin_var: &'static str,
@@ -166,6 +180,8 @@ pub struct Runtime {
     /// (`OPENAI_API_KEY`).
     pub key_var: &'static str,
     build: BuildDriver,
+    /// What a dialect that serves several entries knows of this one ([`spec`](Self::spec)).
+    spec: Option<&'static (dyn Any + Send + Sync)>,
 }
 
 impl Runtime {
@@ -178,11 +194,32 @@ impl Runtime {
         key_var: &'static str,
     ) -> Self {
         Self {
+            name: descriptor.name,
             descriptor,
             bin_var,
             key_var,
             build: build::<A>,
+            spec: None,
         }
+    }
+
+    /// The entry under its own registry name `name`, for an entry that shares another's
+    /// descriptor (`gemini_acp` drives the Gemini CLI's state as `gemini` does).
+    pub const fn named(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// The entry with `spec`, what its dialect needs to know of it (an ACP agent's command
+    /// line and capabilities), read back with [`spec`](Self::spec).
+    pub const fn with_spec(mut self, spec: &'static (dyn Any + Send + Sync)) -> Self {
+        self.spec = Some(spec);
+        self
+    }
+
+    /// The entry's spec, when it has one of type `T`.
+    pub fn spec<T: Any>(&self) -> Option<&'static T> {
+        self.spec.and_then(|spec| (spec as &dyn Any).downcast_ref())
     }
 
     /// Builds the runtime's driver in an environment from `env`, which is made to serve the

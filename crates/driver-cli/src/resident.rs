@@ -342,8 +342,11 @@ pub(crate) async fn run<D: Dialect>(
         let files = match &run_file {
             None => None,
             Some((name, contents)) => {
-                let files =
-                    RunFiles::create(turn.env, &D::RUNTIME.descriptor, request.run_id.as_str())?;
+                let files = RunFiles::create(
+                    turn.env,
+                    &dialect.runtime().descriptor,
+                    request.run_id.as_str(),
+                )?;
                 let path = files.write(name, contents)?;
                 Some((files.keep(), path))
             }

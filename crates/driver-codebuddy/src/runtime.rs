@@ -65,4 +65,8 @@ impl ModelAccess for CodeBuddy {
     const WITH_ENDPOINT: WithEndpoint<Self::Options> =
         |options, url, _| Ok(options.with_base_url(url));
     const KEY: KeyRoute<Self::Options> = KeyRoute::Options(CodeBuddyOptions::with_api_key);
+
+    fn options(_: &'static Runtime) -> CodeBuddyOptions {
+        CodeBuddyOptions::default()
+    }
 }

@@ -58,7 +58,9 @@ driver_cli::dialect!(
 impl Dialect for Codex {
     type Translator = CodexTranslator;
 
-    const RUNTIME: &'static Runtime = &crate::RUNTIME;
+    fn runtime(&self) -> &'static Runtime {
+        &crate::RUNTIME
+    }
 
     /// The session codec of the Codex driver.
     ///
@@ -68,7 +70,9 @@ impl Dialect for Codex {
     /// (`codex.usage_total`): no secret, no URL, port or env-var name.
     ///
     /// Codex chooses the thread id and reports it in `thread.started`.
-    const IDENTITY: Identity = Identity::new("codex", "Codex CLI", "codex/v1", NewSessionId::Cli);
+    fn identity(&self) -> &Identity {
+        &IDENTITY
+    }
 
     /// Structured output: `exec --output-schema` and the app-server's `outputSchema`; the
     /// answer is the final message's text (Codex checks neither the schema nor the answer:
@@ -453,3 +457,6 @@ pub(crate) fn overrides(options: &CodexOptions, request: &Request) -> Vec<String
 
 #[cfg(test)]
 mod tests;
+
+/// Who the driver is.
+const IDENTITY: Identity = Identity::new("codex", "Codex CLI", "codex/v1", NewSessionId::Cli);

@@ -72,4 +72,8 @@ impl ModelAccess for Codex {
         Ok(options.with_model_provider(ModelProvider::new(PROVIDER_ID, url).with_env_key(key_var)))
     };
     const KEY: KeyRoute<Self::Options> = KeyRoute::SourceVar;
+
+    fn options(_: &'static Runtime) -> CodexOptions {
+        CodexOptions::default()
+    }
 }

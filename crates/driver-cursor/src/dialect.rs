@@ -45,7 +45,9 @@ driver_cli::dialect!(
 impl Dialect for Cursor {
     type Translator = EventTranslator;
 
-    const RUNTIME: &'static Runtime = &crate::RUNTIME;
+    fn runtime(&self) -> &'static Runtime {
+        &crate::RUNTIME
+    }
 
     /// The session codec of the Cursor driver: the chat id (the
     /// `session_id` of Cursor's events, which `--resume` takes) and the
@@ -55,8 +57,9 @@ impl Dialect for Cursor {
     ///
     /// A new chat's id is the `session_id` of the turn's own `system/init`, so a turn is one
     /// process and a turn that never starts leaves no chat behind.
-    const IDENTITY: Identity =
-        Identity::new("cursor", "Cursor CLI", "cursor/v1", NewSessionId::Cli);
+    fn identity(&self) -> &Identity {
+        &IDENTITY
+    }
 
     fn capabilities(&self) -> Capabilities {
         // No fork: Cursor has no way to branch a chat.
@@ -358,3 +361,6 @@ mod tests {
         }
     }
 }
+
+/// Who the driver is.
+const IDENTITY: Identity = Identity::new("cursor", "Cursor CLI", "cursor/v1", NewSessionId::Cli);

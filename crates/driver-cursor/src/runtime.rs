@@ -66,4 +66,8 @@ impl ModelAccess for Cursor {
     };
     // Cursor reads its key from CURSOR_API_KEY only, whatever it came from.
     const KEY: KeyRoute<Self::Options> = KeyRoute::KeyVar;
+
+    fn options(_: &'static Runtime) -> CursorOptions {
+        CursorOptions::default()
+    }
 }

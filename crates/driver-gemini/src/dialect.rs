@@ -50,7 +50,9 @@ driver_cli::dialect!(
 impl Dialect for Gemini {
     type Translator = EventTranslator;
 
-    const RUNTIME: &'static Runtime = &crate::RUNTIME;
+    fn runtime(&self) -> &'static Runtime {
+        &crate::RUNTIME
+    }
 
     /// The session codec of the Gemini driver.
     ///
@@ -63,8 +65,9 @@ impl Dialect for Gemini {
     ///
     /// The host chooses a new session's id (`--session-id`), so it is known before Gemini
     /// starts.
-    const IDENTITY: Identity =
-        Identity::new("gemini", "Gemini CLI", "gemini/v1", NewSessionId::Host);
+    fn identity(&self) -> &Identity {
+        &IDENTITY
+    }
 
     fn capabilities(&self) -> Capabilities {
         cli_capabilities(
@@ -526,3 +529,6 @@ mod tests {
         assert_eq!(kind(&none, ExitStatus::Code(42)), FailureKind::Other);
     }
 }
+
+/// Who the driver is.
+const IDENTITY: Identity = Identity::new("gemini", "Gemini CLI", "gemini/v1", NewSessionId::Host);

@@ -72,4 +72,8 @@ impl ModelAccess for Gemini {
     const WITH_ENDPOINT: WithEndpoint<Self::Options> =
         |options, url, _| Ok(options.with_base_url(url));
     const KEY: KeyRoute<Self::Options> = KeyRoute::Options(GeminiOptions::with_api_key);
+
+    fn options(_: &'static Runtime) -> GeminiOptions {
+        GeminiOptions::default()
+    }
 }

@@ -80,7 +80,8 @@ pub enum RpcError {
     Remote {
         /// The JSON-RPC error code.
         code: i64,
-        /// The peer's message, for classification by the dialect only (never displayed).
+        /// The peer's message, then its `data` (a string as is, anything else as JSON) on a
+        /// line of its own: for classification by the dialect only (never displayed).
         message: RemoteText,
     },
 }

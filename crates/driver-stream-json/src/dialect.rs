@@ -125,9 +125,13 @@ impl<C: StreamJsonCli> StreamJsonDialect<C> {
 impl<C: StreamJsonCli> Dialect for StreamJsonDialect<C> {
     type Translator = StreamJson;
 
-    const RUNTIME: &'static Runtime = C::RUNTIME;
+    fn runtime(&self) -> &'static Runtime {
+        C::RUNTIME
+    }
 
-    const IDENTITY: Identity = C::IDENTITY;
+    fn identity(&self) -> &Identity {
+        &C::IDENTITY
+    }
 
     fn capabilities(&self) -> Capabilities {
         crate::capabilities()

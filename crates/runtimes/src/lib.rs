@@ -56,5 +56,5 @@ pub fn all() -> &'static [&'static Runtime] {
 
 /// The runtime registered under `name` (`codex`, `claude_code`, …), if any.
 pub fn find(name: &str) -> Option<&'static Runtime> {
-    ALL.iter().copied().find(|r| r.descriptor.name == name)
+    ALL.iter().copied().find(|r| r.name == name)
 }

@@ -292,7 +292,7 @@ pub(crate) fn judge<D: Dialect>(
         for (key, value) in translator.checkpoint_data() {
             state.data.insert(key, value);
         }
-        crate::dialect::events::checkpoint(turn.request, state, &D::IDENTITY.codec)
+        crate::dialect::events::checkpoint(turn.request, state, &dialect.identity().codec)
     });
     let closing = translator.close_open_calls();
     let response =

@@ -75,17 +75,20 @@ impl ModelAccess for PromptEnded {
     type Options = PromptEndedOptions;
     const WITH_ENDPOINT: WithEndpoint<Self::Options> = |options, _, _| Ok(options);
     const KEY: KeyRoute<Self::Options> = KeyRoute::KeyVar;
+
+    fn options(_: &'static Runtime) -> PromptEndedOptions {
+        PromptEndedOptions::default()
+    }
 }
 
 impl Dialect for PromptEnded {
     type Translator = Updates;
-    const RUNTIME: &'static Runtime = &RUNTIME;
-    const IDENTITY: Identity = Identity::new(
-        "prompt-ended-test",
-        "Prompt-ended test CLI",
-        "prompt-ended-test/v1",
-        NewSessionId::Cli,
-    );
+    fn runtime(&self) -> &'static Runtime {
+        &RUNTIME
+    }
+    fn identity(&self) -> &Identity {
+        &IDENTITY
+    }
 
     fn capabilities(&self) -> Capabilities {
         cli_capabilities(false, &[])
@@ -369,3 +372,11 @@ async fn a_protocol_only_cli_runs_each_per_turn_run_on_a_one_turn_process() {
     let second = second.unwrap();
     assert_ne!(pid_of(&second.output), pid, "a process of its own");
 }
+
+/// Who the driver is.
+const IDENTITY: Identity = Identity::new(
+    "prompt-ended-test",
+    "Prompt-ended test CLI",
+    "prompt-ended-test/v1",
+    NewSessionId::Cli,
+);

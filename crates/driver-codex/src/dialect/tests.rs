@@ -9,14 +9,14 @@ use driver_spi::PermissionPolicy;
 fn the_codec_resumes_thread_ids_only() {
     use driver_spi::{SessionCodec, SessionState};
     let state = SessionState::new("0199a213-81c0-7800-8aa1-bbab2a035a53");
-    let params = Codex::IDENTITY
+    let params = super::IDENTITY
         .codec
         .to_params(Some(&state))
         .unwrap()
         .unwrap();
     assert_eq!(params.display_id, state.resume_id);
     assert!(
-        Codex::IDENTITY
+        super::IDENTITY
             .codec
             .to_params(Some(&SessionState::new("--last")))
             .is_err()

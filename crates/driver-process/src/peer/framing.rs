@@ -154,17 +154,34 @@ fn answer(id: Option<Value>, mut message: Map<String, Value>) -> Frame {
         (_, Some(error)) => Frame::ErrorAnswer {
             id,
             code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: RemoteText(
-                error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            ),
+            message: RemoteText(remote_text(&error)),
         },
         (result, None) => Frame::Answer {
             id,
             result: result.unwrap_or(Value::Null),
         },
     }
+}
+
+/// The text of a JSON-RPC error object for classification: its `message`, then its `data`
+/// (where agents put the reason: Gemini's ACP mode answers `Internal error` with the cause
+/// only in `data.details`), each on a line of its own.
+fn remote_text(error: &Value) -> String {
+    let mut text = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    match error.get("data") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(data)) => {
+            text.push('\n');
+            text.push_str(data);
+        }
+        Some(data) => {
+            text.push('\n');
+            text.push_str(&data.to_string());
+        }
+    }
+    text
 }

@@ -201,7 +201,7 @@ fn every_entry_takes_the_endpoint_and_key_where_its_cli_reads_them() {
     }
     fn by_hand<O: CommonOptions>(options: O) -> String {
         let base = tempfile::tempdir().unwrap();
-        let runtime = &<O::Dialect as Dialect>::RUNTIME.descriptor;
+        let runtime = &O::Dialect::from(options.clone()).runtime().descriptor;
         let env = env_builder(base.path())
             .runtimes([runtime])
             .build()

@@ -111,7 +111,7 @@ fn registry_config<D: CommonOptions>(harness: &Harness, options: &D) -> DriverCo
             cwd: env.cwd().to_path_buf(),
             vars: BTreeMap::from([(SCENARIO_ENV.to_owned(), scenario.to_owned())]),
         },
-        runtime: <D::Dialect as Dialect>::RUNTIME.descriptor.name.to_owned(),
+        runtime: D::Dialect::from(options.clone()).runtime().name.to_owned(),
         binary: Some(options.binary().to_path_buf()),
         model: options.model().map(str::to_owned),
         base_url: None,
