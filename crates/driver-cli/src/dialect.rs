@@ -348,6 +348,11 @@ pub struct Identity {
     pub codec: GuardedCodec,
     /// Who picks a new session's id.
     pub new_session_id: NewSessionId,
+    /// Whether a stored session id of any safe shape ([`is_safe_id`](crate::is_safe_id)) is
+    /// resumed, not only a UUID: for protocols that never put the id on a command line and
+    /// whose agents choose ids of their own shape (ACP). The default: UUIDs only, since CLIs
+    /// take other strings as session *names*.
+    pub opaque_ids: bool,
 }
 
 impl Identity {
@@ -376,7 +381,15 @@ impl Identity {
             display_name,
             codec: crate::dialect::session::session_codec(codec),
             new_session_id,
+            opaque_ids: false,
         }
+    }
+
+    /// The identity, resuming stored session ids of any safe shape
+    /// ([`opaque_ids`](Self::opaque_ids)).
+    pub const fn with_opaque_ids(mut self) -> Self {
+        self.opaque_ids = true;
+        self
     }
 }
 

@@ -216,7 +216,7 @@ impl<D: Dialect> CliDriver<D> {
         self.capabilities().check(request)?;
         let new_id =
             (self.options.identity().new_session_id == NewSessionId::Host).then_some(new_id);
-        let plan = SessionPlan::of(request, &self.options.identity().codec, new_id)?;
+        let plan = SessionPlan::of(request, self.options.identity(), new_id)?;
         if request.model.as_deref().is_some_and(str::is_empty) {
             return Err(ConfigError::invalid("model", "must not be empty").into());
         }

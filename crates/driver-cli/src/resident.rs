@@ -240,7 +240,14 @@ struct InFlight {
     process: Option<ResidentProcess>,
     interrupt: Option<Call>,
     endings: Endings,
+    /// The process's requests the turn is deciding (an approval asked of the host), by id,
+    /// with the answer each gets when the turn is cancelled first
+    /// ([`ResidentProtocol::cancelled_answer`]).
+    pending: Pending,
 }
+
+/// Requests of a process awaiting the host, with their answers on cancellation.
+pub(crate) type Pending = std::sync::Arc<std::sync::Mutex<Vec<(Value, Value)>>>;
 
 impl InFlight {
     fn process(&mut self) -> &mut ResidentProcess {
@@ -263,15 +270,24 @@ impl Drop for InFlight {
             return;
         };
         let interrupt = self.interrupt.take();
+        let pending =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         tracing::debug!("resident turn cancelled: interrupting, then ending the process");
         let ending = runtime.spawn(async move {
-            if let Some(call) = interrupt {
-                let grace = process.limits.kill_grace;
-                let _ = tokio::time::timeout(grace, process.send(&call)).await;
-            }
+            let grace = process.limits.kill_grace;
+            let _ = tokio::time::timeout(grace, async {
+                if let Some(call) = interrupt {
+                    let _ = process.send(&call).await;
+                }
+                // After the interrupt, as ACP orders it: what the process still waits for.
+                for (id, answer) in pending {
+                    let _ = process.peer.respond(id, answer).await;
+                }
+            })
+            .await;
             process.close().await;
         });
         let mut endings = self.endings.lock().unwrap_or_else(PoisonError::into_inner);
@@ -388,6 +404,7 @@ pub(crate) async fn run<D: Dialect>(
             process: Some(process),
             interrupt: None,
             endings: pool.endings(),
+            pending: Pending::default(),
         };
         let session = match open(&mut flight, protocol, turn).await {
             Ok(session) => session,

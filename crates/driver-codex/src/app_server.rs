@@ -189,6 +189,7 @@ impl ResidentProtocol for Codex {
 
     fn approval_answer(
         &self,
+        _request: &Request,
         _method: &str,
         _params: &Value,
         decision: &ApprovalDecision,

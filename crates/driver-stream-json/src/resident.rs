@@ -85,7 +85,13 @@ impl ResidentProtocol for Resident {
         crate::permissions::approval(method, params)
     }
 
-    fn approval_answer(&self, _method: &str, params: &Value, decision: &ApprovalDecision) -> Value {
+    fn approval_answer(
+        &self,
+        _request: &Request,
+        _method: &str,
+        params: &Value,
+        decision: &ApprovalDecision,
+    ) -> Value {
         crate::permissions::answer(params, decision)
     }
 }

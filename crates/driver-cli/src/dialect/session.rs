@@ -27,10 +27,11 @@ pub enum SessionPlan<'a> {
 }
 
 impl<'a> SessionPlan<'a> {
-    /// The plan of `request` under `codec`; a new session gets `new_id` (`None` when the CLI
-    /// chooses the id).
+    /// The plan of `request` for the driver `identity` (its codec); a new session gets
+    /// `new_id` (`None` when the CLI chooses the id).
     ///
-    /// A stored state must be accepted by the codec, be a UUID, and pass the request's
+    /// A stored state must be accepted by the codec, be a UUID (unless the identity takes
+    /// [any safe id](crate::Identity::with_opaque_ids)), and pass the request's
     /// [`SessionGuard`]; this is checked before anything is spawned.
     ///
     /// # Errors
@@ -38,17 +39,18 @@ impl<'a> SessionPlan<'a> {
     /// and [`Unsupported::Resume`] for an unknown mode.
     pub fn of(
         request: &'a Request,
-        codec: &GuardedCodec,
+        identity: &crate::Identity,
         new_id: Option<&'a str>,
     ) -> Result<Self, DriverError> {
         let session = &request.session;
+        let stored_id = |state| stored_id(request, identity, state);
         Ok(match session.mode {
             SessionMode::Stateless => Self::Stateless,
             SessionMode::ContinueOrStart if session.state.is_none() => Self::Start(new_id),
             SessionMode::ContinueOrStart | SessionMode::ContinueOnly => {
-                Self::Resume(stored_id(request, codec, session.state.as_ref())?)
+                Self::Resume(stored_id(session.state.as_ref())?)
             }
-            SessionMode::Fork => Self::Fork(stored_id(request, codec, session.state.as_ref())?),
+            SessionMode::Fork => Self::Fork(stored_id(session.state.as_ref())?),
             _ => return Err(Unsupported::Resume.into()),
         })
     }
@@ -87,11 +89,12 @@ impl<'a> SessionPlan<'a> {
 
 fn stored_id<'r>(
     request: &Request,
-    codec: &GuardedCodec,
+    identity: &crate::Identity,
     state: Option<&'r SessionState>,
 ) -> Result<&'r str, DriverError> {
     let state = state.ok_or(ResumeRejectReason::MissingState)?;
-    if codec.to_params(Some(state)).is_err() || !crate::is_uuid(&state.resume_id) {
+    let shaped = identity.opaque_ids || crate::is_uuid(&state.resume_id);
+    if identity.codec.to_params(Some(state)).is_err() || !shaped {
         return Err(ResumeRejectReason::InvalidState.into());
     }
     SessionGuard::for_request(request).check(state)?;

@@ -269,10 +269,27 @@ pub trait ResidentProtocol: Send + Sync {
         None
     }
 
-    /// The answer that carries `decision` to a permission request of the peer.
-    fn approval_answer(&self, method: &str, params: &Value, decision: &ApprovalDecision) -> Value {
-        let _ = (method, params, decision);
+    /// The answer that carries `decision` to a permission request of the peer, in a turn of
+    /// `request` (whose policy says whether a standing approval, ACP's `allow_always`, may be
+    /// given on the host's behalf).
+    fn approval_answer(
+        &self,
+        request: &Request,
+        method: &str,
+        params: &Value,
+        decision: &ApprovalDecision,
+    ) -> Value {
+        let _ = (request, method, params, decision);
         Value::Null
+    }
+
+    /// The answer to a request of the peer (by `method` and `params`) that is still pending
+    /// when its turn is cancelled, sent right after the [`interrupt`](Self::interrupt): ACP
+    /// requires every pending `session/request_permission` to be answered `cancelled`. `None`
+    /// (the default) leaves it unanswered: the process is ended anyway.
+    fn cancelled_answer(&self, method: &str, params: &Value) -> Option<Value> {
+        let _ = (method, params);
+        None
     }
 }
 

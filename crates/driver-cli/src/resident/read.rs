@@ -48,7 +48,10 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
     sink: &dyn EventSink,
 ) -> Read {
     let InFlight {
-        process, interrupt, ..
+        process,
+        interrupt,
+        pending,
+        ..
     } = flight;
     let Some(process) = process.as_mut() else {
         return Read::Stopped(Stop::Ended);
@@ -92,6 +95,7 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
         own: None,
         held: VecDeque::new(),
         notes: TurnNotes::default(),
+        pending,
     };
     loop {
         if answered && reader.translator.turn_ended() {
@@ -166,6 +170,8 @@ struct Reader<'t, 'g, T: crate::dialect::Translator> {
     held: VecDeque<(String, Value)>,
     /// What the turn's notifications told its permission requests.
     notes: TurnNotes,
+    /// The requests being decided, answered on cancellation.
+    pending: &'t super::Pending,
 }
 
 impl<T: crate::dialect::Translator> Reader<'_, '_, T> {
@@ -226,10 +232,18 @@ impl<T: crate::dialect::Translator> Reader<'_, '_, T> {
             tracing::debug!(method, "a request of another turn was refused");
             peer.respond_error(id, -32600, "not the current turn").await
         } else if let Some(query) = protocol.approval(request, method, params, &self.notes) {
+            // Answered for the process if the turn is cancelled while it is decided.
+            let cancelled = protocol.cancelled_answer(method, params);
+            if let Some(answer) = &cancelled {
+                self.pending_mut().push((id.clone(), answer.clone()));
+            }
             // The CLI waits for this answer: no idle time runs meanwhile.
             let decision =
                 crate::resident::approval::decide(request, self.redactor, self.sink, query).await;
-            let result = protocol.approval_answer(method, params, &decision);
+            if cancelled.is_some() {
+                self.pending_mut().retain(|(pending, _)| *pending != id);
+            }
+            let result = protocol.approval_answer(request, method, params, &decision);
             peer.respond(id, result).await
         } else {
             match protocol.answer(method, params) {
@@ -241,6 +255,12 @@ impl<T: crate::dialect::Translator> Reader<'_, '_, T> {
             }
         };
         sent.is_err().then_some(Stop::Ended)
+    }
+
+    fn pending_mut(&self) -> std::sync::MutexGuard<'_, Vec<(Value, Value)>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Reads one notification of the turn into the translator and the sink (one of another
