@@ -22,7 +22,8 @@
 //!   (`cargo metadata`) and fails for a `driver-<name>` crate that runs the driver kit
 //!   (`[package.metadata.conformance]`) and depends on `driver-cli` but has no entry named
 //!   `<name>` (with `-` as `_`).
-//! * Names and state variables are unique across the registry, and every descriptor passes
+//! * Names are unique across the registry, and so are state variables but between entries
+//!   that share one descriptor (`gemini` and `gemini_acp`); every descriptor passes
 //!   `runtime_env::RuntimeDescriptor::validate`, so one
 //!   environment can serve all of them at once.
 //!
@@ -38,6 +39,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub use driver_acp::{AcpAgentBuilder, RegisterError};
 pub use driver_cli::Runtime;
 
 /// The registry, in the order hosts show it.
@@ -47,6 +49,8 @@ static ALL: &[&Runtime] = &[
     &driver_cursor::RUNTIME,
     &driver_codebuddy::RUNTIME,
     &driver_gemini::RUNTIME,
+    &driver_acp::GEMINI,
+    &driver_acp::CODEBUDDY,
 ];
 
 /// Every registered runtime, in the order hosts show it.
@@ -54,7 +58,34 @@ pub fn all() -> &'static [&'static Runtime] {
     ALL
 }
 
-/// The runtime registered under `name` (`codex`, `claude_code`, …), if any.
+/// The runtime registered under `name` (`codex`, `claude_code`, `gemini_acp`, …, or an ACP
+/// agent registered at run time), if any.
 pub fn find(name: &str) -> Option<&'static Runtime> {
-    ALL.iter().copied().find(|r| r.name == name)
+    ALL.iter()
+        .copied()
+        .find(|r| r.name == name)
+        .or_else(|| driver_acp::registered(name))
+}
+
+/// Registers an ACP agent by its command ([`AcpAgentBuilder`]) under a name no entry of the
+/// registry has, so [`find`] finds it from now on (a worker process, which builds its driver
+/// from a runtime's name, does not: it knows the built-in entries only).
+///
+/// ```
+/// let entry = runtimes::register_acp(
+///     runtimes::AcpAgentBuilder::new("doc_agent", "doc-agent").arg("--acp"),
+/// )?;
+/// assert!(std::ptr::eq(runtimes::find("doc_agent").unwrap(), entry));
+/// assert!(runtimes::register_acp(runtimes::AcpAgentBuilder::new("codex", "x")).is_err());
+/// # Ok::<(), runtimes::RegisterError>(())
+/// ```
+///
+/// # Errors
+/// [`RegisterError::Taken`] for a name of the registry's, else as
+/// [`AcpAgentBuilder::register`].
+pub fn register_acp(agent: AcpAgentBuilder) -> Result<&'static Runtime, RegisterError> {
+    if ALL.iter().any(|r| r.name == agent.name()) {
+        return Err(RegisterError::Taken);
+    }
+    agent.register()
 }

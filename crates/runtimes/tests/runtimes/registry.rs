@@ -11,12 +11,14 @@ use runtime_env::{
 #[test]
 fn names_and_state_variables_are_unique_and_descriptors_valid() {
     let mut names = BTreeSet::new();
-    let mut vars = BTreeSet::new();
+    let mut vars = std::collections::BTreeMap::new();
     for runtime in runtimes::all() {
         let d = &runtime.descriptor;
         d.validate().unwrap();
-        assert!(names.insert(d.name), "duplicate name {}", d.name);
-        assert!(vars.insert(d.state_var), "duplicate {}", d.state_var);
+        assert!(names.insert(runtime.name), "duplicate name {}", runtime.name);
+        // A state variable is another entry's only when they share its descriptor.
+        let first = *vars.entry(d.state_var).or_insert(d);
+        assert_eq!(first, d, "duplicate {}", d.state_var);
         assert!(
             !is_credential_var(runtime.bin_var),
             "{}: {}",
@@ -30,11 +32,19 @@ fn names_and_state_variables_are_unique_and_descriptors_valid() {
             d.name,
             runtime.key_var
         );
-        assert!(std::ptr::eq(runtimes::find(d.name).unwrap(), *runtime));
+        assert!(std::ptr::eq(runtimes::find(runtime.name).unwrap(), *runtime));
     }
     assert_eq!(
         names.into_iter().collect::<Vec<_>>(),
-        ["claude_code", "codebuddy", "codex", "cursor", "gemini"]
+        [
+            "claude_code",
+            "codebuddy",
+            "codebuddy_acp",
+            "codex",
+            "cursor",
+            "gemini",
+            "gemini_acp"
+        ]
     );
     assert!(runtimes::find("opencode").is_none());
 }

@@ -27,6 +27,11 @@ fn driver_runtimes(metadata: &Value) -> Result<Vec<String>, String> {
         {
             continue;
         }
+        // A crate that serves several entries (the ACP driver) names them.
+        if let Some(entries) = package["metadata"]["conformance"]["entries"].as_array() {
+            names.extend(entries.iter().filter_map(Value::as_str).map(str::to_owned));
+            continue;
+        }
         let package = package["name"].as_str().unwrap_or_default();
         let Some(runtime) = package.strip_prefix("driver-") else {
             return Err(format!(
