@@ -131,6 +131,12 @@ pub struct AcpAgent {
     pub model_flag: Option<&'static str>,
     /// The variable that takes the model endpoint, when the agent has one.
     pub endpoint_var: Option<&'static str>,
+    /// The endpoint set there when the host names none (Gemini's API: its ACP mode selects
+    /// an auth type from the endpoint variable, see [`GEMINI`]).
+    pub default_endpoint: Option<&'static str>,
+    /// Whether a `session/load` that replays no history means the session is unknown (an
+    /// agent that "loads" an unknown id as an empty session: CodeBuddy).
+    pub empty_load_is_unknown: bool,
     /// The `authenticate` method the driver calls after `initialize`, when the agent needs
     /// one to use its key variable (Gemini's `gemini-api-key`).
     pub auth_method: Option<&'static str>,
@@ -157,6 +163,8 @@ impl AcpAgent {
             args,
             model_flag: None,
             endpoint_var: None,
+            default_endpoint: None,
+            empty_load_is_unknown: false,
             auth_method: None,
             vars: &[],
             capabilities,
@@ -177,6 +185,18 @@ impl AcpAgent {
         self
     }
 
+    /// With the endpoint to use when the host names none.
+    pub const fn with_default_endpoint(mut self, url: &'static str) -> Self {
+        self.default_endpoint = Some(url);
+        self
+    }
+
+    /// A load that replays no history means an unknown session.
+    pub const fn with_empty_load_is_unknown(mut self) -> Self {
+        self.empty_load_is_unknown = true;
+        self
+    }
+
     /// With the `authenticate` method to call after `initialize`.
     pub const fn with_auth_method(mut self, method: &'static str) -> Self {
         self.auth_method = Some(method);
@@ -190,12 +210,20 @@ impl AcpAgent {
     }
 }
 
-/// `gemini --acp`: the Gemini CLI's ACP mode (0.61.0), sharing the `gemini` entry's
-/// descriptor (its state directory, login and sessions). It resumes by `session/load` (it
-/// offers no `session/resume`, nor fork), takes HTTP and SSE MCP servers in `session/new`,
-/// and uses `GEMINI_API_KEY` once `authenticate` selected `gemini-api-key`, so no
-/// `settings.json` is written: the headless entry's per-turn settings file cannot meet a
-/// resident ACP process (see the crate docs).
+/// `gemini --acp --skip-trust`: the Gemini CLI's ACP mode (0.61.0), sharing the `gemini`
+/// entry's descriptor (its state directory, login and sessions). It resumes by
+/// `session/load` (it offers no `session/resume`, nor fork) and takes HTTP, SSE and stdio MCP
+/// servers in `session/new`, which it connects to only in a trusted folder (`--skip-trust`;
+/// its default approval mode still asks before edits and commands).
+///
+/// Its arrangement differs from the headless entry's, which installs a `settings.json`
+/// selecting `gemini-api-key` per turn: with that auth type selected, 0.61.0's ACP mode
+/// fails every `session/load` ("No previous sessions found") and, worse, rewrites the
+/// session's file so that its history is gone; `authenticate {gemini-api-key}` selects it
+/// too. So this entry writes no settings and never authenticates: with
+/// `GOOGLE_GEMINI_BASE_URL` set (the host's endpoint, else Google's own API) Gemini picks its
+/// gateway auth type, which sends `GEMINI_API_KEY` and loads sessions. A namespace whose own
+/// `settings.json` selects an auth type breaks its loads the same way.
 pub static GEMINI: Runtime = Runtime::new::<Acp>(
     driver_gemini::RUNTIME.descriptor,
     "GEMINI_BIN",
@@ -208,20 +236,22 @@ static GEMINI_AGENT: AcpAgent = AcpAgent::new(
     "gemini_acp",
     "Gemini CLI (ACP)",
     "gemini_acp/v1",
-    &["--acp"],
+    &["--acp", "--skip-trust"],
     AcpCapabilities::BASELINE
         .with_load_session(true)
         .with_mcp(true, true),
 )
 .with_model_flag("--model")
 .with_endpoint_var("GOOGLE_GEMINI_BASE_URL")
-.with_auth_method("gemini-api-key")
+.with_default_endpoint("https://generativelanguage.googleapis.com")
 .with_vars(&[("GEMINI_TELEMETRY_ENABLED", "false")]);
 
 /// `codebuddy --acp`: CodeBuddy Code's ACP mode (2.117.0), sharing the `codebuddy` entry's
-/// descriptor. It resumes by `session/load`, takes HTTP and SSE MCP servers, reads
-/// `CODEBUDDY_API_KEY` and `CODEBUDDY_BASE_URL` without an `authenticate` call, and takes
-/// the model with `--model`.
+/// descriptor. It resumes by `session/load` (and "loads" an unknown id as an empty session,
+/// so a load that replays no history is taken as an unknown session), takes HTTP, SSE and
+/// stdio MCP servers, reads `CODEBUDDY_API_KEY` and `CODEBUDDY_BASE_URL` without an
+/// `authenticate` call, and takes the model with `--model`. It does not exit when its stdin
+/// closes: the driver ends it after the kill grace.
 pub static CODEBUDDY: Runtime = Runtime::new::<Acp>(
     driver_codebuddy::RUNTIME.descriptor,
     "CODEBUDDY_BIN",
@@ -241,6 +271,7 @@ static CODEBUDDY_AGENT: AcpAgent = AcpAgent::new(
 )
 .with_model_flag("--model")
 .with_endpoint_var("CODEBUDDY_BASE_URL")
+.with_empty_load_is_unknown()
 .with_vars(&[
     // As the headless driver: no marketplace fetch, no telemetry, no user id derived from
     // the key, no shell snapshot (with the environment, so the key) written under HOME.
@@ -302,6 +333,7 @@ pub struct AcpAgentBuilder {
     endpoint_var: Option<String>,
     model_flag: Option<String>,
     auth_method: Option<String>,
+    empty_load_is_unknown: bool,
     vars: Vec<(String, String)>,
     state_var: Option<String>,
     state_subdir: String,
@@ -322,6 +354,7 @@ impl AcpAgentBuilder {
             endpoint_var: None,
             model_flag: None,
             auth_method: None,
+            empty_load_is_unknown: false,
             vars: Vec::new(),
             state_var: None,
             state_subdir: String::new(),
@@ -363,6 +396,13 @@ impl AcpAgentBuilder {
     /// The `authenticate` method to call after `initialize`.
     pub fn auth_method(mut self, method: impl Into<String>) -> Self {
         self.auth_method = Some(method.into());
+        self
+    }
+
+    /// Whether a `session/load` that replays no history means the session is unknown, for an
+    /// agent that answers a load of an unknown id as a success.
+    pub fn empty_load_is_unknown(mut self, unknown: bool) -> Self {
+        self.empty_load_is_unknown = unknown;
         self
     }
 
@@ -486,6 +526,7 @@ impl AcpAgentBuilder {
         agent.model_flag = self.model_flag.clone().map(leak);
         agent.endpoint_var = descriptor.endpoint_vars.first().copied();
         agent.auth_method = self.auth_method.clone().map(leak);
+        agent.empty_load_is_unknown = self.empty_load_is_unknown;
         let agent: &'static AcpAgent = Box::leak(Box::new(agent));
         let key_var = descriptor.api_key_vars.first().copied().unwrap_or("");
         let bin_var = leak(format!("{upper}_BIN"));

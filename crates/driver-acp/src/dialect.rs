@@ -2,8 +2,8 @@
 //! it runs from its registry entry.
 
 use driver_cli::{
-    CliOptions, ConfigFiles, Dialect, Identity, Invocation, KeyRoute,
-    ModelAccess, ResidentProtocol, Runtime, Turn, WithEndpoint, cli_capabilities,
+    CliOptions, ConfigFiles, Dialect, Identity, Invocation, KeyRoute, ModelAccess,
+    ResidentProtocol, Runtime, Turn, WithEndpoint, cli_capabilities,
 };
 use driver_process::process::Finished;
 use driver_process::version::Version;
@@ -146,7 +146,10 @@ impl Dialect for Acp {
         if let Some(url) = self.base_url.as_deref()
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
-            return Err(ConfigError::invalid("base_url", "must be an http or https URL"));
+            return Err(ConfigError::invalid(
+                "base_url",
+                "must be an http or https URL",
+            ));
         }
         if self.cli.model.is_some() && agent.model_flag.is_none() {
             return Err(ConfigError::invalid(
@@ -188,10 +191,11 @@ impl Dialect for Acp {
         }
         let mut invocation = Invocation::new(args);
         for (name, value) in agent.vars {
-            invocation = invocation.var(*name, *value);
+            invocation = invocation.var(name, *value);
         }
-        if let (Some(var), Some(url)) = (agent.endpoint_var, &self.base_url) {
-            invocation = invocation.var(var, url.as_str());
+        let url = self.base_url.as_deref().or(agent.default_endpoint);
+        if let (Some(var), Some(url)) = (agent.endpoint_var, url) {
+            invocation = invocation.var(var, url);
         }
         Ok(invocation)
     }

@@ -144,14 +144,14 @@ impl Translator for Updates {
                     "plan" => {
                         let plan: Plan = parse(update)?;
                         turn.start(out);
-                        let entries = plan
+                        let entries: Vec<PlanEntry> = plan
                             .entries
                             .iter()
                             .map(|e| {
                                 PlanEntry::new(
                                     self.redact(&e.content),
-                                    plan_status(e.status),
-                                    plan_priority(e.priority),
+                                    plan_status(&e.status),
+                                    plan_priority(&e.priority),
                                 )
                             })
                             .collect();
@@ -186,9 +186,10 @@ impl Translator for Updates {
         let (kind, message) = match self.stop? {
             StopReason::EndTurn => return None,
             StopReason::MaxTokens => (FailureKind::Limit, "the agent reached its token limit"),
-            StopReason::MaxTurnRequests => {
-                (FailureKind::Limit, "the agent reached its model-request limit")
-            }
+            StopReason::MaxTurnRequests => (
+                FailureKind::Limit,
+                "the agent reached its model-request limit",
+            ),
             StopReason::Refusal => (FailureKind::ModelProvider, "the agent refused the turn"),
             StopReason::Cancelled => (FailureKind::Other, "the agent cancelled the turn"),
             _ => (FailureKind::Other, "the agent stopped the turn early"),
@@ -217,19 +218,23 @@ impl Updates {
     }
 }
 
-/// The token counts of the prompt's answer, where the agent reports them (`usage`, an
-/// unstable part of the protocol).
+/// The token counts of the prompt's answer, where the agent reports them: `usage` (an
+/// unstable part of the protocol), else Gemini's `_meta.quota.token_count`.
 fn usage(answer: &Value) -> Option<Usage> {
-    let usage = answer.get("usage")?;
-    let count = |key| usage.get(key).and_then(Value::as_u64);
-    let mut out = Usage::new(count("inputTokens")?, count("outputTokens")?);
-    if let Some(cached) = count("cachedReadTokens") {
-        out = out.with_cached_input_tokens(cached);
+    if let Some(usage) = answer.get("usage") {
+        let count = |key| usage.get(key).and_then(Value::as_u64);
+        let mut out = Usage::new(count("inputTokens")?, count("outputTokens")?);
+        if let Some(cached) = count("cachedReadTokens") {
+            out = out.with_cached_input_tokens(cached);
+        }
+        return Some(out);
     }
-    Some(out)
+    let quota = answer.pointer("/_meta/quota/token_count")?;
+    let count = |key| quota.get(key).and_then(Value::as_u64);
+    Some(Usage::new(count("input_tokens")?, count("output_tokens")?))
 }
 
-fn plan_status(status: PlanEntryStatus) -> PlanStatus {
+fn plan_status(status: &PlanEntryStatus) -> PlanStatus {
     match status {
         PlanEntryStatus::InProgress => PlanStatus::InProgress,
         PlanEntryStatus::Completed => PlanStatus::Completed,
@@ -237,7 +242,7 @@ fn plan_status(status: PlanEntryStatus) -> PlanStatus {
     }
 }
 
-fn plan_priority(priority: PlanEntryPriority) -> PlanPriority {
+fn plan_priority(priority: &PlanEntryPriority) -> PlanPriority {
     match priority {
         PlanEntryPriority::High => PlanPriority::High,
         PlanEntryPriority::Low => PlanPriority::Low,

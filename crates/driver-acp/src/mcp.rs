@@ -32,11 +32,9 @@ impl Servers {
 
     /// `call` with the servers' secrets, to be written at their places.
     pub(crate) fn with_secrets(&self, call: Call) -> Call {
-        self.secrets
-            .iter()
-            .fold(call, |call, (pointer, value)| {
-                call.with_secret(pointer.clone(), value.clone())
-            })
+        self.secrets.iter().fold(call, |call, (pointer, value)| {
+            call.with_secret(pointer.clone(), value.clone())
+        })
     }
 }
 

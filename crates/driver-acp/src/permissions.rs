@@ -124,10 +124,13 @@ mod tests {
         request
     }
 
-    fn compat_fingerprint_for_tests() -> driver_spi::Fingerprint {
-        driver_spi::Fingerprint::of(driver_spi::Kind::new("acp permissions test v1"), |e| {
-            e.str("p");
-        })
+    fn compat_fingerprint_for_tests() -> compat_fingerprint::Fingerprint {
+        compat_fingerprint::Fingerprint::of(
+            compat_fingerprint::Kind::new("acp permissions test v1"),
+            |e| {
+                e.str("p");
+            },
+        )
     }
 
     const ALL: &[&str] = &["allow_once", "allow_always", "reject_once", "reject_always"];

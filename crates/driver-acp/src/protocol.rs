@@ -1,14 +1,16 @@
 //! The Agent Client Protocol as a [`ResidentProtocol`]: what the driver sends (built with the
 //! protocol crate's types) and what the agent's answers and requests mean.
 
+use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
     AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock,
     FileSystemCapabilities, ForkSessionRequest, Implementation, InitializeRequest,
     LoadSessionRequest, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
     RequestPermissionResponse, ResumeSessionRequest, SelectedPermissionOutcome, TextContent,
 };
-use agent_client_protocol_schema::ProtocolVersion;
-use driver_cli::{Call, MalformedEvent, Rejection, ResidentProtocol, SessionPlan, Turn, TurnNotes};
+use driver_cli::{
+    Call, MalformedEvent, Rejection, Replay, ResidentProtocol, SessionPlan, Turn, TurnNotes,
+};
 use driver_spi::{ApprovalDecision, ApprovalQuery, FailureKind, Request};
 use serde::Serialize;
 use serde_json::Value;
@@ -28,6 +30,12 @@ pub(crate) const REQUEST_PERMISSION: &str = "session/request_permission";
 
 /// JSON-RPC's "resource not found", which ACP agents use for an unknown session.
 const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// How long a loading agent must be quiet after its answer before the replay counts as
+/// over: Gemini answers `session/load` after the first replayed message and sends the rest
+/// right after (within milliseconds); the protocol does not say the replay ends with the
+/// answer. Paid once per cold load.
+const LOAD_SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The protocol, for one agent (its capabilities choose how a session is continued).
 #[derive(Debug, Clone)]
@@ -95,7 +103,9 @@ impl ResidentProtocol for AcpProtocol {
             ),
             SessionPlan::Fork(parent) => (
                 SESSION_FORK,
-                json(ForkSessionRequest::new(parent.to_owned(), cwd).mcp_servers(servers.declared())),
+                json(
+                    ForkSessionRequest::new(parent.to_owned(), cwd).mcp_servers(servers.declared()),
+                ),
             ),
             SessionPlan::Start(_) | SessionPlan::Stateless => (
                 SESSION_NEW,
@@ -104,6 +114,36 @@ impl ResidentProtocol for AcpProtocol {
             _ => return None,
         };
         Some(servers.with_secrets(Call::request(method, params)))
+    }
+
+    /// A load's replay is read and dropped until the agent has been quiet for a moment after
+    /// its answer; for an agent that "loads" unknown ids, an empty one is an unknown session.
+    fn replay(&self, method: &str) -> Option<Replay> {
+        (method == SESSION_LOAD).then(|| {
+            let replay = Replay::new().settling(LOAD_SETTLE);
+            if self.agent.empty_load_is_unknown {
+                replay.empty_is_unknown()
+            } else {
+                replay
+            }
+        })
+    }
+
+    /// A replayed user or agent message, thought or tool call.
+    fn is_history(&self, method: &str, params: &Value) -> bool {
+        method == "session/update"
+            && params
+                .pointer("/update/sessionUpdate")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| {
+                    matches!(
+                        kind,
+                        "user_message_chunk"
+                            | "agent_message_chunk"
+                            | "agent_thought_chunk"
+                            | "tool_call"
+                    )
+                })
     }
 
     /// A new or forked session's id is in the answer; a resumed or loaded one is the plan's.
@@ -133,7 +173,9 @@ impl ResidentProtocol for AcpProtocol {
         {
             blocks.push(ContentBlock::Text(TextContent::new(instructions)));
         }
-        blocks.push(ContentBlock::Text(TextContent::new(request.prompt.as_str())));
+        blocks.push(ContentBlock::Text(TextContent::new(
+            request.prompt.as_str(),
+        )));
         let session = session.unwrap_or_default().to_owned();
         Call::request(SESSION_PROMPT, json(PromptRequest::new(session, blocks)))
     }
@@ -158,6 +200,7 @@ impl ResidentProtocol for AcpProtocol {
         let unknown = code == RESOURCE_NOT_FOUND
             || lower.contains("no previous sessions found")
             || lower.contains("session not found")
+            || lower.contains("invalid session identifier")
             || (lower.contains("session") && lower.contains("not found"));
         if continuing && unknown {
             Rejection::UnknownSession

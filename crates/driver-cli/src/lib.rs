@@ -111,7 +111,7 @@ pub use mcp::{EnvRefs, McpEntry, McpRefError, is_env_var_name, is_mcp_server_nam
 pub use registry::{
     BuildError, CommonArgs, DriverBuilder, KeyRoute, ModelAccess, Runtime, WithEndpoint,
 };
-pub use resident::{Call, Rejection, ResidentProtocol, TurnNotes};
+pub use resident::{Call, Rejection, Replay, ResidentProtocol, TurnNotes};
 
 /// Whether `id` is safe to store as a CLI session id and to pass as one argv element: 1–128
 /// bytes of ASCII letters, digits, `-` and `_`, not starting with `-` (so it can never be read

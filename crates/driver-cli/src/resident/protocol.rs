@@ -181,6 +181,22 @@ pub trait ResidentProtocol: Send + Sync {
         None
     }
 
+    /// How the replay of a session opened by `method` is read, for a protocol whose agents
+    /// replay a session's history as notifications (ACP's `session/load`). `None` (the
+    /// default): what the process sends while the session opens is dropped unread.
+    fn replay(&self, method: &str) -> Option<Replay> {
+        let _ = method;
+        None
+    }
+
+    /// Whether a message the process sent while a session opened (by `method` and `params`)
+    /// is a piece of the session's history (a replayed user or agent message), for
+    /// [`Replay::empty_is_unknown`]. The default: no.
+    fn is_history(&self, method: &str, params: &Value) -> bool {
+        let _ = (method, params);
+        false
+    }
+
     /// The session the answer to [`open`](Self::open)'s call for `turn` opened: the id in
     /// the answer, or, for a protocol whose answer to a load names none (ACP's
     /// `session/load`), the plan's.
@@ -290,6 +306,47 @@ pub trait ResidentProtocol: Send + Sync {
     fn cancelled_answer(&self, method: &str, params: &Value) -> Option<Value> {
         let _ = (method, params);
         None
+    }
+}
+
+/// How a session's replay is read while it opens ([`ResidentProtocol::replay`]): every message
+/// the process sends meanwhile is read and dropped, never the turn's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Replay {
+    /// After the answer, the replay continues until the process has been quiet this long
+    /// (Gemini's ACP mode answers `session/load` after the first replayed message and sends
+    /// the rest after the answer); at most the idle timeout in all. `None`: the replay ends
+    /// with the answer.
+    pub settle: Option<std::time::Duration>,
+    /// An answer with no [history](ResidentProtocol::is_history) replayed before it (or
+    /// within the settle time) means the session is unknown: the turn is
+    /// [`ResumeRejected`](driver_spi::DriverError::ResumeRejected) (CodeBuddy's ACP mode
+    /// "loads" an unknown session id as an empty one). Only for sessions that always hold
+    /// history once stored, which a driver's checkpoint guarantees: it is written after a
+    /// turn.
+    pub empty_is_unknown: bool,
+}
+
+impl Replay {
+    /// A replay read until the answer, whose emptiness means nothing.
+    pub const fn new() -> Self {
+        Self {
+            settle: None,
+            empty_is_unknown: false,
+        }
+    }
+
+    /// Read until the process has been quiet for `settle` after the answer.
+    pub const fn settling(mut self, settle: std::time::Duration) -> Self {
+        self.settle = Some(settle);
+        self
+    }
+
+    /// An empty replay means an unknown session.
+    pub const fn empty_is_unknown(mut self) -> Self {
+        self.empty_is_unknown = true;
+        self
     }
 }
 

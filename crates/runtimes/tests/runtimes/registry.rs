@@ -15,7 +15,11 @@ fn names_and_state_variables_are_unique_and_descriptors_valid() {
     for runtime in runtimes::all() {
         let d = &runtime.descriptor;
         d.validate().unwrap();
-        assert!(names.insert(runtime.name), "duplicate name {}", runtime.name);
+        assert!(
+            names.insert(runtime.name),
+            "duplicate name {}",
+            runtime.name
+        );
         // A state variable is another entry's only when they share its descriptor.
         let first = *vars.entry(d.state_var).or_insert(d);
         assert_eq!(first, d, "duplicate {}", d.state_var);
@@ -32,7 +36,10 @@ fn names_and_state_variables_are_unique_and_descriptors_valid() {
             d.name,
             runtime.key_var
         );
-        assert!(std::ptr::eq(runtimes::find(runtime.name).unwrap(), *runtime));
+        assert!(std::ptr::eq(
+            runtimes::find(runtime.name).unwrap(),
+            *runtime
+        ));
     }
     assert_eq!(
         names.into_iter().collect::<Vec<_>>(),
@@ -159,8 +166,15 @@ fn every_entry_takes_the_process_mode() {
         let mut args = CommonArgs::default();
         args.process_mode = ProcessMode::Resident(Default::default());
         let driver = runtime.build(env_builder(base.path()), args).unwrap();
-        let name = runtime.descriptor.name;
-        let resident = ["codex", "claude_code", "codebuddy"].contains(&name);
+        let name = runtime.name;
+        let resident = [
+            "codex",
+            "claude_code",
+            "codebuddy",
+            "gemini_acp",
+            "codebuddy_acp",
+        ]
+        .contains(&name);
         assert_eq!(driver.validate_config().is_ok(), resident, "{name}");
         assert!(
             driver.descriptor().capabilities.persistent_processes,
@@ -276,7 +290,7 @@ fn the_builder_builds_what_the_common_arguments_build() {
     // `key` delivers under the entry's key variable, `key_env` under the one named.
     let keys: [Option<&str>; 2] = [None, Some("MY_KEY")];
     for (runtime, var) in runtimes::all().iter().flat_map(|r| keys.map(|k| (r, k))) {
-        let name = runtime.descriptor.name;
+        let name = runtime.name;
         let endpoint = name != "cursor";
         let base = tempfile::tempdir().unwrap();
         let mut builder = runtime
