@@ -35,6 +35,7 @@
 //! Long operations (listing, probing CLIs) note their progress on stderr when it is a terminal.
 #![forbid(unsafe_code)]
 
+mod acp_agent;
 mod approve;
 mod bundle;
 mod env;

@@ -81,6 +81,9 @@ pub(crate) struct RunOptions {
     /// Where the runtime's state lives: the credential namespace and level.
     #[command(flatten)]
     env: EnvOptions,
+    /// Any ACP agent by its command, instead of `--runtime`.
+    #[command(flatten)]
+    acp: crate::acp_agent::AcpAgentOptions,
 }
 
 fn split_pair<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str), Failure> {
@@ -91,7 +94,7 @@ fn split_pair<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str), Fail
 }
 
 /// The agent a run with these options uses.
-pub(crate) fn build_agent(
+pub(crate) async fn build_agent(
     options: &RunOptions,
     store: Arc<dyn ThreadStore>,
 ) -> Result<Agent, Failure> {
@@ -105,6 +108,23 @@ pub(crate) fn build_agent(
         })?,
     };
     let driver: Arc<dyn driver_spi::Driver> = match options.runtime.as_str() {
+        _ if options.acp.given() => {
+            if options.runtime != REFERENCE {
+                return Err(Failure::new(
+                    exit::USAGE,
+                    "--runtime: an ACP agent named by --acp-agent or --acp-command is the runtime",
+                ));
+            }
+            if options.env.worker.is_some() {
+                return Err(Failure::new(
+                    exit::USAGE,
+                    "--worker: a worker knows the registry's runtimes only, not an ACP agent \
+                     registered by this run",
+                ));
+            }
+            let entry = crate::acp_agent::entry(&options.acp, &options.env, &workspace).await?;
+            cli_driver(entry, options, &workspace)?
+        }
         REFERENCE => reference_driver(options, &workspace)?,
         name => cli_driver(registered(name)?, options, &workspace)?,
     };
@@ -384,7 +404,7 @@ pub(crate) async fn explain(
     options: &RunOptions,
     json: bool,
 ) -> Result<(), Failure> {
-    let agent = build_agent(options, store)?;
+    let agent = build_agent(options, store).await?;
     let explained = thread(&agent, key, options).explain().await;
     agent.close().await;
     let mut out = output::Out::stdout();
@@ -472,7 +492,7 @@ pub(crate) async fn run(
     prompt: String,
     json: bool,
 ) -> Result<(), Failure> {
-    let agent = build_agent(options, store)?;
+    let agent = build_agent(options, store).await?;
     let approvals = crate::approve::approvals(options.approve)?
         .with_timeout(std::time::Duration::from_secs(options.approval_timeout));
     let schema = output_schema(options)?;

@@ -367,6 +367,18 @@ impl AcpAgentBuilder {
         &self.name
     }
 
+    pub(crate) fn program_path(&self) -> &std::path::Path {
+        std::path::Path::new(&self.program)
+    }
+
+    pub(crate) fn arguments(&self) -> &[String] {
+        &self.args
+    }
+
+    pub(crate) fn plain_vars(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// One more argument after the program.
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
         self.args.push(arg.into());
@@ -422,7 +434,7 @@ impl AcpAgentBuilder {
     }
 
     /// What the agent can do (declared; or learned from a real `initialize`:
-    /// [`AcpCapabilities::from_initialize`]).
+    /// [`learn`](Self::learn)).
     pub fn capabilities(mut self, capabilities: AcpCapabilities) -> Self {
         self.capabilities = capabilities;
         self

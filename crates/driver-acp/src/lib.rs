@@ -13,7 +13,7 @@
 //! | [`CODEBUDDY`] (`codebuddy_acp`) | `codebuddy --acp [--model M]` | `session/load` | http, sse, stdio | `CODEBUDDY_API_KEY` | `CODEBUDDY_BASE_URL` |
 //!
 //! Any other agent is registered at run time by its command ([`AcpAgentBuilder`]), with its
-//! capabilities declared or learned from a real `initialize` ([`learn`]).
+//! capabilities declared or learned from a real `initialize` ([`AcpAgentBuilder::learn`]).
 //!
 //! # How a turn runs
 //!
@@ -83,7 +83,7 @@ pub use driver_process::command::Limits;
 pub use driver_process::pool::PoolLimits;
 pub use driver_process::version::Version;
 pub use events::Updates;
-pub use learn::{LearnError, learn};
+pub use learn::LearnError;
 
 /// The ACP driver: [`driver_cli::CliDriver`] over the ACP dialect, for the agent its
 /// [`AcpOptions`] name.
