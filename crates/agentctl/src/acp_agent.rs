@@ -43,6 +43,9 @@ pub(crate) struct AcpAgentOptions {
     /// under which it reaches the agent (a credential name such as `*_API_KEY`).
     #[arg(long, value_name = "VAR", requires = "acp_command")]
     acp_key_var: Option<String>,
+    /// A plain variable of the `--acp-command` agent, repeatable (never a credential).
+    #[arg(long = "acp-var", value_name = "NAME=VALUE", requires = "acp_command")]
+    acp_vars: Vec<String>,
 }
 
 impl AcpAgentOptions {
@@ -180,6 +183,12 @@ pub(crate) async fn entry(
         }
         if let Some(var) = &options.acp_key_var {
             builder = builder.key_var(var.clone());
+        }
+        for pair in &options.acp_vars {
+            let Some((name, value)) = pair.split_once('=').filter(|(n, _)| !n.is_empty()) else {
+                return Err(usage("--acp-var takes NAME=VALUE".to_owned()));
+            };
+            builder = builder.var(name, value);
         }
         (builder, true)
     } else {

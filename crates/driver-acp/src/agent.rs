@@ -144,6 +144,10 @@ pub struct AcpAgent {
     pub vars: &'static [(&'static str, &'static str)],
     /// What it can do.
     pub capabilities: AcpCapabilities,
+    /// The oldest release the driver is tested with, checked by `--version` before the first
+    /// turn; `None` (an agent registered by its command): no probe, since an ACP agent need
+    /// not answer `--version`.
+    pub minimum_version: Option<driver_process::version::Version>,
     /// Its driver identity: type, name and session codec (part of every Thread's
     /// fingerprint, so a Thread of one agent never resumes on another).
     pub identity: Identity,
@@ -168,6 +172,7 @@ impl AcpAgent {
             auth_method: None,
             vars: &[],
             capabilities,
+            minimum_version: None,
             identity: Identity::new(driver_type, display_name, codec, NewSessionId::Cli)
                 .with_opaque_ids(),
         }
@@ -200,6 +205,12 @@ impl AcpAgent {
     /// With the `authenticate` method to call after `initialize`.
     pub const fn with_auth_method(mut self, method: &'static str) -> Self {
         self.auth_method = Some(method);
+        self
+    }
+
+    /// With the oldest release the driver is tested with.
+    pub const fn with_minimum_version(mut self, version: driver_process::version::Version) -> Self {
+        self.minimum_version = Some(version);
         self
     }
 
@@ -244,6 +255,7 @@ static GEMINI_AGENT: AcpAgent = AcpAgent::new(
 .with_model_flag("--model")
 .with_endpoint_var("GOOGLE_GEMINI_BASE_URL")
 .with_default_endpoint("https://generativelanguage.googleapis.com")
+.with_minimum_version(driver_gemini::MINIMUM_VERSION)
 .with_vars(&[("GEMINI_TELEMETRY_ENABLED", "false")]);
 
 /// `codebuddy --acp`: CodeBuddy Code's ACP mode (2.117.0), sharing the `codebuddy` entry's
@@ -272,6 +284,7 @@ static CODEBUDDY_AGENT: AcpAgent = AcpAgent::new(
 .with_model_flag("--model")
 .with_endpoint_var("CODEBUDDY_BASE_URL")
 .with_empty_load_is_unknown()
+.with_minimum_version(driver_codebuddy::MINIMUM_VERSION)
 .with_vars(&[
     // As the headless driver: no marketplace fetch, no telemetry, no user id derived from
     // the key, no shell snapshot (with the environment, so the key) written under HOME.

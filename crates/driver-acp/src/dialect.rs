@@ -53,8 +53,9 @@ impl AcpOptions {
     /// program is the entry's.
     pub fn new(entry: &'static Runtime) -> Self {
         let agent = entry.spec::<AcpAgent>().unwrap_or(&UNREGISTERED);
+        let minimum = agent.minimum_version.unwrap_or(Version::new(0, 0, 0));
         Self {
-            cli: CliOptions::new(entry.descriptor.program, Version::new(0, 0, 0)),
+            cli: CliOptions::new(entry.descriptor.program, minimum),
             runtime: entry,
             base_url: None,
             protocol: AcpProtocol::new(agent),
@@ -208,6 +209,11 @@ impl Dialect for Acp {
     /// ([`ResidentProtocol::rejection`]).
     fn unknown_session(&self, _translator: &Updates, _finished: &Finished) -> bool {
         false
+    }
+
+    /// Only for an agent with a known minimum version (the built-in ones).
+    fn probes_version(&self) -> bool {
+        self.agent().minimum_version.is_some()
     }
 
     fn resident(&self) -> Option<&dyn ResidentProtocol> {

@@ -468,6 +468,16 @@ pub trait Dialect:
     /// unknown.
     fn unknown_session(&self, translator: &Self::Translator, finished: &Finished) -> bool;
 
+    /// Whether the driver runs `<binary> --version` before its first turn (and refuses a
+    /// version below the minimum). The default: yes. An agent of unknown make (an ACP agent
+    /// registered by its command) may have no `--version`; [`CliDriver::check_version`]
+    /// still probes when a host calls it.
+    ///
+    /// [`CliDriver::check_version`]: crate::CliDriver::check_version
+    fn probes_version(&self) -> bool {
+        true
+    }
+
     /// The resident mode's protocol, for dialects whose CLI has one
     /// ([`ProcessMode::Resident`](crate::ProcessMode::Resident)). The default: none.
     fn resident(&self) -> Option<&dyn crate::resident::ResidentProtocol> {

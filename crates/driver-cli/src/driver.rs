@@ -384,7 +384,9 @@ impl<D: Dialect> Driver for CliDriver<D> {
     ) -> Result<Response, DriverError> {
         let new_id = uuid::Uuid::now_v7().to_string();
         let (plan, config, resident) = self.prepare(&request, &new_id)?;
-        self.check_version().await?;
+        if self.options.probes_version() {
+            self.check_version().await?;
+        }
         let protocol = self.options.resident();
         let mut turn = Turn {
             env: &self.env,

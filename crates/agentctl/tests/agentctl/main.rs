@@ -12,6 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod acp;
 mod approve;
 mod bundle;
 mod docs;
