@@ -14,7 +14,9 @@ use crate::{Action, ApprovalOutcome, FailureKind};
 /// # Order
 /// A run emits either nothing (it failed before starting and returns an error), or:
 /// 1. [`RunStarted`](Self::RunStarted), exactly once, first;
-/// 2. any number of [`TextDelta`](Self::TextDelta)s and tool-call lifecycles:
+/// 2. any number of [`TextDelta`](Self::TextDelta)s,
+///    [`ReasoningDelta`](Self::ReasoningDelta)s, [`Plan`](Self::Plan)s (each replaces the
+///    run's earlier plan) and tool-call lifecycles:
 ///    [`ToolCallStarted`](Self::ToolCallStarted), then its
 ///    [`ToolCallArguments`](Self::ToolCallArguments), then its
 ///    [`ToolCallResult`](Self::ToolCallResult);
@@ -35,6 +37,17 @@ pub enum DriverEvent {
     TextDelta {
         /// The text.
         delta: String,
+    },
+    /// A piece of the model's visible reasoning ("thinking") text, as the runtime shows it
+    /// (ACP `agent_thought_chunk`); never empty. It is not part of the run's output.
+    ReasoningDelta {
+        /// The reasoning text.
+        delta: String,
+    },
+    /// The agent's current plan, whole (ACP `plan`): it replaces any earlier plan of the run.
+    Plan {
+        /// The plan's entries, in the agent's order.
+        entries: Vec<PlanEntry>,
     },
     /// A tool call began.
     ToolCallStarted {
@@ -97,6 +110,20 @@ impl DriverEvent {
         }
     }
 
+    /// A [`DriverEvent::ReasoningDelta`].
+    pub fn reasoning(delta: impl Into<String>) -> Self {
+        Self::ReasoningDelta {
+            delta: delta.into(),
+        }
+    }
+
+    /// A [`DriverEvent::Plan`].
+    pub fn plan(entries: impl Into<Vec<PlanEntry>>) -> Self {
+        Self::Plan {
+            entries: entries.into(),
+        }
+    }
+
     /// A [`DriverEvent::ToolCallStarted`].
     pub fn tool_call_started(call_id: impl Into<String>, name: impl Into<String>) -> Self {
         Self::ToolCallStarted {
@@ -130,6 +157,55 @@ impl DriverEvent {
     pub fn is_terminal(&self) -> bool {
         matches!(self, Self::RunFinished | Self::RunFailed { .. })
     }
+}
+
+/// One entry of a [`DriverEvent::Plan`]: a task the agent means to do, and how far it got.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct PlanEntry {
+    /// What the task is, in the agent's words.
+    pub content: String,
+    /// How far it got.
+    pub status: PlanStatus,
+    /// How important the agent says it is.
+    pub priority: PlanPriority,
+}
+
+impl PlanEntry {
+    /// An entry.
+    pub fn new(content: impl Into<String>, status: PlanStatus, priority: PlanPriority) -> Self {
+        Self {
+            content: content.into(),
+            status,
+            priority,
+        }
+    }
+}
+
+/// How far a [`PlanEntry`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PlanStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// How important a [`PlanEntry`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PlanPriority {
+    /// High.
+    High,
+    /// Medium.
+    Medium,
+    /// Low.
+    Low,
 }
 
 /// Where a driver emits its events. Object-safe; the core's implementation stamps sequence
@@ -219,7 +295,7 @@ pub enum SequenceError {
         /// The offending event.
         index: usize,
     },
-    /// An empty text or argument delta.
+    /// An empty text, reasoning or argument delta.
     #[error("event {index} has an empty delta")]
     EmptyDelta {
         /// The offending event.
@@ -287,7 +363,7 @@ pub enum SequenceRule {
     Terminal,
     /// Nothing after the terminal event.
     AfterTerminal,
-    /// Deltas are non-empty; tool calls open once, then get arguments and one result, and are
+    /// Deltas (text, reasoning, arguments) are non-empty; tool calls open once, then get arguments and one result, and are
     /// all closed before `RunFinished`; so are approval requests, resolved once each.
     Lifecycle,
 }
@@ -370,7 +446,9 @@ pub(crate) fn check_lifecycles(events: &[DriverEvent]) -> Result<(), SequenceErr
                     _ => return Err(SequenceError::ApprovalLifecycle { index }),
                 }
             }
-            DriverEvent::TextDelta { delta } if delta.is_empty() => {
+            DriverEvent::TextDelta { delta } | DriverEvent::ReasoningDelta { delta }
+                if delta.is_empty() =>
+            {
                 return Err(SequenceError::EmptyDelta { index });
             }
             DriverEvent::ToolCallStarted { call_id, .. }

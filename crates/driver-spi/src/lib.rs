@@ -130,7 +130,8 @@ pub use descriptor::{Capabilities, Descriptor, Unsupported};
 pub use driver::Driver;
 pub use error::{ConfigError, DriverError, ResumeRejectReason};
 pub use event::{
-    CollectingSink, DriverEvent, EventSink, SequenceError, SequenceRule, check_sequence,
+    CollectingSink, DriverEvent, EventSink, PlanEntry, PlanPriority, PlanStatus, SequenceError,
+    SequenceRule, check_sequence,
 };
 pub use output::{OutputSchema, SchemaDelivery, StrictSchemaError};
 pub use permission::{Action, ParsePolicyError, Permission, PermissionPolicy};

@@ -1,8 +1,8 @@
 //! The event order rules ([`check_sequence`]) and the collecting sink.
 
 use driver_spi::{
-    CollectingSink, DriverEvent, EventSink, FailureKind, SequenceError, SequenceRule,
-    check_sequence,
+    CollectingSink, DriverEvent, EventSink, FailureKind, PlanEntry, PlanPriority, PlanStatus,
+    SequenceError, SequenceRule, check_sequence,
 };
 
 use DriverEvent::{RunFinished, RunStarted};
@@ -31,6 +31,52 @@ fn well_formed_sequences_pass() {
         },
     ];
     assert_eq!(check_sequence(&failed), Ok(()));
+}
+
+/// Reasoning and plans go wherever text goes: between the start and the terminal event,
+/// around tool calls, a plan as often as the agent revises it.
+#[test]
+fn reasoning_and_plans_go_where_text_goes() {
+    let plan =
+        |status| DriverEvent::plan([PlanEntry::new("look it up", status, PlanPriority::High)]);
+    let mut events = vec![
+        RunStarted,
+        DriverEvent::reasoning("thinking"),
+        plan(PlanStatus::Pending),
+    ];
+    events.extend(tool("c1"));
+    events.extend([
+        plan(PlanStatus::Completed),
+        DriverEvent::reasoning("done"),
+        DriverEvent::text("b"),
+        DriverEvent::plan(Vec::new()),
+        RunFinished,
+    ]);
+    assert_eq!(check_sequence(&events), Ok(()));
+
+    let cases = [
+        (
+            vec![DriverEvent::reasoning("x"), RunStarted, RunFinished],
+            SequenceError::StartNotFirst { index: 0 },
+        ),
+        (
+            vec![RunStarted, RunFinished, plan(PlanStatus::InProgress)],
+            SequenceError::AfterTerminal { index: 2 },
+        ),
+        (
+            vec![RunStarted, RunFinished, DriverEvent::reasoning("late")],
+            SequenceError::AfterTerminal { index: 2 },
+        ),
+        (
+            vec![RunStarted, DriverEvent::reasoning(""), RunFinished],
+            SequenceError::EmptyDelta { index: 1 },
+        ),
+    ];
+    for (events, error) in cases {
+        assert_eq!(check_sequence(&events), Err(error), "{events:?}");
+    }
+    assert!(!DriverEvent::reasoning("x").is_terminal());
+    assert!(!DriverEvent::plan(Vec::new()).is_terminal());
 }
 
 #[test]
@@ -160,6 +206,33 @@ fn events_serialize_with_a_type_tag_and_no_sequence_or_timestamp() {
         serde_json::to_value(RunStarted).unwrap(),
         serde_json::json!({"type": "run_started"})
     );
+}
+
+#[test]
+fn reasoning_and_plans_serialize_in_snake_case_and_round_trip() {
+    let reasoning = DriverEvent::reasoning("hmm");
+    assert_eq!(
+        serde_json::to_value(&reasoning).unwrap(),
+        serde_json::json!({"type": "reasoning_delta", "delta": "hmm"})
+    );
+    let plan = DriverEvent::plan(vec![
+        PlanEntry::new("read", PlanStatus::Completed, PlanPriority::High),
+        PlanEntry::new("write", PlanStatus::InProgress, PlanPriority::Medium),
+        PlanEntry::new("test", PlanStatus::Pending, PlanPriority::Low),
+    ]);
+    assert_eq!(
+        serde_json::to_value(&plan).unwrap(),
+        serde_json::json!({"type": "plan", "entries": [
+            {"content": "read", "status": "completed", "priority": "high"},
+            {"content": "write", "status": "in_progress", "priority": "medium"},
+            {"content": "test", "status": "pending", "priority": "low"},
+        ]})
+    );
+    for event in [reasoning, plan] {
+        let back: DriverEvent =
+            serde_json::from_value(serde_json::to_value(&event).unwrap()).unwrap();
+        assert_eq!(back, event);
+    }
 }
 
 #[test]

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use driver_spi::reference::ReferenceCodec;
 use driver_spi::{
-    CodecError, DriverEvent, FailureKind, GuardedCodec, Redactor, SessionCodec, SessionGuard,
-    SessionParams, SessionState, check_sequence,
+    CodecError, DriverEvent, FailureKind, GuardedCodec, PlanEntry, PlanPriority, PlanStatus,
+    Redactor, SessionCodec, SessionGuard, SessionParams, SessionState, check_sequence,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -136,6 +136,12 @@ fn any_event() -> impl Strategy<Value = DriverEvent> {
         2 => Just(DriverEvent::RunFinished),
         1 => Just(DriverEvent::RunFailed { kind: FailureKind::ModelProvider }),
         3 => short().prop_map(DriverEvent::text),
+        2 => short().prop_map(DriverEvent::reasoning),
+        1 => prop::collection::vec(short(), 0..3).prop_map(|c| DriverEvent::plan(
+            c.into_iter()
+                .map(|c| PlanEntry::new(c, PlanStatus::InProgress, PlanPriority::Low))
+                .collect::<Vec<_>>(),
+        )),
         3 => (call_id(), short()).prop_map(|(c, n)| DriverEvent::tool_call_started(c, n)),
         3 => (call_id(), short()).prop_map(|(c, d)| DriverEvent::tool_call_arguments(c, d)),
         3 => (call_id(), short(), any::<bool>()).prop_map(|(c, o, e)| DriverEvent::tool_call_result(c, o, e)),
@@ -147,6 +153,12 @@ fn any_event() -> impl Strategy<Value = DriverEvent> {
 fn good_stream() -> impl Strategy<Value = Vec<DriverEvent>> {
     let step = prop_oneof![
         "\\PC{1,8}".prop_map(|t| vec![DriverEvent::text(t)]),
+        "\\PC{1,8}".prop_map(|t| vec![DriverEvent::reasoning(t)]),
+        prop::collection::vec("\\PC{0,8}", 0..3).prop_map(|c| vec![DriverEvent::plan(
+            c.into_iter()
+                .map(|c| PlanEntry::new(c, PlanStatus::Pending, PlanPriority::Medium))
+                .collect::<Vec<_>>(),
+        )]),
         (
             "\\PC{0,8}",
             prop::collection::vec("\\PC{1,6}", 0..3),
@@ -199,6 +211,8 @@ fn wireish() -> impl Strategy<Value = Value> {
             Just("run_finished"),
             Just("run_failed"),
             Just("text_delta"),
+            Just("reasoning_delta"),
+            Just("plan"),
             Just("tool_call_started"),
             Just("tool_call_arguments"),
             Just("tool_call_result"),
@@ -210,6 +224,10 @@ fn wireish() -> impl Strategy<Value = Value> {
     let key = prop_oneof![
         Just("type"),
         Just("delta"),
+        Just("entries"),
+        Just("content"),
+        Just("status"),
+        Just("priority"),
         Just("call_id"),
         Just("name"),
         Just("output"),
@@ -254,7 +272,9 @@ proptest! {
             prop_assert!(events.last().unwrap().is_terminal());
             prop_assert_eq!(events.iter().filter(|e| e.is_terminal()).count(), 1);
             let empty = events.iter().any(|e| matches!(e,
-                DriverEvent::TextDelta { delta } | DriverEvent::ToolCallArguments { delta, .. } if delta.is_empty()));
+                DriverEvent::TextDelta { delta }
+                | DriverEvent::ReasoningDelta { delta }
+                | DriverEvent::ToolCallArguments { delta, .. } if delta.is_empty()));
             prop_assert!(!empty);
         }
     }
