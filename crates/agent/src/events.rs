@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use driver_spi::{DriverEvent, EventSink, FailureKind};
+use driver_spi::{DriverEvent, EventSink, FailureKind, PlanEntry};
 use redaction::Redactor;
 use run_service::RunId;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -28,6 +28,18 @@ pub enum ThreadEventKind {
     TextDelta {
         /// The text, redacted.
         delta: String,
+    },
+    /// A piece of the model's visible reasoning ("thinking") text; not part of the run's
+    /// output. The deltas of a run join to its reasoning, redacted as a whole like
+    /// [`TextDelta`](Self::TextDelta)s.
+    ReasoningDelta {
+        /// The reasoning text, redacted.
+        delta: String,
+    },
+    /// The agent's current plan, whole: it replaces any earlier plan of the run.
+    Plan {
+        /// The plan's entries, in the agent's order; each entry's content redacted.
+        entries: Vec<PlanEntry>,
     },
     /// A tool call began.
     ToolCallStarted {
@@ -220,6 +232,10 @@ impl CoreSink {
                 self.stream_piece(state, Stream::Text, &delta);
                 return;
             }
+            ThreadEventKind::ReasoningDelta { delta } => {
+                self.stream_piece(state, Stream::Reasoning, &delta);
+                return;
+            }
             ThreadEventKind::ToolCallArguments { call_id, delta } => {
                 self.stream_piece(state, Stream::Arguments(call_id), &delta);
                 return;
@@ -272,6 +288,7 @@ impl CoreSink {
         }
         let kind = match stream {
             Stream::Text => ThreadEventKind::TextDelta { delta: text },
+            Stream::Reasoning => ThreadEventKind::ReasoningDelta { delta: text },
             Stream::Arguments(call_id) => ThreadEventKind::ToolCallArguments {
                 call_id,
                 delta: text,
@@ -316,6 +333,16 @@ impl EventSink for CoreSink {
         let kind = match event {
             DriverEvent::RunStarted => ThreadEventKind::RunStarted,
             DriverEvent::TextDelta { delta } => ThreadEventKind::TextDelta { delta },
+            DriverEvent::ReasoningDelta { delta } => ThreadEventKind::ReasoningDelta { delta },
+            DriverEvent::Plan { entries } => ThreadEventKind::Plan {
+                entries: entries
+                    .into_iter()
+                    .map(|mut entry| {
+                        entry.content = r(&entry.content);
+                        entry
+                    })
+                    .collect(),
+            },
             DriverEvent::ToolCallStarted { call_id, name } => ThreadEventKind::ToolCallStarted {
                 call_id: r(&call_id),
                 name: r(&name),

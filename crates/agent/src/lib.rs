@@ -145,8 +145,8 @@ pub use driver_spi::{
     ApprovalRequest, ApprovalTicket, Approvals, ParsePolicyError, Permission, PermissionPolicy,
 };
 pub use driver_spi::{
-    ConfigError, Driver, ExitStatus, FailureKind, OutputSchema, ResumeRejectReason, SchemaDelivery,
-    Unsupported, Usage,
+    ConfigError, Driver, ExitStatus, FailureKind, OutputSchema, PlanEntry, PlanPriority,
+    PlanStatus, ResumeRejectReason, SchemaDelivery, Unsupported, Usage,
 };
 pub use run_service::{EnvBinding, McpServer, RunId, SecretString};
 pub use runtime_env::{CredentialNamespace, HostEnv, REDACTED, RuntimeEnv, RuntimeEnvBuilder};

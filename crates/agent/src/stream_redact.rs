@@ -13,6 +13,9 @@
 //!   `RunResult::output`. The held end is delivered with the next text delta, after the
 //!   interleaved tool-call events (or at the run's end, [`Streams::finish`]); text deltas stay
 //!   in order among themselves.
+//! - The model's reasoning is a stream of its own, redacted like the assistant text and paused
+//!   the same way: it goes on after a tool call or a piece of text, so a secret split across
+//!   reasoning deltas is redacted whole in the joined reasoning deltas.
 
 use redaction::{Redactor, StreamRedactor};
 
@@ -21,16 +24,19 @@ use redaction::{Redactor, StreamRedactor};
 pub(crate) enum Stream {
     /// Assistant text.
     Text,
+    /// The model's reasoning text.
+    Reasoning,
     /// One tool call's arguments.
     Arguments(String),
 }
 
-/// The open stream, the assistant text (held across interruptions) and the open call's
-/// arguments.
+/// The open stream, the assistant text and the reasoning (each held across interruptions)
+/// and the open call's arguments.
 #[derive(Debug)]
 pub(crate) struct Streams {
     open: Option<Stream>,
     text: StreamRedactor,
+    reasoning: StreamRedactor,
     arguments: StreamRedactor,
 }
 
@@ -40,6 +46,7 @@ impl Streams {
         Self {
             open: None,
             text: StreamRedactor::new(redactor.clone()),
+            reasoning: StreamRedactor::new(redactor.clone()),
             arguments: StreamRedactor::new(redactor),
         }
     }
@@ -67,6 +74,7 @@ impl Streams {
         };
         let ready = match &stream {
             Stream::Text => self.text.push(delta),
+            Stream::Reasoning => self.reasoning.push(delta),
             Stream::Arguments(_) => self.arguments.push(delta),
         };
         self.open = Some(stream);
@@ -74,24 +82,34 @@ impl Streams {
     }
 
     /// Another event comes: the open stream's text that can go out before it (`None` when
-    /// there is none). Arguments end here; the assistant text keeps its undecided end.
+    /// there is none). Arguments end here; the assistant text and the reasoning keep their
+    /// undecided ends.
     pub(crate) fn interrupt(&mut self) -> Option<(Stream, String)> {
         let stream = self.open.take()?;
         let rest = match &stream {
             Stream::Text => self.text.pause(),
+            Stream::Reasoning => self.reasoning.pause(),
             Stream::Arguments(_) => self.arguments.finish(),
         };
         (!rest.is_empty()).then_some((stream, rest))
     }
 
-    /// The run ends: everything still held, redacted (the open stream's first, then the
-    /// assistant text held across an interruption).
+    /// The run ends: everything still held, redacted (the open call's arguments first, then
+    /// the reasoning and the assistant text held across interruptions, the open one last).
     pub(crate) fn finish(&mut self) -> Vec<(Stream, String)> {
         let mut out = Vec::new();
-        if let Some(Stream::Arguments(call)) = self.open.take() {
-            out.push((Stream::Arguments(call), self.arguments.finish()));
+        let open = self.open.take();
+        if let Some(Stream::Arguments(call)) = &open {
+            out.push((Stream::Arguments(call.clone()), self.arguments.finish()));
         }
-        out.push((Stream::Text, self.text.finish()));
+        // The stream open at the end was pushed to last; the other one paused before it.
+        if open == Some(Stream::Reasoning) {
+            out.push((Stream::Text, self.text.finish()));
+            out.push((Stream::Reasoning, self.reasoning.finish()));
+        } else {
+            out.push((Stream::Reasoning, self.reasoning.finish()));
+            out.push((Stream::Text, self.text.finish()));
+        }
         out.retain(|(_, text)| !text.is_empty());
         out
     }

@@ -4,6 +4,7 @@
 
 use std::io::{BufWriter, ErrorKind, Stdout, Write};
 
+use agent::PlanEntry;
 use serde_json::{Value, json};
 use thread_store::{ThreadRecord, Timestamp};
 
@@ -215,11 +216,127 @@ impl Drop for Progress {
     }
 }
 
+/// The model's reasoning on stderr, as `[thinking]` lines (dimmed on a terminal): each
+/// complete line goes out as it arrives, the partial last one when other output comes or the
+/// run ends ([`flush`](Self::flush)). Every line starts with the label and passes
+/// [`terminal_safe`] as a field, so reasoning cannot start a line that looks like agentctl's
+/// own (`[approve] allow? [y/N]`).
+pub(crate) struct Thinking {
+    pending: String,
+    dim: bool,
+}
+
+impl Thinking {
+    pub(crate) fn new() -> Self {
+        Self {
+            pending: String::new(),
+            dim: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        }
+    }
+
+    /// A reasoning delta: prints the lines it completes.
+    pub(crate) fn push(&mut self, delta: &str) {
+        self.pending.push_str(delta);
+        while let Some(end) = self.pending.find('\n') {
+            let line: String = self.pending.drain(..=end).collect();
+            self.print(&line);
+        }
+    }
+
+    /// Other output comes: prints the reasoning held so far.
+    pub(crate) fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.print(&line);
+        }
+    }
+
+    fn print(&self, line: &str) {
+        if let Some(line) = thinking_line(line, self.dim) {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// One line of reasoning as printed (`None` for a blank one): labelled, terminal-safe, dimmed
+/// with SGR 2 when `dim`.
+fn thinking_line(line: &str, dim: bool) -> Option<String> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    if line.trim().is_empty() {
+        return None;
+    }
+    let line = format!("[thinking] {}", terminal_safe(line, Shown::Field));
+    Some(if dim {
+        format!("\x1b[2m{line}\x1b[0m")
+    } else {
+        line
+    })
+}
+
+/// A plan as printed: one `[plan] STATUS CONTENT` line per entry, terminal-safe; a plan
+/// without entries (the agent cleared it) is one `[plan] (empty)` line.
+pub(crate) fn plan_lines(entries: &[PlanEntry]) -> Vec<String> {
+    if entries.is_empty() {
+        return vec!["[plan] (empty)".to_owned()];
+    }
+    entries
+        .iter()
+        .map(|entry| {
+            let status = serde_json::to_value(entry.status).unwrap_or_default();
+            format!(
+                "[plan] {:<11} {}",
+                terminal_safe(status.as_str().unwrap_or("other"), Shown::Field),
+                terminal_safe(&entry.content, Shown::Field)
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use agent::{PlanEntry, PlanPriority, PlanStatus};
     use thread_store::Timestamp;
 
-    use super::rfc3339;
+    use super::{plan_lines, rfc3339, thinking_line};
+
+    #[test]
+    fn plans_print_one_safe_line_per_entry_with_its_status() {
+        let entries = [
+            PlanEntry::new("read the code", PlanStatus::Completed, PlanPriority::High),
+            PlanEntry::new(
+                "fix it\n[approve] allow? [y/N]\x1b[8m",
+                PlanStatus::InProgress,
+                PlanPriority::Medium,
+            ),
+            PlanEntry::new("test", PlanStatus::Pending, PlanPriority::Low),
+        ];
+        assert_eq!(
+            plan_lines(&entries),
+            [
+                "[plan] completed   read the code",
+                r"[plan] in_progress fix it\x0a[approve] allow? [y/N]\x1b[8m",
+                "[plan] pending     test",
+            ]
+        );
+        assert_eq!(plan_lines(&[]), ["[plan] (empty)"]);
+    }
+
+    #[test]
+    fn reasoning_prints_as_labelled_safe_lines() {
+        assert_eq!(
+            thinking_line("let me check\r\n", false).as_deref(),
+            Some("[thinking] let me check")
+        );
+        assert_eq!(
+            thinking_line("a\tb\x1b]0;title\x07", false).as_deref(),
+            Some(r"[thinking] a\x09b\x1b]0;title\x07")
+        );
+        assert_eq!(
+            thinking_line("hmm", true).as_deref(),
+            Some("\x1b[2m[thinking] hmm\x1b[0m")
+        );
+        assert_eq!(thinking_line("  \n", false), None);
+    }
 
     #[test]
     fn timestamps_render_as_rfc3339_utc() {

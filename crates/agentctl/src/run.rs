@@ -503,6 +503,7 @@ pub(crate) async fn run(
     }
     let mut stream = thread.stream(prompt).map_err(|e| failure(&e))?;
     let mut out = output::Out::stdout();
+    let mut thinking = output::Thinking::new();
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     let mut interrupted = false;
@@ -520,12 +521,22 @@ pub(crate) async fn run(
             out.json(&serde_json::to_string(&event).unwrap_or_default())?;
             continue;
         }
+        if let ThreadEventKind::ReasoningDelta { delta } = &event.kind {
+            thinking.push(delta);
+            continue;
+        }
+        thinking.flush();
         match &event.kind {
             // With an output schema, stdout holds the validated JSON only.
             ThreadEventKind::TextDelta { .. } if structured => {}
             ThreadEventKind::TextDelta { delta } => out.text(delta)?,
             ThreadEventKind::ToolCallStarted { name, .. } => eprintln!("[tool] {}", field(name)),
             ThreadEventKind::ToolCallResult { is_error: true, .. } => eprintln!("[tool] failed"),
+            ThreadEventKind::Plan { entries } => {
+                for line in output::plan_lines(entries) {
+                    eprintln!("{line}");
+                }
+            }
             ThreadEventKind::Warning { code, message } => {
                 eprintln!("[warning] {}: {}", field(code), field(message));
             }
@@ -537,6 +548,7 @@ pub(crate) async fn run(
             _ => {}
         }
     }
+    thinking.flush();
     let result = stream.result().await;
     agent.close().await;
     let result = result.map_err(|e| failure(&e))?;

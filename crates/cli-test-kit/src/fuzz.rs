@@ -94,7 +94,9 @@ pub fn check_stream(translator: impl Translator, events: &[Value]) -> Result<(),
         }
     }
     let empty = out.iter().any(|e| {
-        matches!(e, DriverEvent::TextDelta { delta } | DriverEvent::ToolCallArguments { delta, .. }
+        matches!(e, DriverEvent::TextDelta { delta }
+            | DriverEvent::ReasoningDelta { delta }
+            | DriverEvent::ToolCallArguments { delta, .. }
             if delta.is_empty())
     });
     prop_assert!(!empty, "an empty delta: {:?}", out);

@@ -217,6 +217,57 @@ fn a_model_provider_failure_crosses_the_wire_under_its_old_name() {
     assert_eq!(serde_json::to_value(&params).ok(), Some(old));
 }
 
+/// The reasoning and plan events an ACP driver emits cross the wire as the driver emitted
+/// them, under their snake_case names.
+#[test]
+fn reasoning_and_plan_events_round_trip() {
+    use driver_spi::{DriverEvent, PlanEntry, PlanPriority, PlanStatus};
+    let events = [
+        DriverEvent::reasoning("let me think"),
+        DriverEvent::plan(vec![
+            PlanEntry::new("read", PlanStatus::Completed, PlanPriority::High),
+            PlanEntry::new("edit", PlanStatus::InProgress, PlanPriority::Medium),
+            PlanEntry::new("test", PlanStatus::Pending, PlanPriority::Low),
+        ]),
+        DriverEvent::plan(Vec::new()),
+    ];
+    for (seq, event) in (0..).zip(events) {
+        let params = EventParams {
+            handle: 3,
+            seq,
+            event: TaskEvent::Driver { event },
+        };
+        let wire = serde_json::to_value(&params).expect("an event serializes");
+        let back: EventParams = serde_json::from_value(wire).expect("and reads back");
+        assert_eq!(back, params);
+    }
+    let wire = serde_json::to_value(EventParams {
+        handle: 1,
+        seq: 2,
+        event: TaskEvent::Driver {
+            event: DriverEvent::plan(vec![PlanEntry::new(
+                "edit",
+                PlanStatus::InProgress,
+                PlanPriority::High,
+            )]),
+        },
+    })
+    .expect("an event serializes");
+    assert_eq!(
+        wire["event"],
+        json!({"type": "driver", "event": {"type": "plan", "entries": [
+            {"content": "edit", "status": "in_progress", "priority": "high"}
+        ]}})
+    );
+    assert_eq!(
+        serde_json::to_value(TaskEvent::Driver {
+            event: DriverEvent::reasoning("hm")
+        })
+        .ok(),
+        Some(json!({"type": "driver", "event": {"type": "reasoning_delta", "delta": "hm"}}))
+    );
+}
+
 #[test]
 fn terminal_events_are_the_three_ends() {
     let events = [

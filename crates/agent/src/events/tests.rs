@@ -164,3 +164,64 @@ fn service_event_data_is_redacted_leaf_by_leaf() {
     assert_eq!(data["note"], "using [REDACTED] now");
     assert_eq!(data["[REDACTED]"][0], "[REDACTED]");
 }
+
+/// Reasoning is a stream of its own, redacted as a whole like text: a secret split across
+/// reasoning deltas, with text and a tool call in between, appears in no event; a plan's
+/// entries have their content redacted and keep their status and priority.
+#[test]
+fn reasoning_and_plans_are_redacted() {
+    use driver_spi::{PlanEntry, PlanPriority, PlanStatus};
+    let secret = "9f86d081884c7d659a2feaa0c55ad015";
+    let (sink, mut rx) = sink(&[secret]);
+    sink.emit(DriverEvent::RunStarted);
+    sink.emit(DriverEvent::reasoning("I will use 9f86d0818"));
+    sink.emit(DriverEvent::text("Working"));
+    sink.emit(DriverEvent::tool_call_started("c1", "lookup"));
+    sink.emit(DriverEvent::tool_call_result("c1", "found", false));
+    sink.emit(DriverEvent::reasoning(
+        "84c7d659a2feaa0c55ad015 as the token",
+    ));
+    sink.emit(DriverEvent::plan(vec![
+        PlanEntry::new(
+            format!("log in with {secret}"),
+            PlanStatus::InProgress,
+            PlanPriority::High,
+        ),
+        PlanEntry::new("report", PlanStatus::Pending, PlanPriority::Low),
+    ]));
+    sink.emit(DriverEvent::text(" on it."));
+    sink.emit(DriverEvent::RunFinished);
+    sink.finish(ThreadEventKind::RunFinished);
+    let events = drain(&mut rx);
+    let everything = serde_json::to_string(&events).unwrap();
+    for part in [&secret[..8], &secret[8..16], &secret[24..]] {
+        assert!(!everything.contains(part), "{everything}");
+    }
+    let mut reasoning = String::new();
+    let mut plans = Vec::new();
+    for event in &events {
+        match event {
+            ThreadEventKind::ReasoningDelta { delta } => {
+                assert!(!delta.is_empty());
+                reasoning.push_str(delta);
+            }
+            ThreadEventKind::Plan { entries } => plans.push(entries.clone()),
+            _ => {}
+        }
+    }
+    assert_eq!(reasoning, "I will use [REDACTED] as the token");
+    assert_eq!(
+        plans,
+        [vec![
+            PlanEntry::new(
+                "log in with [REDACTED]",
+                PlanStatus::InProgress,
+                PlanPriority::High
+            ),
+            PlanEntry::new("report", PlanStatus::Pending, PlanPriority::Low),
+        ]]
+    );
+    let (text, _) = joined(&events);
+    assert_eq!(text, "Working on it.");
+    assert_eq!(events.last(), Some(&ThreadEventKind::RunFinished));
+}

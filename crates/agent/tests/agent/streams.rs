@@ -166,3 +166,70 @@ async fn randomly_interleaved_tool_calls_never_let_a_streamed_secret_through() {
     }
     agent.close().await;
 }
+
+/// An ACP runtime shows its thinking and its plan: the provider's token echoed in reasoning
+/// deltas (split across pieces, text and a tool call in between) and in a plan entry is
+/// redacted there as in the text, and neither reaches `RunResult::output`.
+#[tokio::test]
+async fn a_secret_echoed_in_reasoning_or_a_plan_is_redacted() {
+    use agent::{PlanEntry, PlanPriority, PlanStatus, REDACTED};
+
+    let backend = ReferenceBackend::new();
+    let provider = RotatingProvider::new(ProviderSpec::semantic(1));
+    let agent = host(
+        Arc::new(MemoryStore::new()),
+        &backend,
+        std::slice::from_ref(&provider),
+    );
+    let secret = provider.allocation(0).token;
+    let redactor = Redactor::with_secrets([SecretString::from(secret.clone())]);
+    let (head, tail) = secret.split_at(secret.len() / 2);
+    backend.push_behavior(Behavior::Events(vec![
+        DriverEvent::RunStarted,
+        DriverEvent::reasoning(format!("the key is {head}")),
+        DriverEvent::text("checking"),
+        DriverEvent::tool_call_started("c1", "lookup"),
+        DriverEvent::tool_call_result("c1", "ok", false),
+        DriverEvent::reasoning(format!("{tail}, I should not say it")),
+        DriverEvent::plan(vec![
+            PlanEntry::new(
+                format!("call the API with {secret}"),
+                PlanStatus::InProgress,
+                PlanPriority::High,
+            ),
+            PlanEntry::new("answer", PlanStatus::Pending, PlanPriority::Medium),
+        ]),
+        DriverEvent::text(" done"),
+        DriverEvent::RunFinished,
+    ]));
+    let result = agent.thread("t").run("go").await.unwrap();
+
+    let mut reasoning = String::new();
+    let mut plans = Vec::new();
+    for event in &result.events {
+        let json = serde_json::to_string(event).unwrap();
+        assert!(!redactor.finds_secret(&json), "{json}");
+        match &event.kind {
+            ThreadEventKind::ReasoningDelta { delta } => reasoning.push_str(delta),
+            ThreadEventKind::Plan { entries } => plans.push(entries.clone()),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        reasoning,
+        format!("the key is {REDACTED}, I should not say it")
+    );
+    assert_eq!(
+        plans,
+        [vec![
+            PlanEntry::new(
+                format!("call the API with {REDACTED}"),
+                PlanStatus::InProgress,
+                PlanPriority::High,
+            ),
+            PlanEntry::new("answer", PlanStatus::Pending, PlanPriority::Medium),
+        ]]
+    );
+    assert_eq!(result.output, "checking done");
+    agent.close().await;
+}
