@@ -455,8 +455,8 @@ pub(crate) fn overrides(options: &CodexOptions, request: &Request) -> Vec<String
     c.0
 }
 
-#[cfg(test)]
-mod tests;
-
 /// Who the driver is.
 const IDENTITY: Identity = Identity::new("codex", "Codex CLI", "codex/v1", NewSessionId::Cli);
+
+#[cfg(test)]
+mod tests;

@@ -267,6 +267,9 @@ fn invalid_model() -> ConfigError {
     ConfigError::invalid("model", "must be non-empty and not start with `-`")
 }
 
+/// Who the driver is.
+const IDENTITY: Identity = Identity::new("cursor", "Cursor CLI", "cursor/v1", NewSessionId::Cli);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,6 +364,3 @@ mod tests {
         }
     }
 }
-
-/// Who the driver is.
-const IDENTITY: Identity = Identity::new("cursor", "Cursor CLI", "cursor/v1", NewSessionId::Cli);

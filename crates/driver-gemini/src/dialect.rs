@@ -346,6 +346,9 @@ fn session_file(gemini_dir: &Path, id: &str) -> Option<PathBuf> {
     best.map(|(_, path)| path)
 }
 
+/// Who the driver is.
+const IDENTITY: Identity = Identity::new("gemini", "Gemini CLI", "gemini/v1", NewSessionId::Host);
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
@@ -529,6 +532,3 @@ mod tests {
         assert_eq!(kind(&none, ExitStatus::Code(42)), FailureKind::Other);
     }
 }
-
-/// Who the driver is.
-const IDENTITY: Identity = Identity::new("gemini", "Gemini CLI", "gemini/v1", NewSessionId::Host);
