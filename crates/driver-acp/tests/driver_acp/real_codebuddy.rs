@@ -92,6 +92,10 @@ fn codebuddy_acp_asks_the_host_before_a_command_and_obeys() {
         assert_eq!(tickets, 1, "one request reached the host");
         assert_eq!(support::outcomes(&events), [ApprovalOutcome::Approved]);
         assert!(approved.exists(), "approved, yet no file");
+        assert!(
+            support::reported_one_call(&events),
+            "the command is reported as a tool call: {events:?}"
+        );
 
         let before = model.model_requests().len();
         let (result, events, tickets) = support::approval_run(&*driver, &workspace, false).await;

@@ -86,6 +86,10 @@ fn gemini_acp_asks_the_host_before_a_command_and_obeys() {
         assert_eq!(tickets, 1, "one request reached the host");
         assert_eq!(support::outcomes(&events), [ApprovalOutcome::Approved]);
         assert!(approved.exists(), "approved, yet no file");
+        assert!(
+            support::reported_one_call(&events),
+            "the command is reported as a tool call: {events:?}"
+        );
 
         let (result, events, tickets) = support::approval_run(&*driver, &workspace, false).await;
         let response = result.unwrap();
@@ -124,4 +128,53 @@ fn gemini_acp_cancelled_turn_ends_its_process_and_the_thread_goes_on() {
     let started = Instant::now();
     test_kit::real_cli::block_on(support::cancel_scenario(&real(&bin, &model, &requests)));
     println!("gemini cancel scenario: {:?}", started.elapsed());
+}
+
+/// The workspace's shared restart scenario ([`test_kit::restart`]) as the headless drivers
+/// run it: the model makes Gemini call the hosted `ping` tool over MCP (`session/new` and
+/// `session/load` carry the server, its bearer only on the wire), host 2's call reaches host
+/// 2's server (its gate admits only the new token), host 3's new tool revision is refused
+/// before the driver runs, and the canary scan. Under the agent's default policy the request's
+/// MCP tools are allowed, so Gemini's permission request for `ping` is answered without the
+/// host. Host 2 is built after the UTC minute of host 1's session ([`Real::minute_files`]).
+#[test]
+fn gemini_acp_runs_the_shared_restart_scenario_with_a_hosted_tool_call() {
+    use test_kit::restart::{self, Secrets, Setup};
+    let Some(bin) = binary("driver-acp shared restart scenario against the real gemini --acp")
+    else {
+        return;
+    };
+    let log = restart::trace_log();
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockGemini::start(restart::script()).unwrap();
+    let requests = || model.model_requests();
+    let real = real(&bin, &model, &requests);
+    let opened = std::sync::Mutex::new(None::<std::time::SystemTime>);
+    let started = Instant::now();
+    test_kit::real_cli::block_on(async {
+        restart::run_scenario(Setup {
+            dir: dir.path(),
+            driver: &|label| {
+                let mut opened = opened.lock().unwrap();
+                match *opened {
+                    None => *opened = Some(std::time::SystemTime::now()),
+                    // The scenario builds host 2 right after host 1's turn: wait here (on
+                    // the multi-thread runtime) for Gemini's next session-file minute.
+                    Some(since) if label == "host-2" => tokio::task::block_in_place(|| {
+                        tokio::runtime::Handle::current()
+                            .block_on(support::after_the_minute_of(&real, since));
+                    }),
+                    Some(_) => {}
+                }
+                real.driver(dir.path(), true)
+            },
+            model_requests: &requests,
+            argv_marker: support::ACP_ARGV,
+            secrets: Secrets::new([KEY.to_owned()]),
+            log,
+            call_ids: restart::CallIds::NotPassed,
+        })
+        .await;
+    });
+    println!("gemini shared restart scenario: {:?}", started.elapsed());
 }

@@ -457,6 +457,19 @@ pub(crate) async fn approval_run(
     (result, sink.take(), tickets)
 }
 
+/// Whether a run's events report one tool call, started and finished.
+pub(crate) fn reported_one_call(events: &[DriverEvent]) -> bool {
+    let started = events
+        .iter()
+        .filter(|e| matches!(e, DriverEvent::ToolCallStarted { .. }))
+        .count();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e, DriverEvent::ToolCallResult { .. }))
+        .count();
+    (started, finished) == (1, 1)
+}
+
 /// The approval outcomes of a run's events.
 pub(crate) fn outcomes(events: &[DriverEvent]) -> Vec<ApprovalOutcome> {
     events
