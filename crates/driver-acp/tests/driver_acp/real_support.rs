@@ -255,8 +255,9 @@ pub(crate) const SECOND_ANSWER: &str = "It was ALPHA.";
 /// 2. host 2 (new agent, new driver, same store and namespace; the provider hands out a new
 ///    port and token: a semantic identity) runs turn 2 `resume_only`: resumed, the same
 ///    session, and the model's request carries turn 1 (`session/load` carried the history);
-/// 3. host 3 serves the tool at a new revision (a semantic change): `resume_only` is refused
-///    as `Incompatible` with no agent process started and no model request;
+/// 3. host 3 serves the tool at a new revision, and host 4 asks for another model (semantic
+///    changes): `resume_only` is refused as `Incompatible` with no agent process started and
+///    no model request;
 /// 4. canary scan: the model key and every bearer token appear in no process's argv, event,
 ///    result, error, TRACE log line or file under the test directory (the store and the
 ///    whole namespace, the agent's own session files included).
@@ -381,6 +382,32 @@ pub(crate) async fn restart_scenario(real: &Real<'_>, log: TraceLog) {
     host3.close().await;
     println!("3. host 3 (tool revision 2): refused before launch: {refused}");
 
+    // ---- Host 4: the same tools, another model: also semantic, also refused ----
+    let store = SqliteStore::open(SqliteConfig::new(dir.join("threads.sqlite")))
+        .await
+        .unwrap();
+    let host4 = Agent::builder(real.driver(dir, true))
+        .store(Arc::new(store))
+        .run_service(tools("host-4", "1", &secrets))
+        .workspace(dir.join("workspace").to_str().unwrap())
+        .model("another-model")
+        .build()
+        .unwrap();
+    let remodelled = host4
+        .thread(THREAD)
+        .resume_only()
+        .run("This must not run either.")
+        .await
+        .expect_err("another model is a semantic change");
+    assert!(
+        matches!(remodelled, ThreadError::Incompatible { .. }),
+        "{remodelled}"
+    );
+    assert!(agent_pids(dir).is_empty(), "no agent process started");
+    assert_eq!((real.requests)().len(), before, "no model request");
+    host4.close().await;
+    println!("   host 4 (another model): refused before launch: {remodelled}");
+
     // ---- Canary scan ----
     let (saw, leaks) = watch.finish();
     assert!(saw, "the argv watcher saw the agent");
@@ -394,7 +421,10 @@ pub(crate) async fn restart_scenario(real: &Real<'_>, log: TraceLog) {
     let texts = [
         ("events", format!("{:?}{:?}", first.events, second.events)),
         ("results", format!("{first:?}{second:?}")),
-        ("error", format!("{refused} {refused:?}")),
+        (
+            "errors",
+            format!("{refused} {refused:?} {remodelled} {remodelled:?}"),
+        ),
         ("trace log", log.text()),
     ];
     for (what, text) in &texts {
