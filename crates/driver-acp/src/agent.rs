@@ -235,6 +235,11 @@ impl AcpAgent {
 /// `GOOGLE_GEMINI_BASE_URL` set (the host's endpoint, else Google's own API) Gemini picks its
 /// gateway auth type, which sends `GEMINI_API_KEY` and loads sessions. A namespace whose own
 /// `settings.json` selects an auth type breaks its loads the same way.
+///
+/// 0.61.0 names a session's file by the UTC minute a process opens it, and `session/load`
+/// opens it afresh before looking the session up: a load in the same minute as the session's
+/// file was made (a restart or recycle within a minute) restarts the file, fails as an
+/// unknown session and loses the history (see `docs/acp-agents-observed.md`, Q5).
 pub static GEMINI: Runtime = Runtime::new::<Acp>(
     driver_gemini::RUNTIME.descriptor,
     "GEMINI_BIN",

@@ -6,7 +6,7 @@
 //! | `agent_message_chunk` (text) | `TextDelta` (the answer) |
 //! | `agent_thought_chunk` (text) | `ReasoningDelta` |
 //! | `tool_call` | `ToolCallStarted` (its title), `ToolCallArguments` (its raw input) |
-//! | `tool_call_update` with status `completed` / `failed` | `ToolCallResult` (raw output, else its text content) |
+//! | `tool_call_update` with status `completed` / `failed` | `ToolCallResult` (raw output, else its text content), after a `ToolCallStarted` (its title, else its id) for a call no `tool_call` announced |
 //! | `plan` | `Plan` (the whole list, each time) |
 //! | `user_message_chunk`, `available_commands_update`, `current_mode_update`, `config_option_update`, `session_info_update`, `usage_update`, others | nothing |
 //! | the `session/prompt` answer | the end of the turn: `end_turn` succeeds; `max_tokens` and `max_turn_requests` fail as `Limit`, `refusal` as `ModelProvider`, `cancelled` as `Other` |
@@ -138,6 +138,16 @@ impl Translator for Updates {
                             let content = fields.content.as_deref().unwrap_or_default();
                             let output = self.result(fields.raw_output.as_ref(), content);
                             let id = update.tool_call_id.0.to_string();
+                            // A call announced by no `tool_call` (gemini 0.61.0 sends none for
+                            // a call it asked permission for) starts here, named by its title,
+                            // else by its id; a known call is not started again.
+                            let name = fields.title.as_deref().unwrap_or(&id).to_owned();
+                            let arguments = fields
+                                .raw_input
+                                .as_ref()
+                                .map(|v| self.redact(&v.to_string()))
+                                .unwrap_or_default();
+                            turn.open_call(&id, &self.redact(&name), &arguments, out);
                             turn.close_call(&id, output, status == ToolCallStatus::Failed, out);
                         }
                     }

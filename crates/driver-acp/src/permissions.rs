@@ -3,7 +3,9 @@
 //! The tool call's kind names the action: `edit`, `delete` and `move` are writes, `execute`
 //! runs commands, `fetch` is network; `read`, `search` and `think` are not governed by the
 //! policy and are allowed once without asking; any other kind (an MCP tool, `other`, a kind
-//! of a newer protocol) is treated as running commands, the strictest reading. The answer
+//! of a newer protocol) is treated as running commands, the strictest reading, except a call
+//! of a tool of one of the request's own MCP servers, which is `mcp` (Gemini asks for those
+//! with kind `other` and the title `<tool> (<server> MCP Server)`). The answer
 //! selects the agent's own option: `allow_once` for an approval and `reject_once` for a
 //! denial; `allow_always` only when the policy itself allows the action (never for a host's
 //! one-off yes), and `reject_always` only when no one-off rejection is offered.
@@ -31,12 +33,31 @@ fn action(kind: Option<ToolKind>) -> Option<Action> {
     }
 }
 
-/// The approval a permission request asks for; `None` for a read-only kind (answered by
-/// [`read_only_answer`]) or a request that is not well formed (refused as unsupported).
-pub(crate) fn query(params: &Value) -> Option<ApprovalQuery> {
+/// The policy's action for a permission request of `run`: by the tool's kind, but `Mcp`
+/// for a call (kind `other`) of a tool of one of the run's MCP servers, as Gemini titles
+/// one: `<tool> (<server> MCP Server)`.
+fn action_of(run: &Request, asked: &RequestPermissionRequest) -> Option<Action> {
+    let fields = &asked.tool_call.fields;
+    let own_mcp_tool = matches!(fields.kind.unwrap_or_default(), ToolKind::Other)
+        && fields.title.as_deref().is_some_and(|title| {
+            run.mcp
+                .iter()
+                .any(|server| title.ends_with(&format!(" ({} MCP Server)", server.name)))
+        });
+    if own_mcp_tool {
+        Some(Action::Mcp)
+    } else {
+        action(fields.kind)
+    }
+}
+
+/// The approval a permission request of `run` asks for; `None` for a read-only kind
+/// (answered by [`read_only_answer`]) or a request that is not well formed (refused as
+/// unsupported).
+pub(crate) fn query(run: &Request, params: &Value) -> Option<ApprovalQuery> {
     let request = read(params)?;
+    let action = action_of(run, &request)?;
     let call = &request.tool_call;
-    let action = action(call.fields.kind)?;
     let tool = call
         .fields
         .title
@@ -70,7 +91,7 @@ pub(crate) fn answer(request: &Request, params: &Value, decision: &ApprovalDecis
     let Some(asked) = read(params) else {
         return cancelled();
     };
-    let standing = action(asked.tool_call.fields.kind)
+    let standing = action_of(request, &asked)
         .is_some_and(|action| request.permissions.get(action) == Permission::Allow);
     let kinds: &[PermissionOptionKind] = match decision {
         ApprovalDecision::Approve if standing => &[
@@ -137,24 +158,80 @@ mod tests {
 
     #[test]
     fn kinds_map_to_the_policy_actions() {
-        let q = query(&asked("execute", ALL)).unwrap();
+        let q = query(&request(PermissionPolicy::DEFAULT), &asked("execute", ALL)).unwrap();
         assert_eq!(q.action, Action::Commands);
         assert_eq!(q.tool, "rm -rf build");
         assert_eq!(q.call_id.as_deref(), Some("call-1"));
-        assert_eq!(query(&asked("edit", ALL)).unwrap().action, Action::Write);
-        assert_eq!(query(&asked("fetch", ALL)).unwrap().action, Action::Network);
         assert_eq!(
-            query(&asked("other", ALL)).unwrap().action,
+            query(&request(PermissionPolicy::DEFAULT), &asked("edit", ALL))
+                .unwrap()
+                .action,
+            Action::Write
+        );
+        assert_eq!(
+            query(&request(PermissionPolicy::DEFAULT), &asked("fetch", ALL))
+                .unwrap()
+                .action,
+            Action::Network
+        );
+        assert_eq!(
+            query(&request(PermissionPolicy::DEFAULT), &asked("other", ALL))
+                .unwrap()
+                .action,
             Action::Commands,
             "the strictest reading"
         );
-        assert!(query(&asked("read", ALL)).is_none());
+        assert!(query(&request(PermissionPolicy::DEFAULT), &asked("read", ALL)).is_none());
         assert_eq!(
             read_only_answer(&asked("read", ALL)).unwrap(),
             json!({"outcome": {"outcome": "selected", "optionId": "opt-allow_once"}})
         );
         assert_eq!(read_only_answer(&asked("execute", ALL)), None);
-        assert!(query(&json!({"not": "a request"})).is_none());
+        assert!(
+            query(
+                &request(PermissionPolicy::DEFAULT),
+                &json!({"not": "a request"})
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_tool_of_the_requests_own_mcp_server_is_the_mcp_action() {
+        // As gemini --acp 0.61.0 asks for an MCP tool: kind `other`, titled by its server.
+        let ping = |server: &str| {
+            json!({
+                "sessionId": "s1",
+                "toolCall": {"toolCallId": "mcp_agent-tools_ping__call_0",
+                             "title": format!("ping ({server} MCP Server)"), "kind": "other"},
+                "options": [
+                    {"optionId": "proceed_always_server", "name": "a", "kind": "allow_always"},
+                    {"optionId": "proceed_once", "name": "o", "kind": "allow_once"},
+                    {"optionId": "cancel", "name": "r", "kind": "reject_once"}],
+            })
+        };
+        let mut run = request(PermissionPolicy::DEFAULT);
+        run.mcp.push(run_service::McpServer::streamable_http(
+            "agent-tools",
+            "http://127.0.0.1:1/mcp",
+        ));
+        assert_eq!(
+            query(&run, &ping("agent-tools")).unwrap().action,
+            Action::Mcp
+        );
+        assert_eq!(
+            query(&run, &ping("elsewhere")).unwrap().action,
+            Action::Commands,
+            "a server the request does not declare"
+        );
+        let mut execute = ping("agent-tools");
+        execute["toolCall"]["kind"] = json!("execute");
+        assert_eq!(query(&run, &execute).unwrap().action, Action::Commands);
+        // Allowed by the default policy: once first, as for any standing permission.
+        assert_eq!(
+            answer(&run, &ping("agent-tools"), &ApprovalDecision::Approve),
+            json!({"outcome": {"outcome": "selected", "optionId": "proceed_once"}})
+        );
     }
 
     #[test]

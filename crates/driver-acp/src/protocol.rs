@@ -227,13 +227,13 @@ impl ResidentProtocol for AcpProtocol {
 
     fn approval(
         &self,
-        _request: &Request,
+        request: &Request,
         method: &str,
         params: &Value,
         _notes: &TurnNotes,
     ) -> Option<ApprovalQuery> {
         (method == REQUEST_PERMISSION)
-            .then(|| permissions::query(params))
+            .then(|| permissions::query(request, params))
             .flatten()
     }
 
