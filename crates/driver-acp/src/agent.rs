@@ -137,6 +137,9 @@ pub struct AcpAgent {
     /// Whether a `session/load` that replays no history means the session is unknown (an
     /// agent that "loads" an unknown id as an empty session: CodeBuddy).
     pub empty_load_is_unknown: bool,
+    /// How long a `session/load` of a session must wait, given the agent's state directory,
+    /// the session id and the time (Gemini: see `gemini.rs`).
+    pub(crate) load_wait: Option<LoadWait>,
     /// The `authenticate` method the driver calls after `initialize`, when the agent needs
     /// one to use its key variable (Gemini's `gemini-api-key`).
     pub auth_method: Option<&'static str>,
@@ -169,6 +172,7 @@ impl AcpAgent {
             endpoint_var: None,
             default_endpoint: None,
             empty_load_is_unknown: false,
+            load_wait: None,
             auth_method: None,
             vars: &[],
             capabilities,
@@ -205,6 +209,12 @@ impl AcpAgent {
     /// With the `authenticate` method to call after `initialize`.
     pub const fn with_auth_method(mut self, method: &'static str) -> Self {
         self.auth_method = Some(method);
+        self
+    }
+
+    /// With a wait before each load.
+    const fn with_load_wait(mut self, wait: LoadWait) -> Self {
+        self.load_wait = Some(wait);
         self
     }
 
@@ -261,6 +271,7 @@ static GEMINI_AGENT: AcpAgent = AcpAgent::new(
 .with_endpoint_var("GOOGLE_GEMINI_BASE_URL")
 .with_default_endpoint("https://generativelanguage.googleapis.com")
 .with_minimum_version(driver_gemini::MINIMUM_VERSION)
+.with_load_wait(crate::gemini::load_wait)
 .with_vars(&[("GEMINI_TELEMETRY_ENABLED", "false")]);
 
 /// `codebuddy --acp`: CodeBuddy Code's ACP mode (2.117.0), sharing the `codebuddy` entry's
@@ -299,6 +310,10 @@ static CODEBUDDY_AGENT: AcpAgent = AcpAgent::new(
     ("ACC_USER_NICKNAME", "agent-sdk"),
     ("CODEBUDDY_DISABLE_SHELL_SNAPSHOT", "1"),
 ]);
+
+/// How long a load must wait: the agent's state directory, the session id, the time.
+pub(crate) type LoadWait =
+    fn(&std::path::Path, &str, std::time::SystemTime) -> Option<std::time::Duration>;
 
 /// Why an agent could not be registered. Names a field and a rule, never a value.
 #[derive(Debug, thiserror::Error)]

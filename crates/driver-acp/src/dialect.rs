@@ -58,7 +58,7 @@ impl AcpOptions {
             cli: CliOptions::new(entry.descriptor.program, minimum),
             runtime: entry,
             base_url: None,
-            protocol: AcpProtocol::new(agent),
+            protocol: AcpProtocol::new(agent, entry),
         }
     }
 

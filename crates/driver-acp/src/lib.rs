@@ -66,6 +66,7 @@
 mod agent;
 mod dialect;
 mod events;
+mod gemini;
 mod learn;
 mod mcp;
 mod permissions;

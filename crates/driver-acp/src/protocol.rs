@@ -41,11 +41,13 @@ const LOAD_SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
 #[derive(Debug, Clone)]
 pub(crate) struct AcpProtocol {
     pub(crate) agent: &'static AcpAgent,
+    /// The agent's entry (its descriptor names the state directory).
+    pub(crate) entry: &'static driver_cli::Runtime,
 }
 
 impl AcpProtocol {
-    pub(crate) fn new(agent: &'static AcpAgent) -> Self {
-        Self { agent }
+    pub(crate) fn new(agent: &'static AcpAgent, entry: &'static driver_cli::Runtime) -> Self {
+        Self { agent, entry }
     }
 }
 
@@ -114,6 +116,20 @@ impl ResidentProtocol for AcpProtocol {
             _ => return None,
         };
         Some(servers.with_secrets(Call::request(method, params)))
+    }
+
+    /// Before a load, the agent's own wait (Gemini's: not in the minute of the session's
+    /// last opening).
+    fn wait_before_open(&self, turn: &Turn<'_>, method: &str) -> Option<std::time::Duration> {
+        let wait = self.agent.load_wait?;
+        let SessionPlan::Resume(id) = turn.plan else {
+            return None;
+        };
+        if method != SESSION_LOAD {
+            return None;
+        }
+        let state = turn.env.state_dir(&self.entry.descriptor).ok()?;
+        wait(state, id, std::time::SystemTime::now())
     }
 
     /// A load's replay is read and dropped until the agent has been quiet for a moment after

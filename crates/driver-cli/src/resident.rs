@@ -595,6 +595,14 @@ async fn open(
     let Some(call) = protocol.open(turn, loaded.as_deref()) else {
         return Ok(loaded);
     };
+    if let Some(wait) = protocol.wait_before_open(turn, call.method) {
+        tracing::debug!(
+            ?wait,
+            method = call.method,
+            "waiting before the session opens"
+        );
+        tokio::time::sleep(wait).await;
+    }
     // What the process sends while the session opens (ACP's `session/load` replays the whole
     // history, Codex's `thread/resume` its totals) is never the turn's.
     let answer = match protocol.replay(call.method) {

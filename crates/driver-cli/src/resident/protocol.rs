@@ -181,6 +181,15 @@ pub trait ResidentProtocol: Send + Sync {
         None
     }
 
+    /// How long to wait before sending the call of `method` that opens `turn`'s session: for
+    /// an agent that must not open a session too soon after it was last opened (Gemini's ACP
+    /// mode loses a session loaded in the minute its recording was opened). The default: no
+    /// wait.
+    fn wait_before_open(&self, turn: &Turn<'_>, method: &str) -> Option<std::time::Duration> {
+        let _ = (turn, method);
+        None
+    }
+
     /// How the replay of a session opened by `method` is read, for a protocol whose agents
     /// replay a session's history as notifications (ACP's `session/load`). `None` (the
     /// default): what the process sends while the session opens is dropped unread.
