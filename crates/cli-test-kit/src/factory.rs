@@ -13,6 +13,9 @@ pub struct FakeCliFactory<D> {
     tool_use: Option<ToolUse>,
     /// A tool use scripted for the next run: its prompt is rewritten to [`TOOL_USE_PROMPT`].
     scripted: std::sync::atomic::AtomicBool,
+    /// With [`with_wire_materialization`](FakeCliFactory::with_wire_materialization): the
+    /// served record, and how many lines it held when the last run was prepared.
+    wire: Option<(std::path::PathBuf, std::sync::atomic::AtomicUsize)>,
 }
 
 /// The process mode a real-binary scenario asks for: resident (default pool limits) or one
@@ -68,6 +71,10 @@ impl<D: driver_cli::CommonOptions + Clone> driver_spi::conformance::Factory for 
         {
             request.prompt = TOOL_USE_PROMPT.to_owned();
         }
+        if let Some((served, from)) = &self.wire {
+            let sent = fake_cli::read_served_lines(served).map_or(0, |l| l.len());
+            from.store(sent, std::sync::atomic::Ordering::SeqCst);
+        }
         request.with_workspace(self.harness.workspace.to_string_lossy())
     }
 
@@ -113,11 +120,22 @@ impl<D: driver_cli::CommonOptions + Clone> driver_spi::conformance::Factory for 
         let call = self.harness.invocations().pop()?;
         let env: Vec<String> = call.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let files: Vec<&str> = call.files.values().map(|f| f.contents.as_str()).collect();
+        let wire = self
+            .wire
+            .as_ref()
+            .map_or_else(String::new, |(served, from)| {
+                let lines = fake_cli::read_served_lines(served).unwrap_or_default();
+                let from = from
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    .min(lines.len());
+                lines[from..].join("\n")
+            });
         Some(secrecy::SecretString::from(format!(
-            "argv: {}\nfiles: {}\nenv: {}",
+            "argv: {}\nfiles: {}\nenv: {}\nwire: {}",
             call.argv.join(" "),
             files.join("\n"),
-            env.join(" ")
+            env.join(" "),
+            wire
         )))
     }
 }
@@ -131,7 +149,17 @@ impl<D: driver_cli::CommonOptions + Clone> FakeCliFactory<D> {
             before_run: |_, _| {},
             tool_use: None,
             scripted: std::sync::atomic::AtomicBool::new(false),
+            wire: None,
         }
+    }
+
+    /// Shows the kit, as what a run materialized, also the lines the fakes were sent during
+    /// the run (recorded in `served`, [`Scenario::serve_record`](fake_cli::Scenario::serve_record)):
+    /// for a protocol whose MCP servers and their secrets travel in a message (ACP's
+    /// `session/new`), not in the argv, a file or the environment.
+    pub fn with_wire_materialization(mut self, served: impl Into<std::path::PathBuf>) -> Self {
+        self.wire = Some((served.into(), std::sync::atomic::AtomicUsize::new(0)));
+        self
     }
 
     /// Lets the kit script tool uses (the POL and APR clauses): a run the kit scripts one for

@@ -118,6 +118,15 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
                 let value = match result {
                     Ok(value) => value,
                     Err(err) => {
+                        // What the process sent before its output ended is the turn's: an
+                        // ACP prompt is answered last, so its updates are queued here.
+                        if matches!(err, RpcError::Closed) {
+                            while let Some(message) = incoming.try_recv() {
+                                if let Some(stop) = reader.message(message, answered).await {
+                                    return Read::Stopped(stop);
+                                }
+                            }
+                        }
                         let failure = rpc_failure(protocol, prompt.method, err);
                         break Read::Stopped(Stop::Refused(failure));
                     }
