@@ -30,7 +30,6 @@ fn real<'a>(
         bin,
         base_url: model.base_url(),
         key: KEY,
-        minute_files: false,
         requests,
     }
 }

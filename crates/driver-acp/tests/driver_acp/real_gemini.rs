@@ -29,7 +29,6 @@ fn real<'a>(
         bin,
         base_url: model.base_url(),
         key: KEY,
-        minute_files: true,
         requests,
     }
 }
@@ -136,7 +135,7 @@ fn gemini_acp_cancelled_turn_ends_its_process_and_the_thread_goes_on() {
 /// 2's server (its gate admits only the new token), host 3's new tool revision is refused
 /// before the driver runs, and the canary scan. Under the agent's default policy the request's
 /// MCP tools are allowed, so Gemini's permission request for `ping` is answered without the
-/// host. Host 2 is built after the UTC minute of host 1's session ([`Real::minute_files`]).
+/// host.
 #[test]
 fn gemini_acp_runs_the_shared_restart_scenario_with_a_hosted_tool_call() {
     use test_kit::restart::{self, Secrets, Setup};
@@ -149,25 +148,13 @@ fn gemini_acp_runs_the_shared_restart_scenario_with_a_hosted_tool_call() {
     let model = MockGemini::start(restart::script()).unwrap();
     let requests = || model.model_requests();
     let real = real(&bin, &model, &requests);
-    let opened = std::sync::Mutex::new(None::<std::time::SystemTime>);
     let started = Instant::now();
     test_kit::real_cli::block_on(async {
         restart::run_scenario(Setup {
             dir: dir.path(),
-            driver: &|label| {
-                let mut opened = opened.lock().unwrap();
-                match *opened {
-                    None => *opened = Some(std::time::SystemTime::now()),
-                    // The scenario builds host 2 right after host 1's turn: wait here (on
-                    // the multi-thread runtime) for Gemini's next session-file minute.
-                    Some(since) if label == "host-2" => tokio::task::block_in_place(|| {
-                        tokio::runtime::Handle::current()
-                            .block_on(support::after_the_minute_of(&real, since));
-                    }),
-                    Some(_) => {}
-                }
-                real.driver(dir.path(), true)
-            },
+            // Host 2 comes right after host 1's turn, within the minute: the driver's own
+            // Gemini load wait keeps the conversation.
+            driver: &|_label| real.driver(dir.path(), true),
             model_requests: &requests,
             argv_marker: support::ACP_ARGV,
             secrets: Secrets::new([KEY.to_owned()]),

@@ -41,14 +41,6 @@ pub(crate) struct Real<'a> {
     pub base_url: String,
     /// The model key (a canary).
     pub key: &'static str,
-    /// Whether a `session/load` must wait for the next UTC minute after the session's file
-    /// was last (re)created: Gemini 0.61.0 names a session's file by the minute a process
-    /// opens it (`session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl`), and a load's own set-up opens it
-    /// afresh *before* looking the session up; in the same minute that is the same file, which
-    /// it restarts (a new header and `$set messages:[<session_context>]`), so the lookup
-    /// finds no resumable content ("No previous sessions found for this project") and the
-    /// conversation is gone for every later load too. See `docs/acp-agents-observed.md`.
-    pub minute_files: bool,
     /// The mock's model requests so far (for CodeBuddy: without its title-helper requests).
     pub requests: &'a (dyn Fn() -> Vec<RecordedRequest> + Sync),
 }
@@ -84,21 +76,6 @@ impl Real<'_> {
         };
         builder.build().expect("the driver builds")
     }
-}
-
-/// When `real` has minute-named session files, waits until the UTC minute differs from the
-/// one of `since` (see [`Real::minute_files`]).
-pub(crate) async fn after_the_minute_of(real: &Real<'_>, since: std::time::SystemTime) {
-    let minute =
-        |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 60;
-    if !real.minute_files {
-        return;
-    }
-    let waited = Instant::now();
-    while minute(std::time::SystemTime::now()) == minute(since) {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    println!("   waited {:?} for the next UTC minute", waited.elapsed());
 }
 
 /// The live (not zombie) ACP agent processes whose environment names a path under `dir`
@@ -274,7 +251,6 @@ pub(crate) async fn restart_scenario(real: &Real<'_>, log: TraceLog) {
 
     // ---- Host 1 ----
     let started = Instant::now();
-    let opened = std::time::SystemTime::now();
     let tools1 = tools("host-1", "1", &secrets);
     let host1 = agent(dir, real.driver(dir, true), Some(tools1.clone())).await;
     let first = host1.thread(THREAD).run(FIRST_PROMPT).await.unwrap();
@@ -301,7 +277,8 @@ pub(crate) async fn restart_scenario(real: &Real<'_>, log: TraceLog) {
     );
 
     // ---- Host 2: rotated endpoint and token, resume_only ----
-    after_the_minute_of(real, opened).await;
+    // No wait for Gemini's next session-file minute: the driver waits itself
+    // (`driver_acp`'s Gemini load wait), which this restart within the minute shows.
     let started = Instant::now();
     let tools2 = tools("host-2", "1", &secrets);
     let host2 = agent(dir, real.driver(dir, true), Some(tools2.clone())).await;
@@ -526,7 +503,6 @@ pub(crate) async fn cancel_scenario(real: &Real<'_>) {
         None,
     )
     .await;
-    let opened = std::time::SystemTime::now();
     let one = host.thread(THREAD).run("Turn one.").await.unwrap();
     assert_eq!(one.output, "one");
     let pids = agent_pids(dir);
@@ -574,7 +550,6 @@ pub(crate) async fn cancel_scenario(real: &Real<'_>) {
         dropped.elapsed()
     );
 
-    after_the_minute_of(real, opened).await;
     let started = Instant::now();
     // The dropped run could not release its lease: the Thread is busy until it expires.
     let three = loop {
