@@ -14,7 +14,7 @@ use driver_cli::{CliDriver, CommonOptions, Dialect};
 use driver_process::error::ProcessError;
 
 /// A namespace and a scripted fake of the CLI that options `O` drive: a [`Harness`] over the
-/// dialect's [`RUNTIME`](Dialect::RUNTIME) descriptor, whose drivers and options run the fake
+/// dialect's [`runtime`](Dialect::runtime) descriptor, whose drivers and options run the fake
 /// binary. Derefs to the harness (its environment, workspace and recorded invocations).
 /// (`ignore`d: the scenario and options are a driver crate's, and a doc test cannot find the
 /// fake's binary, which `fake_cli::binary_path` locates from a test executable's directory.)

@@ -31,7 +31,7 @@ pub trait StreamJsonCli: Sized + Send + Sync + 'static {
     type Options: CommonOptions<Dialect = StreamJsonDialect<Self>>;
     /// The runtime's registry entry.
     const RUNTIME: &'static Runtime;
-    /// Who the driver is (see [`Dialect::IDENTITY`]).
+    /// Who the driver is (see [`Dialect::identity`]).
     const IDENTITY: Identity;
     /// The first arguments: `-p --output-format stream-json` and whatever the CLI needs beside.
     const HEAD: &'static [&'static str];

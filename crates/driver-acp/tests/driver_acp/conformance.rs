@@ -1,5 +1,6 @@
-//! The driver-spi conformance kit over the ACP driver and the scripted fake agent (`cargo
-//! xtask conformance` runs `conformance::acp_fake_agent` by exact name).
+//! The driver-spi conformance kit over the ACP driver and the scripted fake agent, as an agent
+//! registered by its command and as each built-in entry's configuration (`cargo xtask
+//! conformance` runs each by exact name).
 
 use cli_test_kit::{FakeCliFactory, TOOL_USE_PROMPT};
 use driver_spi::conformance::TOOL_ARGUMENTS;
@@ -16,13 +17,31 @@ const ALLOWED: &str = r#""optionId":"opt-allow-"#;
 /// MCP servers where ACP materializes them: the lines the agent was sent.
 #[test]
 fn acp_fake_agent() {
+    run_kit(crate::support::agent());
+}
+
+/// The `gemini_acp` entry's configuration (`--acp --skip-trust`, its endpoint variable, its
+/// minimum version, its load wait) over the fake agent.
+#[test]
+fn gemini_acp_fake_agent() {
+    run_kit(&driver_acp::GEMINI);
+}
+
+/// The `codebuddy_acp` entry's configuration (an empty load is an unknown session) over the
+/// fake agent.
+#[test]
+fn codebuddy_acp_fake_agent() {
+    run_kit(&driver_acp::CODEBUDDY);
+}
+
+fn run_kit(entry: &'static driver_cli::Runtime) {
     let command = format!("write kit-approval.txt {TOOL_ARGUMENTS}");
     let tool_use = ask_permission(
         LineRule::when([PROMPT, TOOL_USE_PROMPT]),
         &command,
         &["allow_once", "allow_always", "reject_once", "reject_always"],
     );
-    let fake = Fake::of(crate::support::agent(), script([tool_use]));
+    let fake = Fake::of(entry, script([tool_use]));
     let options = fake.resident();
     let served = fake.served.clone();
     let factory = FakeCliFactory::resident(fake.harness, options)

@@ -224,7 +224,8 @@ impl Fake {
         let harness = Harness::new(
             &entry.descriptor,
             scenario.serve_record(&served),
-            "fake-acp 1.0.0",
+            // Past every built-in agent's minimum version, so their entries run it too.
+            "fake-acp 99.0.0",
             // The kit's bearer variables (CUR-01 reads their values in the environment).
             &[KEY_VAR, "KIT_MCP_TOKEN_OLD", "KIT_MCP_TOKEN_NEW"],
             &[KEY_VAR],
