@@ -20,6 +20,7 @@
 //! | `driver-codebuddy` | the CodeBuddy Code CLI (stream-json) |
 //! | `driver-cursor` | the Cursor CLI (stream-json) |
 //! | `driver-gemini` | the Gemini CLI (stream-json) |
+//! | `driver-acp` | any Agent Client Protocol agent (`gemini --acp`, `codebuddy --acp`, or one registered by its command) |
 //!
 //! The CLI drivers are dialects of the one `CliDriver` of `driver-cli` (Claude Code and
 //! CodeBuddy share the stream-json dialect of `driver-stream-json`), on the process layer of
