@@ -6,7 +6,8 @@ use driver_process::peer::{JsonRpc, RpcError, RpcPeer};
 use driver_process::process::CliProcess;
 use runtime_env::RuntimeEnv;
 
-use crate::agent::{AcpAgentBuilder, AcpCapabilities, RegisterError};
+use crate::agent::{AcpCapabilities, RegisterError};
+use crate::register::AcpAgentBuilder;
 
 /// Why an agent's capabilities could not be learned.
 #[derive(Debug, thiserror::Error)]

@@ -71,11 +71,11 @@ mod learn;
 mod mcp;
 mod permissions;
 mod protocol;
+mod register;
 
-pub use agent::{
-    AcpAgent, AcpAgentBuilder, AcpCapabilities, CODEBUDDY, GEMINI, RegisterError, registered,
-};
+pub use agent::{AcpAgent, AcpCapabilities, CODEBUDDY, GEMINI, RegisterError};
 pub use dialect::AcpOptions;
+pub use register::{AcpAgentBuilder, registered};
 // What configuring this driver takes, so a host needs neither `driver-cli` nor
 // `driver-process`: the common options, the process mode and its pool limits, the limits of
 // each run, and the registry's one-expression builder (`GEMINI.driver(env)…build()`).
