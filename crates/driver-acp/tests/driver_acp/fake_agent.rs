@@ -514,8 +514,14 @@ async fn malformed_and_unknown_messages_are_skipped_and_client_methods_refused()
     assert!(response.is_clean(), "{:?}", response.failure);
     assert_eq!(response.output, "still going");
     assert_eq!(check_sequence(&events), Ok(()));
-    let refused = fake.lines(&[r#""id":"fs-1""#]);
-    assert_eq!(refused.len(), 1, "{:?}", fake.served());
+    // The refusal is written before the turn goes on; the fake records it when it reads it.
+    let fs_answer = [r#""id":"fs-1""#];
+    assert!(
+        eventually(Duration::from_secs(10), || fake.lines(&fs_answer).len() == 1).await,
+        "{:?}",
+        fake.served()
+    );
+    let refused = fake.lines(&fs_answer);
     let refused: serde_json::Value = serde_json::from_str(&refused[0]).unwrap();
     assert_eq!(refused["error"]["code"], -32601, "{refused}");
     driver.close_processes().await.unwrap();
