@@ -93,11 +93,44 @@ fn split_pair<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str), Fail
         .ok_or_else(|| Failure::new(exit::USAGE, format!("{flag} takes NAME=VALUE")))
 }
 
+impl RunOptions {
+    /// These options with `dir` as the workspace.
+    pub(crate) fn in_workspace(&self, dir: PathBuf) -> Self {
+        let mut options = self.clone();
+        options.workspace = Some(dir);
+        options
+    }
+
+    /// Seconds an approval request waits for its answer.
+    pub(crate) fn approval_timeout(&self) -> u64 {
+        self.approval_timeout
+    }
+
+    /// The environment options.
+    pub(crate) fn env(&self) -> &EnvOptions {
+        &self.env
+    }
+}
+
 /// The agent a run with these options uses.
 pub(crate) async fn build_agent(
     options: &RunOptions,
     store: Arc<dyn ThreadStore>,
 ) -> Result<Agent, Failure> {
+    agent_builder(options, store).await?.build().map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!("invalid configuration: {}", crate::with_causes(&e)),
+        )
+    })
+}
+
+/// The builder of the agent a run with these options uses (`agentctl acp` adds the editor's
+/// MCP servers to it).
+pub(crate) async fn agent_builder(
+    options: &RunOptions,
+    store: Arc<dyn ThreadStore>,
+) -> Result<agent::AgentBuilder, Failure> {
     let workspace = match &options.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
@@ -139,12 +172,7 @@ pub(crate) async fn build_agent(
     if !servers.is_empty() {
         builder = builder.run_service(Arc::new(CliMcp { servers }));
     }
-    builder.build().map_err(|e| {
-        Failure::new(
-            exit::USAGE,
-            format!("invalid configuration: {}", crate::with_causes(&e)),
-        )
-    })
+    Ok(builder)
 }
 
 /// The reference runtime's driver, its sessions in the namespace's state. It has no binary,
