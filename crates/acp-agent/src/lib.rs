@@ -1,6 +1,6 @@
 //! The SDK as an Agent Client Protocol (ACP) agent: an editor (Zed, a JetBrains IDE, a terminal
 //! client) drives durable [`agent::Thread`]s on any runtime of the registry over a byte stream
-//! pair, usually the agent process's stdin and stdout ([`serve`]).
+//! pair, usually the agent process's stdin and stdout ([`AcpAgent::serve`]).
 //!
 //! Each ACP session is one Thread. The caller supplies an [`AgentFactory`] that builds the
 //! [`agent::Agent`] of a session (runtime, store, namespace, policy) for the session's working

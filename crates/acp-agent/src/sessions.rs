@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One ACP session as stored: what `session/resume`, `session/prompt` and `session/list` need.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct SessionRecord {
     /// The ACP session id (`sess-` and 32 hex digits).
     pub session_id: String,
