@@ -36,7 +36,8 @@ struct Factory {
 #[run_service::async_trait]
 impl acp_agent::AgentFactory for Factory {
     async fn build(&self, setup: acp_agent::SessionSetup) -> Result<agent::Agent, String> {
-        let options = self.options.in_workspace(setup.cwd);
+        let mut options = self.options.clone();
+        options.workspace = Some(setup.cwd);
         let mut builder = crate::run::agent_builder(&options, Arc::clone(&self.store))
             .await
             .map_err(|f| f.message().to_owned())?;
@@ -67,7 +68,7 @@ pub(crate) async fn serve(
             ));
         }
     };
-    let namespace: String = options.run.env().credential_namespace()?.into();
+    let namespace: String = options.run.env.credential_namespace()?.into();
     let sessions = acp_agent::SessionStore::new(dir, namespace);
     let factory = Arc::new(Factory {
         options: options.run.clone(),
@@ -75,9 +76,7 @@ pub(crate) async fn serve(
     });
     acp_agent::AcpAgent::new(factory, sessions)
         .semantic_mcp(options.mcp_identity.iter().cloned())
-        .approval_timeout(std::time::Duration::from_secs(
-            options.run.approval_timeout(),
-        ))
+        .approval_timeout(std::time::Duration::from_secs(options.run.approval_timeout))
         .serve(tokio::io::stdin(), tokio::io::stdout())
         .await;
     Ok(())

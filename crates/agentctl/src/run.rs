@@ -37,7 +37,7 @@ pub(crate) struct RunOptions {
     model: Option<String>,
     /// The workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
-    workspace: Option<PathBuf>,
+    pub(crate) workspace: Option<PathBuf>,
     /// An MCP server (Streamable HTTP), repeatable. Its identity for resume is its name: a
     /// new port or token keeps a Thread resumable; adding, removing or renaming one does not.
     #[arg(long = "mcp", value_name = "NAME=URL")]
@@ -77,10 +77,10 @@ pub(crate) struct RunOptions {
     schema_in_prompt: bool,
     /// Seconds an approval request waits for its answer before it is denied.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
-    approval_timeout: u64,
+    pub(crate) approval_timeout: u64,
     /// Where the runtime's state lives: the credential namespace and level.
     #[command(flatten)]
-    env: EnvOptions,
+    pub(crate) env: EnvOptions,
     /// Any ACP agent by its command, instead of `--runtime`.
     #[command(flatten)]
     acp: crate::acp_agent::AcpAgentOptions,
@@ -91,25 +91,6 @@ fn split_pair<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str), Fail
         .split_once('=')
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())
         .ok_or_else(|| Failure::new(exit::USAGE, format!("{flag} takes NAME=VALUE")))
-}
-
-impl RunOptions {
-    /// These options with `dir` as the workspace.
-    pub(crate) fn in_workspace(&self, dir: PathBuf) -> Self {
-        let mut options = self.clone();
-        options.workspace = Some(dir);
-        options
-    }
-
-    /// Seconds an approval request waits for its answer.
-    pub(crate) fn approval_timeout(&self) -> u64 {
-        self.approval_timeout
-    }
-
-    /// The environment options.
-    pub(crate) fn env(&self) -> &EnvOptions {
-        &self.env
-    }
 }
 
 /// The agent a run with these options uses.
