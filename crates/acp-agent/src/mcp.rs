@@ -154,3 +154,53 @@ impl RunServiceProvider for EditorMcp {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn http(name: &str, headers: &[(&str, &str)]) -> acp::McpServer {
+        acp::McpServer::Http(
+            acp::McpServerHttp::new(name.to_owned(), "http://127.0.0.1:1/mcp".to_owned()).headers(
+                headers
+                    .iter()
+                    .map(|(n, v)| acp::HttpHeader::new((*n).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+        )
+    }
+
+    fn refusal(servers: &[acp::McpServer]) -> String {
+        match providers(servers, &BTreeSet::new()) {
+            Err(Refused(message)) => message,
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn servers_split_by_identity_and_what_is_not_taken_is_refused_without_its_value() {
+        let semantic = BTreeSet::from(["a".to_owned()]);
+        let both = [
+            http("a", &[]),
+            http("b", &[("Authorization", "Bearer s3cr3t")]),
+        ];
+        assert_eq!(providers(&both, &semantic).unwrap().len(), 2);
+        assert_eq!(providers(&both[..1], &semantic).unwrap().len(), 1);
+        assert!(providers(&[], &semantic).unwrap().is_empty());
+        assert!(refusal(&[http("a", &[]), http("a", &[])]).contains("unique"));
+        let header = refusal(&[http("a", &[("X-Api-Key", "s3cr3t")])]);
+        assert!(
+            header.contains("X-Api-Key") && !header.contains("s3cr3t"),
+            "{header}"
+        );
+        let stdio = acp::McpServer::Stdio(acp::McpServerStdio::new("s".to_owned(), "/bin/s"));
+        assert!(refusal(&[stdio]).contains("only HTTP"));
+    }
+
+    #[test]
+    fn bearer_variables_are_distinct_per_name() {
+        assert_ne!(bearer_var("a-b"), bearer_var("a_b"));
+        assert!(bearer_var("docs").starts_with("ACP_MCP_DOCS_"));
+    }
+}

@@ -168,6 +168,24 @@ fn server(name: &str, port: u16, token: &str) -> McpServer {
     )
 }
 
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 fn workspace(root: &Path) -> PathBuf {
     let dir = root.join("work");
     std::fs::create_dir_all(&dir).unwrap();
@@ -364,6 +382,20 @@ async fn a_restart_with_the_editor_mcp_server_on_a_new_port_and_token_resumes() 
         Ok(())
     })
     .await;
+
+    // No token reached the editor, the session map or the thread store.
+    let updates = serde_json::to_string(&*seen.updates.lock().unwrap()).unwrap();
+    assert!(!updates.contains("token-"), "{updates}");
+    for file in walk(root) {
+        let bytes = std::fs::read(&file).unwrap();
+        let name = file.to_string_lossy();
+        if name.contains("acp-sessions") || name.contains("threads.sqlite3") {
+            assert!(
+                !contains(&bytes, b"token-one") && !contains(&bytes, b"token-two"),
+                "{name}"
+            );
+        }
+    }
 
     // Without a semantic identity the default is exact: a new port refuses.
     with_agent(root, &[], &editor, async |cx| {
