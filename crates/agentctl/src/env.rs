@@ -87,6 +87,15 @@ pub(crate) struct EnvOptions {
     pub(crate) bwrap: Option<PathBuf>,
 }
 
+impl EnvOptions {
+    /// The credential namespace, parsed.
+    pub(crate) fn credential_namespace(&self) -> Result<CredentialNamespace, Failure> {
+        self.namespace
+            .parse()
+            .map_err(|e| Failure::new(crate::exit::USAGE, format!("--namespace: {e}")))
+    }
+}
+
 /// How `--worker` launches the namespace's `agent-worker`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum WorkerLaunch {

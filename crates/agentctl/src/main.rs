@@ -24,6 +24,9 @@
 //! - `run` and `threads explain` build their agent through one function from one set of
 //!   options, so an explanation describes exactly the run.
 //!
+//! `acp` serves the Agent Client Protocol on stdio (crate `acp-agent`): an editor drives
+//! durable Threads over it, each session's agent built from the same options as `run`.
+//!
 //! `auth status` and `runtime-env show` report what `runtime-env` sees for a namespace.
 //!
 //! `support-bundle` writes those reports, probed CLI versions and the SDK version to one file.
@@ -35,6 +38,7 @@
 //! Long operations (listing, probing CLIs) note their progress on stderr when it is a terminal.
 #![forbid(unsafe_code)]
 
+mod acp;
 mod acp_agent;
 mod approve;
 mod bundle;
@@ -95,6 +99,13 @@ enum Command {
         json: bool,
         /// The prompt.
         prompt: String,
+    },
+    /// Serve the Agent Client Protocol on stdio: an editor (Zed, a JetBrains IDE, a terminal
+    /// client) starts `agentctl acp` and drives durable Threads over it, one per session.
+    /// Only protocol messages go to stdout; logs (`RUST_LOG`) go to stderr.
+    Acp {
+        #[command(flatten)]
+        options: Box<acp::AcpOptions>,
     },
     /// Stored Threads.
     #[command(subcommand)]
@@ -411,6 +422,10 @@ async fn execute(cli: &Cli) -> Result<(), Failure> {
         } => {
             let store = spec.open_or_create(&cli.pg_schema).await?;
             run::run(store, thread, options, prompt.clone(), *json).await
+        }
+        Command::Acp { options } => {
+            let store = spec.open_or_create(&cli.pg_schema).await?;
+            acp::serve(&spec, store, options).await
         }
         Command::Threads(ThreadsCommand::Explain { key, options, json }) => {
             let store = spec.open_existing(&cli.pg_schema).await?;

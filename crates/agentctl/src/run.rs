@@ -37,7 +37,7 @@ pub(crate) struct RunOptions {
     model: Option<String>,
     /// The workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
-    workspace: Option<PathBuf>,
+    pub(crate) workspace: Option<PathBuf>,
     /// An MCP server (Streamable HTTP), repeatable. Its identity for resume is its name: a
     /// new port or token keeps a Thread resumable; adding, removing or renaming one does not.
     #[arg(long = "mcp", value_name = "NAME=URL")]
@@ -77,10 +77,10 @@ pub(crate) struct RunOptions {
     schema_in_prompt: bool,
     /// Seconds an approval request waits for its answer before it is denied.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
-    approval_timeout: u64,
+    pub(crate) approval_timeout: u64,
     /// Where the runtime's state lives: the credential namespace and level.
     #[command(flatten)]
-    env: EnvOptions,
+    pub(crate) env: EnvOptions,
     /// Any ACP agent by its command, instead of `--runtime`.
     #[command(flatten)]
     acp: crate::acp_agent::AcpAgentOptions,
@@ -98,6 +98,20 @@ pub(crate) async fn build_agent(
     options: &RunOptions,
     store: Arc<dyn ThreadStore>,
 ) -> Result<Agent, Failure> {
+    agent_builder(options, store).await?.build().map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!("invalid configuration: {}", crate::with_causes(&e)),
+        )
+    })
+}
+
+/// The builder of the agent a run with these options uses (`agentctl acp` adds the editor's
+/// MCP servers to it).
+pub(crate) async fn agent_builder(
+    options: &RunOptions,
+    store: Arc<dyn ThreadStore>,
+) -> Result<agent::AgentBuilder, Failure> {
     let workspace = match &options.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
@@ -139,12 +153,7 @@ pub(crate) async fn build_agent(
     if !servers.is_empty() {
         builder = builder.run_service(Arc::new(CliMcp { servers }));
     }
-    builder.build().map_err(|e| {
-        Failure::new(
-            exit::USAGE,
-            format!("invalid configuration: {}", crate::with_causes(&e)),
-        )
-    })
+    Ok(builder)
 }
 
 /// The reference runtime's driver, its sessions in the namespace's state. It has no binary,
