@@ -517,7 +517,9 @@ async fn malformed_and_unknown_messages_are_skipped_and_client_methods_refused()
     // The refusal is written before the turn goes on; the fake records it when it reads it.
     let fs_answer = [r#""id":"fs-1""#];
     assert!(
-        eventually(Duration::from_secs(10), || fake.lines(&fs_answer).len() == 1).await,
+        eventually(Duration::from_secs(10), || fake.lines(&fs_answer).len()
+            == 1)
+        .await,
         "{:?}",
         fake.served()
     );
