@@ -21,7 +21,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt 
 
 /// How the editor answers a permission request.
 #[derive(Clone, Copy, Debug)]
-enum Answer {
+pub(crate) enum Answer {
     Allow,
     Reject,
     /// Cancels the turn (`session/cancel`), then answers the request as cancelled, as ACP
@@ -34,14 +34,14 @@ enum Answer {
 /// What the editor saw: every `session/update` as JSON, and the permission requests' answers
 /// it still has to give (none left rejects).
 #[derive(Clone, Default)]
-struct Editor {
-    updates: Arc<Mutex<Vec<Value>>>,
-    answers: Arc<Mutex<VecDeque<Answer>>>,
-    asked: Arc<Mutex<usize>>,
+pub(crate) struct Editor {
+    pub(crate) updates: Arc<Mutex<Vec<Value>>>,
+    pub(crate) answers: Arc<Mutex<VecDeque<Answer>>>,
+    pub(crate) asked: Arc<Mutex<usize>>,
 }
 
 impl Editor {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.updates
             .lock()
             .unwrap()
@@ -60,33 +60,101 @@ impl Editor {
             .collect()
     }
 
-    fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.updates.lock().unwrap().clear();
     }
 }
 
-/// Starts `agentctl acp` on `root`'s store with `args`, runs `script` as the editor, then
-/// kills the agent (a restart is the next call).
+/// What the editor read from one agent process: every byte of its stdout (the protocol
+/// messages) and of its stderr (the logs, echoed to the test's stderr as they come).
+#[derive(Clone, Default)]
+pub(crate) struct Transcript {
+    pub(crate) stdout: Arc<Mutex<Vec<u8>>>,
+    pub(crate) stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+/// Starts `agentctl acp` on `root`'s store with the reference runtime and `args`, runs
+/// `script` as the editor, then kills the agent (a restart is the next call).
 async fn with_agent<F>(root: &Path, args: &[&str], editor: &Editor, script: F)
 where
     F: AsyncFnOnce(ConnectionTo<Agent>) -> agent_client_protocol::Result<()> + Send,
 {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentctl"))
+    let mut command = acp_command(root);
+    command.args(["--runtime", "reference"]).args(args);
+    drive(command, editor, &Transcript::default(), script).await;
+}
+
+/// `agentctl acp` on the SQLite store `root/threads.sqlite3`, isolated in `root`; the caller
+/// adds the runtime and the other options.
+pub(crate) fn acp_command(root: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentctl"));
+    command
         .env("XDG_DATA_HOME", root.join("xdg-data"))
         .env("HOME", root.join("home"))
         .arg("--store")
         .arg(format!("sqlite:{}", root.join("threads.sqlite3").display()))
-        .arg("acp")
-        .args(["--runtime", "reference"])
-        .args(args)
+        .arg("acp");
+    command
+}
+
+/// Copies `from` into `to` (when given) and `seen`, as it comes.
+async fn tee<R, W>(mut from: R, mut to: Option<W>, seen: Arc<Mutex<Vec<u8>>>, echo: bool)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut buf = vec![0u8; 8192];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        seen.lock().unwrap().extend_from_slice(&buf[..n]);
+        if echo {
+            eprint!("{}", String::from_utf8_lossy(&buf[..n]));
+        }
+        if let Some(to) = to.as_mut()
+            && to.write_all(&buf[..n]).await.is_err()
+        {
+            break;
+        }
+    }
+}
+
+/// Spawns `command` (an `agentctl acp`), runs `script` as the editor over its stdio, recording
+/// in `transcript` everything the agent wrote, then kills the agent.
+pub(crate) async fn drive<F>(
+    mut command: tokio::process::Command,
+    editor: &Editor,
+    transcript: &Transcript,
+    script: F,
+) where
+    F: AsyncFnOnce(ConnectionTo<Agent>) -> agent_client_protocol::Result<()> + Send,
+{
+    let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let stdin = child.stdin.take().unwrap().compat_write();
-    let stdout = child.stdout.take().unwrap().compat();
+    // The client reads the agent's stdout through a pipe that records every byte.
+    let (client_end, tee_end) = tokio::io::duplex(1 << 16);
+    let stdout_tee = tokio::spawn(tee(
+        child.stdout.take().unwrap(),
+        Some(tee_end),
+        Arc::clone(&transcript.stdout),
+        false,
+    ));
+    let stderr_tee = tokio::spawn(tee(
+        child.stderr.take().unwrap(),
+        None::<tokio::io::DuplexStream>,
+        Arc::clone(&transcript.stderr),
+        true,
+    ));
+    let stdout = client_end.compat();
     let updates = Arc::clone(&editor.updates);
     let answers = Arc::clone(&editor.answers);
     let asked = Arc::clone(&editor.asked);
@@ -151,9 +219,11 @@ where
         .await
         .unwrap();
     child.kill().await.unwrap();
+    stdout_tee.await.unwrap();
+    stderr_tee.await.unwrap();
 }
 
-fn prompt(session: &SessionId, text: &str) -> PromptRequest {
+pub(crate) fn prompt(session: &SessionId, text: &str) -> PromptRequest {
     PromptRequest::new(
         session.clone(),
         vec![ContentBlock::Text(TextContent::new(text.to_owned()))],
@@ -161,10 +231,16 @@ fn prompt(session: &SessionId, text: &str) -> PromptRequest {
 }
 
 fn server(name: &str, port: u16, token: &str) -> McpServer {
+    server_at(name, &format!("http://127.0.0.1:{port}/mcp"), token)
+}
+
+/// The editor's HTTP MCP server `name` at `url`, with `token` as its bearer.
+pub(crate) fn server_at(name: &str, url: &str, token: &str) -> McpServer {
     McpServer::Http(
-        McpServerHttp::new(name.to_owned(), format!("http://127.0.0.1:{port}/mcp")).headers(vec![
-            HttpHeader::new("Authorization".to_owned(), format!("Bearer {token}")),
-        ]),
+        McpServerHttp::new(name.to_owned(), url.to_owned()).headers(vec![HttpHeader::new(
+            "Authorization".to_owned(),
+            format!("Bearer {token}"),
+        )]),
     )
 }
 

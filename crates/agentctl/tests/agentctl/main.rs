@@ -1,5 +1,6 @@
 //! The one test binary of agentctl: the binary run as a process, one module per command or
-//! concern. `acp_serve` drives `agentctl acp` with a client on the maintained ACP crate. `run`, `approve`, `structured` and `ownership` drive `agentctl run` and
+//! concern. `acp_serve` drives `agentctl acp` with a client on the maintained ACP crate,
+//! `acp_codex` the same restart with the real Codex CLI behind it. `run`, `approve`, `structured` and `ownership` drive `agentctl run` and
 //! `threads explain` with the reference runtime; `threads` lists, shows and deletes stored
 //! Threads (SQLite and PostgreSQL); `env`, `bundle` and `serve` cover `auth status`,
 //! `runtime-env show`, `support-bundle` and `serve --dev`; `real_clis` runs the real Codex,
@@ -13,6 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 mod acp;
+mod acp_codex;
 mod acp_serve;
 mod approve;
 mod bundle;
