@@ -23,17 +23,19 @@
 //!   [`driver_process::peer::RpcPeer`] server or here) and the agent lives on. Nothing but
 //!   protocol messages is written to the output; logs go through `tracing` (stderr, as the
 //!   host sets it up).
-//! - The editor's MCP servers reach each run as run-service attachments, a bearer token as a
-//!   secret binding; by default a server's identity is exact (a new port or token makes the
-//!   stored Thread incompatible: fail closed); the servers the host names in
-//!   [`AcpAgent::semantic_mcp`] get a semantic identity (name, transport, bearer or not), so an
-//!   editor restart that moves them to a new port with a new token resumes.
+//! - The editor's MCP servers (HTTP, SSE, stdio) reach each run as run-service attachments:
+//!   a bearer token and every stdio `env` value as secret bindings, never in a record, error,
+//!   event or log; a header other than one `Authorization: Bearer` only as a plain value, and
+//!   refused when its name or value looks like a credential. By default a server's identity is
+//!   exact (a new port, token or env value makes the stored Thread incompatible: fail closed);
+//!   the servers the host names in [`AcpAgent::semantic_mcp`] get a semantic identity (name,
+//!   transport, bearer or not, stdio command and args, plain headers), so an editor restart
+//!   that moves them to a new port with a new token resumes.
 //!
 //! # Non-goals
 //! - No `session/load`: the conversation lives in the runtime's session, not here, so there
 //!   is no history to replay (`loadSession` is `false`).
-//! - No fork, no stdio or SSE MCP servers, no header other than one `Authorization: Bearer`,
-//!   no image, audio or embedded-resource prompts (the text of text blocks and the URI of
+//! - No fork, no secret MCP header other than one `Authorization: Bearer`, no image, audio or embedded-resource prompts (the text of text blocks and the URI of
 //!   resource links reach the runtime).
 //! - No authentication methods: the runtime's credentials are the host's business.
 //!
@@ -318,7 +320,7 @@ impl Server {
             "agentCapabilities": {
                 "loadSession": false,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
-                "mcpCapabilities": {"http": true, "sse": false},
+                "mcpCapabilities": {"http": true, "sse": true},
                 "sessionCapabilities": {"resume": {}, "list": {}}
             },
             "agentInfo": {"name": "agent-sdk", "version": env!("CARGO_PKG_VERSION")},

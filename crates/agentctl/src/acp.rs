@@ -17,8 +17,9 @@ pub(crate) struct AcpOptions {
     #[command(flatten)]
     run: RunOptions,
     /// An MCP server the editor declares under this name gets a semantic identity, repeatable:
-    /// a restart that moves it to a new port or token resumes. Every other editor server is
-    /// exact: a new port or token makes the session's Thread incompatible.
+    /// a restart that moves it to a new port or token (a stdio server: new env values)
+    /// resumes. Every other editor server is exact: a new port, token or env value makes the
+    /// session's Thread incompatible.
     #[arg(long = "mcp-identity", value_name = "NAME")]
     mcp_identity: Vec<String>,
     /// Where the session map lives (default: next to a SQLite store, `<FILE>.acp-sessions`;

@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, HttpHeader, InitializeRequest, ListSessionsRequest,
-    McpServer, McpServerHttp, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
-    SelectedPermissionOutcome, SessionId, SessionNotification, StopReason, TextContent,
+    CancelNotification, ContentBlock, EnvVariable, HttpHeader, InitializeRequest,
+    ListSessionsRequest, McpServer, McpServerHttp, McpServerStdio, NewSessionRequest,
+    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, SelectedPermissionOutcome, SessionId, SessionNotification, StopReason,
+    TextContent,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use serde_json::Value;
@@ -213,6 +214,7 @@ pub(crate) async fn drive<F>(
                 assert!(caps["sessionCapabilities"]["resume"].is_object(), "{caps}");
                 assert!(caps["sessionCapabilities"]["list"].is_object(), "{caps}");
                 assert_eq!(caps["mcpCapabilities"]["http"], true);
+                assert_eq!(caps["mcpCapabilities"]["sse"], true);
                 script(cx).await
             },
         )
@@ -490,6 +492,137 @@ async fn a_restart_with_the_editor_mcp_server_on_a_new_port_and_token_resumes() 
         Ok(())
     })
     .await;
+}
+
+fn stdio(name: &str, root: &str, token: &str) -> McpServer {
+    McpServer::Stdio(
+        McpServerStdio::new(name.to_owned(), "/usr/bin/files-mcp")
+            .args(vec!["--root".to_owned(), root.to_owned()])
+            .env(vec![EnvVariable::new(
+                "FILES_TOKEN".to_owned(),
+                token.to_owned(),
+            )]),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_editor_stdio_server_reaches_the_run_and_its_env_secret_stays_out() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let cwd = workspace(root);
+    let editor = Editor::default();
+    let seen = editor.clone();
+    let refusals: Arc<Mutex<Vec<String>>> = Arc::default();
+    let said = Arc::clone(&refusals);
+    let session: Arc<Mutex<Option<SessionId>>> = Arc::default();
+    let kept = Arc::clone(&session);
+    let plain = |name: &str, value: &str| {
+        McpServer::Http(
+            McpServerHttp::new("docs".to_owned(), "http://127.0.0.1:4201/mcp".to_owned())
+                .headers(vec![HttpHeader::new(name.to_owned(), value.to_owned())]),
+        )
+    };
+    with_agent(root, &["--mcp-identity", "files"], &editor, async |cx| {
+        // A header other than `Authorization` reaches the run only as a plain value: one
+        // that looks like a credential is refused, naming the header, never its value.
+        for header in [
+            ("X-Api-Key", "stdio-secret-key"),
+            ("X-Trace", "Bearer stdio-secret-key"),
+        ] {
+            let refused = cx
+                .send_request(
+                    NewSessionRequest::new(cwd.clone())
+                        .mcp_servers(vec![plain(header.0, header.1)]),
+                )
+                .block_task()
+                .await
+                .unwrap_err();
+            assert_eq!(i32::from(refused.code), -32602, "{}", refused.message);
+            assert!(refused.message.contains(header.0), "{}", refused.message);
+            said.lock().unwrap().push(refused.message);
+        }
+        let id = cx
+            .send_request(NewSessionRequest::new(cwd.clone()).mcp_servers(vec![
+                stdio("files", "/w", "stdio-secret-one"),
+                plain("X-Workspace", "acme"),
+            ]))
+            .block_task()
+            .await?
+            .session_id;
+        cx.send_request(prompt(&id, "use the files server"))
+            .block_task()
+            .await?;
+        *kept.lock().unwrap() = Some(id);
+        Ok(())
+    })
+    .await;
+    let id = session.lock().unwrap().clone().unwrap();
+
+    // After a restart: the stdio server is part of the run's identity. With a semantic
+    // identity a rotated env value resumes and other args are drift; the `docs` server kept
+    // the exact default, and it did not change.
+    with_agent(root, &["--mcp-identity", "files"], &editor, async |cx| {
+        let refused = cx
+            .send_request(
+                ResumeSessionRequest::new(id.clone(), cwd.clone()).mcp_servers(vec![
+                    stdio("files", "/elsewhere", "stdio-secret-two"),
+                    plain("X-Workspace", "acme"),
+                ]),
+            )
+            .block_task()
+            .await
+            .unwrap_err();
+        assert!(refused.message.contains("drifted"), "{}", refused.message);
+        said.lock().unwrap().push(refused.message);
+        cx.send_request(
+            ResumeSessionRequest::new(id.clone(), cwd.clone()).mcp_servers(vec![
+                stdio("files", "/w", "stdio-secret-two"),
+                plain("X-Workspace", "acme"),
+            ]),
+        )
+        .block_task()
+        .await?;
+        cx.send_request(prompt(&id, "and again"))
+            .block_task()
+            .await?;
+        assert!(seen.text().contains("reference turn 2"), "{}", seen.text());
+        Ok(())
+    })
+    .await;
+
+    // Without the identity the default is exact: the env value is a secret binding of the
+    // run, so a rotated one is drift.
+    with_agent(root, &[], &editor, async |cx| {
+        let refused = cx
+            .send_request(
+                ResumeSessionRequest::new(id.clone(), cwd.clone()).mcp_servers(vec![
+                    stdio("files", "/w", "stdio-secret-three"),
+                    plain("X-Workspace", "acme"),
+                ]),
+            )
+            .block_task()
+            .await
+            .unwrap_err();
+        assert!(refused.message.contains("drifted"), "{}", refused.message);
+        said.lock().unwrap().push(refused.message);
+        Ok(())
+    })
+    .await;
+
+    // No env value or refused header value reached the editor, the session map or the store.
+    let updates = serde_json::to_string(&*seen.updates.lock().unwrap()).unwrap();
+    let refusals = refusals.lock().unwrap().join("\n");
+    for text in [&updates, &refusals] {
+        assert!(!text.contains("stdio-secret"), "{text}");
+    }
+    for file in walk(root) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !contains(&bytes, b"stdio-secret"),
+            "{}",
+            file.to_string_lossy()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
