@@ -160,32 +160,13 @@ pub(crate) fn show_text(record: &ThreadRecord) -> Vec<String> {
     lines
 }
 
-/// A timestamp as RFC 3339 in UTC, with milliseconds.
+/// A timestamp as RFC 3339 in UTC, with milliseconds (out of jiff's range: the raw count).
 pub(crate) fn rfc3339(at: Timestamp) -> String {
     let millis = at.as_millis();
-    let (secs, ms) = (millis.div_euclid(1000), millis.rem_euclid(1000));
-    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        day_secs / 3600,
-        day_secs % 3600 / 60,
-        day_secs % 60
+    jiff::Timestamp::from_millisecond(millis).map_or_else(
+        |_| format!("{millis}ms"),
+        |t| t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
     )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// A one-line progress note on stderr, shown only when stderr is a terminal (never in a pipe

@@ -30,24 +30,11 @@ pub(crate) fn load_wait(state_dir: &Path, id: &str, now: SystemTime) -> Option<D
 
 /// `YYYY-MM-DDTHH-MM` of the UTC minute `secs` after the epoch.
 fn utc_minute(secs: u64) -> String {
-    let days = secs / 86_400;
-    let (hour, minute) = ((secs % 86_400) / 3_600, (secs % 3_600) / 60);
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}-{minute:02}")
-}
-
-/// The proleptic Gregorian date of `days` after 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    i64::try_from(secs)
+        .ok()
+        .and_then(|secs| jiff::Timestamp::from_second(secs).ok())
+        .map(|t| t.strftime("%Y-%m-%dT%H-%M").to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
