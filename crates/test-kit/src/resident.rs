@@ -251,6 +251,14 @@ pub async fn run_resident_scenario(setup: ResidentSetup<'_>) {
 /// cannot be read (another user's, or gone meanwhile) are skipped. Linux only (`/proc`).
 pub fn processes_with_env(marker: &str, var: &str, value: &Path) -> BTreeSet<u32> {
     let want = format!("{var}={}", value.display());
+    processes_where(marker, |entry| entry == want.as_bytes())
+}
+
+/// The live (not zombie) processes whose command line contains `marker` (matched as
+/// [`processes_with_env`] matches it) and one of whose environment entries (`NAME=value`
+/// bytes) satisfies `env`: for agents whose processes are known by where their state lives
+/// rather than by one variable (a launcher and the child it starts). Linux only (`/proc`).
+pub fn processes_where(marker: &str, env: impl Fn(&[u8]) -> bool) -> BTreeSet<u32> {
     let mut pids = BTreeSet::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry
@@ -269,7 +277,7 @@ pub fn processes_with_env(marker: &str, var: &str, value: &Path) -> BTreeSet<u32
             continue;
         }
         let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
-        if !environ.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+        if !environ.split(|b| *b == 0).any(&env) {
             continue;
         }
         let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();

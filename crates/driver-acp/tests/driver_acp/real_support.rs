@@ -83,41 +83,9 @@ impl Real<'_> {
 /// child it starts (which inherits the environment), CodeBuddy's process.
 pub(crate) fn agent_pids(dir: &Path) -> BTreeSet<u32> {
     let needle = dir.display().to_string();
-    let mut pids = BTreeSet::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let proc = entry.path();
-        let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else {
-            continue;
-        };
-        if !String::from_utf8_lossy(&cmdline)
-            .split('\0')
-            .any(|a| a == ACP_ARGV)
-        {
-            continue;
-        }
-        let environ = std::fs::read(proc.join("environ")).unwrap_or_default();
-        let ours = environ
-            .split(|b| *b == 0)
-            .any(|v| String::from_utf8_lossy(v).contains(needle.as_str()));
-        let stat = std::fs::read_to_string(proc.join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z');
-        if ours && !zombie {
-            pids.insert(pid);
-        }
-    }
-    pids
+    test_kit::resident::processes_where(ACP_ARGV, |entry| {
+        String::from_utf8_lossy(entry).contains(needle.as_str())
+    })
 }
 
 /// Waits up to `limit` for every process of `pids` to be gone; the ones still alive.
