@@ -55,15 +55,7 @@ pub(crate) fn cwd(turn: &Turn<'_>) -> PathBuf {
 /// `Authorization` header, an invalid variable name, a secret variable no binding of the
 /// request carries, or an unknown transport; naming the rule, never a value.
 pub(crate) fn servers(request: &Request) -> Result<Servers, DriverError> {
-    let binding = |name: &str| {
-        request
-            .runtime
-            .secret_env
-            .iter()
-            .rev()
-            .find(|b| b.name() == name)
-            .map(|b| b.value().clone())
-    };
+    let binding = |name: &str| request.runtime.secret(name).map(|b| b.value().clone());
     let unbound = || {
         DriverError::from(ConfigError::invalid(
             "mcp",

@@ -78,17 +78,7 @@ fn gemini_acp_asks_the_host_before_a_command_and_obeys() {
     let started = Instant::now();
     test_kit::real_cli::block_on(async {
         let driver = real.driver(dir.path(), true);
-        let (result, events, tickets) = support::approval_run(&*driver, &workspace, true).await;
-        let response = result.unwrap();
-        assert!(response.is_clean(), "{:?}", response.failure);
-        assert_eq!(response.output, "done");
-        assert_eq!(tickets, 1, "one request reached the host");
-        assert_eq!(support::outcomes(&events), [ApprovalOutcome::Approved]);
-        assert!(approved.exists(), "approved, yet no file");
-        assert!(
-            support::reported_one_call(&events),
-            "the command is reported as a tool call: {events:?}"
-        );
+        support::assert_an_approved_command_runs(&*driver, &workspace, &approved).await;
 
         let (result, events, tickets) = support::approval_run(&*driver, &workspace, false).await;
         let response = result.unwrap();

@@ -432,6 +432,27 @@ pub(crate) async fn approval_run(
     (result, sink.take(), tickets)
 }
 
+/// The approved half of the approval scenario, the same on every agent: one request reaches
+/// the host, it is approved, the command writes `approved`, the turn ends cleanly with the
+/// model's `done`, and the command is reported as one tool call.
+pub(crate) async fn assert_an_approved_command_runs(
+    driver: &dyn Driver,
+    workspace: &Path,
+    approved: &Path,
+) {
+    let (result, events, tickets) = approval_run(driver, workspace, true).await;
+    let response = result.unwrap();
+    assert!(response.is_clean(), "{:?}", response.failure);
+    assert_eq!(response.output, "done");
+    assert_eq!(tickets, 1, "one request reached the host");
+    assert_eq!(outcomes(&events), [ApprovalOutcome::Approved]);
+    assert!(approved.exists(), "approved, yet no file");
+    assert!(
+        reported_one_call(&events),
+        "the command is reported as a tool call: {events:?}"
+    );
+}
+
 /// Whether a run's events report one tool call, started and finished.
 pub(crate) fn reported_one_call(events: &[DriverEvent]) -> bool {
     let started = events
