@@ -1,7 +1,8 @@
 //! The one test binary of agentctl: the binary run as a process, one module per command or
 //! concern. `acp_serve` drives `agentctl acp` with a client on the maintained ACP crate,
-//! `acp_codex` the same restart with the real Codex CLI behind it. `run`, `approve`, `structured` and `ownership` drive `agentctl run` and
-//! `threads explain` with the reference runtime; `threads` lists, shows and deletes stored
+//! `acp_codex` the same restart with the real Codex CLI behind it, `acp_headers` with an
+//! editor server that requires a secret header. `run`, `approve`, `structured` and
+//! `ownership` drive `agentctl run` and `threads explain` with the reference runtime; `threads` lists, shows and deletes stored
 //! Threads (SQLite and PostgreSQL); `env`, `bundle` and `serve` cover `auth status`,
 //! `runtime-env show`, `support-bundle` and `serve --dev`; `real_clis` runs the real Codex,
 //! Claude Code, CodeBuddy and Gemini CLIs against the test kit's mock model servers (a visible
@@ -15,6 +16,7 @@
 
 mod acp;
 mod acp_codex;
+mod acp_headers;
 mod acp_serve;
 mod approve;
 mod bundle;
