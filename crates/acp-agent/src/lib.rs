@@ -24,19 +24,19 @@
 //!   protocol messages is written to the output; logs go through `tracing` (stderr, as the
 //!   host sets it up).
 //! - The editor's MCP servers (HTTP, SSE, stdio) reach each run as run-service attachments:
-//!   a bearer token and every stdio `env` value as secret bindings, never in a record, error,
-//!   event or log; a header other than one `Authorization: Bearer` only as a plain value, and
-//!   refused when its name or value looks like a credential. By default a server's identity is
-//!   exact (a new port, token or env value makes the stored Thread incompatible: fail closed);
-//!   the servers the host names in [`AcpAgent::semantic_mcp`] get a semantic identity (name,
-//!   transport, bearer or not, stdio command and args, plain headers), so an editor restart
-//!   that moves them to a new port with a new token resumes.
+//!   a bearer token, every other HTTP header (a secret header of run-service) and every stdio
+//!   `env` value as secret bindings, never in a record, error, event or log; a header given
+//!   twice is refused. By default a server's identity is exact (a new port, token, header or
+//!   env value makes the stored Thread incompatible: fail closed); the servers the host names
+//!   in [`AcpAgent::semantic_mcp`] get a semantic identity (name, transport, bearer or not,
+//!   stdio command and args, header names), so an editor restart that moves them to a new
+//!   port with a new token or header value resumes.
 //!
 //! # Non-goals
 //! - No `session/load`: the conversation lives in the runtime's session, not here, so there
 //!   is no history to replay (`loadSession` is `false`).
-//! - No fork, no secret MCP header other than one `Authorization: Bearer`, no image, audio or embedded-resource prompts (the text of text blocks and the URI of
-//!   resource links reach the runtime).
+//! - No fork, no image, audio or embedded-resource prompts (the text of text blocks and the
+//!   URI of resource links reach the runtime).
 //! - No authentication methods: the runtime's credentials are the host's business.
 //!
 //! Stability: pre-1.0, the API may change in any release.

@@ -1,9 +1,9 @@
 //! The editor's MCP servers as run-service providers of each run.
 //!
 //! - HTTP and SSE servers: an `Authorization: Bearer …` header becomes the server's bearer
-//!   token, a secret binding of its service; any other header can reach a runtime only as a
-//!   plain (non-secret) `run_service` header, so a header named or shaped like a credential is
-//!   refused, never passed in the clear.
+//!   token, a secret binding of its service; every other header becomes a secret header
+//!   (`McpServer::with_secret_header`) with its own secret binding, so no header value is
+//!   ever written into a runtime's config, a record or a log. A header given twice is refused.
 //! - stdio servers: a host-declared stdio server of the run (command and args); every
 //!   variable of its `env` becomes a secret binding of its service, forwarded by the driver
 //!   to the process the runtime starts, never written anywhere.
@@ -20,28 +20,14 @@ use run_service::{
 /// The compatibility id of the editor's servers given a semantic identity.
 const SEMANTIC_ID: &str = "dev.acp-agent.editor-mcp";
 
-/// Parts of a header name that mark it as carrying a credential (lower case). Stricter than
-/// `run_service`'s list on purpose: an editor's extra header is usually a credential.
-const CREDENTIAL_NAME_PARTS: [&str; 10] = [
-    "auth",
-    "token",
-    "key",
-    "secret",
-    "password",
-    "passwd",
-    "cookie",
-    "credential",
-    "signature",
-    "session",
-];
-
 /// One server of the editor, as its service of the run and its semantic identity.
 struct Server {
     name: String,
     /// The service (with its secret bindings); `Debug` of a binding never shows the value.
     service: ServiceRef,
     /// What the semantic identity covers besides the name and the transport (a digest of the
-    /// stdio command and args, or of the plain headers), never a URL, port, token or env value.
+    /// stdio command and args, or of the header names), never a URL, port, token, header value
+    /// or env value.
     shape: Option<String>,
     transport: TransportKind,
     bearer: bool,
@@ -53,7 +39,7 @@ struct Server {
 pub(crate) struct Refused(pub(crate) String);
 
 /// The providers for `servers`: the servers named in `semantic` in one provider with a
-/// semantic identity (name, transport, bearer or not, stdio command and args, plain headers),
+/// semantic identity (name, transport, bearer or not, stdio command and args, header names),
 /// the others in one without (exact: a new port, token or env value makes a stored Thread
 /// incompatible).
 pub(crate) fn providers(
@@ -115,8 +101,7 @@ pub(crate) fn providers(
     Ok(providers)
 }
 
-/// An HTTP or SSE server: its bearer token as a secret binding, its other headers plain when
-/// nothing about them looks like a credential.
+/// An HTTP or SSE server: its bearer token and every other header as secret bindings.
 fn http_server(
     name: &str,
     url: &str,
@@ -130,59 +115,46 @@ fn http_server(
     };
     let mut service = ServiceRef::new(name, name).with_url(url);
     let mut bearer = false;
-    let mut plain = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    // The secret headers' names, lower case: what the semantic identity covers of them.
+    let mut secret = BTreeSet::new();
     for header in headers {
         let lower = header.name.to_ascii_lowercase();
-        if lower == "authorization" {
-            match header.value.strip_prefix("Bearer ") {
-                Some(token) if !bearer && !token.is_empty() => {
-                    let var = bearer_var(name);
-                    mcp = mcp.with_bearer_token_env(&var);
-                    service = service.with_secret_env(EnvBinding::new(var, token.to_owned()));
-                    bearer = true;
-                }
-                _ => {
-                    return Err(Refused(format!(
-                        "MCP server `{name}`: only one `Authorization: Bearer` header is \
-                         supported (header `{}`)",
-                        header.name
-                    )));
-                }
-            }
-            continue;
-        }
-        if CREDENTIAL_NAME_PARTS.iter().any(|p| lower.contains(p))
-            || shaped_like_credential(&header.value)
-        {
-            return Err(Refused(format!(
-                "MCP server `{name}`: header `{}` looks like a credential; only an \
-                 `Authorization: Bearer` token reaches the runtime as a secret, other headers \
-                 only as plain values",
-                header.name
-            )));
-        }
-        if plain
-            .insert(lower, (header.name.clone(), header.value.clone()))
-            .is_some()
-        {
+        if !seen.insert(lower.clone()) {
             return Err(Refused(format!(
                 "MCP server `{name}`: header `{}` is given twice",
                 header.name
             )));
         }
-    }
-    let mut shape = None;
-    if !plain.is_empty() {
-        let mut hasher = blake3::Hasher::new();
-        for (lower, (header, value)) in &plain {
-            for part in [lower.as_str(), value.as_str()] {
-                hasher.update(&(part.len() as u64).to_le_bytes());
-                hasher.update(part.as_bytes());
-            }
-            mcp = mcp.with_header(header, value);
+        // Checked here because a binding's value, unlike a plain header, is not validated
+        // by run-service: a line break would let a value add headers of its own.
+        if header.value.chars().any(char::is_control) {
+            return Err(Refused(format!(
+                "MCP server `{name}`: the value of header `{}` contains a control character",
+                header.name
+            )));
         }
-        shape = Some(format!("headers:{}", &hasher.finalize().to_hex()[..16]));
+        let token = header.value.strip_prefix("Bearer ");
+        if let Some(token) = token.filter(|t| lower == "authorization" && !t.is_empty()) {
+            let var = bearer_var(name);
+            mcp = mcp.with_bearer_token_env(&var);
+            service = service.with_secret_env(EnvBinding::new(var, token.to_owned()));
+            bearer = true;
+            continue;
+        }
+        let var = header_var(name, &lower);
+        mcp = mcp.with_secret_header(&header.name, &var);
+        service = service.with_secret_env(EnvBinding::new(var, header.value.clone()));
+        secret.insert(lower);
     }
+    let shape = (!secret.is_empty()).then(|| {
+        let mut hasher = blake3::Hasher::new();
+        for lower in &secret {
+            hasher.update(&(lower.len() as u64).to_le_bytes());
+            hasher.update(lower.as_bytes());
+        }
+        format!("headers:{}", &hasher.finalize().to_hex()[..16])
+    });
     Ok(Server {
         name: name.to_owned(),
         service: service.with_mcp(mcp),
@@ -234,21 +206,34 @@ fn stdio_server(
     })
 }
 
-/// Whether a plain value is shaped like a credential: the redactor's token patterns change
-/// it (the rule `run_service` applies to plain values), or it is a long unbroken run of
-/// token characters.
-fn shaped_like_credential(value: &str) -> bool {
-    matches!(redaction::redact(value), std::borrow::Cow::Owned(_))
-        || (value.len() >= 32
-            && value
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.+/=".contains(&b)))
-}
-
 /// The variable carrying server `name`'s bearer token to the runtime (a secret binding).
 fn bearer_var(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
+    format!(
+        "ACP_MCP_{}_{}_TOKEN",
+        env_part(name, usize::MAX),
+        &blake3_hex(name.as_bytes())[..8]
+    )
+}
+
+/// The variable carrying header `lower` (lower case) of server `name` to the runtime (a
+/// secret binding): readable parts, cut short so the name stays within run-service's limit,
+/// and a digest of both whole names, so no two servers or headers share one. It ends in hex
+/// digits, so it is never a bearer variable (`…_TOKEN`).
+fn header_var(name: &str, lower: &str) -> String {
+    let digest = blake3_hex(format!("{name}\0{lower}").as_bytes());
+    format!(
+        "ACP_MCP_{}_H_{}_{}",
+        env_part(name, 40),
+        env_part(lower, 40),
+        &digest[..8]
+    )
+}
+
+/// `text` as part of a variable name: ASCII letters and digits upper-cased, anything else
+/// `_`, at most `max` characters.
+fn env_part(text: &str, max: usize) -> String {
+    text.chars()
+        .take(max)
         .map(|c| {
             if c.is_ascii_alphanumeric() {
                 c.to_ascii_uppercase()
@@ -256,11 +241,7 @@ fn bearer_var(name: &str) -> String {
                 '_'
             }
         })
-        .collect();
-    format!(
-        "ACP_MCP_{cleaned}_{}_TOKEN",
-        &blake3_hex(name.as_bytes())[..8]
-    )
+        .collect()
 }
 
 fn blake3_hex(bytes: &[u8]) -> String {
@@ -374,31 +355,33 @@ mod tests {
         assert_eq!(providers(&both[..1], &semantic).unwrap().len(), 1);
         assert!(providers(&[], &semantic).unwrap().is_empty());
         assert!(refusal(&[http("a", &[]), stdio("a", &[], &[])]).contains("unique"));
-        for h in [
-            ("X-Api-Key", "s3cr3t"),
-            ("X-Session", "plain"),
-            ("X-Trace", "Bearer s3cr3t"),
-            ("X-Trace", "ghp_s3cr3ts3cr3ts3cr3ts3cr3ts3cr3ts3cr3t"),
-            ("X-Trace", "s3cr3ts3cr3ts3cr3ts3cr3ts3cr3ts3cr3t"),
-            ("Authorization", "Basic s3cr3t"),
-            ("Cookie", "id=s3cr3t"),
-        ] {
-            let header = refusal(&[http("a", &[h])]);
-            assert!(
-                header.contains(h.0) && !header.contains("s3cr3t"),
-                "{header}"
-            );
-        }
-        let twice = refusal(&[http(
-            "a",
-            &[
+        for twice in [
+            [
                 ("Authorization", "Bearer s3cr3t"),
                 ("authorization", "Bearer s3cr3t"),
             ],
-        )]);
+            [("X-Api-Key", "s3cr3t"), ("x-api-key", "s3cr3t")],
+            [
+                ("Authorization", "Bearer s3cr3t"),
+                ("AUTHORIZATION", "Basic s3cr3t"),
+            ],
+        ] {
+            let twice = refusal(&[http("a", &twice)]);
+            assert!(
+                twice.contains("twice") && !twice.contains("s3cr3t"),
+                "{twice}"
+            );
+        }
+        let injected = refusal(&[http("a", &[("X-Api-Key", "s3cr3t\r\nX-Evil: 1")])]);
         assert!(
-            twice.contains("only one") && !twice.contains("s3cr3t"),
-            "{twice}"
+            injected.contains("control") && !injected.contains("s3cr3t"),
+            "{injected}"
+        );
+        // A header name HTTP cannot carry is refused by run-service's rule.
+        let bad_name = refusal(&[http("a", &[("X Api Key", "s3cr3t")])]);
+        assert!(
+            bad_name.contains("header name") && !bad_name.contains("s3cr3t"),
+            "{bad_name}"
         );
         // A credential given as an argument is refused like run-service refuses it.
         let argument = refusal(&[stdio("s", &["--token", "s3cr3t"], &[])]);
@@ -451,13 +434,17 @@ mod tests {
         let run_service::McpTransport::Sse {
             headers,
             bearer_token_env_var: Some(var),
+            env_headers,
             ..
         } = &events_mcp.transport
         else {
             panic!("sse with a bearer")
         };
-        assert_eq!(headers["X-Workspace"], "acme");
+        // Every header is a secret: none is plain, each is a binding of the service.
+        assert!(headers.is_empty());
         assert_eq!(events.secret_env[0].name(), var);
+        assert_eq!(events.secret_env[1].name(), env_headers["X-Workspace"]);
+        assert_eq!(env_headers.len(), 1);
         // No secret in what a record, an error or a log could print.
         let printed = format!("{attachments:?}");
         assert!(!printed.contains("s3cr3t"), "{printed}");
@@ -500,9 +487,65 @@ mod tests {
         assert_ne!(one, http);
     }
 
+    #[tokio::test]
+    async fn credential_headers_become_secret_bindings_named_by_server_and_header() {
+        let servers = [http(
+            "docs",
+            &[
+                ("X-Api-Key", "s3cr3t-key"),
+                ("Cookie", "id=s3cr3t-cookie"),
+                ("Authorization", "Basic s3cr3t-basic"),
+            ],
+        )];
+        let attachments = attached(&servers, &["docs"]).await;
+        let service = &attachments[0].services[0];
+        let run_service::McpTransport::StreamableHttp {
+            headers,
+            bearer_token_env_var: None,
+            env_headers,
+            ..
+        } = &service.mcp.as_ref().unwrap().transport
+        else {
+            panic!("http without a bearer")
+        };
+        assert!(headers.is_empty());
+        let names: Vec<&str> = env_headers.keys().map(String::as_str).collect();
+        assert_eq!(names, ["Authorization", "Cookie", "X-Api-Key"]);
+        for (header, var) in env_headers {
+            assert_eq!(var, &header_var("docs", &header.to_ascii_lowercase()));
+            let binding = service.secret_env.iter().find(|b| b.name() == var);
+            assert!(binding.is_some(), "{header} is bound");
+        }
+        let printed = format!("{attachments:?}");
+        assert!(!printed.contains("s3cr3t"), "{printed}");
+        validate_run(&attachments, &[]).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_http_identity_covers_header_names_not_values() {
+        let keyed =
+            |name: &str, value: &str| http("docs", &[("Authorization", "Bearer t"), (name, value)]);
+        let one = fingerprint(&attached(&[keyed("X-Api-Key", "one")], &["docs"]).await);
+        let rotated = fingerprint(&attached(&[keyed("x-api-key", "two")], &["docs"]).await);
+        let other = fingerprint(&attached(&[keyed("X-Other-Key", "one")], &["docs"]).await);
+        let bearer_only = fingerprint(
+            &attached(&[http("docs", &[("Authorization", "Bearer t")])], &["docs"]).await,
+        );
+        assert_eq!(one, rotated, "a new value (or case) of a header resumes");
+        assert_ne!(one, other, "another header is drift");
+        assert_ne!(one, bearer_only, "a header added or removed is drift");
+    }
+
     #[test]
-    fn bearer_variables_are_distinct_per_name() {
+    fn secret_variables_are_distinct_per_server_and_header() {
         assert_ne!(bearer_var("a-b"), bearer_var("a_b"));
         assert!(bearer_var("docs").starts_with("ACP_MCP_DOCS_"));
+        assert_ne!(header_var("a-b", "x-key"), header_var("a_b", "x-key"));
+        assert_ne!(header_var("docs", "x-key"), header_var("docs", "x_key"));
+        assert!(header_var("docs", "x-api-key").starts_with("ACP_MCP_DOCS_H_X_API_KEY_"));
+        // Long names stay within run-service's limit on variable names.
+        let long = "n".repeat(128);
+        assert!(header_var(&long, &long).len() <= run_service::Limits::ENV_NAME);
+        assert!(header_var("é", "x").starts_with("ACP_MCP___H_X_"));
     }
 }

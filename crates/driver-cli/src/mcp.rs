@@ -38,7 +38,7 @@ pub enum McpRefError {
     /// A variable name breaks [`is_env_var_name`].
     #[error("an MCP {field} names an invalid environment variable ({len} bytes)")]
     InvalidVarName {
-        /// `bearer_token_env_var` or `env`.
+        /// `bearer_token_env_var`, `env_headers` or `env`.
         field: &'static str,
         /// Its length in bytes.
         len: usize,
@@ -46,6 +46,10 @@ pub enum McpRefError {
     /// An `Authorization` header was given as a plain header, not as a bearer variable.
     #[error("an MCP server has a plain Authorization header; use bearer_token_env_var")]
     PlainAuthorization,
+    /// A header is given twice: plain and secret, twice as a secret in different case, or as
+    /// a secret `Authorization` beside the bearer variable (names compare case-insensitively).
+    #[error("an MCP server gives a header twice")]
+    DuplicateHeader,
     /// A transport this driver does not know (a newer `run-service`).
     #[error("an MCP server has an unknown transport")]
     UnknownTransport,
@@ -58,7 +62,8 @@ pub enum McpRefError {
 pub enum McpEntry {
     /// A stdio server: `command`, `args` and `env` (its secrets as references).
     Stdio(Map<String, Value>),
-    /// A streamable-HTTP or SSE server: its URL, and its headers with the bearer as a reference.
+    /// A streamable-HTTP or SSE server: its URL, and its headers with the bearer and the secret
+    /// headers as references.
     Http {
         /// Whether it is SSE.
         sse: bool,
@@ -100,6 +105,9 @@ impl McpRefError {
             Self::Expansion { .. } => "values must not contain the CLI's variable expansion syntax",
             Self::InvalidVarName { .. } => "variable names must be [A-Za-z_][A-Za-z0-9_]*",
             Self::PlainAuthorization => "use bearer_token_env_var, not a plain header",
+            Self::DuplicateHeader => {
+                "a header is given once: plain or secret, and a secret Authorization never beside the bearer"
+            }
             Self::UnknownTransport => "unknown MCP transport",
         }
     }

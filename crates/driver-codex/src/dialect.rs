@@ -5,8 +5,9 @@
 //! concurrent runs of one namespace can never share or clobber a file, nothing is left behind
 //! when the host dies mid-run, and there is no lock to take ([`ConfigFiles::None`]). Nothing
 //! secret goes in: MCP servers carry the *name* of their bearer variable
-//! (`bearer_token_env_var`), the provider the *name* of its key variable (`env_key`), and the
-//! values reach Codex only through its environment.
+//! (`bearer_token_env_var`) and of each secret header's (`env_http_headers`), the provider
+//! the *name* of its key variable (`env_key`), and the values reach Codex only through its
+//! environment.
 //!
 //! The one file: a turn's output schema, which `exec --output-schema` takes only as a file
 //! path, is the per-run file [`OUTPUT_SCHEMA_FILE`] (private, removed when the run ends). The
@@ -417,6 +418,7 @@ pub(crate) fn overrides(options: &CodexOptions, request: &Request) -> Vec<String
                 url,
                 headers,
                 bearer_token_env_var,
+                env_headers,
             } => {
                 c.set(&format!("{key}.url"), toml_str(url));
                 if let Some(var) = bearer_token_env_var {
@@ -424,6 +426,10 @@ pub(crate) fn overrides(options: &CodexOptions, request: &Request) -> Vec<String
                 }
                 if !headers.is_empty() {
                     c.set(&format!("{key}.http_headers"), toml_table(headers));
+                }
+                // Codex reads each value from the named variable of its own environment.
+                if !env_headers.is_empty() {
+                    c.set(&format!("{key}.env_http_headers"), toml_table(env_headers));
                 }
             }
             McpTransport::Stdio { command, args, env } => {

@@ -38,7 +38,8 @@
 //!   are decided by the policy or the host.
 //! - **The current request, every turn.** Model, instructions, model provider and every MCP
 //!   server of the request are passed as `-c` overrides on each invocation, resumed or not:
-//!   streamable HTTP as `url` + `bearer_token_env_var`, stdio as `command`, `args`, `env` and
+//!   streamable HTTP as `url` + `bearer_token_env_var` + `env_http_headers` (each secret
+//!   header's variable name), stdio as `command`, `args`, `env` and
 //!   `env_vars` (the names of the owning service's secrets). A resumed thread therefore
 //!   reaches the *new* port with the *new* token. With the default hermetic config
 //!   (`--ignore-user-config`) nothing else configures the run.

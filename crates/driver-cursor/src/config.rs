@@ -43,7 +43,8 @@ pub(crate) fn mcp_file(request: &Request) -> Result<ConfigFiles, DriverError> {
 /// The `mcp.json` for `servers`.
 ///
 /// - Streamable HTTP → `{"url", "headers"}`; the bearer travels as `"Authorization": "Bearer
-///   ${env:VAR}"`, so only the variable's *name* is on disk.
+///   ${env:VAR}"` and each secret header as `"Name": "${env:VAR}"`, so only the variables'
+///   *names* are on disk.
 /// - stdio → `{"command", "args", "env"}`; each name in `secret_env[server]` is added to `env`
 ///   as `"NAME": "${env:NAME}"`, forwarded from Cursor's environment.
 /// - No value may contain `${`, names are 1-64 ASCII letters, digits, `-` or `_`, and a plain
@@ -69,16 +70,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn http_servers_carry_the_bearer_as_an_env_reference() {
+    fn http_servers_carry_the_bearer_and_secret_headers_as_env_references() {
         let server = McpServer::streamable_http("agent-ui", "http://127.0.0.1:4101/mcp")
             .with_header("X-Tenant", "t1")
-            .with_bearer_token_env("UI_TOKEN");
+            .with_bearer_token_env("UI_TOKEN")
+            .with_secret_header("X-Api-Key", "UI_KEY");
         let config = mcp_json(&[server], &BTreeMap::new()).unwrap();
         assert_eq!(
             config,
             json!({"mcpServers": {"agent-ui": {
                 "url": "http://127.0.0.1:4101/mcp",
-                "headers": {"X-Tenant": "t1", "Authorization": "Bearer ${env:UI_TOKEN}"}
+                "headers": {
+                    "X-Tenant": "t1",
+                    "Authorization": "Bearer ${env:UI_TOKEN}",
+                    "X-Api-Key": "${env:UI_KEY}"
+                }
             }}})
         );
     }

@@ -201,8 +201,10 @@ mod tests {
     fn http_sse_and_stdio_servers_in_geminis_dialect() {
         let http = McpServer::streamable_http("agent-ui", "http://127.0.0.1:4101/mcp")
             .with_bearer_token_env("UI_TOKEN")
-            .with_header("X-Tenant", "t1");
-        let sse = McpServer::sse("legacy", "http://127.0.0.1:4102/sse");
+            .with_header("X-Tenant", "t1")
+            .with_secret_header("X-Api-Key", "UI_KEY");
+        let sse = McpServer::sse("legacy", "http://127.0.0.1:4102/sse")
+            .with_secret_header("Cookie", "LEGACY_COOKIE");
         let stdio = McpServer::stdio("files", "/usr/bin/files-mcp")
             .with_args(["--root", "/srv"])
             .with_env("MODE", "ro");
@@ -217,10 +219,18 @@ mod tests {
                 "mcpServers": {
                     "agent-ui": {
                         "httpUrl": "http://127.0.0.1:4101/mcp",
-                        "headers": {"X-Tenant": "t1", "Authorization": "Bearer ${UI_TOKEN}"},
+                        "headers": {
+                            "X-Tenant": "t1",
+                            "Authorization": "Bearer ${UI_TOKEN}",
+                            "X-Api-Key": "${UI_KEY}"
+                        },
                         "trust": true
                     },
-                    "legacy": {"url": "http://127.0.0.1:4102/sse", "headers": {}, "trust": true},
+                    "legacy": {
+                        "url": "http://127.0.0.1:4102/sse",
+                        "headers": {"Cookie": "${LEGACY_COOKIE}"},
+                        "trust": true
+                    },
                     "files": {
                         "command": "/usr/bin/files-mcp", "args": ["--root", "/srv"],
                         "env": {"MODE": "ro", "FILES_TOKEN": "${FILES_TOKEN}"}, "trust": true

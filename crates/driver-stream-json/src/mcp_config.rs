@@ -37,7 +37,8 @@ const REFS: EnvRefs = EnvRefs::new("${", "}", "${");
 /// The `--mcp-config` JSON for `servers`.
 ///
 /// - Streamable HTTP → `{"type":"http","url",headers}`, SSE → `{"type":"sse",…}`; the bearer
-///   travels as `"Authorization": "Bearer ${VAR}"`, so only the variable's *name* is on disk.
+///   travels as `"Authorization": "Bearer ${VAR}"` and each secret header as
+///   `"Name": "${VAR}"`, so only the variables' *names* are on disk.
 /// - stdio → `{"type":"stdio","command","args","env"}`; each name in `secret_env[server]` is
 ///   added to `env` as `"NAME": "${NAME}"`, forwarded from the CLI's environment.
 /// - No value may contain `${` (see [`McpRefError::Expansion`]).
@@ -146,6 +147,32 @@ mod tests {
         assert_eq!(
             config["mcpServers"]["legacy"]["headers"]["Authorization"],
             "Bearer ${T}"
+        );
+    }
+
+    #[test]
+    fn secret_headers_are_variable_references() {
+        let http = McpServer::streamable_http("docs", "http://127.0.0.1:1/mcp")
+            .with_header("X-Tenant", "t1")
+            .with_secret_header("X-Api-Key", "DOCS_API_KEY");
+        let sse = McpServer::sse("legacy", "http://127.0.0.1:2/sse")
+            .with_bearer_token_env("T")
+            .with_secret_header("Cookie", "LEGACY_COOKIE");
+        let config = mcp_config(&[http, sse], &BTreeMap::new(), McpDialect::default()).unwrap();
+        assert_eq!(
+            config["mcpServers"]["docs"]["headers"],
+            json!({"X-Tenant": "t1", "X-Api-Key": "${DOCS_API_KEY}"})
+        );
+        assert_eq!(
+            config["mcpServers"]["legacy"]["headers"],
+            json!({"Authorization": "Bearer ${T}", "Cookie": "${LEGACY_COOKIE}"})
+        );
+        let twice = McpServer::streamable_http("a", "http://x")
+            .with_bearer_token_env("T")
+            .with_secret_header("Authorization", "A");
+        assert_eq!(
+            mcp_config(&[twice], &BTreeMap::new(), McpDialect::default()),
+            Err(McpRefError::DuplicateHeader)
         );
     }
 }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 /// An MCP server the agent runtime should connect to.
 ///
 /// Credentials never appear here: an HTTP server names the environment variable that carries
-/// its bearer token ([`McpTransport::StreamableHttp::bearer_token_env_var`]), and the value
-/// travels as a secret [`EnvBinding`](crate::EnvBinding) of the owning service.
+/// its bearer token ([`McpTransport::StreamableHttp::bearer_token_env_var`]) and those that
+/// carry its secret headers ([`McpTransport::StreamableHttp::env_headers`]), and the values
+/// travel as secret [`EnvBinding`](crate::EnvBinding)s of the owning service.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct McpServer {
@@ -40,6 +41,11 @@ pub enum McpTransport {
         headers: BTreeMap<String, String>,
         /// Name of the environment variable that carries the bearer token, never the token.
         bearer_token_env_var: Option<String>,
+        /// Secret headers: header name → name of the environment variable that carries its
+        /// value, never the value (a secret binding of the owning service, like the bearer).
+        /// Empty in any request written before secret headers existed.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        env_headers: BTreeMap<String, String>,
     },
     /// MCP over server-sent events (legacy HTTP transport).
     Sse {
@@ -49,6 +55,11 @@ pub enum McpTransport {
         headers: BTreeMap<String, String>,
         /// Name of the environment variable that carries the bearer token, never the token.
         bearer_token_env_var: Option<String>,
+        /// Secret headers: header name → name of the environment variable that carries its
+        /// value, never the value (a secret binding of the owning service, like the bearer).
+        /// Empty in any request written before secret headers existed.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        env_headers: BTreeMap<String, String>,
     },
 }
 
@@ -111,6 +122,7 @@ impl McpServer {
                 url: url.into(),
                 headers: BTreeMap::new(),
                 bearer_token_env_var: None,
+                env_headers: BTreeMap::new(),
             },
             required: false,
         }
@@ -124,6 +136,7 @@ impl McpServer {
                 url: url.into(),
                 headers: BTreeMap::new(),
                 bearer_token_env_var: None,
+                env_headers: BTreeMap::new(),
             },
             required: false,
         }
@@ -177,6 +190,35 @@ impl McpServer {
                 bearer_token_env_var,
                 ..
             } => *bearer_token_env_var = Some(env_var.into()),
+            McpTransport::Stdio { .. } => {}
+        }
+        self
+    }
+
+    /// Adds a secret HTTP header: its value is the environment variable `env_var`, which the
+    /// owning service binds as a secret [`EnvBinding`](crate::EnvBinding); the header's value
+    /// is never part of the declaration. No effect on stdio.
+    ///
+    /// ```
+    /// use run_service::{EnvBinding, McpServer, RunAttachment, ServiceRef, validate_run};
+    ///
+    /// let docs = McpServer::streamable_http("docs", "http://127.0.0.1:4101/mcp")
+    ///     .with_secret_header("X-Api-Key", "DOCS_API_KEY");
+    /// let service = ServiceRef::new("docs", "Docs")
+    ///     .with_mcp(docs)
+    ///     .with_secret_env(EnvBinding::new("DOCS_API_KEY", "the-key"));
+    /// assert!(validate_run(&[RunAttachment::new([service])], &[]).is_ok());
+    /// ```
+    pub fn with_secret_header(
+        mut self,
+        header: impl Into<String>,
+        env_var: impl Into<String>,
+    ) -> Self {
+        match &mut self.transport {
+            McpTransport::StreamableHttp { env_headers, .. }
+            | McpTransport::Sse { env_headers, .. } => {
+                env_headers.insert(header.into(), env_var.into());
+            }
             McpTransport::Stdio { .. } => {}
         }
         self

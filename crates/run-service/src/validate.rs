@@ -1,5 +1,6 @@
 //! Validation of one effective run's attachments, before anything launches.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use compat_fingerprint::ShortDigest;
@@ -56,6 +57,8 @@ pub enum Field {
     McpHeader,
     /// An MCP bearer-token env-var name.
     BearerTokenEnvVar,
+    /// The env-var name of an MCP secret header (its header name is [`Field::McpHeader`]).
+    HeaderEnvVar,
 }
 
 impl fmt::Display for Field {
@@ -75,6 +78,7 @@ impl fmt::Display for Field {
             Self::McpKey => "mcp server key",
             Self::McpHeader => "mcp header",
             Self::BearerTokenEnvVar => "bearer-token env var",
+            Self::HeaderEnvVar => "secret-header env var",
         })
     }
 }
@@ -108,7 +112,8 @@ pub enum Reason {
     DuplicateMcpKey,
     /// A credential-carrying header (`Authorization`, `Proxy-Authorization`, `Cookie`,
     /// `X-Api-Key`, `Api-Key`, `X-Auth-Token`, `Private-Token`, …) was given inline; name a
-    /// bearer-token env var instead.
+    /// bearer-token env var or make it a secret header
+    /// ([`McpServer::with_secret_header`]) instead.
     CredentialInHeader,
     /// A URL carries a credential: userinfo (`https://user:pw@host`) or a credential query
     /// parameter (`?token=`, `?access_token=`, `?api_key=`, `?key=`, `?sig=`, …).
@@ -126,6 +131,17 @@ pub enum Reason {
     /// this rule a server could name the runtime's own credential (`OPENAI_API_KEY`) and
     /// receive the model key.
     UnboundBearerVar,
+    /// Not a valid HTTP header name (an RFC 9110 token: ASCII letters, digits and
+    /// ``!#$%&'*+-.^_`|~``).
+    InvalidHeaderName,
+    /// A header is given twice for one MCP server: plain and secret, twice as a secret in
+    /// different case, or as a secret `Authorization` beside a bearer-token variable (which
+    /// is an `Authorization` header too). Header names compare case-insensitively.
+    DuplicateHeader,
+    /// An MCP server's secret-header variable is not bound by the same attachment (for a
+    /// provider's server) or by the host for that server (for a host-declared one): the rule
+    /// of [`Reason::UnboundBearerVar`], for the same reason.
+    UnboundHeaderVar,
 }
 
 impl fmt::Display for Reason {
@@ -142,7 +158,9 @@ impl fmt::Display for Reason {
             Self::InvalidEnvName => "is not a valid environment variable name",
             Self::DuplicateSecretEnv => "is bound twice in one run",
             Self::DuplicateMcpKey => "is declared by two MCP servers of one run",
-            Self::CredentialInHeader => "carries a credential inline; use a bearer-token env var",
+            Self::CredentialInHeader => {
+                "carries a credential inline; use a bearer-token env var or a secret header"
+            }
             Self::CredentialInUrl => {
                 "carries a credential (userinfo or a credential query parameter)"
             }
@@ -154,6 +172,13 @@ impl fmt::Display for Reason {
             }
             Self::UnboundBearerVar => {
                 "names a bearer-token variable its own attachment (or the host, for a host server) does not bind"
+            }
+            Self::InvalidHeaderName => "is not a valid HTTP header name",
+            Self::DuplicateHeader => {
+                "is given twice for one MCP server (plain and secret, or beside the bearer token)"
+            }
+            Self::UnboundHeaderVar => {
+                "names a secret-header variable its own attachment (or the host, for a host server) does not bind"
             }
         })
     }
@@ -494,7 +519,9 @@ fn check_args(at: Location, args: &[String]) -> Result<(), ValidationError> {
 /// [`Limits`], no control characters, ids unique across the run); service ids (non-empty,
 /// unique across the run) and every text field (within limits, no control characters); secret
 /// env names (valid, unique across the run); MCP declarations (keys unique across attachments
-/// and host servers, valid env-var names, no inline credential headers).
+/// and host servers, valid env-var names, no inline credential headers, secret headers with
+/// valid names and none given twice); and that a provider's server takes its bearer and
+/// secret-header variables only from its own attachment's bindings.
 pub fn validate_run(
     attachments: &[RunAttachment],
     host_mcp: &[McpServer],
@@ -549,7 +576,7 @@ pub fn validate_run(
             }
             if let Some(mcp) = &service.mcp {
                 check_mcp(at, mcp)?;
-                check_bearer_bound(at, mcp, &bound)?;
+                check_vars_bound(at, mcp, &bound)?;
                 mcp_keys.push((mcp.name.as_str(), at));
             }
         }
@@ -584,9 +611,10 @@ pub fn validate_run(
     Ok(())
 }
 
-/// Checks that every host-declared MCP server's bearer-token variable is one the host bound
-/// for it (`bound`: the names of the host's own secret bindings). A provider's servers are
-/// held to the same rule by [`validate_run`], against their attachment's bindings.
+/// Checks that every host-declared MCP server's bearer-token variable and secret-header
+/// variables are ones the host bound for it (`bound`: the names of the host's own secret
+/// bindings). A provider's servers are held to the same rule by [`validate_run`], against
+/// their attachment's bindings.
 ///
 /// ```
 /// use run_service::{McpServer, Reason, check_host_bearers};
@@ -599,40 +627,42 @@ pub fn validate_run(
 /// ```
 ///
 /// # Errors
-/// [`Reason::UnboundBearerVar`] for the first server whose variable is not bound.
+/// [`Reason::UnboundBearerVar`] or [`Reason::UnboundHeaderVar`] for the first server whose
+/// variable is not bound.
 pub fn check_host_bearers(host_mcp: &[McpServer], bound: &[&str]) -> Result<(), ValidationError> {
     for (m, mcp) in host_mcp.iter().enumerate() {
-        check_bearer_bound(Location::HostMcp { server: m }, mcp, bound)?;
+        check_vars_bound(Location::HostMcp { server: m }, mcp, bound)?;
     }
     Ok(())
 }
 
-fn check_bearer_bound(
-    at: Location,
-    mcp: &McpServer,
-    bound: &[&str],
-) -> Result<(), ValidationError> {
-    let var = match &mcp.transport {
+/// Checks that an HTTP server's bearer-token and secret-header variables are all in `bound`.
+fn check_vars_bound(at: Location, mcp: &McpServer, bound: &[&str]) -> Result<(), ValidationError> {
+    let (bearer, env_headers) = match &mcp.transport {
         McpTransport::StreamableHttp {
-            bearer_token_env_var: Some(var),
+            bearer_token_env_var,
+            env_headers,
             ..
         }
         | McpTransport::Sse {
-            bearer_token_env_var: Some(var),
+            bearer_token_env_var,
+            env_headers,
             ..
-        } => var,
+        } => (bearer_token_env_var, env_headers),
         _ => return Ok(()),
     };
-    if bound.contains(&var.as_str()) {
-        Ok(())
-    } else {
-        Err(ValidationError::new(
-            at,
-            Field::BearerTokenEnvVar,
-            Reason::UnboundBearerVar,
-            var,
-        ))
+    let bearer = bearer
+        .iter()
+        .map(|var| (var, Field::BearerTokenEnvVar, Reason::UnboundBearerVar));
+    let headers = env_headers
+        .values()
+        .map(|var| (var, Field::HeaderEnvVar, Reason::UnboundHeaderVar));
+    for (var, field, reason) in bearer.chain(headers) {
+        if !bound.contains(&var.as_str()) {
+            return Err(ValidationError::new(at, field, reason, var));
+        }
     }
+    Ok(())
 }
 
 /// Whether a plain value is shaped like a credential: the redactor's token patterns (a
@@ -706,11 +736,13 @@ fn check_mcp(at: Location, mcp: &McpServer) -> Result<(), ValidationError> {
             url,
             headers,
             bearer_token_env_var,
+            env_headers,
         }
         | McpTransport::Sse {
             url,
             headers,
             bearer_token_env_var,
+            env_headers,
         } => {
             check_url(at, url)?;
             for (name, value) in headers {
@@ -739,9 +771,56 @@ fn check_mcp(at: Location, mcp: &McpServer) -> Result<(), ValidationError> {
             if let Some(var) = bearer_token_env_var {
                 check_env_name(at, Field::BearerTokenEnvVar, var)?;
             }
+            check_secret_headers(at, headers, bearer_token_env_var.is_some(), env_headers)?;
         }
     }
     Ok(())
+}
+
+/// The secret headers of an HTTP server: valid header and variable names, and no header
+/// given twice (plain and secret, twice in different case, or a secret `Authorization`
+/// beside the bearer).
+fn check_secret_headers(
+    at: Location,
+    plain: &BTreeMap<String, String>,
+    bearer: bool,
+    env_headers: &BTreeMap<String, String>,
+) -> Result<(), ValidationError> {
+    let mut seen: Vec<String> = Vec::with_capacity(env_headers.len());
+    for (name, var) in env_headers {
+        check_text(at, Field::McpHeader, name, Limits::IDENTIFIER, true)?;
+        if !is_header_name(name) {
+            return Err(ValidationError::new(
+                at,
+                Field::McpHeader,
+                Reason::InvalidHeaderName,
+                name,
+            ));
+        }
+        check_env_name(at, Field::HeaderEnvVar, var)?;
+        let lower = name.to_ascii_lowercase();
+        let twice = plain.keys().any(|h| h.eq_ignore_ascii_case(name))
+            || (bearer && lower == "authorization")
+            || seen.contains(&lower);
+        if twice {
+            return Err(ValidationError::new(
+                at,
+                Field::McpHeader,
+                Reason::DuplicateHeader,
+                name,
+            ));
+        }
+        seen.push(lower);
+    }
+    Ok(())
+}
+
+/// Whether `name` is an HTTP field name: an RFC 9110 token.
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 #[cfg(test)]

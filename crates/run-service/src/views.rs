@@ -71,8 +71,9 @@ impl View {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RunViews {
-    /// Everything, exactly: URL, command, cwd, port, metadata, reuse key, MCP URL/command and
-    /// bearer env-var name, secret env *names* (never values). It changes whenever anything
+    /// Everything, exactly: URL, command, cwd, port, metadata, reuse key, MCP URL/command,
+    /// bearer env-var name and secret-header names with their env-var names, secret env
+    /// *names* (never values). It changes whenever anything
     /// concrete changes, and drives materialization, reports and process reuse.
     pub concrete: View,
     /// Exact data for attachments that did not opt in; only `{id, fingerprint}` for those that
@@ -276,15 +277,23 @@ fn encode_mcp(e: &mut Encoder, m: &McpServer) {
                 url,
                 headers,
                 bearer_token_env_var,
+                env_headers,
             }
             | McpTransport::Sse {
                 url,
                 headers,
                 bearer_token_env_var,
+                env_headers,
             } => e.record(|r| {
                 r.field(1, |e| e.str(url));
                 r.field(2, |e| e.map(headers, |e, k| e.str(k), |e, v| e.str(v)));
                 r.field(3, |e| encode_opt_str(e, bearer_token_env_var.as_ref()));
+                // Header and variable names only. Written only when set, so a server without
+                // secret headers encodes exactly as before they existed and every stored
+                // fingerprint stays valid.
+                if !env_headers.is_empty() {
+                    r.field(4, |e| e.map(env_headers, |e, k| e.str(k), |e, v| e.str(v)));
+                }
             }),
         });
     });

@@ -16,13 +16,14 @@ use agent_client_protocol::v1::schema::{
 use hosted_tools::HostedToolsProvider;
 use run_service::{ExposeSecret as _, RunId, RunServiceProvider as _};
 use serde_json::json;
-use test_kit::restart::{Secrets, files_under, watch_argv};
+use test_kit::responses::MockResponses;
+use test_kit::restart::{ArgvWatch, Secrets, files_under, watch_argv};
 use test_kit::{Reply, Script};
 
 use crate::acp_serve::{Answer, Editor, Transcript, acp_command, drive, prompt, server_at};
 
 /// Shaped like an API key, so the TRACE logs would show it if anything logged it.
-const MODEL_KEY: &str = "sk-acp-canary-not-a-real-key-0123456789abcdef";
+pub(crate) const MODEL_KEY: &str = "sk-acp-canary-not-a-real-key-0123456789abcdef";
 const FIRST_PROMPT: &str = "Please call ping with the text one.";
 const FIRST_ANSWER: &str = "First answer: the tool said pong.";
 const SECOND_PROMPT: &str = "Please call ping with the text two.";
@@ -30,14 +31,17 @@ const SECOND_ANSWER: &str = "Second answer: pong again.";
 
 /// The editor's MCP server: the hosted `ping` tool of editor "instance" `label` on its own
 /// port with its own token; its calls are recorded as `(label, text)`.
-struct EditorServer {
-    provider: HostedToolsProvider,
-    url: String,
-    token: String,
+pub(crate) struct EditorServer {
+    pub(crate) provider: HostedToolsProvider,
+    pub(crate) url: String,
+    pub(crate) token: String,
 }
 
 impl EditorServer {
-    async fn start(label: &'static str, calls: &Arc<Mutex<Vec<(String, String)>>>) -> Self {
+    pub(crate) async fn start(
+        label: &'static str,
+        calls: &Arc<Mutex<Vec<(String, String)>>>,
+    ) -> Self {
         let calls = Arc::clone(calls);
         let ping = HostedTool::new(
             "ping",
@@ -71,8 +75,55 @@ impl EditorServer {
     }
 }
 
+/// What a real-Codex ACP test sets up: the mock model scripted for two turns, each calling the
+/// editor's `ping` (`one`, then `two`) and answering `first` then `second`; a temporary root
+/// with the workspace; the recorded tool calls; the secrets to scan for (the model key
+/// first); an editor allowing every permission request; the transcript; and the argv watcher.
+pub(crate) struct Scene {
+    pub(crate) model: MockResponses,
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) cwd: std::path::PathBuf,
+    pub(crate) calls: Arc<Mutex<Vec<(String, String)>>>,
+    pub(crate) secrets: Secrets,
+    pub(crate) editor: Editor,
+    pub(crate) transcript: Transcript,
+    pub(crate) argv: ArgvWatch,
+}
+
+impl Scene {
+    pub(crate) fn new(first: &str, second: &str) -> Self {
+        let model = MockResponses::start(
+            Script::new()
+                .then(Reply::tool_call("tools", "ping", json!({"text": "one"})))
+                .then(Reply::text(first))
+                .then(Reply::tool_call("tools", "ping", json!({"text": "two"})))
+                .then(Reply::text(second)),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let secrets = Secrets::new([MODEL_KEY.to_owned()]);
+        let editor = Editor::default();
+        // Any permission request (the MCP tool call, when the policy asks) is allowed.
+        editor.answers.lock().unwrap().extend([Answer::Allow; 8]);
+        // Every process's command line is sampled while Codex runs.
+        let argv = watch_argv("exec --json", secrets.clone());
+        Scene {
+            model,
+            dir,
+            cwd,
+            calls: Arc::default(),
+            secrets,
+            editor,
+            transcript: Transcript::default(),
+            argv,
+        }
+    }
+}
+
 /// `agentctl acp` with the real Codex on the mock model at `model_url`, TRACE logs.
-fn codex_acp(root: &Path, binary: &Path, model_url: &str) -> tokio::process::Command {
+pub(crate) fn codex_acp(root: &Path, binary: &Path, model_url: &str) -> tokio::process::Command {
     let mut command = acp_command(root);
     command
         .args(["--runtime", "codex", "--model", "mock-model"])
@@ -95,27 +146,18 @@ async fn codex_behind_acp_resumes_after_a_restart_with_the_editor_mcp_server_mov
         return;
     };
     // Each turn: the model calls the editor's `ping`, then answers.
-    let model = test_kit::responses::MockResponses::start(
-        Script::new()
-            .then(Reply::tool_call("tools", "ping", json!({"text": "one"})))
-            .then(Reply::text(FIRST_ANSWER))
-            .then(Reply::tool_call("tools", "ping", json!({"text": "two"})))
-            .then(Reply::text(SECOND_ANSWER)),
-    )
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let Scene {
+        model,
+        dir,
+        cwd,
+        calls,
+        secrets,
+        editor,
+        transcript,
+        argv,
+    } = Scene::new(FIRST_ANSWER, SECOND_ANSWER);
     let root = dir.path();
-    let cwd = root.join("work");
-    std::fs::create_dir_all(&cwd).unwrap();
-    let calls: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let secrets = Secrets::new([MODEL_KEY.to_owned()]);
-    let editor = Editor::default();
-    // Any permission request (the MCP tool call, when the policy asks) is allowed.
-    editor.answers.lock().unwrap().extend([Answer::Allow; 8]);
     let seen = editor.clone();
-    let transcript = Transcript::default();
-    // Every process's command line is sampled while Codex runs.
-    let argv = watch_argv("exec --json", secrets.clone());
 
     // Editor 1: its server on one port and token.
     let first = EditorServer::start("editor-1", &calls).await;
@@ -200,18 +242,10 @@ async fn codex_behind_acp_resumes_after_a_restart_with_the_editor_mcp_server_mov
     })
     .await;
     second.provider.close().await.unwrap();
-    let (saw_codex, leaks) = argv.finish();
-    assert!(saw_codex, "the argv watcher saw Codex run");
-    assert!(leaks.is_empty(), "a secret in a command line: {leaks:?}");
+    assert_codex_ran_with_no_secret_in_argv(argv);
 
     // The tool call of turn 2 reached the new server, with the new token (it checks it).
-    assert_eq!(
-        *calls.lock().unwrap(),
-        [
-            ("editor-1".to_owned(), "one".to_owned()),
-            ("editor-2".to_owned(), "two".to_owned())
-        ]
-    );
+    assert_each_editor_called_once(&calls);
     // Codex resumed its own session: turn 2's first model request carries turn 1.
     let requests = model.model_requests();
     assert_eq!(requests.len(), 4, "two model requests per turn");
@@ -225,6 +259,13 @@ async fn codex_behind_acp_resumes_after_a_restart_with_the_editor_mcp_server_mov
 
     // Canary scan: no secret in what the editor read, in agentctl's stderr (TRACE), or in any
     // file of the test (the thread store, the session map, Codex's namespace, the workspace).
+    assert_no_secret_leaked(&transcript, root, &secrets);
+}
+
+/// No secret of `secrets` in what the editor read (protocol messages only), in agentctl's
+/// stderr (its TRACE log, which must have been captured), or in any file under `root` (the
+/// thread store, the session map, the runtime's namespace, the workspace).
+pub(crate) fn assert_no_secret_leaked(transcript: &Transcript, root: &Path, secrets: &Secrets) {
     let stdout = String::from_utf8_lossy(&transcript.stdout.lock().unwrap()).into_owned();
     let stderr = String::from_utf8_lossy(&transcript.stderr.lock().unwrap()).into_owned();
     assert!(stdout.lines().count() >= 6, "{stdout}");
@@ -254,4 +295,22 @@ async fn codex_behind_acp_resumes_after_a_restart_with_the_editor_mcp_server_mov
             );
         }
     }
+}
+
+/// The argv watcher saw Codex run, and no secret in any process's command line.
+pub(crate) fn assert_codex_ran_with_no_secret_in_argv(argv: ArgvWatch) {
+    let (saw_codex, leaks) = argv.finish();
+    assert!(saw_codex, "the argv watcher saw Codex run");
+    assert!(leaks.is_empty(), "a secret in a command line: {leaks:?}");
+}
+
+/// Turn 1 called editor 1's `ping` with `one`, turn 2 editor 2's with `two`.
+pub(crate) fn assert_each_editor_called_once(calls: &Mutex<Vec<(String, String)>>) {
+    assert_eq!(
+        *calls.lock().unwrap(),
+        [
+            ("editor-1".to_owned(), "one".to_owned()),
+            ("editor-2".to_owned(), "two".to_owned())
+        ]
+    );
 }

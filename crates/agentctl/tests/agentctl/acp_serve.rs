@@ -516,29 +516,40 @@ async fn an_editor_stdio_server_reaches_the_run_and_its_env_secret_stays_out() {
     let said = Arc::clone(&refusals);
     let session: Arc<Mutex<Option<SessionId>>> = Arc::default();
     let kept = Arc::clone(&session);
-    let plain = |name: &str, value: &str| {
+    let with_headers = |headers: &[(&str, &str)]| {
+        let headers = headers
+            .iter()
+            .map(|(name, value)| HttpHeader::new((*name).to_owned(), (*value).to_owned()))
+            .collect();
         McpServer::Http(
             McpServerHttp::new("docs".to_owned(), "http://127.0.0.1:4201/mcp".to_owned())
-                .headers(vec![HttpHeader::new(name.to_owned(), value.to_owned())]),
+                .headers(headers),
         )
     };
+    let plain = |name: &str, value: &str| with_headers(&[(name, value)]);
     with_agent(root, &["--mcp-identity", "files"], &editor, async |cx| {
-        // A header other than `Authorization` reaches the run only as a plain value: one
-        // that looks like a credential is refused, naming the header, never its value.
-        for header in [
-            ("X-Api-Key", "stdio-secret-key"),
-            ("X-Trace", "Bearer stdio-secret-key"),
+        // Every header reaches the run as a secret; one given twice (in any case) or with a
+        // line break in its value is refused, naming the header, never its value.
+        for headers in [
+            [
+                ("X-Api-Key", "stdio-secret-key"),
+                ("x-api-key", "stdio-secret-key"),
+            ],
+            [
+                ("X-Api-Key", "stdio-secret-key\r\nX-Evil: 1"),
+                ("X-Trace", "t"),
+            ],
         ] {
             let refused = cx
                 .send_request(
-                    NewSessionRequest::new(cwd.clone())
-                        .mcp_servers(vec![plain(header.0, header.1)]),
+                    NewSessionRequest::new(cwd.clone()).mcp_servers(vec![with_headers(&headers)]),
                 )
                 .block_task()
                 .await
                 .unwrap_err();
             assert_eq!(i32::from(refused.code), -32602, "{}", refused.message);
-            assert!(refused.message.contains(header.0), "{}", refused.message);
+            let message = refused.message.to_ascii_lowercase();
+            assert!(message.contains("x-api-key"), "{}", refused.message);
             said.lock().unwrap().push(refused.message);
         }
         let id = cx

@@ -303,6 +303,43 @@ async fn an_mcp_bearer_reaches_the_agent_only_in_session_new() {
 }
 
 #[tokio::test]
+async fn an_mcp_secret_header_reaches_the_agent_only_in_session_new() {
+    const KEY: &str = "api-key-cccc-3333";
+    let fake = Fake::new([]);
+    let driver = fake.driver(fake.resident());
+    let mcp = McpServer::streamable_http("docs", "http://127.0.0.1:4102/mcp")
+        .with_secret_header("X-Api-Key", "DOCS_API_KEY");
+    let service = run_service::ServiceRef::new("docs", "Docs")
+        .with_mcp(mcp.clone())
+        .with_secret_env(run_service::EnvBinding::new("DOCS_API_KEY", KEY));
+    let request = fake
+        .request("one")
+        .with_runtime(driver_spi::RuntimePayload::from_services([service]))
+        .with_mcp([mcp]);
+    let shown_request = format!("{request:?}");
+    let (result, events) = run(&driver, request).await;
+    let response = result.unwrap();
+    assert!(response.is_clean(), "{:?}", response.failure);
+    let new = fake.lines(&[NEW]);
+    assert!(
+        new[0].contains(&format!(
+            r#""headers":[{{"name":"X-Api-Key","value":"{KEY}"}}]"#
+        )),
+        "{}",
+        new[0]
+    );
+    for shown in [
+        shown_request,
+        format!("{events:?}"),
+        format!("{response:?}"),
+    ] {
+        assert!(!shown.contains(KEY), "{shown}");
+    }
+    assert!(!fake.lines(&[PROMPT])[0].contains(KEY));
+    driver.close_processes().await.unwrap();
+}
+
+#[tokio::test]
 async fn an_mcp_transport_the_agent_lacks_is_refused_before_launch() {
     let fake = Fake::of(stdio_only_agent(), script([]));
     let driver = fake.driver(fake.resident());

@@ -15,9 +15,13 @@ use crate::mcp::{McpEntry, McpRefError, is_env_var_name};
 /// ```
 /// use driver_cli::EnvRefs;
 ///
+/// use std::collections::BTreeMap;
+///
 /// let refs = EnvRefs::new("${", "}", "${");
-/// let headers = refs.headers(&Default::default(), Some("UI_TOKEN"))?;
+/// let secret = BTreeMap::from([("X-Api-Key".to_owned(), "UI_KEY".to_owned())]);
+/// let headers = refs.headers(&BTreeMap::new(), Some("UI_TOKEN"), &secret)?;
 /// assert_eq!(headers["Authorization"], "Bearer ${UI_TOKEN}");
+/// assert_eq!(headers["X-Api-Key"], "${UI_KEY}");
 /// assert!(refs.plain("url", "http://x/${HOME}").is_err());
 /// # Ok::<(), driver_cli::McpRefError>(())
 /// ```
@@ -40,11 +44,11 @@ impl EnvRefs {
 
     /// `server`'s transport in this syntax: a stdio server's command, arguments and
     /// environment with each of its `secret_env` names forwarded by reference, or an HTTP
-    /// server's URL and headers with its bearer as a reference.
+    /// server's URL and headers with its bearer and its secret headers as references.
     ///
     /// # Errors
     /// [`McpRefError`] for a value with the refused syntax, an invalid variable name, a plain
-    /// `Authorization` header or an unknown transport.
+    /// `Authorization` header, a header given twice or an unknown transport.
     pub fn entry(
         &self,
         server: &McpServer,
@@ -60,14 +64,16 @@ impl EnvRefs {
                 url,
                 headers,
                 bearer_token_env_var,
+                env_headers,
             }
             | McpTransport::Sse {
                 url,
                 headers,
                 bearer_token_env_var,
+                env_headers,
             } => Ok(McpEntry::Http {
                 sse: matches!(server.transport, McpTransport::Sse { .. }),
-                headers: self.headers(headers, bearer_token_env_var.as_deref())?,
+                headers: self.headers(headers, bearer_token_env_var.as_deref(), env_headers)?,
                 url: self.plain("url", url)?,
             }),
             _ => Err(McpRefError::UnknownTransport),
@@ -140,26 +146,27 @@ impl EnvRefs {
     }
 
     /// The headers of an HTTP or SSE server: the plain ones, then the bearer as
-    /// `"Authorization": "Bearer <reference>"`.
+    /// `"Authorization": "Bearer <reference>"`, then each secret header (`env_headers`: header
+    /// name → variable) as `"Name": "<reference>"`. Only variable names are written.
     ///
     /// # Errors
     /// [`McpRefError::PlainAuthorization`] for a plain `Authorization` header (any case),
     /// [`McpRefError::Expansion`] for a name or value with the refused syntax,
-    /// [`McpRefError::InvalidVarName`] for an invalid bearer variable.
+    /// [`McpRefError::InvalidVarName`] for an invalid bearer or secret-header variable,
+    /// [`McpRefError::DuplicateHeader`] for a header given twice (names compare
+    /// case-insensitively; the bearer is an `Authorization` header).
     pub fn headers(
         &self,
         headers: &BTreeMap<String, String>,
         bearer_token_env_var: Option<&str>,
+        env_headers: &BTreeMap<String, String>,
     ) -> Result<Map<String, Value>, McpRefError> {
         let mut out = Map::new();
         for (name, value) in headers {
             if name.eq_ignore_ascii_case("authorization") {
                 return Err(McpRefError::PlainAuthorization);
             }
-            if name.contains(self.refused) {
-                return Err(McpRefError::Expansion { field: "header" });
-            }
-            out.insert(name.clone(), self.plain("header", value)?);
+            out.insert(self.header_name(name)?, self.plain("header", value)?);
         }
         if let Some(var) = bearer_token_env_var {
             let reference = self.var_ref("bearer_token_env_var", var)?;
@@ -168,7 +175,23 @@ impl EnvRefs {
                 Value::String(format!("Bearer {reference}")),
             );
         }
+        for (name, var) in env_headers {
+            let name = self.header_name(name)?;
+            if out.keys().any(|h| h.eq_ignore_ascii_case(&name)) {
+                return Err(McpRefError::DuplicateHeader);
+            }
+            let reference = self.var_ref("env_headers", var)?;
+            out.insert(name, Value::String(reference));
+        }
         Ok(out)
+    }
+
+    /// A header name, refused when it holds the refused syntax.
+    fn header_name(&self, name: &str) -> Result<String, McpRefError> {
+        if name.contains(self.refused) {
+            return Err(McpRefError::Expansion { field: "header" });
+        }
+        Ok(name.to_owned())
     }
 }
 
@@ -203,18 +226,78 @@ mod tests {
             json!({"command": "/bin/s", "args": ["--x"], "env": {"MODE": "ro", "TOKEN": "${TOKEN}"}})
         );
         let plain = BTreeMap::from([("authorization".to_owned(), "x".to_owned())]);
+        let none = BTreeMap::new();
         assert_eq!(
-            refs.headers(&plain, None),
+            refs.headers(&plain, None, &none),
             Err(McpRefError::PlainAuthorization)
         );
         let named = BTreeMap::from([("X-${A}".to_owned(), "x".to_owned())]);
         assert_eq!(
-            refs.headers(&named, None),
+            refs.headers(&named, None, &none),
             Err(McpRefError::Expansion { field: "header" })
         );
         assert!(matches!(
             refs.stdio("s", &[], &BTreeMap::new(), &["NOT-A-NAME"]),
             Err(McpRefError::InvalidVarName { field: "env", .. })
+        ));
+    }
+
+    #[test]
+    fn secret_headers_are_written_as_references_only() {
+        let refs = EnvRefs::new("${env:", "}", "${");
+        let plain = BTreeMap::from([("X-Tenant".to_owned(), "t1".to_owned())]);
+        let secret = BTreeMap::from([
+            ("X-Api-Key".to_owned(), "DOCS_API_KEY".to_owned()),
+            ("Cookie".to_owned(), "DOCS_COOKIE".to_owned()),
+        ]);
+        let headers = refs.headers(&plain, Some("DOCS_TOKEN"), &secret).unwrap();
+        assert_eq!(
+            Value::Object(headers),
+            json!({
+                "X-Tenant": "t1",
+                "Authorization": "Bearer ${env:DOCS_TOKEN}",
+                "X-Api-Key": "${env:DOCS_API_KEY}",
+                "Cookie": "${env:DOCS_COOKIE}"
+            })
+        );
+        // Without a bearer, a secret Authorization (another scheme) is the reference alone.
+        let basic = BTreeMap::from([("Authorization".to_owned(), "DOCS_BASIC".to_owned())]);
+        let headers = refs.headers(&BTreeMap::new(), None, &basic).unwrap();
+        assert_eq!(headers["Authorization"], "${env:DOCS_BASIC}");
+    }
+
+    #[test]
+    fn a_secret_header_given_twice_or_badly_named_is_refused() {
+        let refs = EnvRefs::new("${", "}", "${");
+        let none = BTreeMap::new();
+        let secret = |name: &str, var: &str| BTreeMap::from([(name.to_owned(), var.to_owned())]);
+        let plain = secret("x-api-key", "plain-value");
+        assert_eq!(
+            refs.headers(&plain, None, &secret("X-Api-Key", "K")),
+            Err(McpRefError::DuplicateHeader)
+        );
+        assert_eq!(
+            refs.headers(&none, Some("T"), &secret("authorization", "K")),
+            Err(McpRefError::DuplicateHeader)
+        );
+        let twice = BTreeMap::from([
+            ("X-Key".to_owned(), "A".to_owned()),
+            ("x-key".to_owned(), "B".to_owned()),
+        ]);
+        assert_eq!(
+            refs.headers(&none, None, &twice),
+            Err(McpRefError::DuplicateHeader)
+        );
+        assert_eq!(
+            refs.headers(&none, None, &secret("X-${HOME}", "K")),
+            Err(McpRefError::Expansion { field: "header" })
+        );
+        assert!(matches!(
+            refs.headers(&none, None, &secret("X-Key", "A}B")),
+            Err(McpRefError::InvalidVarName {
+                field: "env_headers",
+                ..
+            })
         ));
     }
 }

@@ -75,6 +75,37 @@ fn values_are_toml_literals_that_round_trip() {
 }
 
 #[test]
+fn secret_headers_are_env_http_headers_by_variable_name() {
+    let server = McpServer::streamable_http("docs", "http://127.0.0.1:1/mcp")
+        .with_header("X-Tenant", "t1")
+        .with_bearer_token_env("DOCS_TOKEN")
+        .with_secret_header("X-Api-Key", "DOCS_API_KEY");
+    let keyed = request(PermissionPolicy::default()).with_mcp([server]);
+    let args = build(&CodexOptions::new(), &keyed, SessionPlan::Start(None));
+    let c = overrides(&args);
+    let table = |pairs: &[(&str, &str)]| {
+        let table: toml::Table = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), toml::Value::from(*v)))
+            .collect();
+        toml::Value::Table(table)
+    };
+    assert_eq!(
+        c["mcp_servers.docs.env_http_headers"],
+        table(&[("X-Api-Key", "DOCS_API_KEY")])
+    );
+    assert_eq!(
+        c["mcp_servers.docs.http_headers"],
+        table(&[("X-Tenant", "t1")])
+    );
+    // Without secret headers, no key at all.
+    let plain = McpServer::streamable_http("docs", "http://127.0.0.1:1/mcp");
+    let plain = request(PermissionPolicy::default()).with_mcp([plain]);
+    let args = build(&CodexOptions::new(), &plain, SessionPlan::Start(None));
+    assert!(!overrides(&args).contains_key("mcp_servers.docs.env_http_headers"));
+}
+
+#[test]
 fn resume_and_fork_put_the_id_after_the_subcommand() {
     let options = CodexOptions::new();
     let resume = argv(

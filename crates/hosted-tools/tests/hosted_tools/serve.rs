@@ -143,10 +143,11 @@ async fn the_attachment_carries_url_mcp_secret_env_and_a_semantic_tuple_only() {
             url,
             headers,
             bearer_token_env_var,
+            env_headers,
         } => {
             assert_eq!(url, &ea.url);
             assert!(
-                headers.is_empty(),
+                headers.is_empty() && env_headers.is_empty(),
                 "the token never travels as a header value"
             );
             assert_eq!(bearer_token_env_var.as_deref(), Some(ea.env_var.as_str()));

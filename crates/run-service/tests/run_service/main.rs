@@ -3,6 +3,7 @@
 
 mod fuzz;
 mod properties;
+mod secret_headers;
 mod secrets;
 mod semantic;
 mod support;

@@ -1,6 +1,6 @@
 //! The concrete and session views: what each one reacts to.
 
-use run_service::{McpServer, RunAttachment, build_views};
+use run_service::{EnvBinding, McpServer, RunAttachment, RunViews, ServiceRef, build_views};
 
 use crate::support::{A, B, exact, opted_in, search};
 
@@ -120,4 +120,55 @@ fn empty_run_has_stable_views() {
         "an attachment without services or tuple contributes nothing"
     );
     assert!(a.session.components().is_empty());
+}
+
+/// The views of a run with every transport and every header field but secret headers: a
+/// plain header, a bearer variable, SSE, stdio, a provider's server and a host's.
+fn every_transport() -> RunViews {
+    let sse = McpServer::sse("events", "http://127.0.0.1:4300/sse")
+        .with_header("X-Workspace", "acme")
+        .with_bearer_token_env("EVENTS_TOKEN");
+    let files = McpServer::stdio("files", "/usr/bin/files-mcp")
+        .with_args(["--root", "/srv"])
+        .with_env("MODE", "ro");
+    let host = McpServer::streamable_http("docs", "http://127.0.0.1:4400/mcp")
+        .with_header("X-Tenant", "t1")
+        .with_bearer_token_env("DOCS_TOKEN");
+    let events = RunAttachment::new([ServiceRef::new("events", "Events")
+        .with_mcp(sse)
+        .with_secret_env(EnvBinding::new("EVENTS_TOKEN", "secret-events"))]);
+    let files = RunAttachment::new([ServiceRef::new("files", "Files").with_mcp(files)]);
+    build_views(
+        &[opted_in(&A, "b3:sem"), search(5001), events, files],
+        &[host],
+    )
+    .unwrap()
+}
+
+#[test]
+fn views_without_secret_headers_keep_their_digests() {
+    // Pinned before secret headers existed: a new field of the MCP encoding is written only
+    // when it is set, so every stored fingerprint of a run without one stays valid.
+    let v = every_transport();
+    let pinned = [
+        (
+            v.concrete.digest(),
+            "b3:ad7c072eda268491623c0610c4b65a9e6c8ac27f1e871c1189f6e100b9a4e918",
+        ),
+        (
+            v.concrete.mcp(),
+            "b3:52a2efde2adda457d479d8fea5c3b0ca7493d702bd144e925a1a7f5454fc977c",
+        ),
+        (
+            v.session.digest(),
+            "b3:954992092d3db0d47ec4ae0b327c7c5a51cadd934266c2d830cd19d605140000",
+        ),
+        (
+            v.session.mcp(),
+            "b3:a13c86411f40086f7adf1f074ca19cafd4709bd4fced87435a89f3e5855905f1",
+        ),
+    ];
+    let got: Vec<String> = pinned.iter().map(|(d, _)| d.to_string()).collect();
+    let want: Vec<&str> = pinned.iter().map(|(_, p)| *p).collect();
+    assert_eq!(got, want);
 }
