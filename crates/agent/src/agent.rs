@@ -159,14 +159,16 @@ impl Agent {
         for cancel in &cancels {
             let _ = cancel.send(true);
         }
+        // Kept leases first, before closing processes makes the renewal task release them too;
+        // runs ending after this release their own.
+        if let Some(sticky) = &self.inner.sticky {
+            sticky.close().await;
+        }
         // Processes first (a run stuck on a process is unblocked), then wait for teardown,
         // then again for anything a draining run started.
         self.close_processes().await;
         let budget = self.inner.teardown_budget.saturating_mul(2);
         let _ = tokio::time::timeout(budget, self.wait_for_runs()).await;
-        if let Some(sticky) = &self.inner.sticky {
-            sticky.close().await;
-        }
         self.close_processes().await;
         if first {
             self.close_providers().await;

@@ -277,7 +277,11 @@ async fn released_when_the_driver_no_longer_holds_the_conversation_and_on_close(
     agent.thread("b").run("hello").await.unwrap();
     store.take();
     agent.close().await;
-    assert_eq!(store.take(), ["release", "release"]);
+    let writes = store.take();
+    assert!(
+        writes.len() >= 2 && writes.iter().all(|w| *w == "release"),
+        "{writes:?}"
+    );
     assert_eq!(holder(store.as_ref(), "a").await, None);
     assert_eq!(holder(store.as_ref(), "b").await, None);
 }
