@@ -69,6 +69,8 @@ pub(crate) struct Inner {
     pub(crate) runs_done: tokio::sync::Notify,
     /// Where approval requests go, unless a Thread handle says otherwise.
     pub(crate) approvals: Approvals,
+    /// The leases kept between turns, with sticky leases on (and a store).
+    pub(crate) sticky: Option<crate::sticky::Sticky>,
 }
 
 impl Agent {
@@ -91,6 +93,7 @@ impl Agent {
             lease_ttl: DEFAULT_LEASE_TTL,
             teardown_budget: DEFAULT_TEARDOWN_BUDGET,
             approvals: Approvals::default(),
+            sticky_leases: false,
             #[cfg(feature = "tools")]
             tools: Registry::default(),
         }
@@ -137,7 +140,8 @@ impl Agent {
 
     /// Closes the agent: refuses new runs, cancels runs in flight and waits for their
     /// teardown (bounded by the teardown budget), closes every driver-owned process, and
-    /// closes every provider ([`RunServiceProvider::close`]). Idempotent: later calls only
+    /// closes every provider ([`RunServiceProvider::close`]), and releases every Thread lease
+    /// it kept between turns ([`AgentBuilder::sticky_leases`]). Idempotent: later calls only
     /// repeat the process sweep.
     ///
     /// This is the shutdown the agent promises. Dropping is only a backstop: when the last
@@ -154,6 +158,11 @@ impl Agent {
         };
         for cancel in &cancels {
             let _ = cancel.send(true);
+        }
+        // Kept leases first, before closing processes makes the renewal task release them too;
+        // runs ending after this release their own.
+        if let Some(sticky) = &self.inner.sticky {
+            sticky.close().await;
         }
         // Processes first (a run stuck on a process is unblocked), then wait for teardown,
         // then again for anything a draining run started.
@@ -220,6 +229,7 @@ pub struct AgentBuilder {
     lease_ttl: Duration,
     teardown_budget: Duration,
     approvals: Approvals,
+    sticky_leases: bool,
     #[cfg(feature = "tools")]
     pub(crate) tools: Registry,
 }
@@ -403,6 +413,25 @@ impl AgentBuilder {
         self
     }
 
+    /// Keeps a Thread's lease between turns while the driver's resident process holds the
+    /// Thread (default off), renewed by each turn's finalize: a hot Thread's turn is one
+    /// durable commit instead of two (acquire, then finalize-and-release). A driver that does
+    /// not say which conversations it holds
+    /// ([`ProcessLifecycle::holds_conversation`](driver_spi::ProcessLifecycle::holds_conversation))
+    /// releases after every turn, as without. Kept leases are renewed off the turn path and
+    /// released when the process no longer holds the Thread, when a run fails, and by
+    /// [`Agent::close`]; other hosts get [`ThreadError::Busy`](crate::ThreadError::Busy)
+    /// meanwhile.
+    ///
+    /// **Trade-off**: a host that crashes while it keeps a Thread holds it until the lease
+    /// expires (up to one [`lease_ttl`](Self::lease_ttl)), not only when it crashes mid-turn.
+    /// Fencing is unchanged: a host whose kept lease was lost writes nothing. See
+    /// `docs/threads.md`, "Sticky leases".
+    pub fn sticky_leases(mut self, on: bool) -> Self {
+        self.sticky_leases = on;
+        self
+    }
+
     /// The time budget for one run's teardown (default 5 s): a hung provider cannot stall it.
     pub fn teardown_budget(mut self, budget: Duration) -> Self {
         self.teardown_budget = budget;
@@ -503,6 +532,12 @@ impl AgentBuilder {
         }
         let driver_info = DriverInfo::of(self.driver.as_ref());
         let statics = static_components(&driver_info, &self.profile);
+        let lease_ttl = self.lease_ttl.max(Duration::from_millis(100));
+        let sticky = self
+            .store
+            .as_ref()
+            .filter(|_| self.sticky_leases)
+            .map(|store| crate::sticky::Sticky::new(store.clone(), self.driver.clone(), lease_ttl));
         Ok(Agent {
             inner: Arc::new(Inner {
                 driver: self.driver,
@@ -516,13 +551,14 @@ impl AgentBuilder {
                 profile: self.profile,
                 statics,
                 migrations: self.migrations,
-                lease_ttl: self.lease_ttl.max(Duration::from_millis(100)),
+                lease_ttl,
                 teardown_budget: self.teardown_budget,
                 instance: format!("agent-{}", uuid::Uuid::now_v7().simple()),
                 closed: AtomicBool::new(false),
                 runs: Mutex::new(HashMap::new()),
                 runs_done: tokio::sync::Notify::new(),
                 approvals: self.approvals,
+                sticky,
             }),
         })
     }

@@ -123,6 +123,7 @@ mod json_redact;
 mod output;
 mod pipeline;
 mod result;
+mod sticky;
 mod stream_redact;
 mod thread;
 #[cfg(feature = "tools")]

@@ -464,7 +464,9 @@ impl<D: Dialect> Driver for CliDriver<D> {
     }
 }
 
-/// Closes the resident processes: idle ones now, busy ones when their turn ends.
+/// Closes the resident processes: idle ones now, busy ones when their turn ends. Says which
+/// conversations a live resident process holds (its pool's place for the session id), and
+/// when processes end.
 #[async_trait::async_trait]
 impl<D: Dialect> ProcessLifecycle for CliDriver<D> {
     async fn close_processes(&self) -> Result<(), DriverError> {
@@ -472,6 +474,19 @@ impl<D: Dialect> ProcessLifecycle for CliDriver<D> {
             pool.close().await;
         }
         Ok(())
+    }
+
+    fn holds_conversation(&self, session_id: &str) -> bool {
+        self.pool.as_ref().is_some_and(|pool| {
+            pool.holds(&ConversationKey::new(
+                self.env.namespace().clone(),
+                session_id,
+            ))
+        })
+    }
+
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.pool.as_ref().map(ProcessPool::changes)
     }
 }
 

@@ -65,6 +65,7 @@ mod exclusive;
 mod key;
 mod shared;
 mod sweep;
+mod watch;
 
 pub use exclusive::Checkout;
 pub use key::{ConversationKey, PoolKey};
@@ -302,6 +303,8 @@ struct State<K, P> {
     /// Whether the task that ends expired idle processes runs.
     sweeping: bool,
     stats: PoolStats,
+    /// Bumped whenever processes leave the pool to end ([`ProcessPool::changes`]).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl<K: PoolKey, P: Resident> State<K, P> {
@@ -324,6 +327,7 @@ impl<K: PoolKey, P: Resident> State<K, P> {
                     self.stats.evicted += 1;
                 }
                 retired.push(self.idle.swap_remove(at).process);
+                self.ended();
             } else {
                 at += 1;
             }
@@ -353,6 +357,7 @@ impl<K: PoolKey, P: Resident> State<K, P> {
                 self.stats.flooded += 1;
             }
             retired.push(idle.process);
+            self.ended();
             return Err(PoolDecision::Replace);
         }
         if idle.signature == *signature {
@@ -361,6 +366,7 @@ impl<K: PoolKey, P: Resident> State<K, P> {
         let changed = idle.signature.changed_components(signature);
         self.stats.recycled += 1;
         retired.push(idle.process);
+        self.ended();
         Err(PoolDecision::Recycle { changed })
     }
 
@@ -377,6 +383,7 @@ impl<K: PoolKey, P: Resident> State<K, P> {
                 .ok_or(PoolError::Saturated)?;
             self.stats.evicted += 1;
             retired.push(self.idle.swap_remove(at).process);
+            self.ended();
         }
         Ok(())
     }
@@ -392,6 +399,7 @@ impl<K: PoolKey, P: Resident> State<K, P> {
         for held in &mut self.held {
             held.detached = true;
         }
+        self.ended();
         std::mem::take(&mut self.idle)
     }
 }
@@ -465,6 +473,7 @@ impl<K: PoolKey, P: Resident> ProcessPool<K, P> {
                     generation: 0,
                     sweeping: false,
                     stats: PoolStats::default(),
+                    changes: tokio::sync::watch::Sender::new(0),
                 })),
                 endings: Endings::default(),
                 wake: Arc::default(),
@@ -517,6 +526,7 @@ impl<K: PoolKey, P: Resident> ProcessPool<K, P> {
             let at = state.idle.iter().position(|i| i.key == *key);
             at.map(|at| {
                 state.stats.evicted += 1;
+                state.ended();
                 state.idle.swap_remove(at).process
             })
         };

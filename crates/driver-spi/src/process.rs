@@ -22,10 +22,34 @@ use crate::{DriverError, Request};
 ///   the current request's exact effective configuration. Otherwise it is replaced **before**
 ///   the prompt is sent. A prompt is delivered at most once: a driver may fall back to a
 ///   fresh process only before the prompt was written, never replay it.
+///
+/// # Which conversations a live process holds (optional)
+/// [`holds_conversation`](Self::holds_conversation) and [`changes`](Self::changes) let a host
+/// keep a Thread's lease between turns (the agent's sticky leases) exactly as long as a
+/// resident process holds the Thread's conversation. Both default to "no": a driver that
+/// does not answer them keeps today's behaviour (the lease is released after every turn).
 #[async_trait::async_trait]
 pub trait ProcessLifecycle: Send + Sync {
     /// Closes every process the driver owns.
     async fn close_processes(&self) -> Result<(), DriverError>;
+
+    /// Whether a live process the driver owns holds the conversation `session_id` (the
+    /// [`SessionState::resume_id`](crate::SessionState::resume_id) of its checkpoint) now, so
+    /// that its next turn goes to that process. A read-only look: it starts, ends and
+    /// reserves nothing, and the answer may be stale by the time it is read. The default,
+    /// `false`, means "not known to be held".
+    fn holds_conversation(&self, session_id: &str) -> bool {
+        let _ = session_id;
+        false
+    }
+
+    /// A generation number the driver bumps whenever a process it owns ends (idle eviction,
+    /// recycling, death, close), so a host watching it can ask
+    /// [`holds_conversation`](Self::holds_conversation) again at once rather than at its next
+    /// poll. `None` (the default): no notification; a host polls.
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 }
 
 /// A private fingerprint of the exact effective configuration of a runtime process:

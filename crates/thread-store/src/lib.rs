@@ -36,7 +36,10 @@
 //! [`StoreError::LeaseLost`] and nothing changes. With
 //! [`release_leases`](FinalizeRequest::release_leases) the same commit also frees exactly the
 //! leases it validated, so a whole Thread turn costs two commits: acquire, then
-//! finalize-and-release. The SQLite store syncs only the second (a lease write is made durable
+//! finalize-and-release. With [`renew_leases`](FinalizeRequest::renew_leases) instead, the
+//! same commit keeps the validated leases for another TTL (same tokens), so a host that
+//! keeps a Thread between turns (a sticky lease) runs its next turn in one commit: resolve,
+//! then finalize-and-renew. The SQLite store syncs only the second (a lease write is made durable
 //! by the next finalize) and commits concurrent finalizes together; see `docs/threads.md`. [`renew_lease`](ThreadStore::renew_lease) extends a current lease
 //! and keeps its token; a stale one gets [`StoreError::LeaseLost`].
 //! [`release_lease`](ThreadStore::release_lease) is idempotent and ignores stale leases.

@@ -189,6 +189,13 @@ impl ThreadStore for MemoryStore {
                 inner.leases.remove(&lease.target);
             }
         }
+        if let Some(ttl) = request.renew_leases {
+            for lease in &request.held_leases {
+                if let Some(row) = inner.leases.get_mut(&lease.target) {
+                    row.expires_at = now.saturating_add(ttl);
+                }
+            }
+        }
         Ok(())
     }
 

@@ -190,8 +190,8 @@ impl ListPage {
     }
 }
 
-/// The one write: save a record, and optionally archive, rebind, check and release, all in one
-/// atomic step that first validates every held lease.
+/// The one write: save a record, and optionally archive, rebind, check and release or renew the
+/// held leases, all in one atomic step that first validates every held lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FinalizeRequest {
@@ -212,6 +212,11 @@ pub struct FinalizeRequest {
     pub require_key_absent: bool,
     /// Release every lease in `held_leases` in the same commit.
     pub release_leases: bool,
+    /// Renew every lease in `held_leases` in the same commit: each gets a new expiry of the
+    /// store's now plus this TTL and keeps its token (a sticky lease: the host keeps the
+    /// Thread for its next turn, which then needs no acquire). Exclusive with
+    /// [`release_leases`](Self::release_leases).
+    pub renew_leases: Option<Duration>,
 }
 
 impl FinalizeRequest {
@@ -224,6 +229,7 @@ impl FinalizeRequest {
             rebind_key: false,
             require_key_absent: false,
             release_leases: false,
+            renew_leases: None,
         }
     }
 
@@ -257,6 +263,42 @@ impl FinalizeRequest {
         self
     }
 
+    /// Renews the held leases to `ttl` from the store's now in the same commit, keeping their
+    /// tokens: the turn's one commit both saves the checkpoint and keeps the Thread leased to
+    /// its host. Each lease is checked current first, as for any finalize, so a stale holder's
+    /// request writes nothing and renews nothing ([`StoreError::LeaseLost`]). Setting it
+    /// together with [`release_leases`](Self::release_leases), or with a TTL outside
+    /// 1 ms..=[`MAX_LEASE_TTL`], is refused with [`StoreError::InvalidInput`].
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use thread_store::memory::MemoryStore;
+    /// use thread_store::{FinalizeRequest, Query, StoreError, ThreadStore};
+    /// # let record = thread_store::ThreadRecord::new("chat/7", "codex", "agent:a",
+    /// #     thread_store::Compatibility { fingerprint: compat_fingerprint::Fingerprint::from_bytes([1; 32]),
+    /// #     scheme_version: 1, components: compat_fingerprint::Breakdown::new() },
+    /// #     "codex-v1", thread_store::SessionState::default(), thread_store::Timestamp::now());
+    /// let store = MemoryStore::new();
+    /// let ttl = Duration::from_secs(30);
+    /// let lease = store.acquire_lease("thread:chat/7", "host-a", ttl).await?;
+    /// // The turn saves its checkpoint and keeps the lease, in one commit.
+    /// let keep = FinalizeRequest::new(record).holding(lease.clone()).rebind_key().renew_leases(ttl);
+    /// store.finalize(&keep).await?;
+    /// // Still host-a's, same token: the next turn finalizes under it without an acquire.
+    /// assert!(matches!(store.acquire_lease("thread:chat/7", "host-b", ttl).await, Err(StoreError::Busy { .. })));
+    /// store.finalize(&keep).await?;
+    /// // Releasing and renewing at once is refused.
+    /// let both = keep.clone().release_leases();
+    /// assert!(matches!(store.finalize(&both).await, Err(StoreError::InvalidInput { .. })));
+    /// # Ok::<(), StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn renew_leases(mut self, ttl: Duration) -> Self {
+        self.renew_leases = Some(ttl);
+        self
+    }
+
     /// Checks the request's shape; every adapter calls this before touching storage.
     pub(crate) fn validate(&self) -> Result<(), StoreError> {
         check_name("record key", &self.record.key)?;
@@ -275,6 +317,14 @@ impl FinalizeRequest {
             return Err(StoreError::invalid(
                 "rebind_key requires the saved record to be active",
             ));
+        }
+        if let Some(ttl) = self.renew_leases {
+            if self.release_leases {
+                return Err(StoreError::invalid(
+                    "release_leases and renew_leases are exclusive",
+                ));
+            }
+            check_ttl(ttl)?;
         }
         let mut targets = BTreeSet::new();
         for lease in &self.held_leases {
@@ -299,6 +349,11 @@ pub(crate) fn millis_until(expires_at: i64, now: i64) -> Duration {
 pub(crate) fn check_lease_args(target: &str, owner: &str, ttl: Duration) -> Result<(), StoreError> {
     check_name("lease target", target)?;
     check_name("lease owner", owner)?;
+    check_ttl(ttl)
+}
+
+/// Checks a lease TTL (of an acquire, a renewal, or a finalize's renewal).
+fn check_ttl(ttl: Duration) -> Result<(), StoreError> {
     if ttl < Duration::from_millis(1) || ttl > MAX_LEASE_TTL {
         return Err(StoreError::invalid(format!(
             "lease TTL {ttl:?} is outside 1 ms..={MAX_LEASE_TTL:?}"

@@ -5,12 +5,14 @@
 //! 2. Attach every provider in order, unwinding in reverse on failure
 //!    ([`attach::attach_providers`]), and validate all attachments.
 //! 3. Build the concrete and session views and the run's identity ([`attach::identity`]).
-//! 4. Take the Thread's leases ([`attached_run`]), resolve the stored record and decide:
+//! 4. Take the Thread's leases ([`attached_run`]; a hot sticky lease is used as kept, see
+//!    [`crate::sticky`]), resolve the stored record and decide:
 //!    first whose it is (another namespace's is refused), then resume, start fresh, fork or
 //!    refuse, before the driver runs ([`decide::decide`]).
 //! 5. Run the driver with the concrete request, renewing the lease, starting over once after a
 //!    rejected resume, and check its response ([`drive`]).
-//! 6. Persist only a clean success with a valid checkpoint ([`persist::checkpoint`]).
+//! 6. Persist only a clean success with a valid checkpoint ([`persist::checkpoint`]),
+//!    releasing the leases, or renewing a sticky one the driver still holds.
 //! 7. Tear down within a budget ([`attach::detach_all`]).
 //!
 //! [`explain`] runs steps 1 to 4 without the lease, the driver or any write.
@@ -44,6 +46,7 @@ use self::decide::{Plan, decide, decode_state, release_all, store_error};
 use self::drive::Driven;
 use crate::events::CoreSink;
 use crate::explain::{Explanation, Verdict};
+use crate::sticky::{self, Held};
 use crate::thread::{Mode, Thread};
 use crate::{RunResult, SessionOutcome, ThreadError, ThreadEvent, ThreadEventKind};
 
@@ -286,9 +289,20 @@ async fn attached_run(
     let owner = format!("{}/{}", inner.instance, run_id);
     let mut leases = Vec::new();
     let started = Instant::now();
+    // A kept (sticky) lease of the Thread: used as is while hot, else re-acquired by its owner.
+    let mut kept = sticky::take(thread);
     for key in std::iter::once(&thread.key).chain(thread.fork_from.as_ref()) {
         let target = format!("{LEASE_PREFIX}{key}");
-        match store.acquire_lease(&target, &owner, inner.lease_ttl).await {
+        let acquired = match kept.take() {
+            Some(Held::Hot(lease)) => Ok(lease),
+            Some(Held::Cold(kept_owner)) => {
+                store
+                    .acquire_lease(&target, &kept_owner, inner.lease_ttl)
+                    .await
+            }
+            None => store.acquire_lease(&target, &owner, inner.lease_ttl).await,
+        };
+        match acquired {
             Ok(lease) => {
                 tracing::trace!(thread = %ShortDigest::of_str(key), "lease acquired");
                 leases.push(lease);

@@ -15,6 +15,7 @@ use thread_store::RecordId;
 use super::decide::{Plan, encode_state, release_all, store_error};
 use super::{Identity, RunCx};
 use crate::compat::SCHEME_VERSION;
+use crate::sticky;
 use crate::thread::Thread;
 use crate::{NotPersisted, SessionOutcome, ThreadError, ThreadEventKind};
 
@@ -73,7 +74,8 @@ pub(super) async fn checkpoint(
     }
 }
 
-/// Writes the run's checkpoint: the one `finalize`, holding and releasing the run's leases.
+/// Writes the run's checkpoint: the one `finalize`, holding the run's leases and releasing
+/// them, or renewing a sticky one.
 async fn persist(
     thread: &Thread,
     store: &Arc<dyn ThreadStore>,
@@ -135,15 +137,25 @@ async fn persist(
         }
     };
     let id = request.record.id.clone();
+    let conversation = state.resume_id.as_str();
+    // A sticky lease the driver still holds is renewed by this commit, else released.
+    let keep = sticky::renewal(thread, conversation);
+    let request = leases
+        .iter()
+        .cloned()
+        .fold(request, FinalizeRequest::holding);
+    let request = match keep {
+        Some(ttl) => request.renew_leases(ttl),
+        None => request.release_leases(),
+    };
+    let before = std::time::Instant::now();
     store
-        .finalize(
-            &leases
-                .into_iter()
-                .fold(request, FinalizeRequest::holding)
-                .release_leases(),
-        )
+        .finalize(&request)
         .await
         .map_err(|e| store_error(e, &thread.key))?;
+    if keep.is_some() {
+        sticky::keep(thread, leases, before, conversation).await;
+    }
     if let Plan::Resume { claim: true, .. } = plan {
         tracing::info!(
             thread = %ShortDigest::of_str(&thread.key),

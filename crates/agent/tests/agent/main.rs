@@ -12,6 +12,8 @@ mod matrix;
 mod ownership;
 mod persistence;
 mod races;
+mod sticky;
+mod sticky_killed;
 mod streams;
 mod structured;
 mod tools;

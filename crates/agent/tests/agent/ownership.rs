@@ -330,9 +330,9 @@ async fn postgres(purpose: &str) -> (Arc<dyn ThreadStore>, impl Drop) {
 }
 
 /// Drops a test's PostgreSQL schema, even after a failure.
-struct DropSchema {
-    url: String,
-    schema: String,
+pub(crate) struct DropSchema {
+    pub(crate) url: String,
+    pub(crate) schema: String,
 }
 
 impl Drop for DropSchema {

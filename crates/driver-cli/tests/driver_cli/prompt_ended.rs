@@ -380,3 +380,27 @@ const IDENTITY: Identity = Identity::new(
     "prompt-ended-test/v1",
     NewSessionId::Cli,
 );
+
+#[tokio::test]
+async fn the_resident_pool_says_which_conversations_it_holds_and_when_one_ends() {
+    use driver_spi::Driver as _;
+    let fake = fake();
+    let driver = fake.driver(resident());
+    let lifecycle = driver.process_lifecycle().expect("a resident driver");
+    let mut changes = lifecycle
+        .changes()
+        .expect("a resident pool announces endings");
+    let (first, _) = run(&driver, request("one")).await;
+    let state = checkpoint(&first.unwrap());
+    // Checked in under the session's id when the turn returned: held, and nothing ended.
+    assert!(lifecycle.holds_conversation(&state.resume_id));
+    assert!(!lifecycle.holds_conversation("another-session"));
+    assert!(!changes.has_changed().unwrap());
+    driver.close_processes().await.unwrap();
+    assert!(changes.has_changed().unwrap());
+    changes.mark_unchanged();
+    assert!(!lifecycle.holds_conversation(&state.resume_id));
+    // Per-turn mode has no pool: nothing is held, and no lifecycle to ask.
+    let per_turn = fake.driver(PromptEndedOptions::default());
+    assert!(per_turn.process_lifecycle().is_none());
+}

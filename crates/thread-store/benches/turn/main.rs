@@ -1,5 +1,7 @@
 //! Throughput of Thread turns (acquire lease, resolve, finalize-and-release) per adapter:
-//! sequential, round robin over 16 Threads, and 16 or 64 Threads at once on one store; beside
+//! sequential, round robin over 16 Threads, and 16 or 64 Threads at once on one store; on
+//! PostgreSQL also a sticky turn (resolve, finalize-and-renew under a lease kept between
+//! turns: one commit), sampled alternately with the default turn; beside
 //! bare loops issuing the same statements directly through rusqlite or tokio-postgres, the
 //! disk's one-row commit rate, and the cost of a `list` page wherever it sits in 20,000 keys.
 //!
@@ -24,7 +26,8 @@ use std::sync::Arc;
 use compat_fingerprint::{Breakdown, ComponentName, Fingerprint};
 use thread_store::memory::MemoryStore;
 use thread_store::{
-    Compatibility, FinalizeRequest, Query, SessionState, ThreadRecord, ThreadStore, Timestamp,
+    Compatibility, FinalizeRequest, Lease, Query, SessionState, ThreadRecord, ThreadStore,
+    Timestamp,
 };
 
 use crate::report::{Measurement, Report};
@@ -91,19 +94,45 @@ static THREADS: std::sync::LazyLock<Vec<(String, String)>> = std::sync::LazyLock
 
 /// One turn of Thread `thread` through the trait: acquire, resolve, finalize-and-release.
 pub(crate) async fn adapter_turn(store: &dyn ThreadStore, thread: usize, n: u64) {
-    let (key, target) = &THREADS[thread];
-    let lease = store.acquire_lease(target, OWNER, TTL).await.unwrap();
+    let lease = store
+        .acquire_lease(&THREADS[thread].1, OWNER, TTL)
+        .await
+        .unwrap();
+    let record = next_record(store, thread, n).await;
+    store
+        .finalize(&FinalizeRequest::new(record).holding(lease).release_leases())
+        .await
+        .unwrap();
+}
+
+/// One sticky turn of Thread `thread` under `lease`, which the host keeps between turns:
+/// resolve, then finalize-and-renew (one commit; no acquire).
+pub(crate) async fn sticky_turn(store: &dyn ThreadStore, lease: &Lease, thread: usize, n: u64) {
+    let record = next_record(store, thread, n).await;
+    let request = FinalizeRequest::new(record)
+        .holding(lease.clone())
+        .renew_leases(TTL);
+    store.finalize(&request).await.unwrap();
+}
+
+/// A turn's read: Thread `thread`'s record, as turn `n` leaves it.
+async fn next_record(store: &dyn ThreadStore, thread: usize, n: u64) -> ThreadRecord {
     let mut record = store
-        .resolve(&Query::key(key.clone()))
+        .resolve(&Query::key(THREADS[thread].0.clone()))
         .await
         .unwrap()
         .unwrap();
     record.state.data.insert("turn".to_owned(), n.to_string());
     record.updated_at = Timestamp::now();
+    record
+}
+
+/// Takes the lease of Thread `thread` that [`sticky_turn`] keeps.
+pub(crate) async fn sticky_lease(store: &dyn ThreadStore, thread: usize) -> Lease {
     store
-        .finalize(&FinalizeRequest::new(record).holding(lease).release_leases())
+        .acquire_lease(&THREADS[thread].1, OWNER, TTL)
         .await
-        .unwrap();
+        .unwrap()
 }
 
 async fn bench_memory(report: &mut Report) {
@@ -150,6 +179,14 @@ fn main() {
             for n in 0..3 {
                 adapter_turn(&memory, 0, n).await;
                 adapter_turn(&sqlite, 0, n).await;
+            }
+            let (on_memory, on_sqlite) = (
+                sticky_lease(&memory, 0).await,
+                sticky_lease(&sqlite, 0).await,
+            );
+            for n in 0..3 {
+                sticky_turn(&memory, &on_memory, 0, n).await;
+                sticky_turn(&sqlite, &on_sqlite, 0, n).await;
             }
         });
         println!("turn bench: smoke run passed; use `cargo bench` to measure");

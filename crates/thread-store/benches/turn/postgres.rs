@@ -1,5 +1,6 @@
-//! PostgreSQL: the adapter with one connection and with its default pool, beside a bare loop
-//! issuing its statements on one tokio-postgres client.
+//! PostgreSQL: the adapter with one connection and with its default pool, a sticky turn on
+//! the default pool (the lease kept between turns, renewed by each finalize), beside a bare
+//! loop issuing its statements on one tokio-postgres client.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use thread_store::{ThreadStore, Timestamp};
 
 use crate::report::{Measurement, Report};
 use crate::workloads::{self, SAMPLES, median, sample};
-use crate::{adapter_turn, seed};
+use crate::{adapter_turn, seed, sticky_lease, sticky_turn};
 
 const KEY: &str = "bench/thread-0000";
 const TARGET: &str = "thread:bench/thread-0000";
@@ -154,10 +155,13 @@ pub(crate) async fn bench(report: &mut Report, url: &str) {
     seed(&single, 64).await;
     let pooled = Arc::new(PostgresStore::connect(config).await.unwrap());
     let mut bare = bare_pg(url, &schema).await;
-    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    // Thread 1 stays leased to the bench host: its turns renew the lease as they finalize.
+    let kept = sticky_lease(pooled.as_ref(), 1).await;
+    let (mut a, mut b, mut c, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..SAMPLES {
         a.push(sample(|n| adapter_turn(&single, 0, n)).await);
         c.push(sample(|n| adapter_turn(pooled.as_ref(), 0, n)).await);
+        d.push(sample(|n| sticky_turn(pooled.as_ref(), &kept, 1, n)).await);
         // Inline rather than `sample`: the turn borrows `bare` mutably across awaits.
         let start = Instant::now();
         let mut n = 0u64;
@@ -167,7 +171,7 @@ pub(crate) async fn bench(report: &mut Report, url: &str) {
         }
         b.push(start.elapsed() / u32::try_from(n).unwrap());
     }
-    let (a, b, c) = (median(a), median(b), median(c));
+    let (a, b, c, d) = (median(a), median(b), median(c), median(d));
     let vs_bare = |x: Duration| x.as_secs_f64() / b.as_secs_f64();
     report.push(
         Measurement::new("postgres", "single-connection", "pg")
@@ -182,6 +186,17 @@ pub(crate) async fn bench(report: &mut Report, url: &str) {
         c,
         &format!("the default pool; {:.2}× the bare loop", vs_bare(c)),
     ));
+    report.push(
+        Measurement::new("postgres", "sticky", "pg")
+            .named("sticky turn")
+            .sequential(
+                d,
+                &format!(
+                    "resolve + finalize-and-renew, no acquire; {:.2}× the default turn's rate",
+                    c.as_secs_f64() / d.as_secs_f64()
+                ),
+            ),
+    );
     report.push(
         Measurement::new("bare-postgres", "-", "pg")
             .named("bare tokio-postgres turn")

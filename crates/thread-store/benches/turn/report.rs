@@ -11,7 +11,8 @@ pub(crate) struct Measurement {
     pub(crate) name: String,
     /// `memory`, `sqlite`, `postgres`, `bare-sqlite` or `bare-postgres`.
     pub(crate) adapter: &'static str,
-    /// `default`, or the mode chosen instead (`blocking-pool`, `single-connection`, ...).
+    /// `default`, or the mode chosen instead (`blocking-pool`, `single-connection`, `sticky`,
+    /// ...).
     pub(crate) config: &'static str,
     /// `FULL`, `NORMAL`, `pg`, or `none` for the memory store.
     pub(crate) sync: &'static str,
@@ -183,6 +184,15 @@ impl Report {
                 rate("adapter turn", "postgres", "single-connection", "pg"),
             ),
             4.0,
+            true,
+        );
+        target(
+            "PostgreSQL, sequential, sticky lease: turns/s ≥ 1.6 × the default turn's (issue 43)",
+            ratio(
+                rate("sticky turn", "postgres", "sticky", "pg"),
+                rate("adapter turn", "postgres", "default", "pg"),
+            ),
+            1.6,
             true,
         );
         let text = lines.join("\n");

@@ -165,6 +165,13 @@ kit_report::clauses! {
         /// TS-20: the owning namespace round-trips (set or not), and a list of one namespace
         /// returns exactly its records.
         Ts20 = "TS-20": "the owning namespace round-trips, and a list of one namespace returns exactly its records",
+        /// TS-21: a finalize that renews its leases keeps them held by their owner (same token,
+        /// later expiry, Busy to others); a stale holder's renewing finalize writes and renews
+        /// nothing; renewing and releasing at once is refused.
+        Ts21 = "TS-21": "a finalize that renews its leases keeps them held; a stale one writes and renews nothing",
+        /// TS-22: a sticky lease ends with a release (a host's close) or a releasing finalize;
+        /// the next holder gets a greater token and the old lease writes nothing.
+        Ts22 = "TS-22": "a sticky lease ends with a release or a releasing finalize, for good",
     }
 }
 
@@ -213,6 +220,8 @@ async fn run_one(clause: Clause, factory: &dyn Factory, h: &Harness, ns: &str) -
         Clause::Ts18 => concurrency::ts18_batch_isolation(h, ns).await,
         Clause::Ts19 => concurrency::ts19_killed_holder(factory, h, ns).await,
         Clause::Ts20 => records::ts20_namespace(h, ns).await,
+        Clause::Ts21 => sticky::ts21_renew_in_finalize(h, ns).await,
+        Clause::Ts22 => sticky::ts22_release_sticky(h, ns).await,
     }
 }
 
@@ -268,6 +277,7 @@ mod concurrency;
 mod erase;
 mod leases;
 mod records;
+mod sticky;
 mod validation;
 
 /// A TTL no clause outlasts: leases taken with it stay current unless released.

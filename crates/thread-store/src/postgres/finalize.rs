@@ -1,5 +1,6 @@
 //! A finalize in three round trips: `BEGIN`, every statement pipelined in server order,
-//! `COMMIT`.
+//! `COMMIT`. Releasing or renewing the held leases is one more statement of the pipeline,
+//! so a turn that keeps its lease (renew-in-finalize) costs one commit.
 
 use tokio_postgres::error::SqlState;
 
@@ -37,6 +38,7 @@ pub(super) async fn finalize_once(
         conn.st(|s| &s.bind).await?
     };
     let release = conn.st(|s| &s.release_many).await?;
+    let renew = conn.st(|s| &s.renew_many).await?;
     let held = &request.held_leases;
     let mut targets: Vec<&str> = held.iter().map(|l| l.target.as_str()).collect();
     targets.sort_unstable();
@@ -69,9 +71,11 @@ pub(super) async fn finalize_once(
     let key_params: [Param<'_>; 1] = [&row.key];
     let bind_params: [Param<'_>; 2] = [&row.key, &row.id];
     let release_params: [Param<'_>; 3] = [&release_targets, &owners, &tokens];
+    let renew_ttl = request.renew_leases.map(super::ttl_millis);
+    let renew_params: [Param<'_>; 4] = [&release_targets, &owners, &tokens, &renew_ttl];
 
     let tx = conn.client.transaction().await?;
-    let (locked_key, locked, bound, archived, saved, rebound, released) = tokio::join!(
+    let (locked_key, locked, bound, archived, saved, rebound, released, renewed) = tokio::join!(
         when(!held.is_empty(), tx.execute(&lock_key, &lock_params)),
         when(!held.is_empty(), tx.query(&lock_leases, &lease_params)),
         when(
@@ -89,6 +93,10 @@ pub(super) async fn finalize_once(
         when(
             request.release_leases && !held.is_empty(),
             tx.execute(&release, &release_params)
+        ),
+        when(
+            renew_ttl.is_some() && !held.is_empty(),
+            tx.execute(&renew, &renew_params)
         ),
     );
     // Checked in the order the server ran them: the first failed condition is the answer.
@@ -137,6 +145,7 @@ pub(super) async fn finalize_once(
         }
     }
     released.transpose()?;
+    renewed.transpose()?;
     tx.commit().await?;
     Ok(())
 }

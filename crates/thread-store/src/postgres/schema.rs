@@ -143,6 +143,7 @@ pub(super) struct Sql {
     pub(super) bind: String,
     pub(super) bind_new: String,
     pub(super) release_many: String,
+    pub(super) renew_many: String,
     pub(super) by_id: String,
     pub(super) by_key: String,
     pub(super) page: String,
@@ -202,6 +203,13 @@ impl Sql {
             release_many: format!(
                 "DELETE FROM {s}.leases l \
                  USING unnest($1::text[], $2::text[], $3::bigint[]) AS h(target, owner, token) \
+                 WHERE l.target = h.target AND l.owner = h.owner AND l.token = h.token"
+            ),
+            // now() is the transaction's start, so the new expiry is at least `ttl` after the
+            // caller sent the finalize: a host's local deadline read before it is never late.
+            renew_many: format!(
+                "UPDATE {s}.leases l SET expires_at = now() + $4::float8 * interval '1 millisecond' \
+                 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS h(target, owner, token) \
                  WHERE l.target = h.target AND l.owner = h.owner AND l.token = h.token"
             ),
             by_id: format!("SELECT {COLUMNS} FROM {s}.threads WHERE id = $1"),

@@ -170,6 +170,25 @@ fn finalize_in(
         .execute(params![row.key, row.id])
         .map_err(map_err)?;
     }
+    if let Some(ttl) = request.renew_leases {
+        // Every lease was checked current above, under this transaction's write lock.
+        let expires_at = Timestamp::from_millis(now).saturating_add(ttl).as_millis();
+        let mut renew = conn
+            .prepare_cached(
+                "UPDATE leases SET expires_at = ?1 WHERE target = ?2 AND owner = ?3 AND token = ?4",
+            )
+            .map_err(map_err)?;
+        for lease in &request.held_leases {
+            renew
+                .execute(params![
+                    expires_at,
+                    lease.target,
+                    lease.owner,
+                    token_to_sql(lease.token)?
+                ])
+                .map_err(map_err)?;
+        }
+    }
     if request.release_leases {
         let mut delete = conn
             .prepare_cached("DELETE FROM leases WHERE target = ?1 AND owner = ?2 AND token = ?3")
