@@ -69,6 +69,8 @@ pub(crate) struct Inner {
     pub(crate) runs_done: tokio::sync::Notify,
     /// Where approval requests go, unless a Thread handle says otherwise.
     pub(crate) approvals: Approvals,
+    /// The attachments kept for pre-warmed Threads' next runs.
+    pub(crate) prewarmed: crate::prewarm::Slots,
 }
 
 impl Agent {
@@ -161,6 +163,10 @@ impl Agent {
         let budget = self.inner.teardown_budget.saturating_mul(2);
         let _ = tokio::time::timeout(budget, self.wait_for_runs()).await;
         self.close_processes().await;
+        self.inner
+            .prewarmed
+            .release_all(self.inner.teardown_budget)
+            .await;
         if first {
             self.close_providers().await;
         }
@@ -523,6 +529,7 @@ impl AgentBuilder {
                 runs: Mutex::new(HashMap::new()),
                 runs_done: tokio::sync::Notify::new(),
                 approvals: self.approvals,
+                prewarmed: crate::prewarm::Slots::default(),
             }),
         })
     }
