@@ -150,9 +150,11 @@ impl Thread {
     /// [`run`](Self::run) of this key on this agent finds it ready, including a Thread with
     /// no stored session yet. It takes no lease and writes nothing to the store.
     ///
-    /// The attachment is kept for that run (see the [module docs](crate::prewarm)), so a
-    /// provider that hands out a fresh endpoint per attach does not make the run's process
-    /// configuration differ. Anything that does differ at the run (a rotated secret, another
+    /// The attachment is kept for that run, so a provider that hands out a fresh endpoint
+    /// per attach does not make the run's process configuration differ; it is detached after
+    /// that run, when the driver's process would have expired unused
+    /// ([`Prewarm::expires_after`]), when a later pre-warm of the key replaces it, and by
+    /// [`Agent::close`]. Anything that does differ at the run (a rotated secret, another
     /// permission policy on the handle, an output schema passed at launch) recycles the
     /// process before the prompt, as for any resident turn.
     ///

@@ -449,7 +449,7 @@ impl<D: Dialect> Driver for CliDriver<D> {
     }
 
     /// In resident mode: the run's checks, then its process started and its session opened
-    /// without a prompt ([`crate::resident`]'s pre-warm); with one process per turn,
+    /// without a prompt (resident mode's pre-warm, `docs/drivers.md`); with one process per turn,
     /// [`Unsupported::Prewarm`](driver_spi::Unsupported::Prewarm).
     async fn prewarm(&self, request: Request) -> Result<Prewarmed, DriverError> {
         self.prewarm_request(request).await

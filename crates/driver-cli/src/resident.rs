@@ -8,13 +8,15 @@
 //!    which a protocol may apply only when it opens a session: Codex opens a thread
 //!    `untrusted` when commands ask, so a process whose thread is loaded under another policy
 //!    must not serve the turn);
-//! 2. the pool's decision for the conversation: reuse its idle process when the signature is
-//!    equal, else retire it (recycle, or replace a dead one) *before* a new one starts; a
-//!    fork first retires its parent's idle process, so no other process holds the parent;
+//! 2. the pool's decision for the conversation (or, for a new, stateless or forked session,
+//!    the place a pre-warm reserved under the request's ticket for this plan,
+//!    [`prewarm`]): reuse its idle process when the signature is equal, else retire it
+//!    (recycle, or replace a dead one) *before* a new one starts; a fork first retires its
+//!    parent's idle process, so no other process holds the parent;
 //! 3. a new process: spawned like a per-turn one (same environment, group and limits) with
 //!    stdin kept open, then the protocol's handshake;
 //! 4. the session opened unless the process has it loaded (a start, a cold resume or a
-//!    fork); a peer's refusal is judged by the protocol (`UnknownSession` becomes
+//!    fork) or was pre-warmed (its session is open; a new session is the one it opened); a peer's refusal is judged by the protocol (`UnknownSession` becomes
 //!    `ResumeRejected` before anything is emitted); what the process sends while the session
 //!    opens (a replayed history) is dropped, never emitted as the turn's;
 //! 5. the turn's one redactor: the turn's secrets ([`turn_redactor`]) and those the process

@@ -75,12 +75,12 @@ pub(crate) async fn prewarm<D: Dialect>(
             });
         }
     }
-    if let Some(call) = protocol.warm_up() {
-        if let Err(err) = flight.process().send(&call).await {
-            let failure = rpc_failure(protocol, call.method, err);
-            let finished = flight.finish().close().await;
-            return Err(DriverError::Failed(with_stderr(failure, &finished)));
-        }
+    if let Some(call) = protocol.warm_up()
+        && let Err(err) = flight.process().send(&call).await
+    {
+        let failure = rpc_failure(protocol, call.method, err);
+        let finished = flight.finish().close().await;
+        return Err(DriverError::Failed(with_stderr(failure, &finished)));
     }
     let mut process = flight.finish();
     process.prewarmed = true;
