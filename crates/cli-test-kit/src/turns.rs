@@ -224,6 +224,31 @@ async fn measure<D: Dialect>(
         );
     }
     driver.close_processes().await.expect("close");
+    if prewarm && verbose() {
+        // Diagnostics only: one more turn after a pre-warm of the stored session's resume.
+        let resume = |turn| {
+            let state = state.clone().expect("a checkpoint");
+            request(turn).with_session(SessionContext::continue_only(state))
+        };
+        driver
+            .prewarm(resume(turns))
+            .await
+            .expect("the resume's pre-warm");
+        let started = Instant::now();
+        let response = driver
+            .run(resume(turns + 1), Arc::new(CollectingSink::new()))
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: the resumed turn failed: {e:?}"));
+        assert!(
+            response.failure.is_none(),
+            "{mode}: the resumed turn failed"
+        );
+        eprintln!(
+            "{mode}: first turn after a resume's pre-warm {:.1} ms",
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+        driver.close_processes().await.expect("close");
+    }
     let rss_kib = sampler.stop();
     let mut later = times[1..].to_vec();
     later.sort_by(f64::total_cmp);
