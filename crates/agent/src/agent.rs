@@ -71,6 +71,8 @@ pub(crate) struct Inner {
     pub(crate) approvals: Approvals,
     /// The leases kept between turns, with sticky leases on (and a store).
     pub(crate) sticky: Option<crate::sticky::Sticky>,
+    /// The attachments kept for pre-warmed Threads' next runs.
+    pub(crate) prewarmed: crate::prewarm::Slots,
 }
 
 impl Agent {
@@ -170,6 +172,10 @@ impl Agent {
         let budget = self.inner.teardown_budget.saturating_mul(2);
         let _ = tokio::time::timeout(budget, self.wait_for_runs()).await;
         self.close_processes().await;
+        self.inner
+            .prewarmed
+            .release_all(self.inner.teardown_budget)
+            .await;
         if first {
             self.close_providers().await;
         }
@@ -559,6 +565,7 @@ impl AgentBuilder {
                 runs_done: tokio::sync::Notify::new(),
                 approvals: self.approvals,
                 sticky,
+                prewarmed: crate::prewarm::Slots::default(),
             }),
         })
     }

@@ -82,6 +82,8 @@ pub(crate) struct DriverInfo {
     pub(crate) approvals: bool,
     /// Whether the driver passes an output schema to its runtime natively.
     pub(crate) structured_output: bool,
+    /// Whether the driver pre-warms processes.
+    pub(crate) prewarm: bool,
     /// The driver's endpoint-carrying variables, for the endpoint policy.
     pub(crate) endpoint_vars: Vec<String>,
 }
@@ -99,6 +101,7 @@ impl DriverInfo {
             fork: descriptor.capabilities.fork,
             approvals: descriptor.capabilities.approvals,
             structured_output: descriptor.capabilities.structured_output,
+            prewarm: descriptor.capabilities.prewarm,
             endpoint_vars: descriptor.endpoint_vars,
         }
     }

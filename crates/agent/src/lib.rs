@@ -122,6 +122,7 @@ mod explain;
 mod json_redact;
 mod output;
 mod pipeline;
+mod prewarm;
 mod result;
 mod sticky;
 mod stream_redact;
@@ -137,6 +138,7 @@ pub use events::{RunStream, ThreadEvent, ThreadEventKind};
 pub use explain::{Explanation, Verdict};
 pub use output::{MAX_ANSWER_BYTES, OutputError};
 pub use pipeline::THREAD_LEASE_PREFIX;
+pub use prewarm::Prewarm;
 pub use result::{NotPersisted, RunResult, SessionOutcome};
 pub use thread::{Thread, ThreadCheckpoint};
 

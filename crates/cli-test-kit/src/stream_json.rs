@@ -22,8 +22,8 @@ pub fn turn(rule: LineRule, session: &str) -> LineRule {
     ))
 }
 
-/// A resident stream-json CLI: each `user` line is one clean turn ([`turn`]) on the session
-/// its argv names (a fork gets a new id, a resume keeps its id, a new session the host's id,
+/// A resident stream-json CLI: `initialize` is answered (a pre-warm's warm-up), each `user`
+/// line is one clean turn ([`turn`]) on the session its argv names (a fork gets a new id, a resume keeps its id, a new session the host's id,
 /// a bare run a new one). `extra` line rules come first (a crash, a stall, noise). Its rules
 /// match resident invocations only, so a per-turn script's rules can be appended.
 pub fn resident(extra: &[LineRule]) -> Scenario {
@@ -38,11 +38,16 @@ pub fn resident(extra: &[LineRule]) -> Scenario {
         ),
         (Rule::when([RESIDENT]), "${SESSION}"),
     ];
+    // The warm-up of a pre-warm: answered at once, no turn.
+    let initialize = LineRule::when([r#""subtype":"initialize""#]).stdout(
+        r#"{"type":"control_response","response":{"subtype":"success","request_id":"${FIELD:request_id}","response":{}}}"#,
+    );
     let mut scenario = Scenario::new().capture_arg_flag("--mcp-config");
     for (mut rule, session) in rules {
         for line in extra {
             rule = rule.serve(line.clone());
         }
+        rule = rule.serve(initialize.clone());
         scenario = scenario.rule(rule.serve(turn(LineRule::when([USER_LINE]), session)));
     }
     scenario

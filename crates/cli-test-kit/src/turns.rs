@@ -86,7 +86,9 @@ fn round(ms: f64) -> f64 {
 /// returns; else, for each of `modes` (its name in the output, its process mode), a fresh
 /// namespace directory and workspace, the driver that `driver(base, work, binary, mode)`
 /// builds there, and one measured [`thread_of_turns`] of `turns` turns, printed as a table
-/// row, or as a JSON line with `--json` among the program's arguments.
+/// row, or as a JSON line with `--json` among the program's arguments. The resident mode is
+/// then measured once more after an untimed [`Driver::prewarm`] of the first turn, as the
+/// row `prewarmed`: its `first_turn_ms` is the first turn on the pre-warmed process.
 ///
 /// # Panics
 /// As [`thread_of_turns`], or when no Tokio runtime or temporary directory can be made.
@@ -107,11 +109,21 @@ pub fn run_turns_bench<D: Dialect>(
         .enable_all()
         .build()
         .expect("a runtime");
-    for (mode, process_mode) in modes {
+    // A resident mode is measured twice: cold, and pre-warmed (a row of its own, `prewarmed`).
+    let resident = modes
+        .iter()
+        .find(|(_, m)| matches!(m, driver_cli::ProcessMode::Resident(_)))
+        .map(|(_, m)| *m);
+    let runs = modes
+        .into_iter()
+        .map(|(mode, m)| (mode, m, false))
+        .chain(resident.map(|m| ("prewarmed", m, true)));
+    for (mode, process_mode, prewarm) in runs {
         let base = tempfile::tempdir().expect("temp dir");
         let work = tempfile::tempdir().expect("temp dir");
         let driver = driver(base.path(), work.path(), &bin, process_mode);
-        if let Some(row) = runtime.block_on(thread_of_turns(mode, &driver, turns)) {
+        let row = runtime.block_on(measure(mode, &driver, turns, prewarm));
+        if let Some(row) = row {
             row.print(json);
         }
     }
@@ -132,6 +144,18 @@ pub async fn thread_of_turns<D: Dialect>(
     mode: &str,
     driver: &CliDriver<D>,
     turns: usize,
+) -> Option<TurnsRow> {
+    measure(mode, driver, turns, false).await
+}
+
+/// [`thread_of_turns`], after an untimed [`Driver::prewarm`] of the first turn's request
+/// when `prewarm`: the first turn then runs on the pre-warmed process, as a host's first
+/// turn after `Thread::prewarm` does.
+async fn measure<D: Dialect>(
+    mode: &str,
+    driver: &CliDriver<D>,
+    turns: usize,
+    prewarm: bool,
 ) -> Option<TurnsRow> {
     assert!(turns >= 2, "a first turn and at least one later turn");
     if let Err(refused) = driver.validate_config() {
@@ -155,9 +179,30 @@ pub async fn thread_of_turns<D: Dialect>(
     );
     let mut state = None;
     let mut times = Vec::with_capacity(turns);
+    let request = |turn: usize| {
+        Request::new(RunId::new(format!("turn-{turn}")), "Say OK.", profile)
+            .with_workspace(env.cwd().to_string_lossy())
+    };
+    let mut ticket = None;
+    if prewarm {
+        let started = Instant::now();
+        let warmed = driver
+            .prewarm(request(0))
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: the pre-warm failed: {e:?}"));
+        if verbose() {
+            eprintln!(
+                "{mode}: pre-warm {:.1} ms",
+                started.elapsed().as_secs_f64() * 1000.0
+            );
+        }
+        ticket = warmed.ticket;
+    }
     for turn in 0..turns {
-        let mut request = Request::new(RunId::new(format!("turn-{turn}")), "Say OK.", profile)
-            .with_workspace(env.cwd().to_string_lossy());
+        let mut request = request(turn);
+        if let Some(ticket) = ticket.take() {
+            request = request.with_prewarmed(ticket);
+        }
         if let Some(state) = &state {
             request = request.with_session(SessionContext::continue_only(Clone::clone(state)));
         }
@@ -179,6 +224,31 @@ pub async fn thread_of_turns<D: Dialect>(
         );
     }
     driver.close_processes().await.expect("close");
+    if prewarm && verbose() {
+        // Diagnostics only: one more turn after a pre-warm of the stored session's resume.
+        let resume = |turn| {
+            let state = state.clone().expect("a checkpoint");
+            request(turn).with_session(SessionContext::continue_only(state))
+        };
+        driver
+            .prewarm(resume(turns))
+            .await
+            .expect("the resume's pre-warm");
+        let started = Instant::now();
+        let response = driver
+            .run(resume(turns + 1), Arc::new(CollectingSink::new()))
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: the resumed turn failed: {e:?}"));
+        assert!(
+            response.failure.is_none(),
+            "{mode}: the resumed turn failed"
+        );
+        eprintln!(
+            "{mode}: first turn after a resume's pre-warm {:.1} ms",
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+        driver.close_processes().await.expect("close");
+    }
     let rss_kib = sampler.stop();
     let mut later = times[1..].to_vec();
     later.sort_by(f64::total_cmp);

@@ -14,6 +14,7 @@
 //! 6. the one event loop ([`crate::turn`]) and the one judgement.
 
 pub(crate) mod options;
+mod prewarm;
 mod side;
 pub(crate) mod turn;
 
@@ -23,8 +24,8 @@ use std::sync::Arc;
 use compat_fingerprint::Fingerprint;
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver,
-    DriverError, EventSink, FailureKind, ProcessLifecycle, Redactor, Request, Response, RunFailure,
-    SessionCodec,
+    DriverError, EventSink, FailureKind, Prewarmed, ProcessLifecycle, Redactor, Request, Response,
+    RunFailure, SessionCodec,
 };
 use runtime_env::RuntimeEnv;
 
@@ -88,6 +89,7 @@ impl<D: Dialect> CliDriver<D> {
         self.options
             .capabilities()
             .with_persistent_processes(self.pool.is_some())
+            .with_prewarm(self.prewarms())
             .with_approvals(self.options.resident().is_some_and(|p| p.approvals()))
     }
 
@@ -444,6 +446,13 @@ impl<D: Dialect> Driver for CliDriver<D> {
                 self.with_namespace_files(&turn, config, &*sink).await
             }
         }
+    }
+
+    /// In resident mode: the run's checks, then its process started and its session opened
+    /// without a prompt (resident mode's pre-warm, `docs/drivers.md`); with one process per turn,
+    /// [`Unsupported::Prewarm`](driver_spi::Unsupported::Prewarm).
+    async fn prewarm(&self, request: Request) -> Result<Prewarmed, DriverError> {
+        self.prewarm_request(request).await
     }
 
     fn session_codec(&self) -> Option<&dyn SessionCodec> {

@@ -8,13 +8,15 @@
 //!    which a protocol may apply only when it opens a session: Codex opens a thread
 //!    `untrusted` when commands ask, so a process whose thread is loaded under another policy
 //!    must not serve the turn);
-//! 2. the pool's decision for the conversation: reuse its idle process when the signature is
-//!    equal, else retire it (recycle, or replace a dead one) *before* a new one starts; a
-//!    fork first retires its parent's idle process, so no other process holds the parent;
+//! 2. the pool's decision for the conversation (or, for a new, stateless or forked session,
+//!    the place a pre-warm reserved under the request's ticket for this plan,
+//!    [`prewarm`]): reuse its idle process when the signature is equal, else retire it
+//!    (recycle, or replace a dead one) *before* a new one starts; a fork first retires its
+//!    parent's idle process, so no other process holds the parent;
 //! 3. a new process: spawned like a per-turn one (same environment, group and limits) with
 //!    stdin kept open, then the protocol's handshake;
 //! 4. the session opened unless the process has it loaded (a start, a cold resume or a
-//!    fork); a peer's refusal is judged by the protocol (`UnknownSession` becomes
+//!    fork) or was pre-warmed (its session is open; a new session is the one it opened); a peer's refusal is judged by the protocol (`UnknownSession` becomes
 //!    `ResumeRejected` before anything is emitted); what the process sends while the session
 //!    opens (a replayed history) is dropped, never emitted as the turn's;
 //! 5. the turn's one redactor: the turn's secrets ([`turn_redactor`]) and those the process
@@ -32,20 +34,18 @@
 //! ended. Within a turn, a protocol that names turns ([`ResidentProtocol::turn_of`]) has only
 //! its own turn's messages read: those of another turn are dropped.
 
-use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 use std::time::Duration;
 
 use driver_spi::{
-    ConfigError, DriverError, EventSink, ExitStatus, FailureKind, ProcessSignature, Redactor,
-    Request, Response, ResumeRejectReason, RunFailure,
+    DriverError, EventSink, ExitStatus, FailureKind, Redactor, Request, Response,
+    ResumeRejectReason, RunFailure,
 };
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::dialect::{Dialect, Invocation, Translator as _, Turn};
-use crate::driver::options::CommonOptions as _;
 use crate::driver::turn::{Gate, Stop, fail_early, judge, required_servers};
 use crate::driver::turn_redactor;
 use driver_process::peer::{Inbox, Incoming, RpcError, RpcPeer};
@@ -53,7 +53,9 @@ use driver_process::pool::{ConversationKey, Endings, ProcessPool, Resident};
 use driver_process::process::ChildHandle;
 
 mod approval;
+mod launch;
 mod open;
+pub(crate) mod prewarm;
 mod protocol;
 mod read;
 
@@ -64,9 +66,9 @@ use driver_process::command::CliCommand;
 use driver_process::command::Limits;
 use driver_process::error::ProcessError;
 use driver_process::files::RunDir;
-use driver_process::files::RunFiles;
 use driver_process::process::CliProcess;
 use driver_process::process::Finished;
+use launch::Launch;
 use open::{Opened, open};
 pub use protocol::{Call, Rejection, Replay, ResidentProtocol, TurnNotes};
 use read::{Read, read_turn};
@@ -83,6 +85,8 @@ pub(crate) struct ResidentProcess {
     carried: Option<Value>,
     /// The process's per-run config file, removed when the process is dropped.
     files: Option<RunDir>,
+    /// Pre-warmed: its session is open (or named at launch) and no prompt was sent yet.
+    prewarmed: bool,
 }
 
 impl std::fmt::Debug for ResidentProcess {
@@ -141,6 +145,7 @@ impl ResidentProcess {
             limits,
             carried: None,
             files: None,
+            prewarmed: false,
         };
         for call in protocol.handshake() {
             if let Err(err) = process.send(&call).await {
@@ -198,41 +203,6 @@ fn with_stderr(mut failure: RunFailure, finished: &Finished) -> RunFailure {
         failure.message.push_str(&finished.stderr_tail);
     }
     failure
-}
-
-/// The exact launch configuration of `command` for `turn`, as a private signature.
-fn signature(
-    binary: &Path,
-    invocation: &Invocation,
-    run_file: Option<&[u8]>,
-    turn: &Turn<'_>,
-    default_model: Option<&str>,
-) -> ProcessSignature {
-    let request = turn.request;
-    let cwd = request
-        .workspace
-        .as_deref()
-        .unwrap_or(turn.env.cwd().to_string_lossy().as_ref())
-        .to_owned();
-    let mut builder = ProcessSignature::builder()
-        .command(binary.to_string_lossy(), invocation.args.iter().cloned())
-        .cwd(cwd)
-        .secret_env(&request.runtime.secret_env)
-        .secret_env(&invocation.secrets)
-        .services(&request.runtime.services)
-        .mcp(&request.mcp)
-        .model(request.model.as_deref().or(default_model))
-        .component("namespace", turn.env.namespace().as_str())
-        // What the process may do: a protocol may apply it only when it opens a session
-        // (Codex's `untrusted` thread), which a reused process with the session loaded skips.
-        .component("permissions", request.permissions.to_string());
-    for (name, value) in &invocation.vars {
-        builder = builder.env(name.clone(), value.clone());
-    }
-    if let Some(contents) = run_file {
-        builder = builder.component("run_file", String::from_utf8_lossy(contents));
-    }
-    builder.finish()
 }
 
 /// A turn in flight on a resident process. Dropped before [`finish`](Self::finish) (the run
@@ -298,10 +268,6 @@ impl Drop for InFlight {
     }
 }
 
-/// The file name a per-run config file has in the signature's argv: its real path differs
-/// per process, its contents are a component of their own.
-const RUN_FILE_PLACEHOLDER: &str = "<run-dir>";
-
 /// One resident turn of `dialect` (steps 1–7 of the module docs).
 pub(crate) async fn run<D: Dialect>(
     dialect: &D,
@@ -313,93 +279,33 @@ pub(crate) async fn run<D: Dialect>(
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {
     let request = turn.request;
-    let cli = dialect.cli();
-    let limits = cli.limits;
-    let run_file = match config {
-        ConfigFiles::None => None,
-        ConfigFiles::RunFile { name, contents } => Some((name, contents)),
-        ConfigFiles::Namespace(_) => {
-            // A resident process cannot hold the namespace's turn lock between turns.
-            return Err(ConfigError::invalid(
-                "process_mode",
-                "this CLI reads its config from namespace files, which resident mode cannot keep",
-            )
-            .into());
-        }
-    };
-    let placeholder = run_file
-        .as_ref()
-        .map(|(name, _)| PathBuf::from(RUN_FILE_PLACEHOLDER).join(name));
-    let shown = Turn {
-        run_file: placeholder.as_deref(),
-        ..*turn
-    };
-    let invocation = dialect.invocation(&shown)?;
-    let contents = run_file.as_ref().map(|(_, c)| c.as_slice());
-    let signature = signature(
-        &cli.binary,
-        &invocation,
-        contents,
-        turn,
-        cli.model.as_deref(),
-    );
-    let key = |conversation: &str| ConversationKey::new(turn.env.namespace().clone(), conversation);
+    let launch = Launch::new(dialect, protocol, pool, turn, config, command)?;
+    let invocation = &launch.invocation;
+    let key = |conversation: &str| launch.key(conversation);
     if let SessionPlan::Fork(parent) = turn.plan {
         pool.retire(&key(parent)).await;
     }
-    let conversation = match turn.plan {
-        SessionPlan::Resume(id) => Some(key(id)),
-        _ => None,
-    };
+    let place = launch.place(request.prewarmed.as_ref());
     let mut checkout = pool
-        .check_out(conversation.as_ref(), &signature)
+        .check_out(place.as_ref(), &launch.signature)
         .await
         .map_err(|e| DriverError::Failed(RunFailure::new(FailureKind::Limit, e.to_string())))?;
-    // A new process: its own config file (removed when it ends), the session named at launch.
-    let start = || async {
-        let files = match &run_file {
-            None => None,
-            Some((name, contents)) => {
-                let files = RunFiles::create(
-                    turn.env,
-                    &dialect.runtime().descriptor,
-                    request.run_id.as_str(),
-                )?;
-                let path = files.write(name, contents)?;
-                Some((files.keep(), path))
-            }
-        };
-        let launched = Turn {
-            run_file: files.as_ref().map(|(_, path)| path.as_path()),
-            ..*turn
-        };
-        let mut invocation = dialect.invocation(&launched)?;
-        invocation.args.extend(protocol.launch_session(turn));
-        // The launch's secrets: kept by the process for every turn it serves.
-        let redactor = turn_redactor(turn, &invocation);
-        let mut process = ResidentProcess::start(
-            turn.env,
-            command(invocation, redactor),
-            limits,
-            pool.limits().max_idle_output,
-            protocol,
-        )
-        .await?;
-        process.files = files.map(|(files, _)| files);
-        if protocol.open(turn, None).is_none() {
-            // Named at launch: the plan's id, or the one the events will report.
-            process.loaded = turn.plan.expected_id().map(str::to_owned);
-        }
-        Ok::<_, DriverError>(process)
-    };
     let (mut process, mut reused) = match checkout.process.take() {
         Some(process) => {
             // Nothing the process wrote while idle reaches this turn.
             process.peer.begin_turn();
             (process, true)
         }
-        None => (start().await?, false),
+        None => (launch.start().await?, false),
     };
+    // A pre-warmed process has its session open and was sent nothing: a new session is the
+    // one it opened (or named at launch), and it is not opened again.
+    let mut warm = std::mem::take(&mut process.prewarmed);
+    let warm_id = process.loaded.clone().filter(|_| warm);
+    let mut current = *turn;
+    if let (SessionPlan::Start(_), Some(id)) = (turn.plan, warm_id.as_deref()) {
+        current.plan = SessionPlan::Start(Some(id));
+    }
     let required = required_servers(request);
     loop {
         let mut flight = InFlight {
@@ -408,14 +314,20 @@ pub(crate) async fn run<D: Dialect>(
             endings: pool.endings(),
             pending: Pending::default(),
         };
-        let session = match open(&mut flight, protocol, turn).await {
+        let opened = if std::mem::take(&mut warm) {
+            Ok(flight.process().loaded.clone())
+        } else {
+            open(&mut flight, protocol, &current).await
+        };
+        let session = match opened {
             Ok(session) => session,
             // A reused process that died unseen: nothing was delivered, so a fresh one may
             // serve the turn.
             Err(Opened::Gone(_)) if reused => {
                 flight.finish().close().await;
                 pool.note_replaced();
-                (process, reused) = (start().await?, false);
+                (process, reused) = (launch.start().await?, false);
+                current = *turn;
                 continue;
             }
             Err(Opened::Gone(failure)) => {
@@ -434,21 +346,21 @@ pub(crate) async fn run<D: Dialect>(
         };
         if let Some(stop) = session
             .as_deref()
-            .and_then(|s| crate::driver::turn::session_stop(turn.plan, s))
+            .and_then(|s| crate::driver::turn::session_stop(current.plan, s))
         {
             let finished = flight.finish().close().await;
-            return Err(fail_early(stop, turn.plan, false, &finished, sink));
+            return Err(fail_early(stop, current.plan, false, &finished, sink));
         }
         flight.process().loaded.clone_from(&session);
 
         // One turn, one redactor: the turn's secrets and those the process was launched with
         // (for an earlier turn, maybe), for its events, its approvals and its stderr.
-        let mut redactor = turn_redactor(turn, &invocation);
+        let mut redactor = turn_redactor(&current, invocation);
         redactor.merge(flight.process().child.redaction());
         flight.process().child.set_redaction(redactor.clone());
 
         // The prompt, sent once; then the turn's notifications.
-        let prompt = protocol.prompt(turn, session.as_deref());
+        let prompt = protocol.prompt(&current, session.as_deref());
         let mut translator = Tracked::new(dialect.translator(request, redactor.clone()));
         translator.continue_from(flight.process().carried.as_ref());
         if let Some(session) = session.as_deref() {
@@ -463,7 +375,7 @@ pub(crate) async fn run<D: Dialect>(
             &prompt,
             session.as_deref(),
             &mut translator,
-            Gate::new(turn.plan, &required),
+            Gate::new(current.plan, &required),
             &mut started,
             sink,
         )
@@ -474,7 +386,8 @@ pub(crate) async fn run<D: Dialect>(
             Read::Undelivered(_) if reused => {
                 done.close().await;
                 pool.note_replaced();
-                (process, reused) = (start().await?, false);
+                (process, reused) = (launch.start().await?, false);
+                current = *turn;
                 continue;
             }
             Read::Undelivered(failure) => Some(Stop::Refused(failure)),
@@ -485,19 +398,19 @@ pub(crate) async fn run<D: Dialect>(
             // A CLI that names the session at launch refuses an unknown one by exiting.
             if matches!(stop, Stop::Ended)
                 && !started
-                && turn.plan.is_resuming()
+                && current.plan.is_resuming()
                 && dialect.unknown_session(&translator, &finished)
             {
                 return Err(ResumeRejectReason::UnknownSession.into());
             }
-            return Err(fail_early(stop, turn.plan, started, &finished, sink));
+            return Err(fail_early(stop, current.plan, started, &finished, sink));
         }
         done.carried = translator.carried();
         let finished = Finished::new(ExitStatus::Success, done.child.stderr_tail());
         let session = session.or_else(|| translator.session_id().map(str::to_owned));
-        let result = judge(dialect, turn, translator, &finished, sink);
+        let result = judge(dialect, &current, translator, &finished, sink);
         match (&session, &result) {
-            (Some(session), Ok(_)) if turn.plan != SessionPlan::Stateless => {
+            (Some(session), Ok(_)) if current.plan != SessionPlan::Stateless => {
                 done.loaded = Some(session.clone());
                 // The pool quiets it.
                 checkout.check_in(key(session), done).await;

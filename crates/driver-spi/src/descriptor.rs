@@ -70,6 +70,9 @@ impl Descriptor {
 /// - [`persistent_processes`](Self::persistent_processes) is declared **if and only if** the
 ///   driver returns a [`ProcessLifecycle`](crate::ProcessLifecycle), so the core can close
 ///   every process the driver owns.
+/// - [`prewarm`](Self::prewarm) is declared **if and only if**
+///   [`Driver::prewarm`](crate::Driver::prewarm) does not refuse with
+///   [`Unsupported::Prewarm`], and implies [`persistent_processes`](Self::persistent_processes).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Capabilities {
@@ -91,6 +94,10 @@ pub struct Capabilities {
     /// [`OutputSchema`](crate::OutputSchema) natively.
     #[serde(default)]
     pub structured_output: bool,
+    /// A process can be started and its session opened before the run that needs it
+    /// ([`Driver::prewarm`](crate::Driver::prewarm)).
+    #[serde(default)]
+    pub prewarm: bool,
 }
 
 impl Capabilities {
@@ -132,6 +139,12 @@ impl Capabilities {
     /// Declares (or not) native structured output.
     pub fn with_structured_output(mut self, structured: bool) -> Self {
         self.structured_output = structured;
+        self
+    }
+
+    /// Declares (or not) pre-warmed processes.
+    pub fn with_prewarm(mut self, prewarm: bool) -> Self {
+        self.prewarm = prewarm;
         self
     }
 
@@ -191,6 +204,10 @@ pub enum Unsupported {
     /// An MCP transport.
     #[error("MCP transport {} is not supported by this driver", transport_name(*.0))]
     McpTransport(TransportKind),
+    /// Pre-warming a process ([`Driver::prewarm`](crate::Driver::prewarm)): the driver keeps
+    /// no process between runs (in its current mode).
+    #[error("pre-warming a process is not supported by this driver in its current mode")]
+    Prewarm,
     /// A native output schema, from a driver whose runtime has no structured output (the host
     /// may choose [`SchemaDelivery::PromptOnly`](crate::SchemaDelivery::PromptOnly)).
     #[error("structured output is not supported natively by this driver")]

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use crate::{
-    ConfigError, ConfigFingerprinter, Descriptor, DriverError, EventSink, ProcessLifecycle,
-    Request, Response, SessionCodec,
+    ConfigError, ConfigFingerprinter, Descriptor, DriverError, EventSink, Prewarmed,
+    ProcessLifecycle, Request, Response, SessionCodec, Unsupported,
 };
 
 /// A driver turns one [`Request`] into one run of an agent runtime (the Codex, Claude Code,
@@ -59,6 +59,31 @@ pub trait Driver: Send + Sync {
     /// The process lifecycle, for a driver that keeps runtime processes alive.
     fn process_lifecycle(&self) -> Option<&dyn ProcessLifecycle> {
         None
+    }
+
+    /// Starts the runtime process the next [`run`](Self::run) of `request` needs and opens
+    /// (or resumes) its session without a prompt, so that run finds it ready, for a driver
+    /// that declares [`prewarm`](crate::Capabilities::prewarm). `request` is the concrete
+    /// request that run will send; its prompt is ignored.
+    ///
+    /// # Contract
+    /// - Everything the run would refuse before it launches is refused here with the same
+    ///   error, before any process starts.
+    /// - A resume's process is found by its session, as every resident turn's is; a request
+    ///   with no stored session to continue gets a [`PrewarmTicket`](crate::PrewarmTicket)
+    ///   in [`Prewarmed::ticket`], which the next run carries
+    ///   ([`Request::with_prewarmed`]). Either way the process serves that run only when the
+    ///   run's exact [`ProcessSignature`](crate::ProcessSignature) is the pre-warm's: a
+    ///   rotation in between recycles it before the prompt.
+    /// - Nothing is delivered and nothing is persisted beyond what opening a session writes
+    ///   in the runtime's own state; a process never used is evicted like any idle one.
+    ///
+    /// # Errors
+    /// [`Unsupported::Prewarm`] by default (and from a driver that does not declare it), and
+    /// every error a run returns before it delivers its prompt.
+    async fn prewarm(&self, request: Request) -> Result<Prewarmed, DriverError> {
+        let _ = request;
+        Err(Unsupported::Prewarm.into())
     }
 
     /// The credential namespace whose runtime state this driver runs in (`user:alice`, the

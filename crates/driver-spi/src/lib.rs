@@ -33,6 +33,7 @@
 //! | [`SessionCodec`] | optional: checkpoint state ⇄ stored [`SessionParams`], guard fingerprint |
 //! | [`ConfigFingerprinter`] | optional: stable fingerprint of the construction config (secret env values left out) |
 //! | [`ProcessLifecycle`] | optional: close every runtime process the driver owns |
+//! | [`Driver::prewarm`] | optional: start a run's process and open its session before the run ([`Prewarmed`], [`PrewarmTicket`]) |
 //! | [`Request`] | the concrete, current invocation: prompt, [`SessionContext`], [`RuntimePayload`] (services, secret env), effective MCP servers, [`ProfilePayload`], workspace, model, instructions, metadata |
 //! | [`Response`] | output, [`ExitStatus`], [`Usage`], [`Checkpoint`], typed [`RunFailure`] |
 //! | [`DriverError`] | typed: [`ResumeRejected`](DriverError::ResumeRejected), invalid config, unsupported, failed, cancelled |
@@ -98,7 +99,7 @@
 //!
 //! # Features
 //! - `conformance`: the driver conformance kit, `driver_spi::conformance`: named clauses
-//!   (DSC, CFG, CAP, SES, EVT, RSP, CUR, PRC) run against any driver factory.
+//!   (DSC, CFG, CAP, SES, EVT, RSP, CUR, PRC, PRW) run against any driver factory.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
@@ -114,6 +115,7 @@ mod error;
 mod event;
 mod output;
 mod permission;
+mod prewarm;
 mod process;
 pub mod reference;
 mod request;
@@ -136,6 +138,7 @@ pub use event::{
 };
 pub use output::{OutputSchema, SchemaDelivery, StrictSchemaError};
 pub use permission::{Action, ParsePolicyError, Permission, PermissionPolicy};
+pub use prewarm::{PrewarmTicket, Prewarmed};
 pub use process::{ProcessAction, ProcessLifecycle, ProcessSignature, ProcessSignatureBuilder};
 pub use request::{ProfilePayload, Redactor, Request, RuntimePayload};
 pub use response::{

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use compat_fingerprint::Fingerprint;
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
-use crate::{Approvals, OutputSchema, PermissionPolicy, SessionContext};
+use crate::{Approvals, OutputSchema, PermissionPolicy, PrewarmTicket, SessionContext};
 
 /// One invocation of a driver: everything it needs, concrete and current.
 ///
@@ -82,6 +82,10 @@ pub struct Request {
     /// The JSON Schema the final answer must match, for this run only; delivered natively by
     /// a driver that declares [`structured_output`](crate::Capabilities::structured_output).
     pub output_schema: Option<OutputSchema>,
+    /// The ticket of a pre-warm of this request ([`Driver::prewarm`](crate::Driver::prewarm)),
+    /// whose process this run takes when its exact configuration is the pre-warm's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prewarmed: Option<PrewarmTicket>,
 }
 
 impl Request {
@@ -102,7 +106,14 @@ impl Request {
             permissions: PermissionPolicy::default(),
             approvals: Approvals::default(),
             output_schema: None,
+            prewarmed: None,
         }
+    }
+
+    /// Sets the ticket of a pre-warm of this request ([`prewarmed`](Self::prewarmed)).
+    pub fn with_prewarmed(mut self, ticket: PrewarmTicket) -> Self {
+        self.prewarmed = Some(ticket);
+        self
     }
 
     /// Sets the output schema.

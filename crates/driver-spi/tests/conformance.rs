@@ -3,7 +3,8 @@
 
 use driver_spi::conformance::{self, ReferenceFactory};
 
-/// The reference driver passes every clause, with nothing skipped; a failure names the
+/// The reference driver passes every clause but the pre-warm ones (its processes are
+/// simulated, so it keeps none to warm: CAP-05 judges its refusal); a failure names the
 /// clause ids.
 #[test]
 fn reference_driver() {
@@ -13,5 +14,5 @@ fn reference_driver() {
     let factory = ReferenceFactory::new();
     let report = runtime.block_on(conformance::run(&factory));
     println!("{report}");
-    report.assert_passed();
+    report.assert_passed_except(&[conformance::Clause::Prw01, conformance::Clause::Prw02]);
 }

@@ -47,6 +47,13 @@ impl ResidentProtocol for Resident {
         None
     }
 
+    /// `initialize`: both CLIs print nothing before their first message, and answer it once
+    /// they have started (Claude Code in about 0.9 s, CodeBuddy in about 3 s; see
+    /// `docs/stream-json-resident.md` §6), without opening a turn.
+    fn warm_up(&self) -> Option<Call> {
+        Some(Call::request("initialize", json!({})))
+    }
+
     fn prompt(&self, turn: &Turn<'_>, _session: Option<&str>) -> Call {
         Call::notification(
             "user",

@@ -390,8 +390,11 @@ impl Templates<'_> {
             "SESSION" => Some(served.session.clone()),
             "COUNT" => Some(served.count.to_string()),
             _ => {
-                let path = name.strip_prefix("PARAM:")?;
-                let mut value = served.line.as_ref().and_then(|line| line.get("params"));
+                // `PARAM:` from the line's params, `FIELD:` from the line itself.
+                let (path, mut value) = match name.strip_prefix("PARAM:") {
+                    Some(path) => (path, served.line.as_ref().and_then(|l| l.get("params"))),
+                    None => (name.strip_prefix("FIELD:")?, served.line.as_ref()),
+                };
                 for segment in path.split('.') {
                     value = value.and_then(|v| match v {
                         serde_json::Value::Array(items) => {

@@ -128,6 +128,8 @@ pub struct LineRule {
 /// * `${PARAM:<path>}`: the string at `params.<path>` of the received line, JSON-escaped without
 ///   the quotes; empty when absent or not a string. `<path>` is dotted, and a numeric segment
 ///   indexes an array: `input.0.text`;
+/// * `${FIELD:<path>}`: the same from the received line itself (a stream-json control
+///   request's `request_id`: `${FIELD:request_id}`);
 /// * `${PID}`: the fake's process id (decimal);
 /// * `${SESSION}`: a UUID chosen once per process (the same value in every answer);
 /// * `${COUNT}`: how many lines this process has received, including this one (`0` before any).

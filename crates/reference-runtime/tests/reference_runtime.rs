@@ -89,7 +89,8 @@ fn conformance_on_disk() {
     let factory = ReferenceFactory::with_backend(backend);
     let report = block_on(conformance::run(&factory));
     println!("{report}");
-    report.assert_passed();
+    // The reference driver keeps no process to warm: CAP-05 judges its refusal.
+    report.assert_passed_except(&[conformance::Clause::Prw01, conformance::Clause::Prw02]);
 }
 
 #[test]

@@ -29,6 +29,9 @@
 //! approvals; [`resident::run_resident_scenario`] is the
 //! resident-process scenario (one live process reused, recycled on a rotation, a fork,
 //! nothing left after `Agent::close`) that every resident-capable driver's test runs;
+//! [`prewarm::run_prewarm_scenario`] is the pre-warm scenario (a new and a stored Thread's
+//! first turn on the pre-warmed process, an incompatible pre-warm refused before any process
+//! starts, a rotation that recycles it) of every pre-warming driver;
 //! [`structured::run_structured_scenario`] is the structured-output scenario (a valid answer
 //! as typed data, the schema seen by the model, a violating answer refused by the core with
 //! nothing persisted) of every CLI with native structured output.
@@ -95,6 +98,7 @@ pub mod gemini;
 mod hosts;
 mod names;
 mod openai;
+pub mod prewarm;
 pub mod real_cli;
 mod record;
 pub mod resident;

@@ -273,10 +273,12 @@ impl Driver for WorkerDriver {
     /// The configuration's descriptor, but for `persistent_processes`, which is always
     /// declared: the worker is a process kept between runs, which
     /// [`process_lifecycle`](Driver::process_lifecycle) ends. (No Thread fingerprint covers
-    /// it, so a Thread moves between in process and a worker all the same.)
+    /// it, so a Thread moves between in process and a worker all the same.) `prewarm` is not
+    /// declared: the wire has no pre-warm message yet.
     fn descriptor(&self) -> Descriptor {
         let mut descriptor = self.shadow.descriptor();
         descriptor.capabilities.persistent_processes = true;
+        descriptor.capabilities.prewarm = false;
         descriptor
     }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use driver_spi::{DriverError, FailureKind, Request, Response, RuntimePayload, SessionContext};
-use run_service::{RunAttachment, RunViews};
+use run_service::{RunAttachment, RunId, RunViews};
 use runtime_env::Redactor;
 use thread_store::{Lease, StoreError, ThreadStore};
 use tokio::sync::watch;
@@ -52,12 +52,13 @@ impl AbortOnDrop {
 /// The run's concrete request, without its session: the current endpoints and credentials,
 /// exactly. The attachments' services move into it; only the views were needed of them.
 pub(super) fn request(
-    cx: &RunCx<'_>,
+    thread: &Thread,
+    run_id: &RunId,
     prompt: String,
     attachments: &mut [RunAttachment],
     views: &RunViews,
 ) -> Request {
-    let inner = &cx.thread.agent.inner;
+    let inner = &thread.agent.inner;
     let services: Vec<_> = attachments
         .iter_mut()
         .flat_map(|a| std::mem::take(&mut a.services))
@@ -68,7 +69,7 @@ pub(super) fn request(
         RuntimePayload::from_services(services),
         RuntimePayload::with_secret_env,
     );
-    let schema = cx.thread.output_schema.as_ref();
+    let schema = thread.output_schema.as_ref();
     let prompt = match schema {
         Some(s) if s.delivery() == driver_spi::SchemaDelivery::PromptOnly => {
             crate::output::prompt_only(&prompt, s)
@@ -76,14 +77,14 @@ pub(super) fn request(
         _ => prompt,
     };
     let mut base = Request::new(
-        cx.run_id.clone(),
+        run_id.clone(),
         prompt,
-        profile_payload(&inner.profile, views, &cx.thread.permissions()),
+        profile_payload(&inner.profile, views, &thread.permissions()),
     )
     .with_runtime(runtime)
     .with_mcp(mcp)
-    .with_permissions(cx.thread.permissions())
-    .with_approvals(cx.thread.approvals());
+    .with_permissions(thread.permissions())
+    .with_approvals(thread.approvals());
     if let Some(workspace) = &inner.profile.workspace {
         base = base.with_workspace(workspace.clone());
     }
@@ -133,7 +134,7 @@ pub(super) struct Driven {
 }
 
 /// The session context `plan` runs under.
-fn session(thread: &Thread, plan: &Plan) -> Result<SessionContext, ThreadError> {
+pub(super) fn session(thread: &Thread, plan: &Plan) -> Result<SessionContext, ThreadError> {
     Ok(match plan {
         Plan::Start { .. } => SessionContext::start(),
         // A claim must never become a fresh session: only a real resume proves the session

@@ -15,7 +15,9 @@
 //!    releasing the leases, or renewing a sticky one the driver still holds.
 //! 7. Tear down within a budget ([`attach::detach_all`]).
 //!
-//! [`explain`] runs steps 1 to 4 without the lease, the driver or any write.
+//! [`explain`] runs steps 1 to 4 without the lease, the driver or any write; [`prewarm`] runs
+//! them too, then the driver's pre-warm of the request step 5 would send, without a prompt
+//! (its attachment is kept for the Thread's next run, whose step 2 takes it).
 //!
 //! Tracing: a run is one `thread_run` span (INFO) carrying the run id and, in its `thread`
 //! field, a digest of the Thread key, never the key (a field named `key` would also be masked
@@ -28,6 +30,7 @@ mod attach;
 mod decide;
 mod drive;
 mod persist;
+pub(crate) mod warm;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,6 +47,7 @@ use self::attach::{attach_providers, check_contract, detach_all, identity, secre
 pub(crate) use self::decide::check_readable;
 use self::decide::{Plan, decide, decode_state, release_all, store_error};
 use self::drive::Driven;
+pub(crate) use self::warm::prewarm;
 use crate::events::CoreSink;
 use crate::explain::{Explanation, Verdict};
 use crate::sticky::{self, Held};
@@ -127,8 +131,17 @@ async fn execute_inner(
         .as_ref()
         .map(crate::output::Checker::new)
         .transpose()?;
-    // 2. Attach providers in order; unwind in reverse if one fails.
-    let (attached, mut attachments) = attach_providers(thread, run_id, &cancel).await?;
+    // 2. Attach providers in order; unwind in reverse if one fails. A pre-warm's attachment
+    // (attached under the pre-warm's own run id) serves instead, so the process it warmed
+    // sees the very same services.
+    let (attached, mut attachments, attached_as, prewarmed) =
+        match inner.prewarmed.take(&thread.key) {
+            Some(warm) => (warm.attached, warm.attachments, warm.run_id, warm.ticket),
+            None => {
+                let (attached, attachments) = attach_providers(thread, run_id, &cancel).await?;
+                (attached, attachments, run_id.clone(), None)
+            }
+        };
 
     let host_secrets = inner.host_secrets.iter().map(|b| b.value().clone());
     let redactor = Redactor::with_secrets(
@@ -146,6 +159,7 @@ async fn execute_inner(
         redactor,
         cancel,
         checker,
+        prewarmed,
     };
     let result = attached_run(&cx, prompt, &mut attachments).await;
     // The terminal event follows the outcome, persistence included: a run whose checkpoint
@@ -158,7 +172,7 @@ async fn execute_inner(
         },
     });
     // 7. Teardown, bounded.
-    detach_all(&attached, run_id, inner.teardown_budget).await;
+    detach_all(&attached, &attached_as, inner.teardown_budget).await;
     result
 }
 
@@ -214,30 +228,7 @@ async fn explain_inner(
             ..
         } = identity(thread, &attachments)?;
         let plan = decide(thread, &store, &breakdown, fingerprint).await?;
-        let verdict = match plan {
-            Plan::Start { archive, changes } => Verdict::Start {
-                replaces: archive.map(|r| r.id),
-                changes: changes.unwrap_or_default(),
-            },
-            Plan::Resume {
-                record,
-                claim: false,
-            } => {
-                decode_state(thread, &record.state)?;
-                Verdict::Resume { record: record.id }
-            }
-            Plan::Resume {
-                record,
-                claim: true,
-            } => {
-                decode_state(thread, &record.state)?;
-                Verdict::Claim { record: record.id }
-            }
-            Plan::Fork { parent } => {
-                decode_state(thread, &parent.state)?;
-                Verdict::Fork { parent: parent.id }
-            }
-        };
+        let verdict = verdict(thread, &plan)?;
         Ok(Explanation {
             verdict,
             fingerprint,
@@ -246,6 +237,35 @@ async fn explain_inner(
     .await;
     detach_all(&attached, run_id, inner.teardown_budget).await;
     decided
+}
+
+/// What a run under `plan` does with the stored conversation, its checkpoint decoded as the
+/// run would (a state the codec refuses is the run's error).
+fn verdict(thread: &Thread, plan: &Plan) -> Result<Verdict, ThreadError> {
+    Ok(match plan {
+        Plan::Start { archive, changes } => Verdict::Start {
+            replaces: archive.as_ref().map(|r| r.id.clone()),
+            changes: changes.clone().unwrap_or_default(),
+        },
+        Plan::Resume { record, claim } => {
+            decode_state(thread, &record.state)?;
+            if *claim {
+                Verdict::Claim {
+                    record: record.id.clone(),
+                }
+            } else {
+                Verdict::Resume {
+                    record: record.id.clone(),
+                }
+            }
+        }
+        Plan::Fork { parent } => {
+            decode_state(thread, &parent.state)?;
+            Verdict::Fork {
+                parent: parent.id.clone(),
+            }
+        }
+    })
 }
 
 /// What every step of one run shares.
@@ -258,6 +278,8 @@ struct RunCx<'a> {
     cancel: watch::Receiver<bool>,
     /// The run's output schema, compiled.
     checker: Option<crate::output::Checker>,
+    /// The ticket of the pre-warm whose attachment the run took, for the driver.
+    prewarmed: Option<driver_spi::PrewarmTicket>,
 }
 
 /// The run's compatibility identity, computed once from its session view.
@@ -358,7 +380,10 @@ async fn leased_run(
 
     // 5. Drive.
     let started = Instant::now();
-    let base = drive::request(cx, prompt, attachments, &identity.views);
+    let mut base = drive::request(cx.thread, cx.run_id, prompt, attachments, &identity.views);
+    if let Some(ticket) = &cx.prewarmed {
+        base = base.with_prewarmed(ticket.clone());
+    }
     let forwarders = drive::forward_events(attachments, &cx.sink);
     let driven = drive::run_with_retry(cx, plan, base, &mut leases).await;
     forwarders.drain().await;

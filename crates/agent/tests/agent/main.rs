@@ -11,6 +11,7 @@ mod lifecycle;
 mod matrix;
 mod ownership;
 mod persistence;
+mod prewarm;
 mod races;
 mod sticky;
 mod sticky_killed;

@@ -18,7 +18,8 @@ fn claude_code_fake_cli() {
     // clauses run on the resident factory below (a per-turn run that asks takes the same
     // protocol path), and the flags are checked by the argv tests and the real binary.
     let accepted = [
-        &[Clause::Prc01, Clause::Prc02][..],
+        // One process per turn: nothing to keep warm (CAP-05 judges the refusal).
+        &[Clause::Prc01, Clause::Prc02, Clause::Prw01, Clause::Prw02][..],
         &unscripted_policy_clauses(true),
     ]
     .concat();

@@ -181,6 +181,16 @@ pub trait ResidentProtocol: Send + Sync {
         None
     }
 
+    /// What a pre-warmed process is sent once its session is open, awaited, so that the
+    /// runtime has finished starting when the run comes
+    /// ([`Driver::prewarm`](driver_spi::Driver::prewarm)): for a CLI that starts lazily (the
+    /// stream-json CLIs print nothing and answer nothing before their first message, but
+    /// answer `initialize` once started). Its answer is dropped. The default: none (the
+    /// handshake and the session's opening were answered, so the process is ready).
+    fn warm_up(&self) -> Option<Call> {
+        None
+    }
+
     /// How long to wait before sending the call of `method` that opens `turn`'s session: for
     /// an agent that must not open a session too soon after it was last opened (Gemini's ACP
     /// mode loses a session loaded in the minute its recording was opened). The default: no

@@ -128,3 +128,31 @@ fn codebuddy_resident_reuses_recycles_forks_and_closes() {
         .await;
     });
 }
+
+#[test]
+fn codebuddy_resident_prewarms_new_and_stored_threads() {
+    let Some(bin) = test_kit::real_cli::binary(
+        "CODEBUDDY_BIN",
+        "driver-codebuddy pre-warmed first turns against the real codebuddy",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockChat::start(test_kit::prewarm::prewarm_script()).unwrap();
+    test_kit::real_cli::block_on(async {
+        let driver = Arc::new(driver(dir.path(), &bin, &model));
+        let config = config_dir(&driver);
+        test_kit::prewarm::run_prewarm_scenario(ResidentSetup {
+            dir: dir.path(),
+            driver: driver.clone(),
+            live_pids: &|| residents(&config),
+            pool_counts: &|| {
+                driver
+                    .pool_stats()
+                    .map(|s| (s.started, s.reused, s.recycled))
+            },
+            model_requests: &|| model.model_requests(),
+        })
+        .await;
+    });
+}

@@ -28,14 +28,14 @@ use crate::app_server_script::{
 use crate::support::{FakeCodex, fake_codex};
 
 /// A fake app-server, the record of every line it was sent, and drivers in app-server mode.
-struct Fake {
-    codex: FakeCodex,
+pub(crate) struct Fake {
+    pub(crate) codex: FakeCodex,
     served: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Fake {
-    fn new(scenario: Scenario) -> Self {
+    pub(crate) fn new(scenario: Scenario) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let served = dir.path().join("served.jsonl");
         let codex = fake_codex(scenario.serve_record(&served), &[]);
@@ -50,7 +50,7 @@ impl Fake {
         CodexOptions::new().with_process_mode(ProcessMode::Resident(limits))
     }
 
-    fn driver(&self) -> CodexDriver {
+    pub(crate) fn driver(&self) -> CodexDriver {
         self.codex.driver(self.options(PoolLimits::default()))
     }
 
@@ -60,11 +60,11 @@ impl Fake {
     }
 
     /// How many served lines contain `needle`.
-    fn count(&self, needle: &str) -> usize {
+    pub(crate) fn count(&self, needle: &str) -> usize {
         self.served().iter().filter(|l| l.contains(needle)).count()
     }
 
-    fn request(&self, prompt: &str) -> Request {
+    pub(crate) fn request(&self, prompt: &str) -> Request {
         request(prompt, &self.codex.workspace)
     }
 }
@@ -84,7 +84,7 @@ fn request(prompt: &str, workspace: &Path) -> Request {
 }
 
 /// The request with one MCP server whose bearer (`token`) travels in `UI_TOKEN`.
-fn with_token(request: Request, token: &str) -> Request {
+pub(crate) fn with_token(request: Request, token: &str) -> Request {
     let url = "http://127.0.0.1:4101/mcp/slot";
     let mcp = McpServer::streamable_http("agent-ui", url).with_bearer_token_env("UI_TOKEN");
     let service = ServiceRef::new("agent-ui", "Agent UI")
@@ -96,12 +96,12 @@ fn with_token(request: Request, token: &str) -> Request {
         .with_mcp([mcp])
 }
 
-fn resume(request: Request, state: &SessionState) -> Request {
+pub(crate) fn resume(request: Request, state: &SessionState) -> Request {
     request.with_session(SessionContext::continue_only(state.clone()))
 }
 
 /// The pid a turn's answer names.
-fn pid_of(output: &str) -> u32 {
+pub(crate) fn pid_of(output: &str) -> u32 {
     let rest = output
         .strip_prefix("pid ")
         .expect("an answer naming its pid");

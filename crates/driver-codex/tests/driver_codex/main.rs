@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod app_server_fake;
+mod app_server_prewarm;
 mod app_server_script;
 mod canary;
 mod conformance;

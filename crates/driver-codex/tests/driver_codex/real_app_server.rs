@@ -104,3 +104,31 @@ fn codex_app_server_reuses_recycles_forks_and_closes() {
         .await;
     });
 }
+
+#[test]
+fn codex_app_server_prewarms_new_and_stored_threads() {
+    let Some(bin) = test_kit::real_cli::binary(
+        "CODEX_BIN",
+        "driver-codex pre-warmed first turns against the real codex",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockResponses::start(test_kit::prewarm::prewarm_script()).unwrap();
+    test_kit::real_cli::block_on(async {
+        let driver = Arc::new(driver(dir.path(), &bin, &model));
+        let home = codex_home(&driver);
+        test_kit::prewarm::run_prewarm_scenario(ResidentSetup {
+            dir: dir.path(),
+            driver: driver.clone(),
+            live_pids: &|| app_servers(&home),
+            pool_counts: &|| {
+                driver
+                    .pool_stats()
+                    .map(|s| (s.started, s.reused, s.recycled))
+            },
+            model_requests: &|| model.model_requests(),
+        })
+        .await;
+    });
+}

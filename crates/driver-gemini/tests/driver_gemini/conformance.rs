@@ -32,7 +32,8 @@ fn gemini_fake_cli() {
     // Gemini cannot ask the host: POL-03 (a policy that asks is refused) runs; the other
     // policy clauses need a scripted tool use the per-turn fake cannot model.
     let accepted = [
-        &[Clause::Prc01, Clause::Prc02][..],
+        // One process per turn: nothing to keep warm (CAP-05 judges the refusal).
+        &[Clause::Prc01, Clause::Prc02, Clause::Prw01, Clause::Prw02][..],
         &unscripted_policy_clauses(false),
     ]
     .concat();

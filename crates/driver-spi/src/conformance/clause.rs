@@ -18,6 +18,9 @@ kit_report::clauses! {
         Cap03 = "CAP-03": "persistent processes are declared iff a process lifecycle exists",
         /// CAP-04: fork is declared only together with resume.
         Cap04 = "CAP-04": "fork is declared only together with resume",
+        /// CAP-05: pre-warm is declared iff the driver pre-warms (one that does not refuses with
+        /// `Unsupported::Prewarm` and starts nothing), and only with persistent processes.
+        Cap05 = "CAP-05": "pre-warm is declared iff the driver pre-warms, and only with persistent processes",
         /// SES-01: the codec name is non-empty and stable.
         Ses01 = "SES-01": "codec name is non-empty and stable",
         /// SES-02: nil or empty codec input never panics, and `None` maps to `None`.
@@ -76,5 +79,11 @@ kit_report::clauses! {
         Prc01 = "PRC-01": "processes: close is idempotent and the driver runs again afterwards",
         /// PRC-02: no live process remains after close.
         Prc02 = "PRC-02": "processes: no live process remains after close",
+        /// PRW-01: a pre-warm then a run of the same request: the run takes the pre-warmed
+        /// process (no second one starts).
+        Prw01 = "PRW-01": "pre-warm: the next run of the request takes the pre-warmed process",
+        /// PRW-02: a pre-warm the run would refuse fails with the run's error, before any
+        /// process starts.
+        Prw02 = "PRW-02": "pre-warm: a refused pre-warm errors as the run does, before any process starts",
     }
 }

@@ -31,6 +31,10 @@
 //!    answered twice, cancelled while pending; a policy that asks without declared approvals
 //!    is refused.
 //! 7. Process lifecycle, if declared: close twice, check nothing is alive, run again (PRC).
+//! 8. Pre-warm (CAP-05, PRW): a driver that does not declare it refuses it as unsupported; one
+//!    that does refuses a request its run refuses (turn C's) with the run's error before any
+//!    process starts, and its next run of a pre-warmed request takes the pre-warmed process
+//!    (the factory's live processes do not grow).
 //!
 //! Every turn's events are checked (EVT) and every response's checkpoint (RSP).
 //!
@@ -45,6 +49,7 @@
 
 mod approvals;
 mod clause;
+mod prewarm;
 mod statics;
 mod turns;
 
@@ -450,7 +455,15 @@ pub async fn run(factory: &dyn Factory) -> Report {
     kit.check_policy(caps.approvals).await;
 
     // ---- PRC ----
-    kit.check_processes(fresh, profile_b).await;
+    kit.check_processes(fresh.clone(), profile_b).await;
+
+    // ---- CAP-05, PRW: after PRC, with no process of an earlier turn alive ----
+    let refused = state_a.clone().filter(|_| resume).map(|state| {
+        // Turn C's request: the guard does not match, so the run refuses before launch.
+        SessionContext::continue_only(state)
+    });
+    kit.check_prewarm(&caps, fresh, profile_b, refused.map(|s| (s, profile_c)))
+        .await;
 
     let driver_type = a.driver_type;
     kit.r.finish(driver_type)

@@ -48,6 +48,10 @@ enum Breakage {
     AsksWithoutDeclaring,
     IgnoresAsk,
     LeaksApprovalArguments,
+    /// Does not declare pre-warm, yet its pre-warm succeeds.
+    UndeclaredPrewarm,
+    /// Declares pre-warm, and its pre-warm succeeds doing nothing (no process, no refusal).
+    PrewarmDoesNothing,
 }
 
 /// The reference driver with one breakage.
@@ -189,9 +193,19 @@ impl Driver for Broken {
             }
             Breakage::ForkWithoutResume => d.capabilities.resume = false,
             Breakage::AsksWithoutDeclaring => d.capabilities.approvals = false,
+            Breakage::PrewarmDoesNothing => d.capabilities.prewarm = true,
             _ => {}
         }
         d
+    }
+
+    async fn prewarm(&self, request: Request) -> Result<driver_spi::Prewarmed, DriverError> {
+        match self.breakage {
+            Breakage::UndeclaredPrewarm | Breakage::PrewarmDoesNothing => {
+                Ok(driver_spi::Prewarmed::new(None))
+            }
+            _ => self.inner.prewarm(request).await,
+        }
     }
 
     fn validate_config(&self) -> Result<(), ConfigError> {
@@ -417,6 +431,9 @@ broken! {
     apr_05_ignores_ask: IgnoresAsk => Apr05;
     apr_06_ignores_ask: IgnoresAsk => Apr06;
     apr_07_leaks_approval_arguments: LeaksApprovalArguments => Apr07;
+    cap_05_undeclared_prewarm: UndeclaredPrewarm => Cap05;
+    prw_01_prewarm_does_nothing: PrewarmDoesNothing => Prw01;
+    prw_02_prewarm_does_nothing: PrewarmDoesNothing => Prw02;
 }
 
 /// SES-06 through the reference driver's own fault: a guard from the exact fingerprint.
@@ -444,6 +461,7 @@ fn every_clause_has_a_breaking_test() {
         Clause::Cap02,
         Clause::Cap03,
         Clause::Cap04,
+        Clause::Cap05,
         Clause::Ses01,
         Clause::Ses02,
         Clause::Ses03,
@@ -471,6 +489,8 @@ fn every_clause_has_a_breaking_test() {
         Clause::Apr07,
         Clause::Prc01,
         Clause::Prc02,
+        Clause::Prw01,
+        Clause::Prw02,
     ];
     assert_eq!(covered.as_slice(), Clause::ALL);
     let ids: std::collections::BTreeSet<&str> = Clause::ALL.iter().map(|c| c.id()).collect();
@@ -485,7 +505,12 @@ fn skips_are_visible_and_never_count_as_passed() {
     let report = run_kit(&ReferenceFactory::new().with_persistent_processes(false));
     assert!(report.failures().is_empty(), "{report}");
     assert!(!report.passed(), "a skip is not a pass");
-    assert_eq!(report.skipped(), vec![Clause::Prc01, Clause::Prc02]);
+    // The reference driver keeps no process to warm: PRW is skipped too.
+    let no_prewarm = [Clause::Prw01, Clause::Prw02];
+    assert_eq!(
+        report.skipped(),
+        [&[Clause::Prc01, Clause::Prc02][..], &no_prewarm].concat()
+    );
     assert!(matches!(report.verdict(Clause::Prc01), Verdict::Skipped(_)));
     assert!(report.to_string().contains("SKIP PRC-01"));
     let panic = catch_unwind(AssertUnwindSafe(|| report.assert_passed()));
@@ -513,6 +538,7 @@ fn skips_are_visible_and_never_count_as_passed() {
         Clause::Apr07,
     ]);
     skipped.push(Clause::Prc02);
+    skipped.extend(no_prewarm);
     assert_eq!(report.skipped(), skipped);
 }
 

@@ -72,5 +72,9 @@ async fn the_driver_kit_passes_on_the_worker_driver() {
     };
     let report = conformance::run(&factory).await;
     println!("{report}");
-    report.assert_passed();
+    // The wire has no pre-warm yet: the worker refuses it (CAP-05 judges the refusal).
+    report.assert_passed_except(&[
+        driver_spi::conformance::Clause::Prw01,
+        driver_spi::conformance::Clause::Prw02,
+    ]);
 }
