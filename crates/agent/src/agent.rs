@@ -69,6 +69,8 @@ pub(crate) struct Inner {
     pub(crate) runs_done: tokio::sync::Notify,
     /// Where approval requests go, unless a Thread handle says otherwise.
     pub(crate) approvals: Approvals,
+    /// The steerers of the runs in flight, by Thread key.
+    pub(crate) steering: crate::steer::Registry,
 }
 
 impl Agent {
@@ -523,6 +525,7 @@ impl AgentBuilder {
                 runs: Mutex::new(HashMap::new()),
                 runs_done: tokio::sync::Notify::new(),
                 approvals: self.approvals,
+                steering: crate::steer::Registry::default(),
             }),
         })
     }

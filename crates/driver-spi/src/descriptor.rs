@@ -70,6 +70,9 @@ impl Descriptor {
 /// - [`persistent_processes`](Self::persistent_processes) is declared **if and only if** the
 ///   driver returns a [`ProcessLifecycle`](crate::ProcessLifecycle), so the core can close
 ///   every process the driver owns.
+/// - [`steer`](Self::steer) is declared **if and only if** a follow-up sent while a turn runs
+///   is delivered into it and acknowledged (a driver that does not declare it leaves the
+///   run's [`Steering`](crate::Steering) alone, and the host refuses follow-ups itself).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Capabilities {
@@ -91,6 +94,11 @@ pub struct Capabilities {
     /// [`OutputSchema`](crate::OutputSchema) natively.
     #[serde(default)]
     pub structured_output: bool,
+    /// A running turn takes follow-up messages ([`Steering`](crate::Steering)): the driver
+    /// delivers each into the turn and acknowledges it, or refuses it typed. A driver that
+    /// does not declare it never takes them (the host refuses them itself).
+    #[serde(default)]
+    pub steer: bool,
 }
 
 impl Capabilities {
@@ -132,6 +140,12 @@ impl Capabilities {
     /// Declares (or not) native structured output.
     pub fn with_structured_output(mut self, structured: bool) -> Self {
         self.structured_output = structured;
+        self
+    }
+
+    /// Declares (or not) steering of a running turn.
+    pub fn with_steer(mut self, steer: bool) -> Self {
+        self.steer = steer;
         self
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use compat_fingerprint::Fingerprint;
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
-use crate::{Approvals, OutputSchema, PermissionPolicy, SessionContext};
+use crate::{Approvals, OutputSchema, PermissionPolicy, SessionContext, SteerReceiver, Steering};
 
 /// One invocation of a driver: everything it needs, concrete and current.
 ///
@@ -82,6 +82,11 @@ pub struct Request {
     /// The JSON Schema the final answer must match, for this run only; delivered natively by
     /// a driver that declares [`structured_output`](crate::Capabilities::structured_output).
     pub output_schema: Option<OutputSchema>,
+    /// The run's follow-ups, when the host may steer it (never serialized): a driver that
+    /// declares [`steer`](crate::Capabilities::steer) takes them while its turn runs (see
+    /// [`steering`](crate::steering)).
+    #[serde(skip)]
+    pub steering: Steering,
 }
 
 impl Request {
@@ -102,7 +107,15 @@ impl Request {
             permissions: PermissionPolicy::default(),
             approvals: Approvals::default(),
             output_schema: None,
+            steering: Steering::default(),
         }
+    }
+
+    /// Lets the host steer this run: the follow-ups its paired
+    /// [`Steerer`](crate::Steerer) sends ([`steering`](crate::steering)).
+    pub fn with_steering(mut self, receiver: SteerReceiver) -> Self {
+        self.steering = Steering::new(receiver);
+        self
     }
 
     /// Sets the output schema.

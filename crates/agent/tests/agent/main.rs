@@ -12,6 +12,7 @@ mod matrix;
 mod ownership;
 mod persistence;
 mod races;
+mod steer;
 mod streams;
 mod structured;
 mod tools;
