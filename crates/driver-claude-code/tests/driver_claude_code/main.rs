@@ -10,5 +10,6 @@ mod real_approvals;
 mod real_binary;
 mod real_binary_idle;
 mod real_resident;
+mod real_steer;
 mod real_structured;
 mod support;

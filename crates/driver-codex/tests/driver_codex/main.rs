@@ -18,5 +18,6 @@ mod real_app_server;
 mod real_approvals;
 mod real_binary;
 mod real_policy;
+mod real_steer;
 mod real_structured;
 mod support;
