@@ -99,7 +99,7 @@
 //!
 //! # Features
 //! - `conformance`: the driver conformance kit, `driver_spi::conformance`: named clauses
-//!   (DSC, CFG, CAP, SES, EVT, RSP, CUR, PRC) run against any driver factory.
+//!   (DSC, CFG, CAP, SES, EVT, RSP, CUR, POL, APR, STR, PRC) run against any driver factory.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]

@@ -277,6 +277,8 @@ impl Driver for WorkerDriver {
     fn descriptor(&self) -> Descriptor {
         let mut descriptor = self.shadow.descriptor();
         descriptor.capabilities.persistent_processes = true;
+        // The worker's wire carries no follow-up yet (issue 43): steering stops here.
+        descriptor.capabilities.steer = false;
         descriptor
     }
 

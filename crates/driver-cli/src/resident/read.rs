@@ -151,7 +151,7 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
                     break Read::Stopped(stop);
                 }
             }
-            steered = follow_ups.next(), if follow_ups.active(answered) => {
+            steered = follow_ups.next(), if follow_ups.active(answered && *reader.started) => {
                 let shown = (reader.sink, redactor);
                 match steered {
                     Steered::Next(follow_up) => {

@@ -56,10 +56,11 @@ impl FollowUps {
         self.delivered = true;
     }
 
-    /// Whether [`next`](Self::next) may resolve: a receiver, and the prompt answered (a
-    /// protocol that cannot steer refuses at once) or an answer awaited.
-    pub(super) fn active(&self, answered: bool) -> bool {
-        self.receiver.is_some() && (answered || !self.steers || self.answering.is_some())
+    /// Whether [`next`](Self::next) may resolve: a receiver, and the turn `running` (its
+    /// prompt answered and its `RunStarted` emitted, so a follow-up's event comes after it;
+    /// a protocol that cannot steer refuses at once) or an answer awaited.
+    pub(super) fn active(&self, running: bool) -> bool {
+        self.receiver.is_some() && (running || !self.steers || self.answering.is_some())
     }
 
     /// The next thing to do about follow-ups (cancel-safe: an awaited answer stays here).

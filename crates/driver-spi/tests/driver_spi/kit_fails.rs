@@ -48,6 +48,8 @@ enum Breakage {
     AsksWithoutDeclaring,
     IgnoresAsk,
     LeaksApprovalArguments,
+    RefusesFollowUps,
+    AcksWithoutDeclaring,
 }
 
 /// The reference driver with one breakage.
@@ -189,6 +191,7 @@ impl Driver for Broken {
             }
             Breakage::ForkWithoutResume => d.capabilities.resume = false,
             Breakage::AsksWithoutDeclaring => d.capabilities.approvals = false,
+            Breakage::AcksWithoutDeclaring => d.capabilities.steer = false,
             _ => {}
         }
         d
@@ -245,6 +248,18 @@ impl Driver for Broken {
             breakage: self.breakage,
             secret,
         });
+        if matches!(
+            self.breakage,
+            Breakage::RefusesFollowUps | Breakage::AcksWithoutDeclaring
+        ) && let Some(mut follow_ups) = request.steering.take()
+        {
+            let follow_up = follow_ups.next_follow_up().await;
+            if self.is(Breakage::RefusesFollowUps) {
+                follow_up.refuse(driver_spi::SteerError::Refused);
+            } else {
+                follow_up.acknowledge(&*sink, &request.redactor());
+            }
+        }
         let mut response = self.inner.run(request, sink).await?;
         match self.breakage {
             Breakage::ValidCheckpointOnFailure => {
@@ -346,6 +361,10 @@ impl conformance::Factory for BrokenFactory {
     fn tools_run(&self) -> Option<usize> {
         self.reference.tools_run()
     }
+
+    fn script_steered_turn(&self) -> Option<conformance::Release> {
+        self.reference.script_steered_turn()
+    }
 }
 
 fn run_kit(factory: &dyn conformance::Factory) -> Report {
@@ -417,6 +436,8 @@ broken! {
     apr_05_ignores_ask: IgnoresAsk => Apr05;
     apr_06_ignores_ask: IgnoresAsk => Apr06;
     apr_07_leaks_approval_arguments: LeaksApprovalArguments => Apr07;
+    str_01_refuses_follow_ups: RefusesFollowUps => Str01;
+    str_01_acks_without_declaring: AcksWithoutDeclaring => Str01;
 }
 
 /// SES-06 through the reference driver's own fault: a guard from the exact fingerprint.
@@ -469,6 +490,7 @@ fn every_clause_has_a_breaking_test() {
         Clause::Apr05,
         Clause::Apr06,
         Clause::Apr07,
+        Clause::Str01,
         Clause::Prc01,
         Clause::Prc02,
     ];
@@ -511,6 +533,7 @@ fn skips_are_visible_and_never_count_as_passed() {
         Clause::Apr05,
         Clause::Apr06,
         Clause::Apr07,
+        Clause::Str01,
     ]);
     skipped.push(Clause::Prc02);
     assert_eq!(report.skipped(), skipped);
