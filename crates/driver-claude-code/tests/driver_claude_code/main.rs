@@ -5,6 +5,7 @@ mod canary;
 mod conformance;
 mod fake_cli;
 mod fake_resident;
+mod fake_steer;
 mod fake_structured;
 mod real_approvals;
 mod real_binary;
