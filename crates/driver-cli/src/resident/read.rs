@@ -102,6 +102,7 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
     };
     loop {
         if answered && reader.translator.turn_ended() {
+            follow_ups.settle(reader.translator, (reader.sink, redactor));
             break Read::Ended;
         }
         let now = Instant::now();

@@ -113,6 +113,24 @@ impl FollowUps {
         }
     }
 
+    /// The turn ended: an answer to a follow-up that already arrived (written with the
+    /// turn's last messages) still counts; one that did not is left to [`Drop`].
+    pub(super) fn settle<T: Translator>(
+        &mut self,
+        translator: &mut Tracked<T>,
+        shown: (&dyn EventSink, &Redactor),
+    ) {
+        let Some((_, answer)) = &mut self.answering else {
+            return;
+        };
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(result) = answer.as_mut().poll(&mut cx)
+            && let Some((follow_up, _)) = self.answering.take()
+        {
+            Self::answered(follow_up, result, translator, shown);
+        }
+    }
+
     /// The process answered the request that delivered `follow_up`.
     pub(super) fn answered<T: Translator>(
         follow_up: FollowUp,

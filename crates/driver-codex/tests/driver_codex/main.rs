@@ -9,6 +9,7 @@
 
 mod app_server_fake;
 mod app_server_script;
+mod app_server_steer;
 mod canary;
 mod conformance;
 mod errors;
