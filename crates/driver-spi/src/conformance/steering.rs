@@ -23,7 +23,7 @@ pub const STEER_TEXT: &str = "kit follow-up: mind kit-canary-secret-new-a93e27";
 const BOUND: Duration = Duration::from_secs(60);
 
 /// Ends a held turn: the factory's release, called by the kit once the follow-up was
-/// answered, or by a timer thread after [`BOUND`].
+/// answered, or by a timer thread after a bound (60 s).
 pub type Release = Arc<dyn Fn() + Send + Sync>;
 
 /// A thread that calls `release` after [`BOUND`] unless stopped first.
