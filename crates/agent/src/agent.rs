@@ -73,6 +73,8 @@ pub(crate) struct Inner {
     pub(crate) sticky: Option<crate::sticky::Sticky>,
     /// The attachments kept for pre-warmed Threads' next runs.
     pub(crate) prewarmed: crate::prewarm::Slots,
+    /// The steerers of the runs in flight, by Thread key.
+    pub(crate) steering: crate::steer::Registry,
 }
 
 impl Agent {
@@ -566,6 +568,7 @@ impl AgentBuilder {
                 approvals: self.approvals,
                 sticky,
                 prewarmed: crate::prewarm::Slots::default(),
+                steering: crate::steer::Registry::default(),
             }),
         })
     }

@@ -78,6 +78,12 @@ pub enum ThreadEventKind {
         /// The arguments, redacted.
         arguments: String,
     },
+    /// A follow-up the host sent into the running turn ([`Thread::steer`](crate::Thread::steer))
+    /// was delivered to the runtime; the rest of the turn answers the prompt and it.
+    FollowUp {
+        /// The follow-up, redacted.
+        text: String,
+    },
     /// An approval request ended.
     ApprovalResolved {
         /// The request.
@@ -382,6 +388,7 @@ impl EventSink for CoreSink {
                 approval_id: r(&approval_id),
                 outcome,
             },
+            DriverEvent::FollowUp { text } => ThreadEventKind::FollowUp { text: r(&text) },
             DriverEvent::RunFinished => ThreadEventKind::RunFinished,
             DriverEvent::RunFailed { kind } => ThreadEventKind::RunFailed { kind },
             // Event kinds added to the SPI later are not forwarded until the core maps them.

@@ -125,6 +125,7 @@ mod pipeline;
 mod prewarm;
 mod result;
 mod sticky;
+mod steer;
 mod stream_redact;
 mod thread;
 #[cfg(feature = "tools")]
@@ -140,6 +141,7 @@ pub use output::{MAX_ANSWER_BYTES, OutputError};
 pub use pipeline::THREAD_LEASE_PREFIX;
 pub use prewarm::Prewarm;
 pub use result::{NotPersisted, RunResult, SessionOutcome};
+pub use steer::DEFAULT_STEER_TIMEOUT;
 pub use thread::{Thread, ThreadCheckpoint};
 
 // One import path (see the crate docs): what a host names, from the crate that defines it.
@@ -149,7 +151,7 @@ pub use driver_spi::{
 };
 pub use driver_spi::{
     ConfigError, Driver, ExitStatus, FailureKind, OutputSchema, PlanEntry, PlanPriority,
-    PlanStatus, ResumeRejectReason, SchemaDelivery, Unsupported, Usage,
+    PlanStatus, ResumeRejectReason, SchemaDelivery, SteerError, Unsupported, Usage,
 };
 pub use run_service::{EnvBinding, McpServer, RunId, SecretString};
 pub use runtime_env::{CredentialNamespace, HostEnv, REDACTED, RuntimeEnv, RuntimeEnvBuilder};

@@ -16,6 +16,10 @@ pub struct FakeCliFactory<D> {
     /// With [`with_wire_materialization`](FakeCliFactory::with_wire_materialization): the
     /// served record, and how many lines it held when the last run was prepared.
     wire: Option<(std::path::PathBuf, std::sync::atomic::AtomicUsize)>,
+    /// With [`with_steering`](FakeCliFactory::with_steering): whether the kit may hold a
+    /// turn, and whether the next run is that turn (its prompt is [`STEER_PROMPT`]).
+    steering: bool,
+    steered: std::sync::atomic::AtomicBool,
 }
 
 /// The process mode a real-binary scenario asks for: resident (default pool limits) or one
@@ -46,6 +50,11 @@ pub fn unscripted_policy_clauses(approvals: bool) -> Vec<driver_spi::conformance
 /// [`FakeCliFactory::with_tool_use`]): the fake's line rules match it.
 pub const TOOL_USE_PROMPT: &str = "KIT-TOOL-USE";
 
+/// The prompt a [`FakeCliFactory`] gives the run the kit holds open for a follow-up (see
+/// [`FakeCliFactory::with_steering`]): the fake's line rules start a turn that ends only when
+/// the follow-up ([`STEER_TEXT`](driver_spi::conformance::STEER_TEXT)) arrives.
+pub const STEER_PROMPT: &str = "KIT-STEERED-TURN";
+
 /// How a fake serves the kit's tool uses.
 #[derive(Debug)]
 struct ToolUse {
@@ -71,6 +80,12 @@ impl<D: driver_cli::CommonOptions + Clone> driver_spi::conformance::Factory for 
         {
             request.prompt = TOOL_USE_PROMPT.to_owned();
         }
+        if self
+            .steered
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            request.prompt = STEER_PROMPT.to_owned();
+        }
         if let Some((served, from)) = &self.wire {
             let sent = fake_cli::read_served_lines(served).map_or(0, |l| l.len());
             from.store(sent, std::sync::atomic::Ordering::SeqCst);
@@ -86,6 +101,18 @@ impl<D: driver_cli::CommonOptions + Clone> driver_spi::conformance::Factory for 
         self.scripted
             .store(true, std::sync::atomic::Ordering::SeqCst);
         Some(tool_use.action)
+    }
+
+    /// With [`with_steering`](FakeCliFactory::with_steering): the next run's prompt becomes
+    /// [`STEER_PROMPT`], whose turn the fake ends on the follow-up itself (nothing to
+    /// release).
+    fn script_steered_turn(&self) -> Option<driver_spi::conformance::Release> {
+        if !self.steering {
+            return None;
+        }
+        self.steered
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Some(std::sync::Arc::new(|| {}))
     }
 
     /// The answers that let the fake's tool run: lines sent to the fakes that contain the
@@ -150,7 +177,17 @@ impl<D: driver_cli::CommonOptions + Clone> FakeCliFactory<D> {
             tool_use: None,
             scripted: std::sync::atomic::AtomicBool::new(false),
             wire: None,
+            steering: false,
+            steered: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Lets the kit hold a turn open for a follow-up (STR-01, for a driver that declares
+    /// steering): the run it asks one of gets the prompt [`STEER_PROMPT`], which the fake's
+    /// line rules must answer with a turn that ends when the follow-up arrives.
+    pub fn with_steering(mut self) -> Self {
+        self.steering = true;
+        self
     }
 
     /// Shows the kit, as what a run materialized, also the lines the fakes were sent during

@@ -68,7 +68,9 @@ mod turns;
 pub use canary::{
     CANARY, assert_canary_hidden, assert_canary_hidden_in_approvals, canary_request, canary_secret,
 };
-pub use factory::{FakeCliFactory, TOOL_USE_PROMPT, process_mode, unscripted_policy_clauses};
+pub use factory::{
+    FakeCliFactory, STEER_PROMPT, TOOL_USE_PROMPT, process_mode, unscripted_policy_clauses,
+};
 pub use fake::FakeCli;
 pub use fuzz::{any_line, check_no_trace, check_stream, event, events, nasty_text, take_line};
 pub use replay::{replay, replay_dir};

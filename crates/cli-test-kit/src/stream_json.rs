@@ -61,17 +61,40 @@ pub fn resident_factory<D: driver_cli::CommonOptions + Clone>(
     options: D,
     served: &std::path::Path,
 ) -> crate::FakeCliFactory<D> {
-    crate::FakeCliFactory::resident(harness, options).with_tool_use(
-        driver_spi::Action::Write,
-        served,
-        ALLOWED,
-    )
+    crate::FakeCliFactory::resident(harness, options)
+        .with_tool_use(driver_spi::Action::Write, served, ALLOWED)
+        .with_steering()
 }
 
-/// [`resident`] with the kit's [`tool_use`] rules first, recording every line it is sent in
-/// `served`: the scenario of [`resident_factory`].
+/// [`resident`] with the kit's [`tool_use`] and [`steered_turn`] rules first, recording every
+/// line it is sent in `served`: the scenario of [`resident_factory`].
 pub fn resident_kit(served: &std::path::Path) -> Scenario {
-    resident(&tool_use()).serve_record(served)
+    let rules: Vec<LineRule> = tool_use().into_iter().chain(steered_turn()).collect();
+    resident(&rules).serve_record(served)
+}
+
+/// Line rules for the kit's steered turn, before [`resident`]'s turn rule, as Claude Code
+/// runs one under `--replay-user-messages`: a `user` line of
+/// [`STEER_PROMPT`](crate::STEER_PROMPT) starts a turn on the bare session (its init, the
+/// prompt's echo, a first answer) that waits; the follow-up's `user` line
+/// ([`STEER_TEXT`](driver_spi::conformance::STEER_TEXT)) is echoed as taken, and the turn
+/// answers it and ends.
+pub fn steered_turn() -> [LineRule; 2] {
+    let echo = |text: &str| {
+        format!(
+            r#"{{"type":"user","message":{{"role":"user","content":"{text}"}},"session_id":"${{SESSION}}","parent_tool_use_id":null,"isReplay":true}}"#
+        )
+    };
+    let start = LineRule::when([USER_LINE, crate::STEER_PROMPT])
+        .stdout(r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"${SESSION}","tools":["Bash"],"mcp_servers":[{"name":"agent-ui","status":"connected"}],"model":"claude-test","permissionMode":"default"}"#)
+        .stdout(echo(crate::STEER_PROMPT))
+        .stdout(r#"{"type":"assistant","message":{"id":"msg_steer_0","type":"message","role":"assistant","content":[{"type":"text","text":"working; "}]},"parent_tool_use_id":null,"session_id":"${SESSION}"}"#);
+    let follow_up = driver_spi::conformance::STEER_TEXT;
+    let end = LineRule::when([USER_LINE, follow_up])
+        .stdout(echo(follow_up))
+        .stdout(r#"{"type":"assistant","message":{"id":"msg_steer_1","type":"message","role":"assistant","content":[{"type":"text","text":"steered"}]},"parent_tool_use_id":null,"session_id":"${SESSION}"}"#)
+        .stdout(r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"steered","session_id":"${SESSION}","usage":{"input_tokens":11,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"output_tokens":7}}"#);
+    [start, end]
 }
 
 /// What the driver's answer to a permission request contains when it lets the tool run: the

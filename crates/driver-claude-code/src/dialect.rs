@@ -55,6 +55,10 @@ impl StreamJsonCli for ClaudeCode {
         ("DISABLE_AUTOUPDATER", "1"),
     ];
 
+    /// A resident `claude` takes another `user` line during a turn and echoes it when it
+    /// takes it (`docs/stream-json-resident.md`, "Steering").
+    const STEERS: bool = true;
+
     fn base_url(options: &ClaudeCodeOptions) -> Option<&str> {
         options.base_url.as_deref()
     }

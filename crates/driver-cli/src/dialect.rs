@@ -179,6 +179,14 @@ pub trait Translator: fmt::Debug + Send {
         let _ = carried;
     }
 
+    /// A follow-up was delivered into the running turn (a resident protocol's
+    /// [`steer`](crate::ResidentProtocol::steer)). A translator whose CLI runs a follow-up
+    /// that came too late for the running turn as a turn of its own (Claude Code's
+    /// stream-json input, after the model's last tool call) keeps
+    /// [`turn_ended`](Self::turn_ended) false until that turn ended too, so the follow-up is
+    /// part of the turn that finalizes. The default: nothing (the CLI keeps it in the turn).
+    fn steered(&mut self) {}
+
     /// What this turn's events leave for the next turn on the same resident process: counts
     /// a CLI reports per process rather than per turn (CodeBuddy's usage), so the next turn
     /// can report its own. Never secret. The default: nothing.

@@ -25,7 +25,7 @@ use compat_fingerprint::Fingerprint;
 use driver_spi::{
     Capabilities, ConfigError, ConfigFingerprintBuilder, ConfigFingerprinter, Descriptor, Driver,
     DriverError, EventSink, FailureKind, Prewarmed, ProcessLifecycle, Redactor, Request, Response,
-    RunFailure, SessionCodec,
+    RunFailure, SessionCodec, SteerError,
 };
 use runtime_env::RuntimeEnv;
 
@@ -82,15 +82,18 @@ pub struct CliDriver<D: Dialect> {
 }
 
 impl<D: Dialect> CliDriver<D> {
-    /// The dialect's capabilities, with persistent processes in resident mode and approvals
+    /// The dialect's capabilities, with persistent processes and pre-warm in resident mode, approvals
     /// where the dialect's protocol delivers them (in either mode: a per-turn run that asks
-    /// gets a one-turn protocol process).
+    /// gets a one-turn protocol process), and steering in resident mode where the protocol
+    /// steers (a per-turn CLI has read its whole stdin before the turn runs).
     fn capabilities(&self) -> Capabilities {
+        let protocol = self.options.resident();
         self.options
             .capabilities()
             .with_persistent_processes(self.pool.is_some())
             .with_prewarm(self.prewarms())
-            .with_approvals(self.options.resident().is_some_and(|p| p.approvals()))
+            .with_approvals(protocol.is_some_and(|p| p.approvals()))
+            .with_steer(self.pool.is_some() && protocol.is_some_and(|p| p.steers()))
     }
 
     /// A driver that runs the CLI in `env` with `options` (the driver crate's options type).
@@ -390,7 +393,7 @@ impl<D: Dialect> Driver for CliDriver<D> {
             self.check_version().await?;
         }
         let protocol = self.options.resident();
-        let mut turn = Turn {
+        let turn = Turn {
             env: &self.env,
             request: &request,
             plan,
@@ -427,24 +430,35 @@ impl<D: Dialect> Driver for CliDriver<D> {
             }
             return result;
         }
-        match config {
-            ConfigFiles::None => self.spawn_and_drive(&turn, &*sink).await,
-            ConfigFiles::RunFile { name, contents } => {
-                let files = RunFiles::create(
-                    &self.env,
-                    &self.options.runtime().descriptor,
-                    request.run_id.as_str(),
-                )?;
-                let path = files.write(name, &contents)?;
-                turn.run_file = Some(&path);
-                // Removed whatever happened; a failure to remove is not the run's failure.
-                let result = self.spawn_and_drive(&turn, &*sink).await;
-                drop(files);
-                result
+        // One process per turn takes no follow-up: each is refused as it arrives.
+        let refusing = request.steering.refuse_all(SteerError::Unsupported);
+        let work = async {
+            match config {
+                ConfigFiles::None => self.spawn_and_drive(&turn, &*sink).await,
+                ConfigFiles::RunFile { name, contents } => {
+                    let files = RunFiles::create(
+                        &self.env,
+                        &self.options.runtime().descriptor,
+                        request.run_id.as_str(),
+                    )?;
+                    let path = files.write(name, &contents)?;
+                    let turn = Turn {
+                        run_file: Some(&path),
+                        ..turn
+                    };
+                    // Removed whatever happened; a failure to remove is not the run's failure.
+                    let result = self.spawn_and_drive(&turn, &*sink).await;
+                    drop(files);
+                    result
+                }
+                ConfigFiles::Namespace(config) => {
+                    self.with_namespace_files(&turn, config, &*sink).await
+                }
             }
-            ConfigFiles::Namespace(config) => {
-                self.with_namespace_files(&turn, config, &*sink).await
-            }
+        };
+        tokio::select! {
+            result = work => result,
+            never = refusing => match never {},
         }
     }
 

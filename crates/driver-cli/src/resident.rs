@@ -24,7 +24,9 @@
 //!    then the prompt, sent once: nothing after this point sends it again, whatever happens;
 //! 6. notifications through the same translator bookkeeping and stop rule as one process
 //!    per turn, server requests answered by the protocol, until the translator says the turn
-//!    ended; idle and total timeouts as for a per-turn process;
+//!    ended; idle and total timeouts as for a per-turn process; meanwhile the host's
+//!    follow-ups, once the prompt was answered, delivered with the protocol's
+//!    [`steer`](ResidentProtocol::steer) call and acknowledged, or refused typed;
 //! 7. the same judgement; the process goes back to the pool under the session's id. A turn
 //!    that stopped early, a bare (stateless) run and a dropped (cancelled) turn end their
 //!    process: a cancelled one is first asked to interrupt the turn, within the kill grace.
@@ -58,6 +60,7 @@ mod open;
 pub(crate) mod prewarm;
 mod protocol;
 mod read;
+mod steer;
 
 use crate::dialect::ConfigFiles;
 use crate::dialect::events::Tracked;

@@ -31,6 +31,7 @@ pub(crate) const REQUESTS: &[&str] = &[
     THREAD_RESUME,
     THREAD_FORK,
     TURN_START,
+    TURN_STEER,
     TURN_INTERRUPT,
 ];
 const INITIALIZE: &str = "initialize";
@@ -39,6 +40,7 @@ const THREAD_RESUME: &str = "thread/resume";
 const THREAD_FORK: &str = "thread/fork";
 const TURN_START: &str = "turn/start";
 const TURN_INTERRUPT: &str = "turn/interrupt";
+const TURN_STEER: &str = "turn/steer";
 /// The client notification after `initialize` (not required by 0.169.0; sent anyway).
 const INITIALIZED: &str = "initialized";
 
@@ -149,6 +151,24 @@ impl ResidentProtocol for Codex {
             .or_else(|| params.pointer("/turn/id"))
             .and_then(Value::as_str)
             .map(str::to_owned)
+    }
+
+    fn steers(&self) -> bool {
+        true
+    }
+
+    /// `turn/steer` with the running turn's id as its precondition (`expectedTurnId`: Codex
+    /// refuses it when that turn is no longer the active one), answered `{"turnId"}`; the
+    /// input joins the turn's next model request. Only once `turn/start` named the turn.
+    fn steer(&self, session: Option<&str>, turn_id: Option<&str>, text: &str) -> Option<Call> {
+        Some(Call::request(
+            TURN_STEER,
+            json!({
+                "threadId": session?,
+                "expectedTurnId": turn_id?,
+                "input": [{"type": "text", "text": text}],
+            }),
+        ))
     }
 
     /// Only once `turn/start` answered with the turn's id.

@@ -73,6 +73,9 @@ impl Descriptor {
 /// - [`prewarm`](Self::prewarm) is declared **if and only if**
 ///   [`Driver::prewarm`](crate::Driver::prewarm) does not refuse with
 ///   [`Unsupported::Prewarm`], and implies [`persistent_processes`](Self::persistent_processes).
+/// - [`steer`](Self::steer) is declared **if and only if** a follow-up sent while a turn runs
+///   is delivered into it and acknowledged (a driver that does not declare it leaves the
+///   run's [`Steering`](crate::Steering) alone, and the host refuses follow-ups itself).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Capabilities {
@@ -98,6 +101,11 @@ pub struct Capabilities {
     /// ([`Driver::prewarm`](crate::Driver::prewarm)).
     #[serde(default)]
     pub prewarm: bool,
+    /// A running turn takes follow-up messages ([`Steering`](crate::Steering)): the driver
+    /// delivers each into the turn and acknowledges it, or refuses it typed. A driver that
+    /// does not declare it never takes them (the host refuses them itself).
+    #[serde(default)]
+    pub steer: bool,
 }
 
 impl Capabilities {
@@ -145,6 +153,9 @@ impl Capabilities {
     /// Declares (or not) pre-warmed processes.
     pub fn with_prewarm(mut self, prewarm: bool) -> Self {
         self.prewarm = prewarm;
+    /// Declares (or not) steering of a running turn.
+    pub fn with_steer(mut self, steer: bool) -> Self {
+        self.steer = steer;
         self
     }
 

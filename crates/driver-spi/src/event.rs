@@ -22,6 +22,7 @@ use crate::{Action, ApprovalOutcome, FailureKind};
 ///    [`ToolCallResult`](Self::ToolCallResult);
 ///    and approvals: [`ApprovalRequested`](Self::ApprovalRequested), then its one
 ///    [`ApprovalResolved`](Self::ApprovalResolved) (all resolved before `RunFinished`);
+///    and [`FollowUp`](Self::FollowUp)s, one per follow-up delivered into the turn;
 /// 3. exactly one terminal event, last: [`RunFinished`](Self::RunFinished) when `run` returns
 ///    a clean response (every tool call closed by then), otherwise
 ///    [`RunFailed`](Self::RunFailed).
@@ -85,6 +86,12 @@ pub enum DriverEvent {
         tool: String,
         /// The arguments, redacted.
         arguments: String,
+    },
+    /// A follow-up message the host sent while the turn ran was delivered into it
+    /// ([`Steering`](crate::Steering)); the rest of the turn answers the prompt and it.
+    FollowUp {
+        /// The message, redacted by the turn's redactor.
+        text: String,
     },
     /// An approval request ended; closes it.
     ApprovalResolved {

@@ -41,6 +41,7 @@
 //! | [`OutputSchema`] | the JSON Schema one run's final answer must match (per call, never fingerprinted), passed natively where the runtime can |
 //! | [`PermissionPolicy`] | what the runtime may do without asking (write, commands, network, MCP): allow, ask or deny |
 //! | [`Approvals`] | where a run's approval requests go: the host's [`ApprovalHandler`] gets an [`ApprovalTicket`], answered exactly once, denied on timeout |
+//! | [`Steering`] | a run's follow-ups ([`steering`]): the host's [`Steerer`] sends one into the running turn, the driver delivers and acknowledges it or refuses it with a [`SteerError`] |
 //! | [`ProcessSignature`] | private, keyed, in-memory signature of a persistent process's exact configuration |
 //!
 //! # Invariants
@@ -99,7 +100,7 @@
 //!
 //! # Features
 //! - `conformance`: the driver conformance kit, `driver_spi::conformance`: named clauses
-//!   (DSC, CFG, CAP, SES, EVT, RSP, CUR, PRC, PRW) run against any driver factory.
+//!   (DSC, CFG, CAP, SES, EVT, RSP, CUR, POL, APR, STR, PRC, PRW) run against any driver factory.
 //!
 //! Stability: pre-1.0, the API may change in any release.
 #![forbid(unsafe_code)]
@@ -121,6 +122,7 @@ pub mod reference;
 mod request;
 mod response;
 mod session;
+mod steer;
 
 pub use async_trait::async_trait;
 
@@ -149,3 +151,4 @@ pub use session::{
     CodecError, GuardedCodec, SessionCodec, SessionContext, SessionGuard, SessionMode,
     SessionParams, SessionState, guard_fingerprint,
 };
+pub use steer::{FollowUp, SteerError, SteerReceiver, Steerer, Steering, steering};

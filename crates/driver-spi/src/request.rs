@@ -6,6 +6,7 @@ use compat_fingerprint::Fingerprint;
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
 use crate::{Approvals, OutputSchema, PermissionPolicy, PrewarmTicket, SessionContext};
+use crate::{Approvals, OutputSchema, PermissionPolicy, SessionContext, SteerReceiver, Steering};
 
 /// One invocation of a driver: everything it needs, concrete and current.
 ///
@@ -86,6 +87,11 @@ pub struct Request {
     /// whose process this run takes when its exact configuration is the pre-warm's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prewarmed: Option<PrewarmTicket>,
+    /// The run's follow-ups, when the host may steer it (never serialized): a driver that
+    /// declares [`steer`](crate::Capabilities::steer) takes them while its turn runs (see
+    /// [`steering`](crate::steering)).
+    #[serde(skip)]
+    pub steering: Steering,
 }
 
 impl Request {
@@ -113,6 +119,14 @@ impl Request {
     /// Sets the ticket of a pre-warm of this request ([`prewarmed`](Self::prewarmed)).
     pub fn with_prewarmed(mut self, ticket: PrewarmTicket) -> Self {
         self.prewarmed = Some(ticket);
+            steering: Steering::default(),
+        }
+    }
+
+    /// Lets the host steer this run: the follow-ups its paired
+    /// [`Steerer`](crate::Steerer) sends ([`steering`](crate::steering)).
+    pub fn with_steering(mut self, receiver: SteerReceiver) -> Self {
+        self.steering = Steering::new(receiver);
         self
     }
 

@@ -46,6 +46,11 @@ pub trait StreamJsonCli: Sized + Send + Sync + 'static {
     const BASE_URL_VAR: &'static str;
     /// The variables that switch off the CLI's non-essential traffic when offline.
     const OFFLINE_VARS: &'static [(&'static str, &'static str)];
+    /// Whether a resident process takes a follow-up into its running turn: another `user`
+    /// line on stdin, which the CLI echoes when it takes it (`--replay-user-messages`, added
+    /// to its resident argv), so the driver knows whether the turn took it or the CLI runs it
+    /// next (see `docs/stream-json-resident.md`). The default: no.
+    const STEERS: bool = false;
 
     /// The model endpoint (http or https), if not the CLI's default.
     fn base_url(options: &Self::Options) -> Option<&str>;
@@ -103,7 +108,7 @@ impl<C: StreamJsonCli> StreamJsonDialect<C> {
     }
 
     /// The resident mode: `--input-format stream-json`, one process per Thread.
-    const RESIDENT: Resident = Resident::new(C::NO_PERSISTENCE);
+    const RESIDENT: Resident = Resident::new(C::NO_PERSISTENCE).with_steer(C::STEERS);
 
     /// The argv (without the program): `HEAD`, the shared flags, then the permission flags
     /// with the variadic `--allowedTools` last.
@@ -116,6 +121,9 @@ impl<C: StreamJsonCli> StreamJsonDialect<C> {
             C::max_turns(self),
             turn.resident,
         );
+        if turn.resident && C::STEERS {
+            args.push(crate::resident::REPLAY_FLAG.to_owned());
+        }
         let servers = turn.request.mcp.iter().map(|s| s.name.as_str());
         args.extend(C::PERMISSIONS.args(&turn.request.permissions, servers, turn.resident));
         args

@@ -66,6 +66,13 @@ pub struct StreamJson {
     process_usage: bool,
     /// The process's counts after the previous turn, when `process_usage`.
     previous: Option<Usage>,
+    /// Follow-ups written into the turn, and the `user` messages the CLI echoed as it took
+    /// them (`isReplay`, under `--replay-user-messages`): the prompt's, then one per
+    /// follow-up taken.
+    steered: usize,
+    echoed: usize,
+    /// The last `result` came after the CLI took every follow-up: the turn ended there.
+    result_ends: bool,
 }
 
 impl StreamJson {
@@ -99,6 +106,9 @@ impl StreamJson {
             error: None,
             process_usage: false,
             previous: None,
+            steered: 0,
+            echoed: 0,
+            result_ends: false,
         }
     }
 
@@ -203,12 +213,27 @@ impl Translator for StreamJson {
                         self.tool_result(turn, block, out)?;
                     }
                 }
+                if event.get("isReplay").and_then(Value::as_bool) == Some(true) {
+                    self.echoed += 1;
+                }
             }
             "result" => {
                 // No `RunStarted` here: a CLI that refuses to start (an unknown session)
                 // prints a lone `result` without `system/init`.
                 turn.note_session(event);
                 let text = event.get("result").and_then(Value::as_str).unwrap_or("");
+                // A follow-up the CLI ran as a turn of its own adds that turn's usage
+                // (Claude Code's `usage` is per CLI turn).
+                let usage = match (
+                    self.result.as_ref().and_then(|r| r.usage),
+                    event.get("usage"),
+                ) {
+                    (Some(before), Some(now)) if !self.process_usage => {
+                        Some(added(before, usage(now)))
+                    }
+                    (_, now) => now.map(usage),
+                };
+                self.result_ends = self.steered == 0 || self.echoed > self.steered;
                 self.result = Some(TurnResult {
                     subtype: event
                         .get("subtype")
@@ -220,7 +245,7 @@ impl Translator for StreamJson {
                         .and_then(Value::as_bool)
                         .unwrap_or(false),
                     text: self.redactor.redact(text).into_owned(),
-                    usage: event.get("usage").map(usage),
+                    usage,
                     api_error_status: event
                         .get("api_error_status")
                         .and_then(Value::as_u64)
@@ -305,9 +330,17 @@ impl Translator for StreamJson {
     }
 
     /// The turn ends at `result`, or at a lone `error` before `system/init` (CodeBuddy's
-    /// unknown session, after which a resident process waits for the next message).
+    /// unknown session, after which a resident process waits for the next message). After a
+    /// follow-up, only at a `result` that came once the CLI echoed every `user` message it
+    /// was sent: one it had not taken yet runs as the next CLI turn, still this one's.
     fn turn_ended(&self) -> bool {
-        self.result.is_some() || (self.error.is_some() && self.mcp_servers.is_none())
+        (self.result.is_some() && self.result_ends)
+            || (self.error.is_some() && self.mcp_servers.is_none())
+    }
+
+    fn steered(&mut self) {
+        self.steered += 1;
+        self.result_ends = false;
     }
 
     fn continue_from(&mut self, carried: Option<&Value>) {
@@ -383,6 +416,15 @@ fn mcp_statuses(servers: Option<&Value>) -> Result<Vec<McpStatus>, MalformedEven
             Ok(McpStatus::new(name, status))
         })
         .collect()
+}
+
+/// Two usages added.
+fn added(a: Usage, b: Usage) -> Usage {
+    Usage::new(
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
+    )
+    .with_cached_input_tokens(a.cached_input_tokens + b.cached_input_tokens)
 }
 
 /// Anthropic-style usage: input is `input_tokens` plus cache reads and writes; cached input is

@@ -12,19 +12,41 @@ use serde_json::{Value, json};
 
 use crate::control::ControlProtocol;
 
+/// The flag that makes a resident CLI echo each `user` message when it takes it (Claude
+/// Code: `isReplay: true`), which a steering dialect's resident argv carries.
+pub(crate) const REPLAY_FLAG: &str = "--replay-user-messages";
+
 /// The stream-json resident protocol, one constant per dialect
 /// ([`StreamJsonDialect`](crate::StreamJsonDialect)'s).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Resident {
     no_persistence: Option<&'static str>,
+    steers: bool,
 }
 
 impl Resident {
     /// The protocol of a CLI whose stateless flag is `no_persistence` (Claude Code's
     /// `--no-session-persistence`; `None` for none).
     pub(crate) const fn new(no_persistence: Option<&'static str>) -> Self {
-        Self { no_persistence }
+        Self {
+            no_persistence,
+            steers: false,
+        }
     }
+
+    /// Takes follow-ups into a running turn (see [`StreamJsonCli::STEERS`](crate::StreamJsonCli::STEERS)).
+    pub(crate) const fn with_steer(mut self, steers: bool) -> Self {
+        self.steers = steers;
+        self
+    }
+}
+
+/// A `user` message line of `text`: a turn's prompt, or a follow-up into a running turn.
+fn user_message(text: &str) -> Call {
+    Call::notification(
+        "user",
+        json!({"type": "user", "message": {"role": "user", "content": text}}),
+    )
 }
 
 impl ResidentProtocol for Resident {
@@ -55,10 +77,19 @@ impl ResidentProtocol for Resident {
     }
 
     fn prompt(&self, turn: &Turn<'_>, _session: Option<&str>) -> Call {
-        Call::notification(
-            "user",
-            json!({"type": "user", "message": {"role": "user", "content": turn.request.prompt}}),
-        )
+        user_message(&turn.request.prompt)
+    }
+
+    fn steers(&self) -> bool {
+        self.steers
+    }
+
+    /// Another `user` line: Claude Code adds it to the running turn's next model request
+    /// after a tool call ("The user sent a new message while you were working"), and runs one
+    /// that comes after the model's last tool call as a turn of its own, which the
+    /// translator then waits for ([`Translator::steered`](driver_cli::Translator::steered)).
+    fn steer(&self, _session: Option<&str>, _turn_id: Option<&str>, text: &str) -> Option<Call> {
+        self.steers.then(|| user_message(text))
     }
 
     fn interrupt(&self, _session: Option<&str>, _turn_id: Option<&str>) -> Option<Call> {
@@ -117,6 +148,20 @@ mod protocol_tests {
         assert_eq!(
             resident.interrupt(None, None).unwrap().method(),
             "interrupt"
+        );
+    }
+
+    #[test]
+    fn a_follow_up_is_another_user_line_where_the_cli_steers() {
+        assert_eq!(Resident::new(None).steer(None, None, "and tests"), None);
+        let steering = Resident::new(None).with_steer(true);
+        let call = steering.steer(None, None, "and tests").unwrap();
+        let line = steering
+            .framing()
+            .notification(call.method(), call.params().clone());
+        assert_eq!(
+            line,
+            json!({"type": "user", "message": {"role": "user", "content": "and tests"}})
         );
     }
 }

@@ -106,6 +106,7 @@ pub mod responses;
 pub mod restart;
 mod script;
 mod server;
+pub mod steer;
 pub mod structured;
 
 pub use record::{FunctionCallOutput, RecordedRequest, WireApi};

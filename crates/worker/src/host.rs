@@ -279,6 +279,8 @@ impl Driver for WorkerDriver {
         let mut descriptor = self.shadow.descriptor();
         descriptor.capabilities.persistent_processes = true;
         descriptor.capabilities.prewarm = false;
+        // The worker's wire carries no follow-up yet (issue 43): steering stops here.
+        descriptor.capabilities.steer = false;
         descriptor
     }
 

@@ -258,6 +258,8 @@ pub(super) async fn drive(
     let ttl = inner.lease_ttl;
     let sink_dyn: Arc<dyn driver_spi::EventSink> =
         Arc::clone(sink) as Arc<dyn driver_spi::EventSink>;
+    // The host may steer the turn from here until the driver returns.
+    let (request, _steerable) = crate::steer::attach(thread, request);
     let run = inner.driver.run(request, sink_dyn);
     tokio::pin!(run);
     let cancelled = cancelled(cancel);

@@ -15,6 +15,7 @@ mod prewarm;
 mod races;
 mod sticky;
 mod sticky_killed;
+mod steer;
 mod streams;
 mod structured;
 mod tools;

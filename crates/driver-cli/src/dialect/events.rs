@@ -267,6 +267,11 @@ impl<T: Translator> Tracked<T> {
         self.translator.continue_from(carried);
     }
 
+    /// Tells the translator a follow-up was delivered into the turn ([`Translator::steered`]).
+    pub fn steered(&mut self) {
+        self.translator.steered();
+    }
+
     /// Notes the session a resident protocol opened for the turn: the session id when
     /// neither the translator nor an event names another.
     pub(crate) fn opened_session(&mut self, id: &str) {

@@ -255,6 +255,22 @@ pub trait ResidentProtocol: Send + Sync {
     /// [`prompt_accepted`](Self::prompt_accepted) gave one), sent when a turn is cancelled.
     fn interrupt(&self, session: Option<&str>, turn_id: Option<&str>) -> Option<Call>;
 
+    /// Whether a running turn takes follow-up messages ([`steer`](Self::steer)); a driver in
+    /// resident mode declares [`steer`](driver_spi::Capabilities::steer) then. The default: no.
+    fn steers(&self) -> bool {
+        false
+    }
+
+    /// The call that delivers the follow-up `text` into the running turn (of `session`, whose
+    /// id is `turn_id` when [`prompt_accepted`](Self::prompt_accepted) gave one), sent once
+    /// the prompt's call was answered (a notification prompt: at once). A request is
+    /// delivered when answered (an error answer refuses it), a notification when written.
+    /// `None` (the default) refuses it as unsupported, typed: a follow-up is never dropped.
+    fn steer(&self, session: Option<&str>, turn_id: Option<&str>, text: &str) -> Option<Call> {
+        let _ = (session, turn_id, text);
+        None
+    }
+
     /// Whether the CLI also runs a turn without this protocol (its per-turn mode, one process
     /// per turn reading the prompt and printing events). An agent that speaks only this
     /// protocol (an ACP agent) says no: in [`ProcessMode::PerTurn`](crate::ProcessMode) each of

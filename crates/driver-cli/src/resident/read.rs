@@ -13,6 +13,7 @@
 
 use std::collections::VecDeque;
 
+use super::steer::{FollowUps, Steered};
 use super::*;
 
 /// The most notifications held while the prompt's answer is awaited; more fail the turn.
@@ -68,10 +69,12 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
             .await
             .map(Some)
     };
+    let mut follow_ups = super::steer::FollowUps::new(request, protocol);
     let answer = match sent {
         Ok(answer) => answer,
         Err(err) => return Read::Undelivered(rpc_failure(protocol, prompt.method, err)),
     };
+    follow_ups.prompt_delivered();
     // Delivered: from now on a cancellation interrupts the turn.
     *interrupt = protocol.interrupt(session, None);
     let mut answered = answer.is_none();
@@ -99,6 +102,7 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
     };
     loop {
         if answered && reader.translator.turn_ended() {
+            follow_ups.settle(reader.translator, (reader.sink, redactor));
             break Read::Ended;
         }
         let now = Instant::now();
@@ -146,6 +150,21 @@ pub(super) async fn read_turn<T: crate::dialect::Translator>(
                 };
                 if let Some(stop) = reader.message(message, answered).await {
                     break Read::Stopped(stop);
+                }
+            }
+            steered = follow_ups.next(), if follow_ups.active(answered && *reader.started) => {
+                let shown = (reader.sink, redactor);
+                match steered {
+                    Steered::Next(follow_up) => {
+                        let names = (session, reader.own.as_deref());
+                        follow_ups
+                            .deliver(follow_up, reader.peer, protocol, names, limits.idle_timeout,
+                                     reader.translator, shown)
+                            .await;
+                    }
+                    Steered::Answered(follow_up, result) => {
+                        FollowUps::answered(follow_up, result, reader.translator, shown);
+                    }
                 }
             }
             () = tokio::time::sleep_until(idle) => {

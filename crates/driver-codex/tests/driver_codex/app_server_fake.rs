@@ -69,7 +69,7 @@ impl Fake {
     }
 }
 
-fn request(prompt: &str, workspace: &Path) -> Request {
+pub(crate) fn request(prompt: &str, workspace: &Path) -> Request {
     let profile = ProfilePayload::new(
         compat_fingerprint::Fingerprint::of(
             compat_fingerprint::Kind::new("driver-codex app-server tests v1"),

@@ -11,6 +11,7 @@ pub(crate) const THREAD_RESUME: &str = r#""method":"thread/resume""#;
 pub(crate) const THREAD_FORK: &str = r#""method":"thread/fork""#;
 pub(crate) const TURN_START: &str = r#""method":"turn/start""#;
 pub(crate) const TURN_INTERRUPT: &str = r#""method":"turn/interrupt""#;
+pub(crate) const TURN_STEER: &str = r#""method":"turn/steer""#;
 
 /// Answers `initialize`, with the unprompted notifications the pinned binary sends.
 pub(crate) fn initialize() -> LineRule {
@@ -86,10 +87,29 @@ pub(crate) fn tool_use() -> [LineRule; 3] {
     ]
 }
 
+/// The kit's steered turn (before [`turn`]): a turn of the prompt
+/// [`STEER_PROMPT`](cli_test_kit::STEER_PROMPT) starts and waits; `turn/steer` naming it is
+/// answered with its id, and the turn then answers and completes.
+pub(crate) fn steered_turn() -> [LineRule; 2] {
+    [
+        LineRule::when([TURN_START, cli_test_kit::STEER_PROMPT])
+            .stdout(r#"{"id":${ID},"result":{"turn":{"id":"turn-steer","status":"inProgress"}}}"#)
+            .stdout(r#"{"method":"turn/started","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-steer","status":"inProgress"}}}"#),
+        LineRule::when([TURN_STEER, r#""expectedTurnId":"turn-steer""#])
+            .stdout(r#"{"id":${ID},"result":{"turnId":"turn-steer"}}"#)
+            .stdout(r#"{"method":"item/completed","params":{"threadId":"${PARAM:threadId}","turnId":"turn-steer","item":{"type":"agentMessage","id":"msg_steer","text":"steered"}}}"#)
+            .stdout(r#"{"method":"turn/completed","params":{"threadId":"${PARAM:threadId}","turn":{"id":"turn-steer","items":[],"status":"completed","error":null}}}"#),
+    ]
+}
+
 /// The usual script: initialize, threads, turns.
 pub(crate) fn app_server() -> Scenario {
     let mut scenario = Scenario::new().serve(initialize());
-    for rule in threads().into_iter().chain(tool_use()) {
+    for rule in threads()
+        .into_iter()
+        .chain(tool_use())
+        .chain(steered_turn())
+    {
         scenario = scenario.serve(rule);
     }
     scenario.serve(turn())

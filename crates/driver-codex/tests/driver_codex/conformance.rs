@@ -44,5 +44,6 @@ fn codex_app_server_fake_cli() {
             &served,
             crate::app_server_script::ACCEPTED,
         )
+        .with_steering()
         .assert_kit_passes();
 }

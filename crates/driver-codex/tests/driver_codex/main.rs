@@ -10,6 +10,7 @@
 mod app_server_fake;
 mod app_server_prewarm;
 mod app_server_script;
+mod app_server_steer;
 mod canary;
 mod conformance;
 mod errors;
@@ -19,5 +20,6 @@ mod real_app_server;
 mod real_approvals;
 mod real_binary;
 mod real_policy;
+mod real_steer;
 mod real_structured;
 mod support;

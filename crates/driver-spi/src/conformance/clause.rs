@@ -75,6 +75,10 @@ kit_report::clauses! {
         Apr06 = "APR-06": "approvals: an answer after cancellation is refused",
         /// APR-07: no secret value reaches an approval request or event in clear.
         Apr07 = "APR-07": "approvals: no secret in requests or events",
+        /// STR-01: a follow-up sent into a running turn is acknowledged, shown once redacted, and
+        /// the turn stays clean, when steer is declared; refused typed, never acknowledged and
+        /// never shown, when it is not.
+        Str01 = "STR-01": "steering: a follow-up is delivered iff steer is declared, else refused typed",
         /// PRC-01: closing processes is idempotent and the driver runs again afterwards.
         Prc01 = "PRC-01": "processes: close is idempotent and the driver runs again afterwards",
         /// PRC-02: no live process remains after close.

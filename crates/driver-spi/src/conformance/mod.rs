@@ -30,8 +30,10 @@
 //!    allowed, denied, and (if declared) asked and approved, denied, answered, timed out,
 //!    answered twice, cancelled while pending; a policy that asks without declared approvals
 //!    is refused.
-//! 7. Process lifecycle, if declared: close twice, check nothing is alive, run again (PRC).
-//! 8. Pre-warm (CAP-05, PRW): a driver that does not declare it refuses it as unsupported; one
+//! 7. Steering (STR): a follow-up into a turn the factory holds open, delivered where steer
+//!    is declared; refused typed where it is not.
+//! 8. Process lifecycle, if declared: close twice, check nothing is alive, run again (PRC).
+//! 9. Pre-warm (CAP-05, PRW): a driver that does not declare it refuses it as unsupported; one
 //!    that does refuses a request its run refuses (turn C's) with the run's error before any
 //!    process starts, and its next run of a pre-warmed request takes the pre-warmed process
 //!    (the factory's live processes do not grow).
@@ -51,6 +53,7 @@ mod approvals;
 mod clause;
 mod prewarm;
 mod statics;
+mod steering;
 mod turns;
 
 use statics::{check_capabilities, check_codec_static, synthetic_state};
@@ -68,6 +71,7 @@ use secrecy::{ExposeSecret, SecretString};
 pub use approvals::TOOL_ARGUMENTS;
 pub use clause::Clause;
 pub use kit_report::Verdict;
+pub use steering::{Release, STEER_TEXT};
 
 /// The result of [`run`]: one [`Verdict`] per [`Clause`].
 pub type Report = kit_report::Report<Clause>;
@@ -118,6 +122,15 @@ pub trait Factory: Send + Sync {
     /// How many scripted tools have run so far (their side effect happened). `None` leaves
     /// "the tool ran / did not run" unchecked in the POL and APR clauses.
     fn tools_run(&self) -> Option<usize> {
+        None
+    }
+
+    /// Scripts the provider so that its **next** run's turn keeps running until a follow-up
+    /// ([`STEER_TEXT`]) reaches it or the returned [`Release`] is called (the kit calls it
+    /// once the follow-up was answered, or after a bound), then ends cleanly. Only asked of a
+    /// driver that declares [`steer`](crate::Capabilities::steer); `None` (the default) makes
+    /// STR-01 a visible skip for one.
+    fn script_steered_turn(&self) -> Option<Release> {
         None
     }
 }
@@ -197,6 +210,14 @@ impl Factory for ReferenceFactory {
 
     fn tools_run(&self) -> Option<usize> {
         Some(self.backend.performed().len())
+    }
+
+    /// A stalled run, released by the kit.
+    fn script_steered_turn(&self) -> Option<Release> {
+        self.backend
+            .push_behavior(crate::reference::Behavior::Stall);
+        let backend = self.backend.clone();
+        Some(Arc::new(move || backend.release_stalled()))
     }
 }
 
@@ -453,6 +474,9 @@ pub async fn run(factory: &dyn Factory) -> Report {
 
     // ---- POL, APR ----
     kit.check_policy(caps.approvals).await;
+
+    // ---- STR ----
+    kit.check_steering(caps.steer).await;
 
     // ---- PRC ----
     kit.check_processes(fresh.clone(), profile_b).await;

@@ -43,7 +43,9 @@ pub enum Behavior {
     /// checkpoint.
     FailedResponse(FailureKind),
     /// Start, then wait until [`ReferenceBackend::release_stalled`] (then reply) or until the
-    /// run future is dropped.
+    /// run future is dropped. Follow-ups the host sends meanwhile
+    /// ([`Steering`](crate::Steering)) are delivered and acknowledged, and the reply ends
+    /// with ` [follow-up: <text> | …]`.
     Stall,
     /// Reject the resume with this reason before emitting anything.
     RejectResume(ResumeRejectReason),

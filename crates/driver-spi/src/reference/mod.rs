@@ -54,6 +54,7 @@ mod behavior;
 mod codec;
 mod config;
 mod sessions;
+mod steer;
 
 use std::sync::Arc;
 
@@ -343,7 +344,8 @@ impl Driver for ReferenceDriver {
                 .with_streaming(true)
                 .with_persistent_processes(self.persistent)
                 .with_approvals(true)
-                .with_structured_output(true),
+                .with_structured_output(true)
+                .with_steer(true),
         )
     }
 
@@ -470,8 +472,14 @@ impl Driver for ReferenceDriver {
                 redactor.redact(&text).into_owned()
             }
             Behavior::Stall => {
-                self.backend.stall().await;
-                reply_events(&*sink, turn, &request.prompt, earlier)
+                let follow_ups = steer::stall(&self.backend, &request, &*sink, &redactor).await;
+                let mut output = reply_events(&*sink, turn, &request.prompt, earlier);
+                if let Some(tail) = steer::tail(&follow_ups) {
+                    let tail = redactor.redact(&tail).into_owned();
+                    sink.emit(DriverEvent::text(tail.clone()));
+                    output.push_str(&tail);
+                }
+                output
             }
             Behavior::Fail(kind) => {
                 sink.emit(DriverEvent::RunFailed { kind });

@@ -52,6 +52,8 @@ enum Breakage {
     UndeclaredPrewarm,
     /// Declares pre-warm, and its pre-warm succeeds doing nothing (no process, no refusal).
     PrewarmDoesNothing,
+    RefusesFollowUps,
+    AcksWithoutDeclaring,
 }
 
 /// The reference driver with one breakage.
@@ -194,6 +196,7 @@ impl Driver for Broken {
             Breakage::ForkWithoutResume => d.capabilities.resume = false,
             Breakage::AsksWithoutDeclaring => d.capabilities.approvals = false,
             Breakage::PrewarmDoesNothing => d.capabilities.prewarm = true,
+            Breakage::AcksWithoutDeclaring => d.capabilities.steer = false,
             _ => {}
         }
         d
@@ -259,6 +262,18 @@ impl Driver for Broken {
             breakage: self.breakage,
             secret,
         });
+        if matches!(
+            self.breakage,
+            Breakage::RefusesFollowUps | Breakage::AcksWithoutDeclaring
+        ) && let Some(mut follow_ups) = request.steering.take()
+        {
+            let follow_up = follow_ups.next_follow_up().await;
+            if self.is(Breakage::RefusesFollowUps) {
+                follow_up.refuse(driver_spi::SteerError::Refused);
+            } else {
+                follow_up.acknowledge(&*sink, &request.redactor());
+            }
+        }
         let mut response = self.inner.run(request, sink).await?;
         match self.breakage {
             Breakage::ValidCheckpointOnFailure => {
@@ -360,6 +375,10 @@ impl conformance::Factory for BrokenFactory {
     fn tools_run(&self) -> Option<usize> {
         self.reference.tools_run()
     }
+
+    fn script_steered_turn(&self) -> Option<conformance::Release> {
+        self.reference.script_steered_turn()
+    }
 }
 
 fn run_kit(factory: &dyn conformance::Factory) -> Report {
@@ -434,6 +453,8 @@ broken! {
     cap_05_undeclared_prewarm: UndeclaredPrewarm => Cap05;
     prw_01_prewarm_does_nothing: PrewarmDoesNothing => Prw01;
     prw_02_prewarm_does_nothing: PrewarmDoesNothing => Prw02;
+    str_01_refuses_follow_ups: RefusesFollowUps => Str01;
+    str_01_acks_without_declaring: AcksWithoutDeclaring => Str01;
 }
 
 /// SES-06 through the reference driver's own fault: a guard from the exact fingerprint.
@@ -487,6 +508,7 @@ fn every_clause_has_a_breaking_test() {
         Clause::Apr05,
         Clause::Apr06,
         Clause::Apr07,
+        Clause::Str01,
         Clause::Prc01,
         Clause::Prc02,
         Clause::Prw01,
@@ -536,6 +558,7 @@ fn skips_are_visible_and_never_count_as_passed() {
         Clause::Apr05,
         Clause::Apr06,
         Clause::Apr07,
+        Clause::Str01,
     ]);
     skipped.push(Clause::Prc02);
     skipped.extend(no_prewarm);

@@ -211,3 +211,45 @@ fn a_lone_error_before_init_ends_a_resident_turn() {
     assert!(t.turn_ended());
     assert!(t.unknown_session(""));
 }
+
+#[test]
+fn after_a_follow_up_the_turn_ends_at_the_result_after_its_echo() {
+    let echo = |text: &str| json!({"type":"user","message":{"role":"user","content":text},"isReplay":true});
+    let result = |text: &str, out: u64| json!({"type":"result","subtype":"success","is_error":false,"result":text,"usage":{"input_tokens":10,"output_tokens":out}});
+    let mut t = Tracked::new(translator(
+        Redactor::default(),
+        ToolNames::new(["agent-ui"]),
+    ));
+    t.translate(&json!({"type":"system","subtype":"init","session_id":"s","mcp_servers":[]}))
+        .unwrap();
+    t.translate(&echo("prompt")).unwrap();
+    t.steered();
+    // The CLI's turn ended before it took the follow-up: it runs it next.
+    t.translate(&result("first", 5)).unwrap();
+    assert!(!t.turn_ended());
+    t.translate(&json!({"type":"system","subtype":"init","session_id":"s","mcp_servers":[]}))
+        .unwrap();
+    // A malformed echo counts for nothing.
+    assert!(
+        t.translate(&json!({"type":"user","message":{"content":7},"isReplay":true}))
+            .is_err()
+    );
+    t.translate(&echo("follow-up")).unwrap();
+    assert!(!t.turn_ended(), "the earlier result does not end the turn");
+    t.translate(&result("second", 7)).unwrap();
+    assert!(t.turn_ended());
+    assert_eq!(t.output(), "second");
+    assert_eq!(t.usage().unwrap().output_tokens, 12, "both CLI turns");
+
+    // A follow-up taken inside the running CLI turn: echoed before its one result.
+    let mut t = Tracked::new(translator(
+        Redactor::default(),
+        ToolNames::new(["agent-ui"]),
+    ));
+    t.translate(&echo("prompt")).unwrap();
+    t.steered();
+    t.translate(&echo("follow-up")).unwrap();
+    t.translate(&result("one", 5)).unwrap();
+    assert!(t.turn_ended());
+    assert_eq!(t.usage().unwrap().output_tokens, 5);
+}
