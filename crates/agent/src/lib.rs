@@ -124,8 +124,8 @@ mod output;
 mod pipeline;
 mod prewarm;
 mod result;
-mod sticky;
 mod steer;
+mod sticky;
 mod stream_redact;
 mod thread;
 #[cfg(feature = "tools")]

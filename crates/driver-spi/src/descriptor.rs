@@ -153,6 +153,9 @@ impl Capabilities {
     /// Declares (or not) pre-warmed processes.
     pub fn with_prewarm(mut self, prewarm: bool) -> Self {
         self.prewarm = prewarm;
+        self
+    }
+
     /// Declares (or not) steering of a running turn.
     pub fn with_steer(mut self, steer: bool) -> Self {
         self.steer = steer;

@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use compat_fingerprint::Fingerprint;
 use run_service::{EnvBinding, McpServer, RunId, ServiceRef};
 
-use crate::{Approvals, OutputSchema, PermissionPolicy, PrewarmTicket, SessionContext};
-use crate::{Approvals, OutputSchema, PermissionPolicy, SessionContext, SteerReceiver, Steering};
+use crate::{
+    Approvals, OutputSchema, PermissionPolicy, PrewarmTicket, SessionContext, SteerReceiver,
+    Steering,
+};
 
 /// One invocation of a driver: everything it needs, concrete and current.
 ///
@@ -113,14 +115,14 @@ impl Request {
             approvals: Approvals::default(),
             output_schema: None,
             prewarmed: None,
+            steering: Steering::default(),
         }
     }
 
     /// Sets the ticket of a pre-warm of this request ([`prewarmed`](Self::prewarmed)).
     pub fn with_prewarmed(mut self, ticket: PrewarmTicket) -> Self {
         self.prewarmed = Some(ticket);
-            steering: Steering::default(),
-        }
+        self
     }
 
     /// Lets the host steer this run: the follow-ups its paired
