@@ -91,10 +91,10 @@ pub async fn run_prewarm_scenario(setup: ResidentSetup<'_>) {
         .expect("the first run succeeds");
     assert_eq!(one.session, SessionOutcome::Started);
     assert_eq!(one.output, FIRST_ANSWER);
-    assert_eq!(
-        live(),
-        warmed,
-        "the pre-warmed process served the first turn"
+    same_processes(
+        &live(),
+        &warmed,
+        "the pre-warmed process served the first turn",
     );
     if let Some((started, reused, _)) = counts() {
         assert_eq!(
@@ -127,10 +127,10 @@ pub async fn run_prewarm_scenario(setup: ResidentSetup<'_>) {
         .expect("the resumed run succeeds");
     assert_eq!(two.session, SessionOutcome::Resumed);
     assert_eq!(two.output, SECOND_ANSWER);
-    assert_eq!(
-        live(),
-        resumed_pids,
-        "the pre-warmed process served the resume"
+    same_processes(
+        &live(),
+        &resumed_pids,
+        "the pre-warmed process served the resume",
     );
     if let (Some((s0, r0, _)), Some((s1, r1, _))) = (before, counts()) {
         assert_eq!(
@@ -166,7 +166,7 @@ pub async fn run_prewarm_scenario(setup: ResidentSetup<'_>) {
         matches!(refused, Err(ThreadError::Incompatible { .. })),
         "refused as the run would be: {refused:?}"
     );
-    assert_eq!(live(), resumed_pids, "no process started");
+    same_processes(&live(), &resumed_pids, "no process started");
     assert_eq!(counts(), before, "the pool decided nothing");
 
     // ---- 4. A rotation between the pre-warm and the run recycles the process ----
@@ -198,4 +198,16 @@ pub async fn run_prewarm_scenario(setup: ResidentSetup<'_>) {
     host1.close().await;
     let left = live();
     assert!(left.is_empty(), "processes outlived Agent::close: {left:?}");
+}
+
+/// Asserts that the live processes are `expected`, showing every process that differs (pid,
+/// parent, executable and command line) when they are not.
+fn same_processes(live: &BTreeSet<u32>, expected: &BTreeSet<u32>, what: &str) {
+    if live != expected {
+        let differing: BTreeSet<u32> = live.symmetric_difference(expected).copied().collect();
+        panic!(
+            "{what}: live {live:?}, expected {expected:?}; differing:\n{}",
+            crate::resident::describe_processes(&differing)
+        );
+    }
 }

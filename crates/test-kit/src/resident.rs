@@ -22,8 +22,8 @@
 //! counts, and a view of the mock's model requests ([`ResidentSetup`]); the mock is scripted
 //! with [`resident_script`].
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent::SessionOutcome;
@@ -258,8 +258,14 @@ pub fn processes_with_env(marker: &str, var: &str, value: &Path) -> BTreeSet<u32
 /// [`processes_with_env`] matches it) and one of whose environment entries (`NAME=value`
 /// bytes) satisfies `env`: for agents whose processes are known by where their state lives
 /// rather than by one variable (a launcher and the child it starts). Linux only (`/proc`).
+///
+/// A child that runs the same executable as a matched parent is left out: it is the parent's
+/// fork on its way to `exec` something else (a CLI starting `git` or a shell after its turn
+/// answered), which still shows the parent's command line for a moment, not a process of
+/// its own. A launcher and the different binary it starts both count.
 pub fn processes_where(marker: &str, env: impl Fn(&[u8]) -> bool) -> BTreeSet<u32> {
-    let mut pids = BTreeSet::new();
+    // pid -> (parent pid, executable) of each matched live process.
+    let mut found: BTreeMap<u32, (u32, Option<PathBuf>)> = BTreeMap::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry
             .file_name()
@@ -281,16 +287,58 @@ pub fn processes_where(marker: &str, env: impl Fn(&[u8]) -> bool) -> BTreeSet<u3
             continue;
         }
         let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        // The state is the first field after the command name's closing parenthesis.
-        let zombie = stat
-            .rsplit(')')
+        // The state and the parent pid are the first fields after the command name's closing
+        // parenthesis.
+        let mut fields = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+        let zombie = fields.next().is_some_and(|state| state.starts_with('Z'));
+        let parent = fields
             .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z');
+            .and_then(|p| p.parse::<u32>().ok())
+            .unwrap_or(0);
         if !zombie {
-            pids.insert(pid);
+            found.insert(pid, (parent, std::fs::read_link(dir.join("exe")).ok()));
         }
     }
-    pids
+    let forked = |(parent, exe): &(u32, Option<PathBuf>)| {
+        found
+            .get(parent)
+            .is_some_and(|(_, parent_exe)| exe.is_some() && parent_exe == exe)
+    };
+    found
+        .iter()
+        .filter(|(_, process)| !forked(process))
+        .map(|(pid, _)| *pid)
+        .collect()
+}
+
+/// One line per pid: its parent, executable and command line as `/proc` shows them now (or
+/// `gone`), for a failed process assertion. Test processes only: the command line may hold
+/// anything the test gave the process. Linux only.
+pub fn describe_processes(pids: &BTreeSet<u32>) -> String {
+    let mut out = String::new();
+    for pid in pids {
+        let dir = PathBuf::from(format!("/proc/{pid}"));
+        let line = match std::fs::read(dir.join("cmdline")) {
+            Ok(cmdline) => {
+                let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+                let parent = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .nth(1);
+                let exe = std::fs::read_link(dir.join("exe"));
+                format!(
+                    "{pid} parent {} exe {} argv {}",
+                    parent.unwrap_or("?"),
+                    exe.map_or_else(|_| "?".to_owned(), |e| e.display().to_string()),
+                    String::from_utf8_lossy(&cmdline).replace('\0', " ")
+                )
+            }
+            Err(_) => format!("{pid} gone"),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
