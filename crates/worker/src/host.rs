@@ -131,7 +131,10 @@ impl Workers {
 /// 3. `runtime.startTask`, whose attempt counts this driver's starts of the run id;
 /// 4. the task's events in order (a gap or a repeat of `seq` fails the run as a protocol
 ///    error), approval requests relayed to the request's `Approvals` (answered once, the
-///    host's timeout denies), until the terminal event;
+///    host's timeout denies), and the request's follow-ups (its `Steering`) forwarded as
+///    `runtime.steer` when the wrapped configuration steers (refused `Unsupported`
+///    otherwise), until the terminal event; after a clean run of a configuration that keeps
+///    processes, `runtime.holds` for its conversation (what `holds_conversation` answers);
 /// 5. if the worker's output ends first, the run fails with
 ///    [`FailureKind::Process`](driver_spi::FailureKind::Process) and `retryable`: `true`
 ///    when no tool call was in flight (every started tool had its result), `false` when one

@@ -42,6 +42,10 @@ pub(super) struct FollowUps {
 }
 
 /// What came next while following a task.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value at a time, moved straight out of the follow loop's poll"
+)]
 enum Next {
     Message(Option<Message>),
     FollowUp(FollowUp),

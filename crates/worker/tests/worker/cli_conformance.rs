@@ -95,7 +95,7 @@ impl<D: CommonOptions + Clone> Factory for ThroughWorker<D> {
 /// The registry configuration of `options` in the harness's environment: the fake as binary,
 /// the options' model and process mode, and the namespace's variable naming the fake's
 /// scenario.
-fn registry_config<D: CommonOptions>(harness: &Harness, options: &D) -> DriverConfig {
+pub(crate) fn registry_config<D: CommonOptions>(harness: &Harness, options: &D) -> DriverConfig {
     let env = &harness.env;
     assert!(env.child_env().contains(SCENARIO_ENV));
     let scenario = harness.scenario.to_str().expect("a UTF-8 path");

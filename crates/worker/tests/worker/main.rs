@@ -7,6 +7,7 @@ mod cli_fakes;
 mod conformance;
 mod crash;
 mod fuzz;
+mod hot;
 mod launchers;
 mod lifecycle;
 mod namespaces;

@@ -1,0 +1,196 @@
+//! Hot Threads through a worker: a pre-warm whose process the next run takes, a follow-up
+//! into a running turn, and which conversations the worker's resident processes hold, on the
+//! real `agent-worker` with Claude Code's resident fake (whose answers name the process that
+//! served them: `pid <pid> turn <n>`) and the reference runtime.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::{Agent, SteerError, ThreadEventKind};
+use driver_cli::CommonOptions as _;
+use driver_spi::{
+    CollectingSink, Driver, ProcessLifecycle as _, Request, SessionContext, Unsupported,
+};
+use fake_cli::Harness;
+use run_service::RunId;
+use worker::{WorkerDriver, Workers};
+
+use crate::cli_conformance::registry_config;
+use crate::cli_fakes;
+use crate::support::{driver_on, kill, profile, reference, workers};
+
+/// A worker driver of Claude Code's resident fake, its harness and its pool.
+fn resident_claude() -> (WorkerDriver, Harness, Arc<Workers>) {
+    let scenario = cli_test_kit::stream_json::resident(&[]);
+    let fake = cli_fakes::claude_code::fake_claude(scenario, &[]);
+    let options = fake
+        .options()
+        .with_process_mode(cli_test_kit::process_mode(true));
+    let harness = fake.into_harness();
+    let config = registry_config(&harness, &options);
+    let workers = workers();
+    let driver = WorkerDriver::new(Arc::clone(&workers), Arc::clone(&harness.env), config)
+        .expect("a worker driver of the resident fake");
+    (driver, harness, workers)
+}
+
+fn request(harness: &Harness, run: &str, session: SessionContext) -> Request {
+    Request::new(RunId::new(run), "hello", profile())
+        .with_session(session)
+        .with_workspace(harness.workspace.to_string_lossy())
+}
+
+/// The pids of the fake CLI processes started so far (its `--version` probes aside).
+fn cli_pids(harness: &Harness) -> Vec<u32> {
+    fake_cli::read_invocations(&harness.record)
+        .expect("the record")
+        .iter()
+        .filter(|call| call.argv != ["--version"])
+        .map(|call| call.pid)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prewarm_through_the_worker_leaves_the_process_the_next_run_takes() {
+    let (driver, harness, workers) = resident_claude();
+    let caps = driver.descriptor().capabilities;
+    assert!(
+        caps.prewarm && caps.steer,
+        "the wrapped driver's, passed through"
+    );
+
+    let warm = driver
+        .prewarm(request(&harness, "r1", SessionContext::start()))
+        .await
+        .expect("pre-warmed in the worker");
+    let ticket = warm.ticket.expect("a new session's ticket");
+    let warmed = cli_pids(&harness);
+    assert_eq!(warmed.len(), 1, "the pre-warm started the CLI: {warmed:?}");
+
+    let sink = Arc::new(CollectingSink::new());
+    let response = driver
+        .run(
+            request(&harness, "r1", SessionContext::start()).with_prewarmed(ticket),
+            sink,
+        )
+        .await
+        .expect("a clean turn");
+    // The fake counts the pre-warm's warm-up line as its first.
+    let served_by = format!("pid {} turn ", warmed[0]);
+    assert!(
+        response.output.starts_with(&served_by),
+        "{}",
+        response.output
+    );
+    assert_eq!(cli_pids(&harness), warmed, "no second CLI was started");
+    driver.close_processes().await.expect("closed");
+    workers.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prewarm_the_wrapped_driver_does_not_declare_starts_no_worker() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let workers = workers();
+    let driver = driver_on(base.path(), reference(base.path(), &[]), &workers);
+    assert!(!driver.descriptor().capabilities.prewarm);
+    let request = Request::new(RunId::new("r1"), "hello", profile());
+    let refused = driver.prewarm(request).await;
+    assert_eq!(refused, Err(Unsupported::Prewarm.into()));
+    assert_eq!(workers.live(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_is_held_after_a_resident_turn_until_its_processes_close() {
+    let (driver, harness, workers) = resident_claude();
+    let lifecycle = driver.process_lifecycle().expect("a worker is a process");
+    let mut changes = lifecycle.changes().expect("the worker reports changes");
+    let response = driver
+        .run(
+            request(&harness, "r1", SessionContext::start()),
+            Arc::new(CollectingSink::new()),
+        )
+        .await
+        .expect("a clean turn");
+    let session = response.checkpoint.expect("a checkpoint").state.resume_id;
+    assert!(lifecycle.holds_conversation(&session));
+    assert!(!lifecycle.holds_conversation("another-session"));
+    changes.borrow_and_update();
+
+    lifecycle.close_processes().await.expect("closed");
+    assert!(!lifecycle.holds_conversation(&session));
+    assert!(
+        changes.has_changed().expect("the sender lives"),
+        "changes() fired"
+    );
+
+    // A worker that dies holds nothing either.
+    let response = driver
+        .run(
+            request(&harness, "r2", SessionContext::start()),
+            Arc::new(CollectingSink::new()),
+        )
+        .await
+        .expect("a turn on a new worker");
+    let session = response.checkpoint.expect("a checkpoint").state.resume_id;
+    assert!(lifecycle.holds_conversation(&session));
+    changes.borrow_and_update();
+    kill(
+        workers
+            .worker_pid(harness.env.namespace())
+            .expect("a worker"),
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(10), changes.changed())
+        .await
+        .expect("changes() fired when the worker died")
+        .expect("the sender lives");
+    assert!(!lifecycle.holds_conversation(&session));
+    workers.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_through_the_worker_reaches_the_running_turn_and_is_acknowledged() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let workers = workers();
+    let driver = Arc::new(driver_on(
+        base.path(),
+        reference(base.path(), &["stall"]),
+        &workers,
+    ));
+    let agent = Agent::builder(Arc::clone(&driver) as Arc<dyn Driver>)
+        .store(Arc::new(thread_store::memory::MemoryStore::new()))
+        .build()
+        .expect("an agent");
+    let thread = agent.thread("support/steer");
+    let stream = thread.stream("fix the bug").expect("a stream");
+    let second = Duration::from_secs(1);
+    let acknowledged = loop {
+        match thread.steer("only in src/", Duration::from_secs(10)).await {
+            Err(SteerError::NoTurn) => tokio::time::sleep(second / 50).await,
+            answer => break answer,
+        }
+    };
+    assert_eq!(acknowledged, Ok(()));
+    driver.release_stalled().await.expect("released");
+    let result = stream.result().await.expect("the turn");
+    assert!(
+        result.output.ends_with("[follow-up: only in src/]"),
+        "{}",
+        result.output
+    );
+    let follow_ups = result
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, ThreadEventKind::FollowUp { text } if text == "only in src/"))
+        .count();
+    assert_eq!(
+        follow_ups, 1,
+        "one event, the worker's, not repeated by the host"
+    );
+    assert_eq!(
+        thread.steer("too late", second).await,
+        Err(SteerError::NoTurn)
+    );
+    agent.close().await;
+    workers.close().await;
+}
