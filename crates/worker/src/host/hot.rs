@@ -16,13 +16,18 @@
 //!   those no longer held, and only then bumps its own `changes()` generation, so a host
 //!   watching it reads the new answers;
 //! - a worker that died or was shut down holds nothing: its drivers' entries go at once and
-//!   their generation is bumped.
+//!   their generation is bumped;
+//! - a look-up that answers "held" also asks the worker again in the background (one at a
+//!   time per driver), and bumps the generation when the answer turned: a process that died
+//!   idle inside the worker, which the wrapped pool sees only when asked, is seen by the next
+//!   sweep of a host that watches `changes()`, as in process.
 //!
 //! The answer may be stale by the time it is read, as the trait allows: at worst a lease is
 //! kept until the next notification or renewal sweep, and the store's fencing stays the
 //! guard.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
@@ -46,6 +51,11 @@ pub(crate) struct Conversations {
     driver: u64,
     held: Mutex<HashSet<String>>,
     changes: watch::Sender<u64>,
+    /// The worker last asked, for the background re-check.
+    peer: Mutex<Weak<RpcPeer>>,
+    rechecking: AtomicBool,
+    /// Counts the workers lost: an answer asked before a loss is not kept after it.
+    losses: AtomicU64,
 }
 
 impl Conversations {
@@ -54,6 +64,9 @@ impl Conversations {
             driver,
             held: Mutex::default(),
             changes: watch::Sender::new(0),
+            peer: Mutex::default(),
+            rechecking: AtomicBool::new(false),
+            losses: AtomicU64::new(0),
         })
     }
 
@@ -61,8 +74,38 @@ impl Conversations {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn holds(&self, session_id: &str) -> bool {
-        self.held().contains(session_id)
+    /// Whether the worker last said it holds `session_id`; when it did, asks again in the
+    /// background and bumps the generation if that changed.
+    pub(crate) fn holds(self: &Arc<Self>, session_id: &str) -> bool {
+        let held = self.held().contains(session_id);
+        if held {
+            self.recheck(session_id);
+        }
+        held
+    }
+
+    fn recheck(self: &Arc<Self>, session_id: &str) {
+        let peer = self
+            .peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .upgrade();
+        let (Some(peer), Ok(runtime)) = (peer, tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        if self.rechecking.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = Arc::clone(self);
+        let session = session_id.to_owned();
+        let losses = self.losses.load(Ordering::Acquire);
+        runtime.spawn(async move {
+            this.ask_since(&peer, &session, losses).await;
+            this.rechecking.store(false, Ordering::Release);
+            if !this.held().contains(&session) {
+                this.bump();
+            }
+        });
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
@@ -75,9 +118,21 @@ impl Conversations {
 
     /// Asks the worker whether it holds `session_id`, and keeps the answer (no answer: not
     /// held).
-    pub(crate) async fn ask(&self, peer: &RpcPeer, session_id: &str) {
+    pub(crate) async fn ask(&self, peer: &Arc<RpcPeer>, session_id: &str) {
+        let losses = self.losses.load(Ordering::Acquire);
+        self.ask_since(peer, session_id, losses).await;
+    }
+
+    /// [`ask`](Self::ask) for a question decided before `losses` workers were lost: the
+    /// answer is dropped when one was lost since (a worker being shut down still answers).
+    async fn ask_since(&self, peer: &Arc<RpcPeer>, session_id: &str, losses: u64) {
+        *self.peer.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(peer);
         let held = ask_holds(peer, self.driver, session_id).await;
         let mut set = self.held();
+        if self.losses.load(Ordering::Acquire) != losses {
+            // The worker that answered is gone: what it held went with it.
+            return;
+        }
         if held {
             set.insert(session_id.to_owned());
         } else {
@@ -86,17 +141,20 @@ impl Conversations {
     }
 
     /// The worker's processes changed: asks again for every conversation held, then bumps.
-    async fn refresh(&self, peer: &RpcPeer) {
+    async fn refresh(&self, peer: &Arc<RpcPeer>, losses: u64) {
         let sessions: Vec<String> = self.held().iter().cloned().collect();
         for session in sessions {
-            self.ask(peer, &session).await;
+            self.ask_since(peer, &session, losses).await;
         }
         self.bump();
     }
 
     /// The worker is gone: nothing is held.
     fn lost(&self) {
-        self.held().clear();
+        let mut set = self.held();
+        self.losses.fetch_add(1, Ordering::AcqRel);
+        set.clear();
+        drop(set);
         self.bump();
     }
 }
@@ -133,7 +191,8 @@ impl Watchers {
     pub(crate) fn changed(&self, driver: u64, peer: &Weak<RpcPeer>) {
         let conversations = self.drivers().get(&driver).and_then(Weak::upgrade);
         if let (Some(conversations), Some(peer)) = (conversations, peer.upgrade()) {
-            tokio::spawn(async move { conversations.refresh(&peer).await });
+            let losses = conversations.losses.load(Ordering::Acquire);
+            tokio::spawn(async move { conversations.refresh(&peer, losses).await });
         }
     }
 

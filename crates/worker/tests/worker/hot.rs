@@ -99,23 +99,51 @@ async fn a_prewarm_the_wrapped_driver_does_not_declare_starts_no_worker() {
     assert_eq!(workers.live(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conversation_is_held_after_a_resident_turn_until_its_processes_close() {
-    let (driver, harness, workers) = resident_claude();
-    let lifecycle = driver.process_lifecycle().expect("a worker is a process");
-    let mut changes = lifecycle.changes().expect("the worker reports changes");
+/// A clean resident turn of a new session on `driver`: its conversation.
+async fn new_session_turn(driver: &WorkerDriver, harness: &Harness, run: &str) -> String {
     let response = driver
         .run(
-            request(&harness, "r1", SessionContext::start()),
+            request(harness, run, SessionContext::start()),
             Arc::new(CollectingSink::new()),
         )
         .await
         .expect("a clean turn");
-    let session = response.checkpoint.expect("a checkpoint").state.resume_id;
+    response.checkpoint.expect("a checkpoint").state.resume_id
+}
+
+/// Waits (bounded) until `session` is no longer held, each look after a change.
+async fn until_released(
+    lifecycle: &dyn driver_spi::ProcessLifecycle,
+    changes: &mut tokio::sync::watch::Receiver<u64>,
+    session: &str,
+) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while lifecycle.holds_conversation(session) {
+            changes.changed().await.expect("the sender lives");
+        }
+    })
+    .await
+    .expect("released, with changes() fired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_is_held_after_a_resident_turn_until_its_process_ends() {
+    let (driver, harness, workers) = resident_claude();
+    let lifecycle = driver.process_lifecycle().expect("a worker is a process");
+    let mut changes = lifecycle.changes().expect("the worker reports changes");
+
+    // The CLI dies idle inside the worker: the look-up that still says "held" asks again.
+    let session = new_session_turn(&driver, &harness, "r1").await;
     assert!(lifecycle.holds_conversation(&session));
     assert!(!lifecycle.holds_conversation("another-session"));
-    changes.borrow_and_update();
+    let cli = *cli_pids(&harness).last().expect("a CLI");
+    kill(cli).await;
+    until_released(lifecycle, &mut changes, &session).await;
 
+    // Closing the driver's processes ends the worker and what it held.
+    let session = new_session_turn(&driver, &harness, "r2").await;
+    assert!(lifecycle.holds_conversation(&session));
+    changes.borrow_and_update();
     lifecycle.close_processes().await.expect("closed");
     assert!(!lifecycle.holds_conversation(&session));
     assert!(
@@ -124,27 +152,12 @@ async fn a_conversation_is_held_after_a_resident_turn_until_its_processes_close(
     );
 
     // A worker that dies holds nothing either.
-    let response = driver
-        .run(
-            request(&harness, "r2", SessionContext::start()),
-            Arc::new(CollectingSink::new()),
-        )
-        .await
-        .expect("a turn on a new worker");
-    let session = response.checkpoint.expect("a checkpoint").state.resume_id;
+    let session = new_session_turn(&driver, &harness, "r3").await;
     assert!(lifecycle.holds_conversation(&session));
     changes.borrow_and_update();
-    kill(
-        workers
-            .worker_pid(harness.env.namespace())
-            .expect("a worker"),
-    )
-    .await;
-    tokio::time::timeout(Duration::from_secs(10), changes.changed())
-        .await
-        .expect("changes() fired when the worker died")
-        .expect("the sender lives");
-    assert!(!lifecycle.holds_conversation(&session));
+    let worker = workers.worker_pid(harness.env.namespace());
+    kill(worker.expect("a worker")).await;
+    until_released(lifecycle, &mut changes, &session).await;
     workers.close().await;
 }
 

@@ -12,6 +12,7 @@ mod launchers;
 mod lifecycle;
 mod namespaces;
 mod protocol;
+mod protocol_hot;
 mod real_codex;
 mod real_restart;
 mod secrets;

@@ -17,7 +17,7 @@ fn config_wire(config: &DriverConfig) -> Value {
     config.to_wire()
 }
 
-fn start_params(driver: u64, task: &str, prompt: &str) -> Value {
+pub(crate) fn start_params(driver: u64, task: &str, prompt: &str) -> Value {
     let request = Request::new(RunId::new(task), prompt, profile());
     start_params_of(driver, task, &request)
 }
@@ -31,12 +31,12 @@ fn start_params_of(driver: u64, task: &str, request: &Request) -> Value {
     })
 }
 
-fn error_code(answer: &Value) -> Option<i64> {
+pub(crate) fn error_code(answer: &Value) -> Option<i64> {
     answer["error"]["code"].as_i64()
 }
 
 /// Configures driver 1 (the reference runtime with `script`) on a fresh pipe.
-async fn configured(base: &std::path::Path, script: &[&str]) -> Pipe {
+pub(crate) async fn configured(base: &std::path::Path, script: &[&str]) -> Pipe {
     let mut pipe = Pipe::new(worker::MAX_LINE);
     let params = json!({"driver": 1, "config": config_wire(&reference(base, script))});
     pipe.request(json!(1), CONFIGURE, params).await;
