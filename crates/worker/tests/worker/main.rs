@@ -14,6 +14,7 @@ mod namespaces;
 mod protocol;
 mod protocol_hot;
 mod real_codex;
+mod real_hot;
 mod real_restart;
 mod secrets;
 mod shutdown;
