@@ -1,5 +1,6 @@
 //! Hot Threads through a worker: a pre-warm whose process the next run takes, a follow-up
-//! into a running turn, and which conversations the worker's resident processes hold, on the
+//! into a running turn, which conversations the worker's resident processes hold, and an
+//! agent's sticky lease kept exactly as long as they hold its Thread, on the
 //! real `agent-worker` with Claude Code's resident fake (whose answers name the process that
 //! served them: `pid <pid> turn <n>`) and the reference runtime.
 
@@ -204,6 +205,56 @@ async fn a_follow_up_through_the_worker_reaches_the_running_turn_and_is_acknowle
         thread.steer("too late", second).await,
         Err(SteerError::NoTurn)
     );
+    agent.close().await;
+    workers.close().await;
+}
+
+/// Who holds Thread `key`'s lease in `store` now.
+async fn lease_holder(store: &dyn thread_store::ThreadStore, key: &str) -> Option<String> {
+    let target = format!("{}{key}", agent::THREAD_LEASE_PREFIX);
+    let holder = store
+        .lease_holder(&target)
+        .await
+        .expect("the store answers");
+    holder.map(|h| h.owner)
+}
+
+/// Waits (bounded) until Thread `key`'s lease is free: the release runs on the agent's
+/// renewal task.
+async fn until_free(store: &dyn thread_store::ThreadStore, key: &str) {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while lease_holder(store, key).await.is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the sticky lease was released");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sticky_lease_is_kept_while_the_worker_holds_the_thread_and_released_after() {
+    let (driver, harness, workers) = resident_claude();
+    let driver = Arc::new(driver);
+    let store = Arc::new(thread_store::memory::MemoryStore::new());
+    let agent = Agent::builder(Arc::clone(&driver) as Arc<dyn Driver>)
+        .store(store.clone())
+        .workspace(harness.workspace.to_string_lossy())
+        .sticky_leases(true)
+        .lease_ttl(Duration::from_secs(3))
+        .build()
+        .expect("an agent");
+    let thread = agent.thread("chat");
+
+    thread.run("first").await.expect("a first turn");
+    assert!(lease_holder(&*store, "chat").await.is_some(), "kept");
+    // The CLI dies idle inside the worker: the agent's next sweep sees it go.
+    kill(*cli_pids(&harness).last().expect("a CLI")).await;
+    until_free(&*store, "chat").await;
+
+    thread.run("second").await.expect("a second turn");
+    assert!(lease_holder(&*store, "chat").await.is_some(), "kept again");
+    driver.close_processes().await.expect("closed");
+    until_free(&*store, "chat").await;
     agent.close().await;
     workers.close().await;
 }
