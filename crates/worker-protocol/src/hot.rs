@@ -107,6 +107,10 @@ pub struct Steer {
     pub attempt: u32,
     /// The follow-up.
     pub text: String,
+    /// The host's number for this follow-up within the task (from 1), which
+    /// [`AbandonSteer`] names; 0 when the host will not abandon it.
+    #[serde(default)]
+    pub steer_id: u64,
 }
 
 impl std::fmt::Debug for Steer {
@@ -114,9 +118,29 @@ impl std::fmt::Debug for Steer {
         f.debug_struct("Steer")
             .field("handle", &self.handle)
             .field("attempt", &self.attempt)
+            .field("steer_id", &self.steer_id)
             .field("chars", &self.text.chars().count())
             .finish()
     }
+}
+
+/// `runtime.abandonSteer` params: the host stopped waiting for follow-up `steer_id` of task
+/// `handle` (its caller's bound passed): the worker abandons it, so a driver that has not
+/// begun delivering it skips it, as in process. The pending `runtime.steer` is then answered
+/// `refused` ([`WireSteerError::TimedOut`]), which nobody reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AbandonSteer {
+    /// The task.
+    pub handle: u64,
+    /// [`Steer::steer_id`].
+    pub steer_id: u64,
+}
+
+/// `runtime.abandonSteer` result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Abandoned {
+    /// Whether the follow-up was still pending (it was abandoned before its answer).
+    pub abandoned: bool,
 }
 
 /// `runtime.steer` result: the worker's driver delivered the follow-up, or refused it.

@@ -16,7 +16,8 @@
 //! | [`EVENT`] `runtime.event` | worker → host, notification | [`EventParams`] `{handle, seq, event}` |
 //! | [`APPROVE`] `runtime.approve` | worker → host | [`Approve`] → [`ApproveResult`] |
 //! | [`PREWARM`] `runtime.prewarm` | host → worker | [`Prewarm`] `{driver, session_id, request}` → [`PrewarmAnswer`] `ready {ticket, reused, expires_after_ms}` or `failed {error}` |
-//! | [`STEER`] `runtime.steer` | host → worker | [`Steer`] `{handle, attempt, text}` → [`SteerAnswer`] `acknowledged` or `refused {error}` |
+//! | [`STEER`] `runtime.steer` | host → worker | [`Steer`] `{handle, attempt, text, steer_id}` → [`SteerAnswer`] `acknowledged` or `refused {error}` |
+//! | [`ABANDON_STEER`] `runtime.abandonSteer` | host → worker | [`AbandonSteer`] `{handle, steer_id}` → [`Abandoned`] `{abandoned}` |
 //! | [`HOLDS`] `runtime.holds` | host → worker | [`Holds`] `{driver, session_id}` → [`Held`] `{held}` |
 //! | [`PROCESSES_CHANGED`] `runtime.processesChanged` | worker → host, notification | [`ProcessesChanged`] `{driver, generation}` |
 //! | [`SCRIPT`] `runtime.script` | host → worker, tests only | [`Script`] `{driver, script, release}` → [`Scripted`] `{performed}` |
@@ -60,7 +61,9 @@
 //!   written after the task's `follow_up` event (it goes through the task's ordered writer).
 //!   Its text is the host's, carried like a prompt: never logged, redacted in events by the
 //!   worker's driver. A follow-up for a task that is gone, or of another attempt, is refused
-//!   as the turn ended; a handle no task ever had is [`codes::UNKNOWN_HANDLE`].
+//!   as the turn ended; a handle no task ever had is [`codes::UNKNOWN_HANDLE`]. The host
+//!   has no timer of its own: when its caller stops waiting, it sends [`ABANDON_STEER`], and
+//!   the worker abandons the follow-up as the caller's own timeout does in process.
 //! - **Which conversations are held** ([`HOLDS`]) is the wrapped driver's
 //!   `ProcessLifecycle::holds_conversation`, read-only; whenever its `changes()` fires the
 //!   worker sends [`PROCESSES_CHANGED`] for that driver, so the host asks again. A pre-warm
@@ -84,7 +87,8 @@ mod request;
 mod secret;
 
 pub use hot::{
-    Held, Holds, Prewarm, PrewarmAnswer, ProcessesChanged, Steer, SteerAnswer, WireSteerError,
+    AbandonSteer, Abandoned, Held, Holds, Prewarm, PrewarmAnswer, ProcessesChanged, Steer,
+    SteerAnswer, WireSteerError,
 };
 pub use messages::{
     Approve, ApproveResult, Configure, DriverConfig, EventParams, ReferenceScript, Script,
@@ -115,6 +119,8 @@ pub const APPROVE: &str = "runtime.approve";
 pub const PREWARM: &str = "runtime.prewarm";
 /// `runtime.steer`: a follow-up into a running task; answers once it was delivered or refused.
 pub const STEER: &str = "runtime.steer";
+/// `runtime.abandonSteer`: the host stopped waiting for a follow-up; the worker abandons it.
+pub const ABANDON_STEER: &str = "runtime.abandonSteer";
 /// `runtime.holds`: whether a configured driver's live process holds a conversation.
 pub const HOLDS: &str = "runtime.holds";
 /// `runtime.processesChanged`: a configured driver's processes changed (a notification from
@@ -127,7 +133,7 @@ pub const PROCESSES_CHANGED: &str = "runtime.processesChanged";
 pub const SCRIPT: &str = "runtime.script";
 
 /// The methods a worker serves.
-pub const WORKER_METHODS: [&str; 9] = [
+pub const WORKER_METHODS: [&str; 10] = [
     CONFIGURE,
     START_TASK,
     STOP,
@@ -135,6 +141,7 @@ pub const WORKER_METHODS: [&str; 9] = [
     SEND_TOOL_DENIED,
     PREWARM,
     STEER,
+    ABANDON_STEER,
     HOLDS,
     SCRIPT,
 ];

@@ -55,7 +55,8 @@
 //!   requests close with it.
 //! - Hot Threads work as the wrapped driver does them: its `prewarm` and `steer` capabilities
 //!   are declared through (`runtime.prewarm`, whose ticket rides in the next task's request;
-//!   `runtime.steer`, acknowledged after the task's `follow_up` event), and
+//!   `runtime.steer`, acknowledged after the task's `follow_up` event, and abandoned in the
+//!   worker with `runtime.abandonSteer` when the caller stops waiting), and
 //!   `holds_conversation`/`changes()` answer from what the worker last said
 //!   (`runtime.holds`, refreshed after each resident run and on `runtime.processesChanged`);
 //!   a worker that ended or died holds nothing, and `changes()` says so.

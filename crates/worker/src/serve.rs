@@ -20,10 +20,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use worker_protocol::{
-    APPROVE, Approve, ApproveResult, CONFIGURE, Configure, EVENT, EventParams, HOLDS, PREWARM,
-    ProtocolError, SCRIPT, SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STEER, STOP, Script,
-    Scripted, StartTask, Started, Stop, Stopped, TaskError, TaskEvent, ToolDenied, ToolResult,
-    WORKER_METHODS, WireDecision, WireSecret,
+    ABANDON_STEER, APPROVE, Approve, ApproveResult, CONFIGURE, Configure, EVENT, EventParams,
+    HOLDS, PREWARM, ProtocolError, SCRIPT, SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STEER,
+    STOP, Script, Scripted, StartTask, Started, Stop, Stopped, TaskError, TaskEvent, ToolDenied,
+    ToolResult, WORKER_METHODS, WireDecision, WireSecret,
 };
 
 /// The longest line the worker reads or the host should write: 4 MiB, room for a request
@@ -45,6 +45,8 @@ struct Task {
     run: tokio::task::AbortHandle,
     /// The host end of the steering its request carries (`runtime.steer`).
     steerer: Steerer,
+    /// The follow-ups the host may still abandon (`runtime.abandonSteer`), by number.
+    steers: HashMap<u64, tokio::sync::oneshot::Sender<()>>,
 }
 
 /// A configured driver, and its backend when it is the reference runtime's.
@@ -109,6 +111,7 @@ pub async fn serve(
                 Ok(()) => continue,
                 Err(e) => Err(e),
             },
+            ABANDON_STEER => hot::abandon(&worker, params),
             HOLDS => hot::holds(&worker, params),
             START_TASK => match start_task(&worker, params) {
                 // The task answers itself, before its first event.
@@ -294,6 +297,7 @@ fn start_task(
             events,
             run: run.abort_handle(),
             steerer,
+            steers: HashMap::new(),
         },
     );
     drop(tasks);

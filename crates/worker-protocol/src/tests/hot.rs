@@ -73,6 +73,7 @@ fn a_follow_up_hides_its_text_in_debug_and_every_refusal_keeps_its_class() {
         handle: 7,
         attempt: 2,
         text: format!("mind {CANARY}"),
+        steer_id: 3,
     };
     assert!(!format!("{steer:?}").contains(CANARY));
     let json = serde_json::to_value(&steer).expect("serializes");
@@ -126,7 +127,19 @@ fn held_conversations_and_their_changes_round_trip() {
         serde_json::from_value::<ProcessesChanged>(json).expect("parses"),
         changed
     );
-    for method in [PREWARM, STEER, HOLDS] {
+    let abandon = AbandonSteer {
+        handle: 7,
+        steer_id: 3,
+    };
+    let json = serde_json::to_value(abandon).expect("serializes");
+    assert_eq!(
+        serde_json::from_value::<AbandonSteer>(json).expect("parses"),
+        abandon
+    );
+    let old: Steer = serde_json::from_value(json!({"handle": 1, "attempt": 1, "text": "t"}))
+        .expect("a follow-up without a number parses");
+    assert_eq!(old.steer_id, 0);
+    for method in [PREWARM, STEER, ABANDON_STEER, HOLDS] {
         assert!(WORKER_METHODS.contains(&method), "{method} is served");
     }
     assert!(

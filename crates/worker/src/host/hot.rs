@@ -35,7 +35,7 @@ use driver_process::peer::RpcPeer;
 use driver_spi::{DriverEvent, EventSink, FollowUp, Redactor, SteerError};
 use serde_json::Value;
 use tokio::sync::watch;
-use worker_protocol::{HOLDS, Held, Holds, STEER, Steer, SteerAnswer};
+use worker_protocol::{ABANDON_STEER, AbandonSteer, HOLDS, Held, Holds, STEER, Steer, SteerAnswer};
 
 /// How long the host waits for `runtime.holds`: a look-up, answered at once.
 const HOLDS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -209,22 +209,45 @@ impl Watchers {
     }
 }
 
+/// How often a forwarded follow-up looks whether its caller stopped waiting (`FollowUp` has
+/// no future for it).
+const ABANDON_POLL: Duration = Duration::from_millis(50);
+
 /// Forwards one follow-up of the run to its task in the worker and answers it as the worker
 /// does. The worker's driver already emitted the turn's `follow_up` event (forwarded with
-/// the task's events), so the acknowledgement here emits nothing more.
+/// the task's events), so the acknowledgement here emits nothing more. When the caller stops
+/// waiting (its bound passed), the host tells the worker (`runtime.abandonSteer`), which
+/// abandons the follow-up there as the caller's own timeout does in process.
 pub(super) async fn forward_follow_up(
     peer: &RpcPeer,
     handle: u64,
     attempt: u32,
+    steer_id: u64,
     follow_up: FollowUp,
 ) {
     let steer = Steer {
         handle,
         attempt,
         text: follow_up.text().to_owned(),
+        steer_id,
     };
     let params = serde_json::to_value(&steer).unwrap_or(Value::Null);
-    let answer = match peer.request(STEER, params, STEER_TIMEOUT).await {
+    let request = peer.request(STEER, params, STEER_TIMEOUT);
+    tokio::pin!(request);
+    let answer = loop {
+        tokio::select! {
+            answer = &mut request => break answer,
+            () = tokio::time::sleep(ABANDON_POLL) => {
+                if follow_up.is_abandoned() {
+                    let abandon = AbandonSteer { handle, steer_id };
+                    let params = serde_json::to_value(abandon).unwrap_or(Value::Null);
+                    let _ = peer.request(ABANDON_STEER, params, HOLDS_TIMEOUT).await;
+                    return;
+                }
+            }
+        }
+    };
+    let answer = match answer {
         Ok(answer) => serde_json::from_value::<SteerAnswer>(answer)
             .map_or(Err(SteerError::Refused), SteerAnswer::into_result),
         // The worker is gone: its turn with it.

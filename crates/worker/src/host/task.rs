@@ -68,6 +68,7 @@ pub(super) async fn follow(
     let mut started = false;
     let mut open: HashSet<String> = HashSet::new();
     let mut relays: Vec<Relay<'_>> = Vec::new();
+    let mut steer_ids = 0;
     loop {
         let next = std::future::poll_fn(|cx| {
             relays.retain_mut(|relay| relay.as_mut().poll(cx).is_pending());
@@ -86,8 +87,9 @@ pub(super) async fn follow(
         let next = match next {
             Next::Message(message) => message,
             Next::FollowUp(follow_up) if follow_ups.forward => {
+                steer_ids += 1;
                 relays.push(Box::pin(super::hot::forward_follow_up(
-                    peer, handle, attempt, follow_up,
+                    peer, handle, attempt, steer_ids, follow_up,
                 )));
                 continue;
             }

@@ -6,13 +6,15 @@
 //! drivers all live in its one namespace: a number no `runtime.configure` built here is
 //! `NOT_CONFIGURED`, a handle no task had is `UNKNOWN_HANDLE`.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use driver_spi::{ApprovalTicket, Approvals, Driver, SteerError};
 use serde_json::Value;
 use worker_protocol::{
-    Held, Holds, PROCESSES_CHANGED, Prewarm, PrewarmAnswer, ProcessesChanged, ProtocolError, Steer,
-    SteerAnswer,
+    AbandonSteer, Abandoned, Held, Holds, PROCESSES_CHANGED, Prewarm, PrewarmAnswer,
+    ProcessesChanged, ProtocolError, Steer, SteerAnswer,
 };
 
 use super::{Out, Worker, params};
@@ -78,20 +80,20 @@ pub(super) fn steer(worker: &Arc<Worker>, id: Value, raw: Value) -> Result<(), P
         handle,
         attempt,
         text,
+        steer_id,
     } = params(raw)?;
-    if handle == 0
-        || handle
-            >= worker
-                .next_handle
-                .load(std::sync::atomic::Ordering::Relaxed)
-    {
-        return Err(ProtocolError::UnknownHandle);
-    }
+    known(worker, handle)?;
+    let (abandon, abandoned) = tokio::sync::oneshot::channel::<()>();
     let task = worker
         .tasks()
-        .get(&handle)
+        .get_mut(&handle)
         .filter(|task| task.attempt == attempt)
-        .map(|task| (task.steerer.clone(), task.events.clone()));
+        .map(|task| {
+            if steer_id != 0 {
+                task.steers.insert(steer_id, abandon);
+            }
+            (task.steerer.clone(), task.events.clone())
+        });
     let worker = Arc::clone(worker);
     tokio::spawn(async move {
         let Some((steerer, events)) = task else {
@@ -99,7 +101,16 @@ pub(super) fn steer(worker: &Arc<Worker>, id: Value, raw: Value) -> Result<(), P
             let _ = worker.peer.respond(id, to_value(refused)).await;
             return;
         };
-        let answer = to_value(SteerAnswer::from_result(steerer.steer(text).await));
+        // Dropping the steer future abandons the follow-up: the driver skips it unless it
+        // began delivering it.
+        let result = tokio::select! {
+            result = steerer.steer(text) => result,
+            Ok(()) = abandoned => Err(SteerError::TimedOut { after: Duration::ZERO }),
+        };
+        if let Some(task) = worker.tasks().get_mut(&handle) {
+            task.steers.remove(&steer_id);
+        }
+        let answer = to_value(SteerAnswer::from_result(result));
         // Through the writer, after the events before it; straight out once the task ended.
         if let Err(tokio::sync::mpsc::error::SendError(Out::Answer(id, answer))) =
             events.send(Out::Answer(id, answer))
@@ -108,6 +119,27 @@ pub(super) fn steer(worker: &Arc<Worker>, id: Value, raw: Value) -> Result<(), P
         }
     });
     Ok(())
+}
+
+/// A handle some task had (a task that ended since included).
+fn known(worker: &Worker, handle: u64) -> Result<(), ProtocolError> {
+    let next = worker.next_handle.load(Ordering::Relaxed);
+    if handle == 0 || handle >= next {
+        return Err(ProtocolError::UnknownHandle);
+    }
+    Ok(())
+}
+
+/// `runtime.abandonSteer`: abandons a pending follow-up the host stopped waiting for.
+pub(super) fn abandon(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
+    let AbandonSteer { handle, steer_id } = params(raw)?;
+    known(worker, handle)?;
+    let pending = worker
+        .tasks()
+        .get_mut(&handle)
+        .and_then(|task| task.steers.remove(&steer_id));
+    let abandoned = pending.is_some_and(|abandon| abandon.send(()).is_ok());
+    Ok(to_value(Abandoned { abandoned }))
 }
 
 /// `runtime.holds`: the configured driver's `holds_conversation`.

@@ -22,7 +22,7 @@ pub(crate) fn start_params(driver: u64, task: &str, prompt: &str) -> Value {
     start_params_of(driver, task, &request)
 }
 
-fn start_params_of(driver: u64, task: &str, request: &Request) -> Value {
+pub(crate) fn start_params_of(driver: u64, task: &str, request: &Request) -> Value {
     json!({
         "driver": driver,
         "task_id": task,

@@ -1,13 +1,16 @@
 //! The hot-Thread methods, served in process: `runtime.prewarm`, `runtime.steer` and
-//! `runtime.holds` name their driver or task as `runtime.startTask` does, and a follow-up's
-//! acknowledgement follows its `follow_up` event.
+//! `runtime.holds` name their driver or task as `runtime.startTask` does, a follow-up's
+//! acknowledgement follows its `follow_up` event, and `runtime.abandonSteer` abandons a
+//! follow-up still pending.
 
-use driver_spi::Request;
+use driver_spi::{Approvals, PermissionPolicy, Request};
 use run_service::RunId;
 use serde_json::{Value, json};
-use worker_protocol::{HOLDS, PREWARM, Prewarm, START_TASK, STEER, STOP, WireRequest, codes};
+use worker_protocol::{
+    ABANDON_STEER, HOLDS, PREWARM, Prewarm, START_TASK, STEER, STOP, WireRequest, codes,
+};
 
-use crate::protocol::{configured, error_code, start_params};
+use crate::protocol::{configured, error_code, start_params, start_params_of};
 use crate::support::profile;
 
 fn prewarm_params(driver: u64) -> Value {
@@ -91,4 +94,51 @@ async fn a_follow_up_is_acknowledged_after_its_event_and_refused_once_its_task_i
         answer["result"],
         json!({"outcome": "refused", "error": {"class": "turn_ended"}})
     );
+}
+
+#[tokio::test]
+async fn a_follow_up_the_host_abandons_is_abandoned_in_the_worker() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let mut pipe = configured(base.path(), &[]).await;
+    // A turn that waits for the host's approval: running, but taking no follow-up.
+    let policy: PermissionPolicy = "write=ask".parse().expect("a policy");
+    let request = Request::new(RunId::new("t1"), "/tool write Write notes.txt", profile())
+        .with_permissions(policy)
+        .with_approvals(Approvals::approve_all());
+    pipe.request(json!(2), START_TASK, start_params_of(1, "t1", &request))
+        .await;
+    let handle = pipe.next().await["result"]["handle"]
+        .as_u64()
+        .expect("a handle");
+    loop {
+        if pipe.next().await["method"] == "runtime.approve" {
+            break;
+        }
+    }
+    let steer = json!({"handle": handle, "attempt": 1, "text": "go left", "steer_id": 1});
+    pipe.request(json!(3), STEER, steer).await;
+    let abandon = json!({"handle": handle, "steer_id": 1});
+    pipe.request(json!(4), ABANDON_STEER, abandon.clone()).await;
+    let mut others = Vec::new();
+    let answer = pipe.answer(&json!(4), &mut others).await;
+    assert_eq!(answer["result"], json!({"abandoned": true}));
+    let answer = pipe.answer(&json!(3), &mut others).await;
+    assert_eq!(
+        answer["result"]["error"]["class"], "timed_out",
+        "the pending follow-up ended unanswered: {answer}"
+    );
+    pipe.request(json!(5), ABANDON_STEER, abandon).await;
+    let answer = pipe.answer(&json!(5), &mut others).await;
+    assert_eq!(answer["result"], json!({"abandoned": false}), "once");
+    pipe.request(
+        json!(6),
+        ABANDON_STEER,
+        json!({"handle": 99, "steer_id": 1}),
+    )
+    .await;
+    let answer = pipe.answer(&json!(6), &mut others).await;
+    assert_eq!(error_code(&answer), Some(codes::UNKNOWN_HANDLE));
+    pipe.request(json!(7), STOP, json!({"handle": handle}))
+        .await;
+    pipe.answer(&json!(7), &mut others).await;
 }
