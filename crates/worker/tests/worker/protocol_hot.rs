@@ -3,14 +3,14 @@
 //! acknowledgement follows its `follow_up` event, and `runtime.abandonSteer` abandons a
 //! follow-up still pending.
 
-use driver_spi::{Approvals, PermissionPolicy, Request};
+use driver_spi::Request;
 use run_service::RunId;
 use serde_json::{Value, json};
 use worker_protocol::{
     ABANDON_STEER, HOLDS, PREWARM, Prewarm, START_TASK, STEER, STOP, WireRequest, codes,
 };
 
-use crate::protocol::{configured, error_code, start_params, start_params_of};
+use crate::protocol::{awaiting_approval, configured, error_code, start_params};
 use crate::support::profile;
 
 fn prewarm_params(driver: u64) -> Value {
@@ -101,20 +101,7 @@ async fn a_follow_up_the_host_abandons_is_abandoned_in_the_worker() {
     let base = tempfile::tempdir().expect("tempdir");
     let mut pipe = configured(base.path(), &[]).await;
     // A turn that waits for the host's approval: running, but taking no follow-up.
-    let policy: PermissionPolicy = "write=ask".parse().expect("a policy");
-    let request = Request::new(RunId::new("t1"), "/tool write Write notes.txt", profile())
-        .with_permissions(policy)
-        .with_approvals(Approvals::approve_all());
-    pipe.request(json!(2), START_TASK, start_params_of(1, "t1", &request))
-        .await;
-    let handle = pipe.next().await["result"]["handle"]
-        .as_u64()
-        .expect("a handle");
-    loop {
-        if pipe.next().await["method"] == "runtime.approve" {
-            break;
-        }
-    }
+    let (handle, _ask, _events) = awaiting_approval(&mut pipe).await;
     let steer = json!({"handle": handle, "attempt": 1, "text": "go left", "steer_id": 1});
     pipe.request(json!(3), STEER, steer).await;
     let abandon = json!({"handle": handle, "steer_id": 1});
