@@ -15,7 +15,12 @@
 //! | [`SEND_TOOL_DENIED`] `runtime.sendToolDenied` | host → worker | [`ToolDenied`] → `{}` |
 //! | [`EVENT`] `runtime.event` | worker → host, notification | [`EventParams`] `{handle, seq, event}` |
 //! | [`APPROVE`] `runtime.approve` | worker → host | [`Approve`] → [`ApproveResult`] |
-//! | [`SCRIPT`] `runtime.script` | host → worker, tests only | [`Script`] `{driver, script}` → [`Scripted`] `{performed}` |
+//! | [`PREWARM`] `runtime.prewarm` | host → worker | [`Prewarm`] `{driver, session_id, request}` → [`PrewarmAnswer`] `ready {ticket, reused, expires_after_ms}` or `failed {error}` |
+//! | [`STEER`] `runtime.steer` | host → worker | [`Steer`] `{handle, attempt, text, steer_id}` → [`SteerAnswer`] `acknowledged` or `refused {error}` |
+//! | [`ABANDON_STEER`] `runtime.abandonSteer` | host → worker | [`AbandonSteer`] `{handle, steer_id}` → [`Abandoned`] `{abandoned}` |
+//! | [`HOLDS`] `runtime.holds` | host → worker | [`Holds`] `{driver, session_id}` → [`Held`] `{held}` |
+//! | [`PROCESSES_CHANGED`] `runtime.processesChanged` | worker → host, notification | [`ProcessesChanged`] `{driver, generation}` |
+//! | [`SCRIPT`] `runtime.script` | host → worker, tests only | [`Script`] `{driver, script, release}` → [`Scripted`] `{performed}` |
 //!
 //! ```
 //! use worker_protocol::{EventParams, TaskEvent, EVENT};
@@ -45,6 +50,26 @@
 //!   timeout. As a JSON-RPC request its answer is correlated by the peer's id (a duplicate or
 //!   late answer finds no pending request and is dropped), and it names the task's
 //!   [`attempt`](Approve::attempt): an answer for another attempt is refused.
+//! - **A pre-warm** is the configured driver's `Driver::prewarm` of the request, sent as
+//!   `runtime.startTask`'s is (secrets as [`WireSecret`]s); its answer is the driver's
+//!   `Prewarmed` or its error in a failed task's form ([`TaskError`]), so the host returns the
+//!   same `DriverError` (`Unsupported::Prewarm` included) a run would. The ticket goes back in
+//!   the next `runtime.startTask`'s request ([`WireRequestBody::prewarmed`], absent from the
+//!   wire when there is none, so a request of an older host still parses).
+//! - **A follow-up** ([`STEER`]) goes into the running task's steering, in order; the worker
+//!   answers once the wrapped driver acknowledged or refused it, and an acknowledgement is
+//!   written after the task's `follow_up` event (it goes through the task's ordered writer).
+//!   Its text is the host's, carried like a prompt: never logged, redacted in events by the
+//!   worker's driver. A follow-up for a task that is gone, or of another attempt, is refused
+//!   as the turn ended; a handle no task ever had is [`codes::UNKNOWN_HANDLE`]. The host
+//!   has no timer of its own: when its caller stops waiting, it sends [`ABANDON_STEER`], and
+//!   the worker abandons the follow-up as the caller's own timeout does in process.
+//! - **Which conversations are held** ([`HOLDS`]) is the wrapped driver's
+//!   `ProcessLifecycle::holds_conversation`, read-only; whenever its `changes()` fires the
+//!   worker sends [`PROCESSES_CHANGED`] for that driver, so the host asks again. A pre-warm
+//!   or a look-up names its driver like `runtime.startTask` does: one no `runtime.configure`
+//!   built in this worker (whose drivers all live in its one namespace) is
+//!   [`codes::NOT_CONFIGURED`].
 //! - **Errors** the worker answers with are the codes below, with fixed messages: nothing of
 //!   the input, a provider or a secret is echoed.
 //!
@@ -56,10 +81,15 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod hot;
 mod messages;
 mod request;
 mod secret;
 
+pub use hot::{
+    AbandonSteer, Abandoned, Held, Holds, Prewarm, PrewarmAnswer, ProcessesChanged, Steer,
+    SteerAnswer, WireSteerError,
+};
 pub use messages::{
     Approve, ApproveResult, Configure, DriverConfig, EventParams, ReferenceScript, Script,
     Scripted, StartTask, Started, Stop, Stopped, TaskError, TaskErrorCode, TaskEvent, ToolDenied,
@@ -84,18 +114,35 @@ pub const EVENT: &str = "runtime.event";
 /// worker).
 pub const APPROVE: &str = "runtime.approve";
 
+/// `runtime.prewarm`: pre-warm a configured driver for a request; answers its `Prewarmed`
+/// or its error.
+pub const PREWARM: &str = "runtime.prewarm";
+/// `runtime.steer`: a follow-up into a running task; answers once it was delivered or refused.
+pub const STEER: &str = "runtime.steer";
+/// `runtime.abandonSteer`: the host stopped waiting for a follow-up; the worker abandons it.
+pub const ABANDON_STEER: &str = "runtime.abandonSteer";
+/// `runtime.holds`: whether a configured driver's live process holds a conversation.
+pub const HOLDS: &str = "runtime.holds";
+/// `runtime.processesChanged`: a configured driver's processes changed (a notification from
+/// the worker).
+pub const PROCESSES_CHANGED: &str = "runtime.processesChanged";
+
 /// `runtime.script`: queue behaviours on a configured reference driver and read how many
 /// tools it performed: what tests (the driver kit through a worker) observe from inside the
 /// worker. Refused for any other driver.
 pub const SCRIPT: &str = "runtime.script";
 
 /// The methods a worker serves.
-pub const WORKER_METHODS: [&str; 6] = [
+pub const WORKER_METHODS: [&str; 10] = [
     CONFIGURE,
     START_TASK,
     STOP,
     SEND_TOOL_RESULT,
     SEND_TOOL_DENIED,
+    PREWARM,
+    STEER,
+    ABANDON_STEER,
+    HOLDS,
     SCRIPT,
 ];
 

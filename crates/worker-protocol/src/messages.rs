@@ -62,6 +62,9 @@ pub struct Script {
     /// What its next runs do.
     #[serde(default)]
     pub script: Vec<ReferenceScript>,
+    /// Release the runs stalled now ([`ReferenceScript::Stall`]), after queueing `script`.
+    #[serde(default)]
+    pub release: bool,
 }
 
 /// `runtime.script` result. It may carry a secret (the materialization), so it is written
@@ -377,6 +380,7 @@ pub enum WireUnsupported {
     StrictOutputSchema {
         reason: driver_spi::StrictSchemaError,
     },
+    Prewarm,
     /// A variant this version of the protocol does not name.
     Other,
 }
@@ -467,6 +471,7 @@ impl From<Unsupported> for WireUnsupported {
                 needs,
             },
             Unsupported::StrictOutputSchema(reason) => Self::StrictOutputSchema { reason },
+            Unsupported::Prewarm => Self::Prewarm,
             _ => Self::Other,
         }
     }
@@ -493,6 +498,7 @@ impl WireUnsupported {
                 needs,
             },
             Self::StrictOutputSchema { reason } => Unsupported::StrictOutputSchema(reason),
+            Self::Prewarm => Unsupported::Prewarm,
             Self::Other => return None,
         })
     }

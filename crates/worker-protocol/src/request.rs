@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use driver_spi::{
-    Approvals, OutputSchema, PermissionPolicy, ProfilePayload, Request, RuntimePayload,
-    SchemaDelivery, SessionContext, SessionMode, SessionState,
+    Approvals, OutputSchema, PermissionPolicy, PrewarmTicket, ProfilePayload, Request,
+    RuntimePayload, SchemaDelivery, SessionContext, SessionMode, SessionState,
 };
 use run_service::{Lifecycle, McpServer, RunId, ServiceRef};
 use serde_json::{Value, json};
@@ -74,6 +74,10 @@ pub struct WireRequestBody {
     /// worker denies at once, as in process, and never asks the host.
     #[serde(default)]
     pub approvals: bool,
+    /// [`Request::prewarmed`]: the ticket of a pre-warm of this request (`runtime.prewarm`).
+    /// Left off the wire when there is none, so an older host's request parses as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prewarmed: Option<PrewarmTicket>,
 }
 
 /// A [`SessionContext`] on the wire.
@@ -167,6 +171,7 @@ impl WireRequest {
             approval_timeout_ms: u64::try_from(request.approvals.timeout().as_millis())
                 .unwrap_or(u64::MAX),
             approvals: request.approvals.has_handler(),
+            prewarmed: request.prewarmed.clone(),
         };
         let bindings = |list: &[run_service::EnvBinding]| list.iter().map(Into::into).collect();
         Self {
@@ -253,6 +258,7 @@ impl WireRequest {
         request.model = body.model;
         request.instructions = body.instructions;
         request.metadata = body.metadata;
+        request.prewarmed = body.prewarmed;
         request.output_schema = body.output_schema.map(|o| {
             let schema = OutputSchema::new(o.schema);
             if o.prompt_only {

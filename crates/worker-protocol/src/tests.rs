@@ -357,3 +357,5 @@ fn error_codes_are_distinct_and_named_back() {
     assert_eq!(seen.len(), count);
     assert_eq!(ProtocolError::from_code(-1), None);
 }
+
+mod hot;

@@ -21,20 +21,23 @@ use driver_process::peer::{RpcError, RpcPeer};
 use driver_process::pool::{PoolError, PoolLimits, ProcessPool, SharedCheckout};
 use driver_spi::{
     ConfigError, ConfigFingerprinter, Descriptor, Driver, DriverError, DriverEvent, EventSink,
-    FailureKind, ProcessLifecycle, ProcessSignature, Request, Response, RunFailure, SessionCodec,
+    FailureKind, Prewarmed, ProcessLifecycle, ProcessSignature, Request, Response, RunFailure,
+    SessionCodec, Unsupported,
 };
 use runtime_env::{CredentialNamespace, HostEnv, IsolationMode, RuntimeEnv};
 use serde_json::{Value, json};
 use worker_protocol::{
-    CONFIGURE, Configure, DriverConfig, ReferenceScript, SCRIPT, START_TASK, STOP, Script,
-    Scripted, StartTask, Started, WireRequest,
+    CONFIGURE, Configure, DriverConfig, PREWARM, Prewarm, PrewarmAnswer, ReferenceScript, SCRIPT,
+    START_TASK, STOP, Script, Scripted, StartTask, Started, WireRequest,
 };
 
+mod hot;
 mod process;
 mod task;
 
+use hot::Conversations;
 use process::WorkerProcess;
-use task::{Ended, follow};
+use task::{Ended, FollowUps, follow};
 
 use crate::build::BuildError;
 use crate::launcher::Launcher;
@@ -128,7 +131,10 @@ impl Workers {
 /// 3. `runtime.startTask`, whose attempt counts this driver's starts of the run id;
 /// 4. the task's events in order (a gap or a repeat of `seq` fails the run as a protocol
 ///    error), approval requests relayed to the request's `Approvals` (answered once, the
-///    host's timeout denies), until the terminal event;
+///    host's timeout denies), and the request's follow-ups (its `Steering`) forwarded as
+///    `runtime.steer` when the wrapped configuration steers (refused `Unsupported`
+///    otherwise), until the terminal event; after a clean run of a configuration that keeps
+///    processes, `runtime.holds` for its conversation (what `holds_conversation` answers);
 /// 5. if the worker's output ends first, the run fails with
 ///    [`FailureKind::Process`](driver_spi::FailureKind::Process) and `retryable`: `true`
 ///    when no tool call was in flight (every started tool had its result), `false` when one
@@ -143,6 +149,8 @@ pub struct WorkerDriver {
     shadow: Arc<dyn Driver>,
     id: u64,
     attempts: Mutex<HashMap<String, u32>>,
+    /// The conversations its worker's processes hold (see the `hot` module).
+    conversations: Arc<Conversations>,
 }
 
 impl std::fmt::Debug for WorkerDriver {
@@ -207,6 +215,7 @@ impl WorkerDriver {
             shadow,
             id,
             attempts: Mutex::default(),
+            conversations: Conversations::new(id),
         })
     }
 
@@ -273,14 +282,12 @@ impl Driver for WorkerDriver {
     /// The configuration's descriptor, but for `persistent_processes`, which is always
     /// declared: the worker is a process kept between runs, which
     /// [`process_lifecycle`](Driver::process_lifecycle) ends. (No Thread fingerprint covers
-    /// it, so a Thread moves between in process and a worker all the same.) `prewarm` is not
-    /// declared: the wire has no pre-warm message yet.
+    /// it, so a Thread moves between in process and a worker all the same.) `prewarm` and
+    /// `steer` are the wrapped configuration's: the wire carries both (`runtime.prewarm`,
+    /// `runtime.steer`).
     fn descriptor(&self) -> Descriptor {
         let mut descriptor = self.shadow.descriptor();
         descriptor.capabilities.persistent_processes = true;
-        descriptor.capabilities.prewarm = false;
-        // The worker's wire carries no follow-up yet (issue 43): steering stops here.
-        descriptor.capabilities.steer = false;
         descriptor
     }
 
@@ -326,6 +333,10 @@ impl Driver for WorkerDriver {
         let Started { handle } = serde_json::from_value(answer)
             .map_err(|_| protocol("a `startTask` answer that does not parse"))?;
         let messages = worker.routes.register(handle);
+        let follow_ups = FollowUps {
+            receiver: request.steering.take(),
+            forward: self.shadow.descriptor().capabilities.steer,
+        };
         let mut guard = StopOnDrop {
             peer: Some(Arc::clone(&worker.peer)),
             handle,
@@ -337,6 +348,7 @@ impl Driver for WorkerDriver {
             messages,
             &request,
             &*sink,
+            follow_ups,
         )
         .await;
         worker.routes.unregister(handle);
@@ -348,6 +360,13 @@ impl Driver for WorkerDriver {
         match ended {
             Ok(response) => {
                 self.forget(&request.run_id.to_string());
+                // What the agent asks right after the turn (sticky leases), fresh.
+                if self.shadow.descriptor().capabilities.persistent_processes
+                    && let Some(checkpoint) = &response.checkpoint
+                {
+                    let session = &checkpoint.state.resume_id;
+                    self.conversations.ask(&worker.peer, session).await;
+                }
                 Ok(response)
             }
             Err(Ended::Error(e) | Ended::Broken(e)) => Err(e),
@@ -364,6 +383,36 @@ impl Driver for WorkerDriver {
             }
         }
     }
+
+    /// Pre-warms in the namespace's worker (`runtime.prewarm`), for a wrapped configuration
+    /// that declares it; refused as unsupported on the host otherwise, before any worker
+    /// starts. A refused pre-warm that started the worker ends it again: a refusal starts
+    /// nothing.
+    async fn prewarm(&self, request: Request) -> Result<Prewarmed, DriverError> {
+        if !self.shadow.descriptor().capabilities.prewarm {
+            return Err(Unsupported::Prewarm.into());
+        }
+        let (worker, started) = self.check_out_noting().await?;
+        self.configure(&worker).await?;
+        let params = Prewarm {
+            driver: self.id,
+            session_id: request.session.state.as_ref().map(|s| s.resume_id.clone()),
+            request: WireRequest::from_request(&request),
+        };
+        let answer = worker
+            .peer
+            .request(PREWARM, params.to_wire(), ANSWER_TIMEOUT)
+            .await
+            .map_err(|e| rpc_failed(PREWARM, &e))?;
+        let result = serde_json::from_value::<PrewarmAnswer>(answer)
+            .map_err(|_| protocol("a `prewarm` answer that does not parse"))?
+            .into_result();
+        if result.is_err() && started {
+            drop(worker);
+            self.workers.pool.retire(self.env.namespace()).await;
+        }
+        result
+    }
 }
 
 #[async_trait::async_trait]
@@ -374,6 +423,18 @@ impl ProcessLifecycle for WorkerDriver {
         self.workers.pool.retire(self.env.namespace()).await;
         Ok(())
     }
+
+    /// Whether the worker last said one of its processes holds `session_id` (asked after
+    /// each run and again whenever the worker reports a change; see the `hot` module).
+    fn holds_conversation(&self, session_id: &str) -> bool {
+        self.conversations.holds(session_id)
+    }
+
+    /// Bumped once the host re-read what the worker holds after the wrapped driver's
+    /// processes changed, and when the worker ends.
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.conversations.subscribe())
+    }
 }
 
 impl WorkerDriver {
@@ -381,11 +442,20 @@ impl WorkerDriver {
     async fn check_out(
         &self,
     ) -> Result<SharedCheckout<CredentialNamespace, WorkerProcess>, DriverError> {
+        Ok(self.check_out_noting().await?.0)
+    }
+
+    /// [`check_out`](Self::check_out), and whether it started the worker.
+    async fn check_out_noting(
+        &self,
+    ) -> Result<(SharedCheckout<CredentialNamespace, WorkerProcess>, bool), DriverError> {
         let namespace = self.env.namespace().clone();
         let workers = &self.workers;
-        workers
+        let started = std::sync::atomic::AtomicBool::new(false);
+        let checkout = workers
             .pool
             .check_out_shared(&namespace, &workers.signature, || async {
+                started.store(true, Ordering::Relaxed);
                 let process = WorkerProcess::start(
                     &self.env,
                     workers.launcher.command(&workers.program, &self.env),
@@ -400,7 +470,8 @@ impl WorkerDriver {
                 Ok::<_, StartError>(process)
             })
             .await
-            .map_err(|StartError(e)| e)
+            .map_err(|StartError(e)| e)?;
+        Ok((checkout, started.load(Ordering::Relaxed)))
     }
 
     /// For tests and demos of the reference runtime: queues `script` on this configuration's
@@ -412,11 +483,29 @@ impl WorkerDriver {
     /// As a run's start; `FailureKind::Protocol` when the configuration is not the reference
     /// runtime's.
     pub async fn script(&self, script: Vec<ReferenceScript>) -> Result<Scripted, DriverError> {
+        self.send_script(script, false).await
+    }
+
+    /// For tests of the reference runtime: releases the runs of this configuration stalled
+    /// now ([`ReferenceScript::Stall`]), as its backend's `release_stalled` does in process.
+    ///
+    /// # Errors
+    /// As [`script`](Self::script).
+    pub async fn release_stalled(&self) -> Result<(), DriverError> {
+        self.send_script(Vec::new(), true).await.map(drop)
+    }
+
+    async fn send_script(
+        &self,
+        script: Vec<ReferenceScript>,
+        release: bool,
+    ) -> Result<Scripted, DriverError> {
         let worker = self.check_out().await?;
         self.configure(&worker).await?;
         let params = serde_json::to_value(Script {
             driver: self.id,
             script,
+            release,
         })
         .unwrap_or(Value::Null);
         let answer = worker
@@ -445,6 +534,7 @@ impl WorkerDriver {
         {
             Ok(_) => {
                 configured.insert(self.id);
+                worker.watchers.register(&self.conversations);
                 Ok(())
             }
             Err(RpcError::Remote { .. }) => Err(DriverError::InvalidConfig(ConfigError::invalid(

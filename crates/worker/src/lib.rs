@@ -53,6 +53,13 @@
 //!   timeout, whose expiry reads `timed_out` as in process); the worker denies when the host's
 //!   answer names another request or attempt, or does not come. A cancelled run's open
 //!   requests close with it.
+//! - Hot Threads work as the wrapped driver does them: its `prewarm` and `steer` capabilities
+//!   are declared through (`runtime.prewarm`, whose ticket rides in the next task's request;
+//!   `runtime.steer`, acknowledged after the task's `follow_up` event, and abandoned in the
+//!   worker with `runtime.abandonSteer` when the caller stops waiting), and
+//!   `holds_conversation`/`changes()` answer from what the worker last said
+//!   (`runtime.holds`, refreshed after each resident run and on `runtime.processesChanged`);
+//!   a worker that ended or died holds nothing, and `changes()` says so.
 //! - The driver kit passes on a `WorkerDriver` of the reference runtime, every clause run
 //!   (the worker's test-only `runtime.script` lets it script a tool use and see the tools
 //!   that ran and the provider's materialization), and on one of each CLI driver over the

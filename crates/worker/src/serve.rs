@@ -14,16 +14,16 @@ use std::time::Duration;
 
 use driver_process::peer::{Incoming, JsonRpc, RpcPeer};
 use driver_spi::reference::ReferenceBackend;
-use driver_spi::{ApprovalTicket, Approvals, Driver, DriverEvent, EventSink};
+use driver_spi::{ApprovalTicket, Approvals, Driver, DriverEvent, EventSink, Steerer};
 use runtime_env::HostEnv;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use worker_protocol::{
-    APPROVE, Approve, ApproveResult, CONFIGURE, Configure, EVENT, EventParams, ProtocolError,
-    SCRIPT, SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STOP, Script, Scripted, StartTask,
-    Started, Stop, Stopped, TaskError, TaskEvent, ToolDenied, ToolResult, WORKER_METHODS,
-    WireDecision, WireSecret,
+    ABANDON_STEER, APPROVE, Approve, ApproveResult, CONFIGURE, Configure, EVENT, EventParams,
+    HOLDS, PREWARM, ProtocolError, SCRIPT, SEND_TOOL_DENIED, SEND_TOOL_RESULT, START_TASK, STEER,
+    STOP, Script, Scripted, StartTask, Started, Stop, Stopped, TaskError, TaskEvent, ToolDenied,
+    ToolResult, WORKER_METHODS, WireDecision, WireSecret,
 };
 
 /// The longest line the worker reads or the host should write: 4 MiB, room for a request
@@ -35,11 +35,18 @@ pub const MAX_LINE: usize = 4 << 20;
 /// read `timed_out` as in process), and this timer also covers a host that stopped answering.
 pub const APPROVAL_GRACE: Duration = Duration::from_millis(200);
 
-/// A running task: how to stop it and where its terminal event goes.
+mod hot;
+
+/// A running task: how to stop it, where its terminal event goes, and how to steer it.
 struct Task {
     id: String,
+    attempt: u32,
     events: mpsc::UnboundedSender<Out>,
     run: tokio::task::AbortHandle,
+    /// The host end of the steering its request carries (`runtime.steer`).
+    steerer: Steerer,
+    /// The follow-ups the host may still abandon (`runtime.abandonSteer`), by number.
+    steers: HashMap<u64, tokio::sync::oneshot::Sender<()>>,
 }
 
 /// A configured driver, and its backend when it is the reference runtime's.
@@ -93,6 +100,19 @@ pub async fn serve(
         };
         let answer = match method.as_str() {
             CONFIGURE => configure(&worker, params),
+            PREWARM => match hot::prewarm(&worker, params) {
+                Ok(prewarm) => {
+                    prewarm(id);
+                    continue;
+                }
+                Err(e) => Err(e),
+            },
+            STEER => match hot::steer(&worker, id.clone(), params) {
+                Ok(()) => continue,
+                Err(e) => Err(e),
+            },
+            ABANDON_STEER => hot::abandon(&worker, params),
+            HOLDS => hot::holds(&worker, params),
             START_TASK => match start_task(&worker, params) {
                 // The task answers itself, before its first event.
                 Ok(start) => {
@@ -138,13 +158,14 @@ fn params<T: DeserializeOwned>(params: Value) -> Result<T, ProtocolError> {
     serde_json::from_value(params).map_err(|_| ProtocolError::InvalidParams)
 }
 
-fn configure(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
+fn configure(worker: &Arc<Worker>, raw: Value) -> Result<Value, ProtocolError> {
     let Configure { driver, config } = params(raw)?;
     let (built, reference) =
         crate::build::build_parts(config, worker.host.clone()).map_err(|e| {
             tracing::warn!(error = %e, "a driver configuration could not be built");
             ProtocolError::ConfigRejected
         })?;
+    hot::watch_changes(worker, driver, &*built);
     let configured = Configured {
         driver: built,
         reference,
@@ -156,7 +177,11 @@ fn configure(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
 /// `runtime.script`: queues behaviours on a configured reference driver; answers how many
 /// tools it performed and what its last run materialized.
 fn script(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
-    let Script { driver, script } = params(raw)?;
+    let Script {
+        driver,
+        script,
+        release,
+    } = params(raw)?;
     let drivers = worker.drivers();
     let configured = drivers.get(&driver).ok_or(ProtocolError::NotConfigured)?;
     let backend = configured
@@ -165,6 +190,9 @@ fn script(worker: &Worker, raw: Value) -> Result<Value, ProtocolError> {
         .ok_or(ProtocolError::NotScriptable)?;
     for step in script {
         backend.push_behavior(crate::build::behavior(step));
+    }
+    if release {
+        backend.release_stalled();
     }
     let scripted = Scripted {
         performed: u64::try_from(backend.performed().len()).unwrap_or(u64::MAX),
@@ -234,7 +262,11 @@ fn start_task(
     } else {
         Approvals::none()
     };
-    let request = start.request.into_request(approvals)?;
+    let (steerer, follow_ups) = driver_spi::steering();
+    let request = start
+        .request
+        .into_request(approvals)?
+        .with_steering(follow_ups);
     let mut tasks = worker.tasks();
     if tasks.values().any(|t| t.id == start.task_id) {
         return Err(ProtocolError::DuplicateTask);
@@ -261,8 +293,11 @@ fn start_task(
         handle,
         Task {
             id: start.task_id,
+            attempt: start.attempt,
             events,
             run: run.abort_handle(),
+            steerer,
+            steers: HashMap::new(),
         },
     );
     drop(tasks);
@@ -283,6 +318,9 @@ enum Out {
     Event(Box<TaskEvent>),
     /// An approval request, asked after every event emitted before it.
     Ask(Box<Approve>, ApprovalTicket),
+    /// The answer to a request of the host's (`runtime.steer`), written after every event
+    /// emitted before it.
+    Answer(Value, Value),
 }
 
 /// Sends a task's events in order, numbered from 0, until its terminal event; asks its
@@ -312,6 +350,10 @@ async fn write_events(
                 }
                 continue;
             }
+            Out::Answer(id, answer) => {
+                let _ = worker.peer.respond(id, answer).await;
+                continue;
+            }
         };
         let terminal = event.is_terminal();
         let params = EventParams { handle, seq, event };
@@ -321,6 +363,14 @@ async fn write_events(
         }
         seq += 1;
         if terminal {
+            // A follow-up's answer queued behind the terminal event (its refusal as the turn
+            // ended) still goes out; later ones find the queue closed and answer themselves.
+            queue.close();
+            while let Ok(out) = queue.try_recv() {
+                if let Out::Answer(id, answer) = out {
+                    let _ = worker.peer.respond(id, answer).await;
+                }
+            }
             return;
         }
     }

@@ -13,7 +13,11 @@ use driver_spi::DriverError;
 use runtime_env::RuntimeEnv;
 use serde_json::Value;
 use tokio::sync::mpsc;
-use worker_protocol::{APPROVE, Approve, EVENT, EventParams, codes};
+use worker_protocol::{
+    APPROVE, Approve, EVENT, EventParams, PROCESSES_CHANGED, ProcessesChanged, codes,
+};
+
+use super::hot::Watchers;
 
 use crate::serve::MAX_LINE;
 
@@ -93,6 +97,8 @@ pub(crate) struct WorkerProcess {
     child: ChildHandle,
     pub(crate) peer: Arc<RpcPeer>,
     pub(crate) routes: Arc<Routes>,
+    /// The drivers configured here whose held conversations the host keeps.
+    pub(crate) watchers: Arc<Watchers>,
     dispatcher: tokio::task::JoinHandle<()>,
     /// The host driver numbers configured in this worker; held while one is configured.
     pub(crate) configured: tokio::sync::Mutex<HashSet<u64>>,
@@ -123,12 +129,19 @@ impl WorkerProcess {
         let (peer, inbox) = RpcPeer::client(&JsonRpc, stdout, stdin, MAX_LINE);
         let peer = Arc::new(peer);
         let routes = Arc::new(Routes::default());
-        let dispatcher = tokio::spawn(dispatch(inbox, Arc::downgrade(&peer), Arc::clone(&routes)));
+        let watchers = Arc::new(Watchers::default());
+        let dispatcher = tokio::spawn(dispatch(
+            inbox,
+            Arc::downgrade(&peer),
+            Arc::clone(&routes),
+            Arc::clone(&watchers),
+        ));
         tracing::debug!(pid = child.pid(), "worker started");
         Ok(Self {
             child,
             peer,
             routes,
+            watchers,
             dispatcher,
             configured: tokio::sync::Mutex::default(),
             limits,
@@ -153,9 +166,12 @@ impl Resident for WorkerProcess {
             peer,
             dispatcher,
             limits,
+            watchers,
             ..
         } = self;
         dispatcher.abort();
+        // Its drivers' processes end with it.
+        watchers.lost();
         // The worker ends when its stdin closes, once it has ended its drivers' processes.
         drop(peer);
         let finished = child
@@ -176,13 +192,23 @@ fn worker_end_grace(limits: &Limits) -> std::time::Duration {
 
 /// Routes the worker's messages until its output ends; answers a request of another method
 /// with "Method not found".
-async fn dispatch(mut inbox: Inbox, peer: Weak<RpcPeer>, routes: Arc<Routes>) {
+async fn dispatch(
+    mut inbox: Inbox,
+    peer: Weak<RpcPeer>,
+    routes: Arc<Routes>,
+    watchers: Arc<Watchers>,
+) {
     while let Some(incoming) = inbox.recv().await {
         match incoming {
             Incoming::Notification { method, params } if method == EVENT => {
                 match serde_json::from_value::<EventParams>(params) {
                     Ok(event) => routes.deliver(event.handle, Message::Event(event)),
                     Err(_) => tracing::debug!("a worker event that does not parse was dropped"),
+                }
+            }
+            Incoming::Notification { method, params } if method == PROCESSES_CHANGED => {
+                if let Ok(changed) = serde_json::from_value::<ProcessesChanged>(params) {
+                    watchers.changed(changed.driver, &peer);
                 }
             }
             Incoming::Request { id, method, params } if method == APPROVE => {
@@ -200,6 +226,7 @@ async fn dispatch(mut inbox: Inbox, peer: Weak<RpcPeer>, routes: Arc<Routes>) {
         }
     }
     routes.close();
+    watchers.lost();
 }
 
 async fn answer_error(peer: &Weak<RpcPeer>, id: Value, code: i64, message: &str) {

@@ -8,8 +8,8 @@ use std::sync::{Mutex, PoisonError};
 
 use driver_process::peer::RpcPeer;
 use driver_spi::{
-    ApprovalOutcome, ApprovalQuery, DriverError, DriverEvent, EventSink, FailureKind, Request,
-    Response, RunFailure,
+    ApprovalOutcome, ApprovalQuery, DriverError, DriverEvent, EventSink, FailureKind, FollowUp,
+    Request, Response, RunFailure, SteerError, SteerReceiver,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -34,9 +34,27 @@ pub(super) enum Ended {
 
 type Relay<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
-/// Forwards a task's events to `sink` and relays its approval requests, until its terminal
-/// event or the worker's end. The relays run inside this future, so dropping it (the run
-/// cancelled) closes every open approval request at once: a later answer is refused.
+/// What the run's follow-ups do: forwarded to the task (`runtime.steer`) when the wrapped
+/// driver steers, refused as unsupported otherwise.
+pub(super) struct FollowUps {
+    pub(super) receiver: Option<SteerReceiver>,
+    pub(super) forward: bool,
+}
+
+/// What came next while following a task.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value at a time, moved straight out of the follow loop's poll"
+)]
+enum Next {
+    Message(Option<Message>),
+    FollowUp(FollowUp),
+}
+
+/// Forwards a task's events to `sink`, relays its approval requests and its run's
+/// follow-ups, until its terminal event or the worker's end. The relays run inside this
+/// future, so dropping it (the run cancelled) closes every open approval request and
+/// follow-up at once: a later answer is refused.
 pub(super) async fn follow(
     peer: &RpcPeer,
     handle: u64,
@@ -44,17 +62,42 @@ pub(super) async fn follow(
     mut messages: mpsc::UnboundedReceiver<Message>,
     request: &Request,
     sink: &dyn EventSink,
+    mut follow_ups: FollowUps,
 ) -> Result<Response, Ended> {
     let mut expected = 0;
     let mut started = false;
     let mut open: HashSet<String> = HashSet::new();
     let mut relays: Vec<Relay<'_>> = Vec::new();
+    let mut steer_ids = 0;
     loop {
         let next = std::future::poll_fn(|cx| {
             relays.retain_mut(|relay| relay.as_mut().poll(cx).is_pending());
-            messages.poll_recv(cx)
+            if let std::task::Poll::Ready(message) = messages.poll_recv(cx) {
+                return std::task::Poll::Ready(Next::Message(message));
+            }
+            // Receiving a follow-up is cancel-safe: a fresh future each poll loses none.
+            match follow_ups.receiver.as_mut() {
+                Some(receiver) => std::pin::pin!(receiver.next_follow_up())
+                    .poll(cx)
+                    .map(Next::FollowUp),
+                None => std::task::Poll::Pending,
+            }
         })
         .await;
+        let next = match next {
+            Next::Message(message) => message,
+            Next::FollowUp(follow_up) if follow_ups.forward => {
+                steer_ids += 1;
+                relays.push(Box::pin(super::hot::forward_follow_up(
+                    peer, handle, attempt, steer_ids, follow_up,
+                )));
+                continue;
+            }
+            Next::FollowUp(follow_up) => {
+                follow_up.refuse(SteerError::Unsupported);
+                continue;
+            }
+        };
         let event = match next {
             None => break,
             Some(Message::Approve { id, approve }) => {

@@ -16,8 +16,10 @@
 //!
 //! The accepted skips are those of the in-process run of the same configuration, less the
 //! process clauses (PRC-01, PRC-02): a worker is a process kept between runs, which the worker
-//! driver declares and closes, so they run through a worker for every driver. The pre-warm
-//! clauses (PRW-01, PRW-02) are skipped for every driver: the wire has no pre-warm yet.
+//! driver declares and closes, so they run through a worker for every driver. Pre-warm
+//! (PRW-01, PRW-02) and steering (STR-01) run through the worker wherever the wrapped driver
+//! declares them (the resident modes), as in process; the per-turn modes skip PRW as in
+//! process.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -84,12 +86,16 @@ impl<D: CommonOptions + Clone> Factory for ThroughWorker<D> {
     fn tools_run(&self) -> Option<usize> {
         self.kit.tools_run()
     }
+
+    fn script_steered_turn(&self) -> Option<conformance::Release> {
+        self.kit.script_steered_turn()
+    }
 }
 
 /// The registry configuration of `options` in the harness's environment: the fake as binary,
 /// the options' model and process mode, and the namespace's variable naming the fake's
 /// scenario.
-fn registry_config<D: CommonOptions>(harness: &Harness, options: &D) -> DriverConfig {
+pub(crate) fn registry_config<D: CommonOptions>(harness: &Harness, options: &D) -> DriverConfig {
     let env = &harness.env;
     assert!(env.child_env().contains(SCENARIO_ENV));
     let scenario = harness.scenario.to_str().expect("a UTF-8 path");
@@ -159,8 +165,8 @@ fn per_turn_skips(approvals: bool) -> Vec<Clause> {
     [unscripted_policy_clauses(approvals), NO_PREWARM.to_vec()].concat()
 }
 
-/// The worker does not declare pre-warm (its wire has no pre-warm message yet): CAP-05 judges
-/// its refusal, the PRW clauses are skipped for every driver.
+/// A per-turn driver declares no pre-warm, in process or through a worker: CAP-05 judges its
+/// refusal.
 const NO_PREWARM: [Clause; 2] = [Clause::Prw01, Clause::Prw02];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,14 +183,16 @@ async fn codex_app_server_through_a_worker() {
     let scenario = cli_fakes::codex_app_server::app_server().serve_record(&served);
     let fake = cli_fakes::codex::fake_codex(scenario, KIT_TOKENS);
     let report = kit_through_worker(fake, true, |harness, options| {
-        FakeCliFactory::resident(harness, options).with_tool_use(
-            Action::Write,
-            &served,
-            cli_fakes::codex_app_server::ACCEPTED,
-        )
+        FakeCliFactory::resident(harness, options)
+            .with_tool_use(
+                Action::Write,
+                &served,
+                cli_fakes::codex_app_server::ACCEPTED,
+            )
+            .with_steering()
     })
     .await;
-    report.assert_passed_except(&NO_PREWARM);
+    report.assert_passed();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,7 +213,7 @@ async fn claude_code_resident_through_a_worker() {
         cli_test_kit::stream_json::resident_factory(harness, options, &served)
     })
     .await;
-    report.assert_passed_except(&NO_PREWARM);
+    report.assert_passed();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,7 +234,7 @@ async fn codebuddy_resident_through_a_worker() {
         cli_test_kit::stream_json::resident_factory(harness, options, &served)
     })
     .await;
-    report.assert_passed_except(&NO_PREWARM);
+    report.assert_passed();
 }
 
 /// Before a fork, writes the recording of the parent session that the real CLI would have

@@ -1,12 +1,13 @@
 //! The driver kit on the worker driver wrapping the file-backed reference runtime, every
-//! clause run, none skipped. What the kit observes from inside the provider (a scripted tool
-//! use, the tools that ran, the materialization the provider saw) it gets through the
-//! worker's test-only `runtime.script`.
+//! clause run but the pre-warm ones, which the reference runtime does not declare (in process
+//! either). What the kit observes from inside the provider (a scripted tool use, the tools
+//! that ran, the materialization the provider saw, a turn held open for STR-01's follow-up)
+//! it gets through the worker's test-only `runtime.script`.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use driver_spi::conformance::{self, Factory};
+use driver_spi::conformance::{self, Factory, Release};
 use driver_spi::{Action, Driver};
 use secrecy::SecretString;
 use worker::{WorkerDriver, Workers};
@@ -54,6 +55,18 @@ impl Factory for WorkerFactory {
         let scripted = block_on(self.driver.script(Vec::new())).ok()?;
         scripted.materialization.map(WireSecret::into_secret)
     }
+
+    /// The worker's reference driver stalls its next run until released, taking follow-ups
+    /// meanwhile; the release may come from the kit's timer thread, so it is spawned.
+    fn script_steered_turn(&self) -> Option<Release> {
+        block_on(self.driver.script(vec![ReferenceScript::Stall])).ok()?;
+        let driver = Arc::clone(&self.driver);
+        let runtime = tokio::runtime::Handle::current();
+        Some(Arc::new(move || {
+            let driver = Arc::clone(&driver);
+            runtime.spawn(async move { driver.release_stalled().await });
+        }))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,11 +81,15 @@ async fn the_driver_kit_passes_on_the_worker_driver() {
     let factory = WorkerFactory {
         _base: base,
         workers,
-        driver,
+        driver: Arc::clone(&driver),
     };
     let report = conformance::run(&factory).await;
     println!("{report}");
-    // The wire has no pre-warm yet: the worker refuses it (CAP-05 judges the refusal).
+    assert!(
+        driver.descriptor().capabilities.steer,
+        "the reference runtime steers, through a worker too: STR-01 runs declared"
+    );
+    // The reference runtime declares no pre-warm: CAP-05 judges the refusal.
     report.assert_passed_except(&[
         driver_spi::conformance::Clause::Prw01,
         driver_spi::conformance::Clause::Prw02,

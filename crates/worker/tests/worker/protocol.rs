@@ -17,7 +17,7 @@ fn config_wire(config: &DriverConfig) -> Value {
     config.to_wire()
 }
 
-fn start_params(driver: u64, task: &str, prompt: &str) -> Value {
+pub(crate) fn start_params(driver: u64, task: &str, prompt: &str) -> Value {
     let request = Request::new(RunId::new(task), prompt, profile());
     start_params_of(driver, task, &request)
 }
@@ -31,12 +31,12 @@ fn start_params_of(driver: u64, task: &str, request: &Request) -> Value {
     })
 }
 
-fn error_code(answer: &Value) -> Option<i64> {
+pub(crate) fn error_code(answer: &Value) -> Option<i64> {
     answer["error"]["code"].as_i64()
 }
 
 /// Configures driver 1 (the reference runtime with `script`) on a fresh pipe.
-async fn configured(base: &std::path::Path, script: &[&str]) -> Pipe {
+pub(crate) async fn configured(base: &std::path::Path, script: &[&str]) -> Pipe {
     let mut pipe = Pipe::new(worker::MAX_LINE);
     let params = json!({"driver": 1, "config": config_wire(&reference(base, script))});
     pipe.request(json!(1), CONFIGURE, params).await;
@@ -270,10 +270,10 @@ async fn each_refusal_has_its_code_and_the_worker_lives_on() {
     assert!(others.is_empty(), "{others:?}");
 }
 
-#[tokio::test]
-async fn an_approval_names_its_attempt_and_a_mismatched_answer_denies() {
-    let base = tempfile::tempdir().expect("tempdir");
-    let mut pipe = configured(base.path(), &[]).await;
+/// Starts task `t1` (request id 2) of driver 1 on a tool the policy asks the host about, and
+/// reads until the worker asks: its handle, the `runtime.approve` request, and the events'
+/// params before it.
+pub(crate) async fn awaiting_approval(pipe: &mut Pipe) -> (u64, Value, Vec<Value>) {
     let policy: PermissionPolicy = "write=ask".parse().expect("a policy");
     let request = Request::new(RunId::new("t1"), "/tool write Write notes.txt", profile())
         .with_permissions(policy)
@@ -291,6 +291,14 @@ async fn an_approval_names_its_attempt_and_a_mismatched_answer_denies() {
         }
         events.push(message["params"].clone());
     };
+    (handle, ask, events)
+}
+
+#[tokio::test]
+async fn an_approval_names_its_attempt_and_a_mismatched_answer_denies() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let mut pipe = configured(base.path(), &[]).await;
+    let (handle, ask, mut events) = awaiting_approval(&mut pipe).await;
     assert_eq!(ask["params"]["handle"], handle);
     assert_eq!(ask["params"]["attempt"], 1);
     assert_eq!(ask["params"]["call_id"], "call-1");

@@ -42,10 +42,9 @@ async fn the_host_side_is_the_same_configuration_as_in_process() {
     let (driver, _workers) = worker_driver(base.path(), reference(base.path(), &[]));
     let env = runtime_env::RuntimeEnv::builder(base.path().join("env"), namespace(), base.path());
     let in_process: ReferenceDriver = reference_runtime::driver(env).expect("in process");
-    let mut expected = in_process.descriptor();
-    // The worker's wire carries no follow-up yet: it declares no steering (issue 43).
+    // Steering (and pre-warm, where declared) pass through the worker (issue 43).
+    let expected = in_process.descriptor();
     assert!(expected.capabilities.steer);
-    expected.capabilities.steer = false;
     assert_eq!(driver.descriptor(), expected);
     assert_eq!(
         driver
