@@ -117,7 +117,42 @@ pub enum Incoming {
     },
 }
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
+type Pending = Arc<Mutex<Waiting>>;
+
+/// The requests waiting for an answer, by id, and whether the other side's output ended: a
+/// request registered after that would wait for an answer nobody reads, so it is refused
+/// (checked under the same lock the reader closes it under, so none slips in between).
+#[derive(Default)]
+struct Waiting {
+    answers: HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>,
+    closed: bool,
+}
+
+impl Waiting {
+    /// Registers a request; `false` once the output ended.
+    fn insert(&mut self, id: u64, waiter: oneshot::Sender<Result<Value, RpcError>>) -> bool {
+        if self.closed {
+            return false;
+        }
+        self.answers.insert(id, waiter);
+        true
+    }
+
+    fn remove(&mut self, id: &u64) -> Option<oneshot::Sender<Result<Value, RpcError>>> {
+        self.answers.remove(id)
+    }
+
+    fn len(&self) -> usize {
+        self.answers.len()
+    }
+
+    /// The output ended: every waiting request fails with `Closed` (its sender dropped), and
+    /// so does every later one.
+    fn close(&mut self) {
+        self.closed = true;
+        self.answers.clear();
+    }
+}
 
 /// Where messages are written: shared by the peer and, for a server's refusals, its reader,
 /// one whole line under the lock.
@@ -318,7 +353,9 @@ impl RpcPeer {
     ) -> Result<Answer, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.lock_pending().insert(id, tx);
+        if !self.lock_pending().insert(id, tx) {
+            return Err(RpcError::Closed);
+        }
         let message = self.framing.request(id, method, params);
         let sent = self.send(message).await;
         if let Err(e) = sent {
@@ -370,9 +407,7 @@ impl RpcPeer {
         write_line(&self.writer, &message).await
     }
 
-    fn lock_pending(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>> {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Waiting> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -504,11 +539,12 @@ async fn read_loop<R: AsyncRead + Unpin>(
             );
         }
     }
-    // Dropping the senders fails each waiting request with `Closed`.
+    // Dropping the senders fails each waiting request with `Closed`, and a later one is
+    // refused.
     pending
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .clear();
+        .close();
 }
 
 /// Routes one message as `framing` classified it: an answer to its waiting request, or what

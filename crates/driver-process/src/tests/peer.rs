@@ -171,6 +171,11 @@ async fn an_unanswered_request_times_out_and_a_closed_peer_fails_what_waits() {
         incoming.recv().await.is_none(),
         "the incoming channel ends with the output"
     );
+    // Asked after the output ended (a process that exited at start-up), a request fails at
+    // once: nobody would ever answer it, and waiting out its timeout would hide why.
+    let late = peer.request("initialize", json!({}), Duration::from_secs(60));
+    let late = tokio::time::timeout(Duration::from_secs(5), late).await;
+    assert!(matches!(late, Ok(Err(RpcError::Closed))), "{late:?}");
 }
 
 #[tokio::test]
