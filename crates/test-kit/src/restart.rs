@@ -653,6 +653,26 @@ pub async fn unknown_session_is_rejected(
     driver: &dyn Driver,
     model_requests: &(dyn Fn() -> Vec<RecordedRequest> + Sync),
 ) {
+    session_is_unknown(driver, model_requests, false).await;
+}
+
+/// [`unknown_session_is_rejected`], with a pre-warm of the same request first: it is refused
+/// with the same `ResumeRejected(UnknownSession)` the run gets (`Driver::prewarm`'s contract).
+///
+/// # Panics
+/// When the driver does anything else.
+pub async fn unknown_session_is_rejected_at_prewarm_too(
+    driver: &dyn Driver,
+    model_requests: &(dyn Fn() -> Vec<RecordedRequest> + Sync),
+) {
+    session_is_unknown(driver, model_requests, true).await;
+}
+
+async fn session_is_unknown(
+    driver: &dyn Driver,
+    model_requests: &(dyn Fn() -> Vec<RecordedRequest> + Sync),
+    prewarm: bool,
+) {
     use compat_fingerprint::{Fingerprint, Kind};
     use driver_spi::{
         CollectingSink, ProfilePayload, ResumeRejectReason, SessionContext, SessionGuard,
@@ -669,10 +689,19 @@ pub async fn unknown_session_is_rejected(
     let sink = Arc::new(CollectingSink::new());
     let request = Request::new(RunId::new("unknown-session"), "hello", profile)
         .with_session(SessionContext::continue_only(state));
+    let rejected = DriverError::resume_rejected(ResumeRejectReason::UnknownSession);
+    if prewarm {
+        let refused = driver.prewarm(request.clone()).await;
+        assert_eq!(
+            refused.expect_err("an unknown session cannot be pre-warmed"),
+            rejected,
+            "the pre-warm refuses as the run does"
+        );
+    }
     let result = driver.run(request, sink.clone()).await;
     assert_eq!(
         result.expect_err("an unknown session cannot continue"),
-        DriverError::resume_rejected(ResumeRejectReason::UnknownSession)
+        rejected
     );
     assert!(sink.is_empty(), "no event before a rejection");
     assert_eq!(model_requests().len(), before, "no model request was made");

@@ -75,7 +75,8 @@ fn claude_resident_resumes_across_a_host_restart_and_keeps_secrets_out() {
         .await;
         // The CLI itself refuses a session its namespace does not hold.
         let resident = driver(dir.path(), &bin, &model);
-        restart::unknown_session_is_rejected(&resident, &|| model.model_requests()).await;
+        restart::unknown_session_is_rejected_at_prewarm_too(&resident, &|| model.model_requests())
+            .await;
         resident.close_processes().await.unwrap();
         assert!(residents(&config_dir(&resident)).is_empty());
         for request in model.model_requests() {

@@ -8,7 +8,7 @@
 //!    started), else retires it first;
 //! 3. a new process: spawned and its handshake, as for a turn;
 //! 4. its session opened, as for a turn (a refusal is the run's: `UnknownSession` becomes
-//!    `ResumeRejected`); then the protocol's [`warm_up`](ResidentProtocol::warm_up) call, so
+//!    `ResumeRejected`, and so does a process that ends saying it does not know the session); then the protocol's [`warm_up`](ResidentProtocol::warm_up) call, so
 //!    a CLI that would only finish starting at its first message (the stream-json CLIs, which
 //!    print nothing before one) is ready;
 //! 5. the process checked in idle under its place, marked pre-warmed: the run that takes it
@@ -17,7 +17,10 @@
 
 use driver_process::command::CliCommand;
 use driver_process::pool::{ConversationKey, ProcessPool};
-use driver_spi::{DriverError, FailureKind, PrewarmTicket, Redactor, RunFailure};
+use driver_process::process::Finished;
+use driver_spi::{
+    DriverError, FailureKind, PrewarmTicket, Redactor, ResumeRejectReason, RunFailure,
+};
 
 use super::launch::Launch;
 use super::open::{Opened, open};
@@ -37,8 +40,12 @@ pub(crate) async fn prewarm<D: Dialect>(
     ticket: &PrewarmTicket,
 ) -> Result<bool, DriverError> {
     let launch = Launch::new(dialect, protocol, pool, turn, config, command)?;
+    // With a ticket every plan has a place; a refusal, not a panic, should that ever change.
     let Some(place) = launch.place(Some(ticket)) else {
-        unreachable!("with a ticket every plan has a place")
+        return Err(DriverError::Failed(RunFailure::new(
+            FailureKind::Other,
+            "no pool place for this pre-warm",
+        )));
     };
     if let SessionPlan::Fork(parent) = turn.plan {
         // As the run would: no other process holds the parent while the fork opens.
@@ -63,7 +70,7 @@ pub(crate) async fn prewarm<D: Dialect>(
         Ok(None) => {}
         Err(Opened::Gone(failure)) => {
             let finished = flight.finish().close().await;
-            return Err(DriverError::Failed(with_stderr(failure, &finished)));
+            return Err(ended(dialect, turn, failure, &finished));
         }
         Err(Opened::Refused(err)) => {
             let finished = flight.finish().close().await;
@@ -80,10 +87,30 @@ pub(crate) async fn prewarm<D: Dialect>(
     {
         let failure = rpc_failure(protocol, call.method, err);
         let finished = flight.finish().close().await;
-        return Err(DriverError::Failed(with_stderr(failure, &finished)));
+        return Err(ended(dialect, turn, failure, &finished));
     }
     let mut process = flight.finish();
     process.prewarmed = true;
     checkout.check_in(place, process).await;
     Ok(false)
+}
+
+/// The error of a pre-warm whose process ended before it was ready: a resume the CLI says, in
+/// its own words, it does not know is the run's `ResumeRejected` (as the turn's judgement
+/// decides: Claude Code names the session on stderr and exits when started with an unknown
+/// `--resume`), anything else the process failure with its stderr tail.
+fn ended<D: Dialect>(
+    dialect: &D,
+    turn: &Turn<'_>,
+    failure: RunFailure,
+    finished: &Finished,
+) -> DriverError {
+    if turn.plan.is_resuming() {
+        // A translator that read nothing: what it knows is the finished process's output.
+        let translator = dialect.translator(turn.request, turn.request.redactor());
+        if dialect.unknown_session(&translator, finished) {
+            return ResumeRejectReason::UnknownSession.into();
+        }
+    }
+    DriverError::Failed(with_stderr(failure, finished))
 }

@@ -70,7 +70,8 @@ fn codex_app_server_resumes_across_a_host_restart_and_keeps_secrets_out() {
         })
         .await;
         let resident = driver(dir.path(), &bin, &model);
-        restart::unknown_session_is_rejected(&resident, &|| model.model_requests()).await;
+        restart::unknown_session_is_rejected_at_prewarm_too(&resident, &|| model.model_requests())
+            .await;
         resident.close_processes().await.unwrap();
         assert!(app_servers(&codex_home(&resident)).is_empty());
     });
